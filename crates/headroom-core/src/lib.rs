@@ -1,0 +1,311 @@
+//! Plain types shared by every headroom crate.
+//!
+//! Nothing here does I/O. The command line (or a scenario file) is turned into a [`Plan`], an
+//! immutable, validated description of one run; the engine executes it and never sees where it
+//! came from. Failures on the hot path are one of the fixed [`ErrorKind`]s, counted in an array
+//! indexed by the kind, so that counting an error never allocates.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+mod dist;
+pub use dist::Distribution;
+
+/// Every way a request or a connection can fail, as counted per interval.
+///
+/// The order is the order of the counters array and of the summary; append only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The connect did not complete within `--connect-timeout`.
+    ConnectTimeout,
+    /// The connect was refused (ECONNREFUSED: nothing listening).
+    Refused,
+    /// The peer reset the connection (ECONNRESET / EPIPE).
+    Reset,
+    /// The peer closed the connection while a response was expected or incomplete.
+    Closed,
+    /// No complete response within `--timeout` of sending the request.
+    Timeout,
+    /// The reply was not valid HTTP (or not valid for the protocol in use).
+    Protocol,
+    /// A complete response with a 4xx status.
+    Http4xx,
+    /// A complete response with a 5xx status.
+    Http5xx,
+    /// The local side ran out of something: no free source port (EADDRNOTAVAIL), no descriptor
+    /// (EMFILE/ENFILE), no buffer space.
+    LocalResource,
+    /// Any other socket error; rare, kept so nothing is dropped.
+    Other,
+}
+
+impl ErrorKind {
+    /// All kinds, in counter order.
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Refused,
+        ErrorKind::Reset,
+        ErrorKind::Closed,
+        ErrorKind::Timeout,
+        ErrorKind::Protocol,
+        ErrorKind::Http4xx,
+        ErrorKind::Http5xx,
+        ErrorKind::LocalResource,
+        ErrorKind::Other,
+    ];
+    /// Number of kinds (the length of a counters array).
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The stable name used in summary.json, intervals.jsonl and the human summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Http4xx => "http_4xx",
+            ErrorKind::Http5xx => "http_5xx",
+            ErrorKind::LocalResource => "local_resource",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// Index into a counters array.
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Classify an OS error from connect/read/write.
+    pub fn from_io(err: &std::io::Error, connecting: bool) -> ErrorKind {
+        match err.raw_os_error() {
+            Some(libc_errno::ECONNREFUSED) => ErrorKind::Refused,
+            Some(libc_errno::ECONNRESET) | Some(libc_errno::EPIPE) => ErrorKind::Reset,
+            Some(libc_errno::ETIMEDOUT) if connecting => ErrorKind::ConnectTimeout,
+            Some(libc_errno::ETIMEDOUT) => ErrorKind::Timeout,
+            Some(libc_errno::EADDRNOTAVAIL)
+            | Some(libc_errno::EMFILE)
+            | Some(libc_errno::ENFILE)
+            | Some(libc_errno::ENOBUFS)
+            | Some(libc_errno::EADDRINUSE) => ErrorKind::LocalResource,
+            _ => match err.kind() {
+                std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+                std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
+                std::io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+                _ => ErrorKind::Other,
+            },
+        }
+    }
+}
+
+/// Linux errno values used for classification (kept here so core needs no libc).
+mod libc_errno {
+    pub const EPIPE: i32 = 32;
+    pub const EMFILE: i32 = 24;
+    pub const ENFILE: i32 = 23;
+    pub const EADDRINUSE: i32 = 98;
+    pub const EADDRNOTAVAIL: i32 = 99;
+    pub const ENOBUFS: i32 = 105;
+    pub const ECONNRESET: i32 = 104;
+    pub const ETIMEDOUT: i32 = 110;
+    pub const ECONNREFUSED: i32 = 111;
+}
+
+/// How new requests come about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadModel {
+    /// A fixed population of `users`, each looping requests (closed model). With `per_user`
+    /// each user does that many requests and then leaves (the C x N run of seed 002).
+    Closed {
+        users: u32,
+        per_user: Option<u64>,
+        think: Option<Distribution>,
+    },
+    /// `rate` requests per second in total spread evenly over `connections` keep-alive users;
+    /// each request has an intended send time on a fixed schedule, and latency is measured from
+    /// it (coordinated omission corrected, as wrk2 does).
+    Rate { connections: u32, rate: f64 },
+    /// Users arrive at `rate` per second (Poisson or constant), each does `per_user` requests
+    /// with `think` between them, then leaves (open model).
+    Open {
+        rate: f64,
+        process: ArrivalProcess,
+        per_user: u64,
+        think: Option<Distribution>,
+        max_users: Option<u64>,
+    },
+}
+
+impl LoadModel {
+    /// The name reported in summaries: `closed`, `rate` or `open`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LoadModel::Closed { .. } => "closed",
+            LoadModel::Rate { .. } => "rate",
+            LoadModel::Open { .. } => "open",
+        }
+    }
+}
+
+/// How arrival instants are spaced in an open model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalProcess {
+    /// Exponential inter-arrival times (a Poisson process).
+    Poisson,
+    /// Evenly spaced arrivals.
+    Constant,
+}
+
+/// Socket options applied to every client connection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SocketOptions {
+    /// SO_SNDBUF in bytes (the kernel doubles it); `None` leaves the kernel's autotuning.
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF in bytes; `None` leaves the kernel's autotuning.
+    pub rcvbuf: Option<u32>,
+    /// TCP_NODELAY (on by default: a load generator must not batch small requests).
+    pub nodelay: bool,
+    /// Local source addresses to spread connections over (bound before connect with
+    /// IP_BIND_ADDRESS_NO_PORT so each address keeps its own ~28k ephemeral ports per target).
+    pub bind: Vec<std::net::IpAddr>,
+}
+
+/// One HTTP request, as the user described it; the protocol crate encodes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRequest {
+    pub method: String,
+    /// Path and query, starting with `/`.
+    pub path: String,
+    /// Value of the Host header.
+    pub host: String,
+    /// Extra headers in the order given (a user-given Host or User-Agent replaces ours).
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// When a run ends (the first condition met).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StopCondition {
+    /// Wall-clock length of the load.
+    pub duration: Option<Duration>,
+    /// Total requests over all workers.
+    pub requests: Option<u64>,
+}
+
+/// An immutable, validated description of one run. Built by the CLI (or a scenario compiler);
+/// executed by the engine.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Where to connect.
+    pub target: SocketAddr,
+    /// A human name of the target for messages, e.g. the URL.
+    pub target_name: String,
+    pub request: HttpRequest,
+    pub model: LoadModel,
+    pub stop: StopCondition,
+    /// Worker threads (one event loop each).
+    pub threads: usize,
+    /// Length of a reporting interval.
+    pub interval: Duration,
+    pub connect_timeout: Duration,
+    /// Response timeout, from the moment the request is written.
+    pub timeout: Duration,
+    /// Keep connections open between requests (HTTP keep-alive).
+    pub keepalive: bool,
+    /// Requests written back to back on a connection before waiting for the replies.
+    pub pipeline: u32,
+    pub socket: SocketOptions,
+}
+
+impl Plan {
+    /// Check the plan's internal consistency; the CLI validates flags first, this is the last
+    /// line of defence for programmatic callers.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.threads == 0 {
+            return Err(PlanError("threads must be at least 1".into()));
+        }
+        if self.pipeline == 0 {
+            return Err(PlanError("pipeline depth must be at least 1".into()));
+        }
+        if self.interval < Duration::from_millis(10) {
+            return Err(PlanError("interval must be at least 10ms".into()));
+        }
+        match &self.model {
+            LoadModel::Closed { users, .. } if *users == 0 => {
+                return Err(PlanError("connections must be at least 1".into()))
+            }
+            LoadModel::Rate { connections, rate } => {
+                if *connections == 0 {
+                    return Err(PlanError("connections must be at least 1".into()));
+                }
+                if !(rate.is_finite() && *rate > 0.0) {
+                    return Err(PlanError("rate must be a positive number".into()));
+                }
+                if self.pipeline > 1 {
+                    return Err(PlanError("--rate and --pipeline cannot be combined".into()));
+                }
+            }
+            LoadModel::Open { rate, per_user, .. } => {
+                if !(rate.is_finite() && *rate > 0.0) {
+                    return Err(PlanError("arrival rate must be a positive number".into()));
+                }
+                if *per_user == 0 {
+                    return Err(PlanError("per-user must be at least 1".into()));
+                }
+            }
+            _ => {}
+        }
+        let open_ended = match &self.model {
+            LoadModel::Closed { per_user, .. } => per_user.is_none(),
+            _ => true,
+        };
+        if open_ended && self.stop.duration.is_none() && self.stop.requests.is_none() {
+            let max_users = matches!(self.model, LoadModel::Open { max_users: Some(_), .. });
+            if !max_users {
+                return Err(PlanError(
+                    "the run has no end: give a duration or a request count".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A plan that cannot run, with a message a person can act on.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kind_indexes_are_dense_and_names_unique() {
+        for (i, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i);
+        }
+        let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::COUNT);
+    }
+
+    #[test]
+    fn io_errors_classify() {
+        let e = std::io::Error::from_raw_os_error(111);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::Refused);
+        let e = std::io::Error::from_raw_os_error(104);
+        assert_eq!(ErrorKind::from_io(&e, false), ErrorKind::Reset);
+        let e = std::io::Error::from_raw_os_error(99);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::LocalResource);
+        let e = std::io::Error::from_raw_os_error(110);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectTimeout);
+    }
+}

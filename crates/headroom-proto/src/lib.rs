@@ -1,0 +1,5 @@
+//! Sans-I/O protocol codecs. A codec turns a request description into bytes and decodes replies
+//! incrementally from whatever slice of bytes the transport read; it never touches a socket, so
+//! it can be fuzzed and unit-tested on byte strings alone.
+
+pub mod http1;

@@ -1,0 +1,262 @@
+//! Recorders, interval snapshots and their exact merge.
+//!
+//! Each engine worker owns one [`Recorder`] and writes to it without locks. At every interval
+//! boundary the worker hands its recorder to the collector and continues with an empty one (a
+//! recycled recorder, so steady state allocates nothing). The collector merges the workers'
+//! recorders with [`Recorder::add`]: histograms add bucket by bucket, so merged percentiles are
+//! exactly those of one histogram holding every sample — never an average of percentiles.
+//!
+//! Units: every latency is in microseconds.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use headroom_core::ErrorKind;
+
+pub mod hlog;
+
+/// Highest trackable latency: one hour, in microseconds. Larger values saturate.
+pub const MAX_LATENCY_US: u64 = 3_600_000_000;
+/// Significant figures kept by every histogram (0.1% relative error).
+pub const SIGFIG: u8 = 3;
+
+/// A new empty latency histogram with headroom's standard range and precision.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, SIGFIG).expect("static histogram bounds")
+}
+
+/// Plain counters of one interval (or of a whole run once merged).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests written to a socket (at least partly).
+    pub requests: u64,
+    /// Complete responses received, whatever their status.
+    pub responses: u64,
+    /// Failures by [`ErrorKind::index`].
+    pub errors: [u64; ErrorKind::COUNT],
+    /// Responses by status class: index 1..=5 for 1xx..5xx, 0 for anything else.
+    pub status: [u64; 6],
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Users (virtual users) that began.
+    pub users_started: u64,
+    /// Users that finished their work and left.
+    pub users_finished: u64,
+    /// Connections established.
+    pub connects: u64,
+    /// Connections closed (by either side, for any reason).
+    pub disconnects: u64,
+    /// Gauge: connections open at the end of the interval.
+    pub connections_open: u64,
+    /// Gauge: the most connections open at once during the interval.
+    pub connections_peak: u64,
+    /// Gauge: users active at the end of the interval.
+    pub users_active: u64,
+}
+
+impl Counters {
+    /// Add another worker's (or interval's) counters. Gauges add too: summing the workers'
+    /// gauges of the same interval gives the process-wide figure (peaks give an upper bound,
+    /// since workers may peak at different instants).
+    pub fn add(&mut self, o: &Counters) {
+        self.requests += o.requests;
+        self.responses += o.responses;
+        for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
+            *a += b;
+        }
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.users_started += o.users_started;
+        self.users_finished += o.users_finished;
+        self.connects += o.connects;
+        self.disconnects += o.disconnects;
+        self.connections_open += o.connections_open;
+        self.connections_peak += o.connections_peak;
+        self.users_active += o.users_active;
+    }
+
+    /// All failures of every kind.
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    #[inline]
+    pub fn error(&mut self, kind: ErrorKind) {
+        self.errors[kind.index()] += 1;
+    }
+
+    /// Count a response's status class.
+    #[inline]
+    pub fn status(&mut self, status: u16) {
+        let class = (status / 100) as usize;
+        let idx = if (1..=5).contains(&class) { class } else { 0 };
+        self.status[idx] += 1;
+    }
+}
+
+/// Everything one worker measures.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    /// Response time from the *intended* send time (coordinated omission corrected).
+    pub latency: Histogram<u64>,
+    /// Response time from the moment the request was actually written.
+    pub latency_uncorrected: Histogram<u64>,
+    /// TCP connect time.
+    pub connect: Histogram<u64>,
+    pub counters: Counters,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Recorder {
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            connect: new_histogram(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Record one response's latencies (microseconds).
+    #[inline]
+    pub fn record_latency(&mut self, corrected_us: u64, uncorrected_us: u64) {
+        self.latency.saturating_record(corrected_us.max(1));
+        self.latency_uncorrected.saturating_record(uncorrected_us.max(1));
+    }
+
+    #[inline]
+    pub fn record_connect(&mut self, us: u64) {
+        self.connect.saturating_record(us.max(1));
+    }
+
+    /// Merge `other` into `self` exactly.
+    pub fn add(&mut self, other: &Recorder) {
+        // Same bounds on both sides, so `add` cannot fail; saturate defensively anyway.
+        let _ = self.latency.add(&other.latency);
+        let _ = self.latency_uncorrected.add(&other.latency_uncorrected);
+        let _ = self.connect.add(&other.connect);
+        self.counters.add(&other.counters);
+    }
+
+    /// Empty everything, keeping allocations.
+    pub fn reset(&mut self) {
+        self.latency.reset();
+        self.latency_uncorrected.reset();
+        self.connect.reset();
+        self.counters = Counters::default();
+    }
+}
+
+/// One worker's measurements over one interval.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub worker: usize,
+    /// Interval number, from 0 at the start of the run.
+    pub index: u64,
+    /// True for the worker's last snapshot (it has stopped).
+    pub last: bool,
+    pub recorder: Recorder,
+}
+
+/// Figures of a latency histogram, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub min: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+impl LatencyStats {
+    pub fn of(h: &Histogram<u64>) -> LatencyStats {
+        if h.is_empty() {
+            return LatencyStats::default();
+        }
+        LatencyStats {
+            count: h.len(),
+            mean: h.mean(),
+            stdev: h.stdev(),
+            min: h.min(),
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+/// Duration to whole microseconds, saturating.
+#[inline]
+pub fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_percentiles_equal_one_histogram() {
+        // Deterministic pseudo-random samples split unevenly over 3 recorders.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut all = Recorder::new();
+        let mut parts = [Recorder::new(), Recorder::new(), Recorder::new()];
+        for i in 0..100_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = 1 + (x % 2_000_000) / (1 + (x >> 60));
+            all.record_latency(v, v / 2);
+            parts[(i % 7 % 3) as usize].record_latency(v, v / 2);
+        }
+        let mut merged = Recorder::new();
+        for p in &parts {
+            merged.add(p);
+        }
+        for q in [0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+            assert_eq!(
+                merged.latency.value_at_quantile(q),
+                all.latency.value_at_quantile(q),
+                "quantile {q}"
+            );
+        }
+        assert_eq!(merged.latency.len(), 100_000);
+        assert_eq!(LatencyStats::of(&merged.latency), LatencyStats::of(&all.latency));
+    }
+
+    #[test]
+    fn counters_add_and_status_classes() {
+        let mut a = Counters::default();
+        a.status(200);
+        a.status(404);
+        a.status(503);
+        a.status(999);
+        a.error(ErrorKind::Reset);
+        let mut b = a;
+        b.add(&a);
+        assert_eq!(b.status, [2, 0, 2, 0, 2, 2]);
+        assert_eq!(b.errors_total(), 2);
+    }
+
+    #[test]
+    fn huge_values_saturate_not_panic() {
+        let mut r = Recorder::new();
+        r.record_latency(u64::MAX, 0);
+        assert_eq!(r.latency.len(), 1);
+        assert!(r.latency.max() >= MAX_LATENCY_US);
+    }
+}

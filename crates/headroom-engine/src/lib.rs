@@ -1,0 +1,198 @@
+//! headroom's load engine.
+//!
+//! [`run`] executes a [`Plan`]: it starts one worker thread per `plan.threads`, each an epoll
+//! event loop owning its share of the users (see `worker.rs` for the hot path), and turns the
+//! calling thread into the collector. Every `plan.interval` each worker hands over its recorder;
+//! the collector merges the workers' recorders of the same interval exactly (HdrHistogram adds)
+//! and passes the merged interval to the caller's sink, in interval order, as soon as every
+//! worker still running has reported it. Reporting therefore never reads live worker state.
+//!
+//! The engine knows nothing of the command line, JSON or files: sinks do.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use headroom_core::{Plan, PlanError};
+use headroom_metrics::{Recorder, Snapshot};
+
+pub mod pacer;
+mod poller;
+mod worker;
+
+/// One merged interval, handed to the sink.
+#[derive(Debug)]
+pub struct Interval<'a> {
+    /// Interval number from 0.
+    pub index: u64,
+    /// Offset of the interval's start from the start of the run.
+    pub start: Duration,
+    /// Its length (the last one may be shorter).
+    pub length: Duration,
+    /// All workers' measurements of this interval, merged.
+    pub merged: &'a Recorder,
+    /// Workers that had stopped by the end of this interval.
+    pub workers_done: usize,
+    pub workers: usize,
+}
+
+/// What a finished run measured.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Every interval merged.
+    pub total: Recorder,
+    /// Wall-clock instant the load started.
+    pub started_at: SystemTime,
+    /// Length of the load, from start to the last worker's stop.
+    pub elapsed: Duration,
+    /// Most connections open at once (sum of the workers' per-interval peaks, maximised over
+    /// intervals: exact for a fixed population, an upper bound when workers peak apart).
+    pub connections_peak: u64,
+    /// Requests still awaiting a response when the run stopped (neither answered nor failed).
+    pub in_flight: u64,
+    /// Intervals reported.
+    pub intervals: u64,
+    /// True when the stop flag (Ctrl-C) ended the run early.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("worker {worker}: {source}")]
+    Worker { worker: usize, source: std::io::Error },
+    #[error("could not encode the request: {0}")]
+    Request(String),
+}
+
+/// Execute `plan`. `stop` may be set from another thread (e.g. a Ctrl-C handler) to end the run
+/// early; the run still reports everything measured until then. `sink` sees each interval.
+pub fn run(
+    plan: &Plan,
+    stop: Arc<AtomicBool>,
+    sink: &mut dyn FnMut(&Interval<'_>),
+) -> Result<RunOutcome, EngineError> {
+    plan.validate()?;
+    let plan = Arc::new(plan.clone());
+    let mut one = Vec::new();
+    headroom_proto::http1::encode_request(&plan.request, plan.keepalive, &mut one);
+    if one.is_empty() {
+        return Err(EngineError::Request("empty request".into()));
+    }
+    let request: Arc<[u8]> = one.repeat(plan.pipeline as usize).into();
+    let head_request = plan.request.method.eq_ignore_ascii_case("HEAD");
+
+    let n = plan.threads;
+    let (snap_tx, snap_rx) = mpsc::channel::<Snapshot>();
+    let mut recycle_tx = Vec::with_capacity(n);
+    let mut handles = Vec::with_capacity(n);
+    let started_at = SystemTime::now();
+    let start = Instant::now();
+    for id in 0..n {
+        let (rtx, rrx) = mpsc::channel::<Recorder>();
+        recycle_tx.push(rtx);
+        let setup = worker::WorkerSetup {
+            id,
+            workers: n,
+            plan: plan.clone(),
+            request: request.clone(),
+            request_len: one.len(),
+            head_request,
+            start,
+            stop: stop.clone(),
+            snapshots: snap_tx.clone(),
+            recycled: rrx,
+        };
+        let h = std::thread::Builder::new()
+            .name(format!("headroom-w{id}"))
+            .spawn(move || -> Result<u64, std::io::Error> {
+                let w = worker::Worker::new(setup)?;
+                let w = w.run()?;
+                Ok(w.in_flight)
+            })
+            .map_err(|e| EngineError::Worker { worker: id, source: e })?;
+        handles.push(h);
+    }
+    drop(snap_tx);
+
+    // Collector: merge per interval, emit in order once every live worker has reported.
+    let mut pending: BTreeMap<u64, (Recorder, usize)> = BTreeMap::new();
+    // finished[w] = Some(i) once worker w sent its last snapshot, for interval i.
+    let mut finished: Vec<Option<u64>> = vec![None; n];
+    let mut next_emit: u64 = 0;
+    let mut total = Recorder::new();
+    let mut peak = 0u64;
+    let mut emit = |idx: u64,
+                    rec: &Recorder,
+                    finished: &[Option<u64>],
+                    total: &mut Recorder,
+                    sink: &mut dyn FnMut(&Interval<'_>)| {
+        let istart = plan.interval * idx as u32;
+        let iend = (istart + plan.interval).min(start.elapsed().max(istart));
+        let done = finished.iter().filter(|f| f.is_some_and(|i| i <= idx)).count();
+        total.add(rec);
+        peak = peak.max(rec.counters.connections_peak);
+        sink(&Interval {
+            index: idx,
+            start: istart,
+            length: iend - istart,
+            merged: rec,
+            workers_done: done,
+            workers: n,
+        });
+    };
+    for snap in snap_rx.iter() {
+        let w = snap.worker;
+        if snap.last {
+            finished[w] = Some(snap.index);
+        }
+        let entry = pending.entry(snap.index).or_insert_with(|| (Recorder::new(), 0));
+        entry.0.add(&snap.recorder);
+        entry.1 += 1;
+        let mut rec = snap.recorder;
+        rec.reset();
+        let _ = recycle_tx[w].send(rec);
+        // Emit every complete interval in order.
+        while let Some((rec, count)) = pending.get(&next_emit) {
+            let expected = finished.iter().filter(|f| f.is_none_or(|i| i >= next_emit)).count();
+            if *count < expected {
+                break;
+            }
+            let _ = rec;
+            let (rec, _) = pending.remove(&next_emit).expect("present");
+            emit(next_emit, &rec, &finished, &mut total, sink);
+            next_emit += 1;
+        }
+    }
+    // All workers gone: flush what is left, in order.
+    for (idx, (rec, _)) in std::mem::take(&mut pending) {
+        emit(idx, &rec, &finished, &mut total, sink);
+        next_emit = idx + 1;
+    }
+    let elapsed = start.elapsed();
+    let mut in_flight = 0;
+    for (id, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Ok(f)) => in_flight += f,
+            Ok(Err(e)) => return Err(EngineError::Worker { worker: id, source: e }),
+            Err(_) => {
+                return Err(EngineError::Worker {
+                    worker: id,
+                    source: std::io::Error::other("worker thread panicked"),
+                })
+            }
+        }
+    }
+    Ok(RunOutcome {
+        total,
+        started_at,
+        elapsed,
+        connections_peak: peak,
+        in_flight,
+        intervals: next_emit,
+        interrupted: stop.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,841 @@
+//! One worker: an event loop on its own thread that owns its users, their connections, a
+//! scratch read buffer and a recorder. Nothing here is shared with other threads except the stop
+//! flag (read once per loop turn) and the channels that carry one snapshot per interval.
+//!
+//! A user is a small state machine (`State`) in a slab; its slab key plus a generation number is
+//! the epoll token, so an event that was queued for a socket since closed is recognised and
+//! dropped. Per request in steady state (keep-alive, no think time): one `send`, one `recv`, and
+//! a share of one `epoll_pwait2` — no `epoll_ctl`, no allocation.
+//!
+//! Subtleties worth knowing before changing this file:
+//! - Sockets are edge-triggered. A `recv` that returns fewer bytes than asked means the socket was
+//!   drained at that instant (TCP), so we skip the extra `recv` that would only say EAGAIN; more
+//!   data arriving later raises a new edge.
+//! - Nothing calls back into the state machine recursively: a failure that happens while starting a
+//!   request (a connect refused at once) parks the user on a due-now timer, and the loop handles at
+//!   most `TIMER_BATCH` timers per turn, so even a target that refuses everything cannot starve
+//!   the interval and stop checks.
+//! - Timeouts are not timers: each user holds a deadline and a sweep checks them a few times per
+//!   timeout period. A response timeout therefore fires up to a sweep period late, which is the
+//!   price of not pushing and cancelling a timer per request.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use headroom_core::{ErrorKind, LoadModel, Plan};
+use headroom_metrics::{micros, Recorder, Snapshot};
+use headroom_proto::http1::{Decoded, ResponseDecoder};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use slab::Slab;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::pacer;
+use crate::poller::{self, Epoll, Event};
+
+/// Size of the per-worker receive buffer. Every connection reads into it, so an idle connection
+/// holds no buffer of its own.
+const SCRATCH: usize = 64 * 1024;
+/// Events taken per epoll wait.
+const EVENTS: usize = 1024;
+/// Timers handled per loop turn at most (see the module notes).
+const TIMER_BATCH: usize = 4096;
+/// Longest sleep, so the stop flag (Ctrl-C) is noticed promptly.
+const MAX_WAIT: Duration = Duration::from_millis(50);
+
+/// Everything a worker is handed at start; read-only.
+pub(crate) struct WorkerSetup {
+    pub id: usize,
+    pub workers: usize,
+    pub plan: Arc<Plan>,
+    /// The encoded request, repeated `plan.pipeline` times back to back.
+    pub request: Arc<[u8]>,
+    pub request_len: usize,
+    pub head_request: bool,
+    pub start: Instant,
+    pub stop: Arc<AtomicBool>,
+    pub snapshots: Sender<Snapshot>,
+    pub recycled: Receiver<Recorder>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// No request under way and nothing scheduled (about to start one, or parked at the end).
+    Idle,
+    /// Waiting for a timer (think time, paced send, or a retry after a failure).
+    Waiting,
+    /// Non-blocking connect in progress.
+    Connecting,
+    /// Request partly written; waiting for the socket to take the rest.
+    Writing,
+    /// Request written; reading the response(s).
+    Reading,
+}
+
+struct User {
+    sock: Option<Socket>,
+    /// Bumped whenever the user gets a new socket or timer, so stale events/timers are ignored.
+    gen: u32,
+    state: State,
+    /// What the timer the user waits on is for.
+    wake: Wake,
+    decoder: ResponseDecoder,
+    /// Requests this user may still start (`None` = unlimited).
+    remaining: Option<u64>,
+    /// Global user index (pacing slot in rate mode).
+    global: u64,
+    /// Paced sends done (rate mode).
+    seq: u64,
+    /// When the current request was meant to be sent: the origin of corrected latency.
+    intended: Instant,
+    /// When it was actually written: the origin of uncorrected latency.
+    sent: Instant,
+    /// When the current connect began.
+    connect_start: Instant,
+    /// Connect or response deadline; `None` while nothing is awaited.
+    deadline: Option<Instant>,
+    /// Requests in the current batch (pipeline depth, or less at the end of a quota).
+    batch: u32,
+    /// Responses still expected in the current batch.
+    outstanding: u32,
+    /// Bytes of the batch written so far.
+    written: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// Start the next request, intended at the timer's instant.
+    Send,
+    /// Decide what to do next (after a failure).
+    Next,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Timer {
+    at: Instant,
+    key: u32,
+    gen: u32,
+}
+
+pub(crate) struct Worker {
+    s: WorkerSetup,
+    ep: Epoll,
+    events: Vec<Event>,
+    users: Slab<User>,
+    timers: BinaryHeap<Reverse<Timer>>,
+    scratch: Box<[u8]>,
+    rec: Recorder,
+    rng: SmallRng,
+    /// This worker's share of `--requests` still to start (`None` = unlimited).
+    budget: Option<u64>,
+    /// Open model: when the next user arrives, and how many may still arrive.
+    next_arrival: Option<Instant>,
+    arrivals_left: Option<u64>,
+    arrival_rate: f64,
+    open_conns: u64,
+    peak_conns: u64,
+    interval_index: u64,
+    next_interval: Instant,
+    next_sweep: Instant,
+    sweep_every: Duration,
+    deadline: Option<Instant>,
+    bind_next: usize,
+    /// Source of generation numbers: unique per worker, so a slab key reused by a new user can
+    /// never match a timer or event of the user that held it before.
+    next_gen: u32,
+    /// Users whose deadline passed, collected by the sweep (kept to reuse its allocation).
+    due: Vec<(usize, ErrorKind)>,
+    /// Requests left in flight when the run stopped (not failures: the run ended under them).
+    pub in_flight: u64,
+}
+
+fn token(key: usize, gen: u32) -> u64 {
+    (u64::from(gen) << 32) | key as u64
+}
+
+impl Worker {
+    pub fn new(s: WorkerSetup) -> io::Result<Worker> {
+        let plan = s.plan.clone();
+        let (id, n) = (s.id, s.workers);
+        let budget = plan.stop.requests.map(|r| pacer::share(r, n, id));
+        let t = plan.timeout.min(plan.connect_timeout);
+        let sweep_every = (t / 8).clamp(Duration::from_millis(5), Duration::from_millis(250));
+        let start = s.start;
+        let mut w = Worker {
+            ep: Epoll::new()?,
+            events: Vec::with_capacity(EVENTS),
+            users: Slab::new(),
+            timers: BinaryHeap::new(),
+            scratch: vec![0u8; SCRATCH].into_boxed_slice(),
+            rec: Recorder::new(),
+            rng: SmallRng::seed_from_u64(0x5EED_0000 + id as u64 ^ seed_entropy()),
+            budget,
+            next_arrival: None,
+            arrivals_left: None,
+            arrival_rate: 0.0,
+            open_conns: 0,
+            peak_conns: 0,
+            interval_index: 0,
+            next_interval: start + plan.interval,
+            next_sweep: start + sweep_every,
+            sweep_every,
+            deadline: plan.stop.duration.map(|d| start + d),
+            bind_next: id,
+            next_gen: 0,
+            due: Vec::new(),
+            in_flight: 0,
+            s,
+        };
+        match plan.model {
+            LoadModel::Closed { users, per_user, .. } => {
+                let mine = pacer::share(u64::from(users), n, id);
+                let first = pacer::first_index(u64::from(users), n, id);
+                for g in first..first + mine {
+                    w.spawn_user(g, per_user, start);
+                }
+            }
+            LoadModel::Rate { connections, .. } => {
+                let c = u64::from(connections);
+                let (mine, first) = (pacer::share(c, n, id), pacer::first_index(c, n, id));
+                for g in first..first + mine {
+                    // Each user's first send is at its own slot, not all at time zero.
+                    let key = w.add_user(g, None);
+                    let at = start + w.rate_offset(g, 0);
+                    w.schedule(key, at, Wake::Send);
+                    w.rec.counters.users_started += 1;
+                }
+            }
+            LoadModel::Open { rate, process, max_users, .. } => {
+                w.arrival_rate = rate / n as f64;
+                w.arrivals_left = max_users.map(|m| pacer::share(m, n, id));
+                let u = w.rng.gen::<f64>();
+                w.next_arrival = Some(start + pacer::first_arrival(process, rate, n, id, u));
+            }
+        }
+        Ok(w)
+    }
+
+    fn rate_offset(&self, g: u64, k: u64) -> Duration {
+        match self.s.plan.model {
+            LoadModel::Rate { connections, rate } => {
+                pacer::rate_offset(g, k, u64::from(connections), rate)
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn add_user(&mut self, global: u64, remaining: Option<u64>) -> usize {
+        let now = self.s.start;
+        self.next_gen = self.next_gen.wrapping_add(1);
+        self.users.insert(User {
+            sock: None,
+            gen: self.next_gen,
+            state: State::Idle,
+            wake: Wake::Send,
+            decoder: ResponseDecoder::new(),
+            remaining,
+            global,
+            seq: 0,
+            intended: now,
+            sent: now,
+            connect_start: now,
+            deadline: None,
+            batch: 0,
+            outstanding: 0,
+            written: 0,
+        })
+    }
+
+    /// A new user that starts its first request at `at`.
+    fn spawn_user(&mut self, global: u64, remaining: Option<u64>, at: Instant) {
+        let key = self.add_user(global, remaining);
+        self.rec.counters.users_started += 1;
+        self.schedule(key, at, Wake::Send);
+    }
+
+    fn schedule(&mut self, key: usize, at: Instant, wake: Wake) {
+        let u = &mut self.users[key];
+        u.state = State::Waiting;
+        u.wake = wake;
+        u.deadline = None;
+        self.timers.push(Reverse(Timer { at, key: key as u32, gen: u.gen }));
+    }
+
+    /// The worker's loop. Returns when the run ends for this worker.
+    pub fn run(mut self) -> io::Result<Worker> {
+        loop {
+            let now = Instant::now();
+            if self.s.stop.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            if now >= self.next_interval {
+                self.emit_interval(false);
+            }
+            if now >= self.next_sweep {
+                self.sweep(now);
+                self.next_sweep = now + self.sweep_every;
+            }
+            self.arrivals(now);
+            self.run_timers(now);
+            if self.finished() {
+                break;
+            }
+            let wait = self.wait_time(Instant::now());
+            let mut events = std::mem::take(&mut self.events);
+            self.ep.wait(&mut events, Some(wait))?;
+            for ev in events.iter() {
+                let (data, flags) = (ev.u64, ev.events);
+                self.on_event((data & 0xFFFF_FFFF) as usize, (data >> 32) as u32, flags);
+            }
+            self.events = events;
+        }
+        self.shutdown();
+        Ok(self)
+    }
+
+    /// Nothing left to do: no users, and no arrivals to come.
+    fn finished(&self) -> bool {
+        self.users.is_empty() && self.next_arrival.is_none()
+    }
+
+    fn wait_time(&self, now: Instant) -> Duration {
+        let mut until = self.next_interval.min(self.next_sweep);
+        if let Some(Reverse(t)) = self.timers.peek() {
+            until = until.min(t.at);
+        }
+        if let Some(a) = self.next_arrival {
+            until = until.min(a);
+        }
+        if let Some(d) = self.deadline {
+            until = until.min(d);
+        }
+        until.saturating_duration_since(now).min(MAX_WAIT)
+    }
+
+    fn arrivals(&mut self, now: Instant) {
+        let LoadModel::Open { process, per_user, .. } = self.s.plan.model else { return };
+        let mut n = 0;
+        while let Some(at) = self.next_arrival {
+            if at > now || n >= TIMER_BATCH {
+                break;
+            }
+            n += 1;
+            if self.arrivals_left == Some(0) || self.budget == Some(0) {
+                self.next_arrival = None;
+                break;
+            }
+            if let Some(left) = self.arrivals_left.as_mut() {
+                *left -= 1;
+            }
+            // Global user ids interleave across workers so they never collide.
+            let g = self.rec.counters.users_started * self.s.workers as u64 + self.s.id as u64;
+            self.spawn_user(g, Some(per_user), at);
+            let gap = pacer::arrival_gap(process, self.arrival_rate, self.rng.gen::<f64>());
+            self.next_arrival = Some(at + gap);
+        }
+    }
+
+    fn run_timers(&mut self, now: Instant) {
+        for _ in 0..TIMER_BATCH {
+            match self.timers.peek() {
+                Some(Reverse(t)) if t.at <= now => {}
+                _ => return,
+            }
+            let Some(Reverse(t)) = self.timers.pop() else { return };
+            let key = t.key as usize;
+            let Some(u) = self.users.get(key) else { continue };
+            if u.gen != t.gen || u.state != State::Waiting {
+                continue;
+            }
+            match u.wake {
+                Wake::Send => self.start_request(key, t.at),
+                Wake::Next => self.next_request(key, Instant::now()),
+            }
+        }
+    }
+
+    /// Check connect and response deadlines.
+    fn sweep(&mut self, now: Instant) {
+        // Collect first: failing a user mutates the slab. The list is reused across sweeps.
+        let mut due = std::mem::take(&mut self.due);
+        for (key, u) in self.users.iter() {
+            if let Some(d) = u.deadline {
+                if now >= d {
+                    let kind = if u.state == State::Connecting {
+                        ErrorKind::ConnectTimeout
+                    } else {
+                        ErrorKind::Timeout
+                    };
+                    due.push((key, kind));
+                }
+            }
+        }
+        for &(key, kind) in &due {
+            self.fail(key, kind, now);
+        }
+        due.clear();
+        self.due = due;
+    }
+
+    /// Begin a request (or a pipelined batch) meant to go at `intended`.
+    fn start_request(&mut self, key: usize, intended: Instant) {
+        let pipeline = u64::from(self.s.plan.pipeline);
+        let u = &mut self.users[key];
+        let mut batch = pipeline;
+        if let Some(r) = u.remaining {
+            batch = batch.min(r);
+        }
+        if let Some(b) = self.budget {
+            batch = batch.min(b);
+        }
+        if batch == 0 {
+            self.user_done(key);
+            return;
+        }
+        if let Some(b) = self.budget.as_mut() {
+            *b -= batch;
+        }
+        u.batch = batch as u32;
+        u.intended = intended;
+        u.written = 0;
+        u.outstanding = 0;
+        if u.sock.is_some() {
+            self.write_request(key);
+        } else {
+            self.connect(key);
+        }
+    }
+
+    fn connect(&mut self, key: usize) {
+        let now = Instant::now();
+        let plan = &self.s.plan;
+        let bind = if plan.socket.bind.is_empty() {
+            None
+        } else {
+            let ip = plan.socket.bind[self.bind_next % plan.socket.bind.len()];
+            self.bind_next = self.bind_next.wrapping_add(self.s.workers);
+            Some(ip)
+        };
+        let u = &mut self.users[key];
+        u.connect_start = now;
+        self.next_gen = self.next_gen.wrapping_add(1);
+        u.gen = self.next_gen;
+        let result = open_socket(plan, bind).and_then(|sock| {
+            self.ep.add(sock.as_raw_fd(), token(key, u.gen))?;
+            match sock.connect(&SockAddr::from(plan.target)) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                Err(e) => return Err(e),
+            }
+            Ok(sock)
+        });
+        match result {
+            Ok(sock) => {
+                u.sock = Some(sock);
+                u.state = State::Connecting;
+                u.deadline = Some(now + plan.connect_timeout);
+                self.open_conns += 1;
+                self.peak_conns = self.peak_conns.max(self.open_conns);
+            }
+            Err(e) => {
+                let kind = ErrorKind::from_io(&e, true);
+                self.count_failure(key, kind);
+                self.retry_later(key, now);
+            }
+        }
+    }
+
+    fn on_event(&mut self, key: usize, gen: u32, flags: u32) {
+        let Some(u) = self.users.get(key) else { return };
+        if u.gen != gen || u.sock.is_none() {
+            return;
+        }
+        match u.state {
+            State::Connecting => {
+                if flags & (poller::OUT | poller::ERR | poller::HUP) != 0 {
+                    self.on_connect(key);
+                }
+            }
+            State::Writing => {
+                if flags & (poller::OUT | poller::ERR | poller::HUP) != 0 {
+                    self.write_request(key);
+                }
+                let still = self.users.get(key);
+                if still.is_some_and(|u| u.state == State::Reading && u.gen == gen)
+                    && flags & poller::IN != 0
+                {
+                    self.read(key, flags);
+                }
+            }
+            State::Reading => {
+                if flags & (poller::IN | poller::RDHUP | poller::ERR | poller::HUP) != 0 {
+                    self.read(key, flags);
+                }
+            }
+            State::Idle | State::Waiting => {
+                // A kept-alive connection between requests: the server closed it (or sent bytes
+                // nobody asked for).
+                if flags & (poller::IN | poller::RDHUP | poller::ERR | poller::HUP) != 0 {
+                    self.idle_readable(key);
+                }
+            }
+        }
+    }
+
+    fn on_connect(&mut self, key: usize) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        let Some(sock) = u.sock.as_ref() else { return };
+        match sock.take_error() {
+            Ok(None) => {}
+            Ok(Some(e)) | Err(e) => {
+                let kind = ErrorKind::from_io(&e, true);
+                self.fail(key, kind, now);
+                return;
+            }
+        }
+        // A writable edge with no error but no peer yet is spurious: keep waiting.
+        if let Err(e) = sock.peer_addr() {
+            if e.raw_os_error() == Some(libc::ENOTCONN) {
+                return;
+            }
+        }
+        self.rec.counters.connects += 1;
+        self.rec.record_connect(micros(now - u.connect_start));
+        self.write_request(key);
+    }
+
+    fn write_request(&mut self, key: usize) {
+        let total = self.s.request_len * self.users[key].batch as usize;
+        let u = &mut self.users[key];
+        let Some(sock) = u.sock.as_ref() else { return };
+        let first = u.state != State::Writing;
+        if first {
+            u.written = 0;
+            u.decoder.set_head_request(self.s.head_request);
+        }
+        let mut off = u.written as usize;
+        while off < total {
+            match sock.send_with_flags(&self.s.request[off..total], libc::MSG_NOSIGNAL) {
+                Ok(n) => {
+                    if off == 0 {
+                        // First bytes of the batch on the wire: the requests now exist.
+                        u.sent = Instant::now();
+                        u.outstanding = u.batch;
+                        self.rec.counters.requests += u64::from(u.batch);
+                    }
+                    off += n;
+                    self.rec.counters.bytes_sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    self.fail(key, kind, Instant::now());
+                    return;
+                }
+            }
+        }
+        u.written = off as u32;
+        if first {
+            // The response timeout runs from the moment the request was (first) written.
+            u.deadline = Some(Instant::now() + self.s.plan.timeout);
+        }
+        u.state = if off < total { State::Writing } else { State::Reading };
+    }
+
+    fn read(&mut self, key: usize, flags: u32) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let gen = self.users[key].gen;
+        loop {
+            let Some(u) = self.users.get_mut(key) else { break };
+            if u.gen != gen || u.state != State::Reading {
+                break;
+            }
+            let Some(sock) = u.sock.as_ref() else { break };
+            let mut s: &Socket = sock;
+            match s.read(&mut scratch) {
+                Ok(0) => {
+                    self.on_eof(key);
+                    break;
+                }
+                Ok(n) => {
+                    self.rec.counters.bytes_received += n as u64;
+                    self.on_bytes(key, &scratch[..n]);
+                    if n < scratch.len() {
+                        // Short read: drained. A peer half-close seen with this edge still
+                        // needs handling if a response is awaited.
+                        if flags & (poller::RDHUP | poller::HUP) != 0 {
+                            let still = self.users.get(key);
+                            if still.is_some_and(|u| u.gen == gen && u.state == State::Reading) {
+                                self.on_eof(key);
+                            }
+                        }
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    self.fail(key, kind, Instant::now());
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+    }
+
+    fn on_bytes(&mut self, key: usize, mut buf: &[u8]) {
+        let gen = self.users[key].gen;
+        while !buf.is_empty() {
+            // Handling a response may end the user (removed from the slab) or replace its
+            // socket (new generation): re-check before every step.
+            let Some(u) = self.users.get_mut(key) else { return };
+            if u.gen != gen || u.sock.is_none() {
+                return;
+            }
+            if u.state != State::Reading {
+                // Bytes after every response we asked for: the connection cannot be trusted
+                // for reuse. The user keeps its schedule and reconnects when next due.
+                self.rec.counters.error(ErrorKind::Protocol);
+                self.close(key);
+                return;
+            }
+            match u.decoder.decode(buf) {
+                Ok((used, Decoded::NeedMore)) => {
+                    if used == 0 {
+                        return;
+                    }
+                    buf = buf.get(used..).unwrap_or(&[]);
+                }
+                Ok((used, Decoded::Complete(meta))) => {
+                    buf = buf.get(used..).unwrap_or(&[]);
+                    self.on_response(key, meta.status, meta.keep_alive);
+                }
+                Err(_) => {
+                    self.fail(key, ErrorKind::Protocol, Instant::now());
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_eof(&mut self, key: usize) {
+        match self.users[key].decoder.eof() {
+            Ok(Some(meta)) => {
+                // A body delimited by the close: complete. If more responses of a pipelined
+                // batch were expected, those failed.
+                self.on_response(key, meta.status, false);
+            }
+            _ => self.fail(key, ErrorKind::Closed, Instant::now()),
+        }
+    }
+
+    fn on_response(&mut self, key: usize, status: u16, keep_alive: bool) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        u.outstanding = u.outstanding.saturating_sub(1);
+        let c = &mut self.rec.counters;
+        c.responses += 1;
+        c.status(status);
+        match status {
+            400..=499 => c.error(ErrorKind::Http4xx),
+            500..=599 => c.error(ErrorKind::Http5xx),
+            _ => {}
+        }
+        self.rec.record_latency(micros(now - u.intended), micros(now - u.sent));
+        let reuse = keep_alive && self.s.plan.keepalive;
+        if !reuse {
+            if u.outstanding > 0 {
+                // The server closes with pipelined requests unanswered.
+                let lost = u.outstanding;
+                u.outstanding = 0;
+                for _ in 0..lost {
+                    self.rec.counters.error(ErrorKind::Closed);
+                }
+            }
+            self.close(key);
+        }
+        let u = &mut self.users[key];
+        if u.outstanding == 0 {
+            u.deadline = None;
+            u.state = State::Idle;
+            let batch = u64::from(u.batch);
+            if let Some(r) = u.remaining.as_mut() {
+                *r = r.saturating_sub(batch);
+            }
+            self.next_request(key, now);
+        }
+    }
+
+    /// After a completed or failed request: think, pace, or go again.
+    fn next_request(&mut self, key: usize, now: Instant) {
+        let u = &mut self.users[key];
+        if u.remaining == Some(0) || self.budget == Some(0) {
+            self.user_done(key);
+            return;
+        }
+        match self.s.plan.model {
+            LoadModel::Rate { .. } => {
+                u.seq += 1;
+                let (g, k) = (u.global, u.seq);
+                let at = self.s.start + self.rate_offset(g, k);
+                if at <= now {
+                    self.start_request(key, at);
+                } else {
+                    self.schedule(key, at, Wake::Send);
+                }
+            }
+            LoadModel::Closed { think: Some(d), .. } | LoadModel::Open { think: Some(d), .. } => {
+                let at = now + d.sample(self.rng.gen::<f64>());
+                self.schedule(key, at, Wake::Send);
+            }
+            _ => self.start_request(key, now),
+        }
+    }
+
+    /// A kept-alive connection became readable between requests.
+    fn idle_readable(&mut self, key: usize) {
+        let mut buf = [0u8; 512];
+        let u = &self.users[key];
+        let Some(sock) = u.sock.as_ref() else { return };
+        let mut s: &Socket = sock;
+        match s.read(&mut buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Ok(0) | Err(_) => self.close(key), // closed while idle: reconnect when next needed
+            Ok(_) => {
+                self.rec.counters.error(ErrorKind::Protocol);
+                self.close(key);
+            }
+        }
+    }
+
+    fn count_failure(&mut self, key: usize, kind: ErrorKind) {
+        let u = &mut self.users[key];
+        // Every request of a pipelined batch that was sent and not answered failed.
+        let n = u.outstanding.max(1);
+        for _ in 0..n {
+            self.rec.counters.error(kind);
+        }
+    }
+
+    /// A request (batch) failed: count it, drop the connection, and move on without recursing.
+    fn fail(&mut self, key: usize, kind: ErrorKind, now: Instant) {
+        self.count_failure(key, kind);
+        self.close(key);
+        self.retry_later(key, now);
+    }
+
+    /// Count the failed batch against the user's quota and park the user on a due-now timer.
+    fn retry_later(&mut self, key: usize, now: Instant) {
+        let u = &mut self.users[key];
+        u.outstanding = 0;
+        u.deadline = None;
+        let batch = u64::from(u.batch.max(1));
+        if let Some(r) = u.remaining.as_mut() {
+            *r = r.saturating_sub(batch);
+        }
+        self.schedule(key, now, Wake::Next);
+    }
+
+    fn close(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        if let Some(sock) = u.sock.take() {
+            drop(sock);
+            self.open_conns -= 1;
+            self.rec.counters.disconnects += 1;
+        }
+        self.next_gen = self.next_gen.wrapping_add(1);
+        u.gen = self.next_gen;
+        u.decoder.reset();
+        u.deadline = None;
+        u.written = 0;
+        if u.state != State::Waiting {
+            u.state = State::Idle;
+        }
+    }
+
+    fn user_done(&mut self, key: usize) {
+        self.close(key);
+        self.users.remove(key);
+        self.rec.counters.users_finished += 1;
+    }
+
+    fn emit_interval(&mut self, last: bool) {
+        let c = &mut self.rec.counters;
+        c.connections_open = self.open_conns;
+        c.connections_peak = self.peak_conns;
+        c.users_active = self.users.len() as u64;
+        let fresh = self.s.recycled.try_recv().unwrap_or_else(|_| Recorder::new());
+        let recorder = std::mem::replace(&mut self.rec, fresh);
+        let snap = Snapshot { worker: self.s.id, index: self.interval_index, last, recorder };
+        // The collector outlives the workers; if it is gone, there is nobody to report to.
+        let _ = self.s.snapshots.send(snap);
+        self.peak_conns = self.open_conns;
+        self.interval_index += 1;
+        self.next_interval += self.s.plan.interval;
+    }
+
+    fn shutdown(&mut self) {
+        let keys: Vec<usize> = self.users.iter().map(|(k, _)| k).collect();
+        for key in keys {
+            let u = &self.users[key];
+            if matches!(u.state, State::Reading | State::Writing) {
+                self.in_flight += u64::from(u.outstanding);
+            }
+            self.close(key);
+        }
+        self.emit_interval(true);
+    }
+}
+
+/// A fresh non-blocking TCP socket with the plan's options, bound to `bind` if given.
+fn open_socket(plan: &Plan, bind: Option<std::net::IpAddr>) -> io::Result<Socket> {
+    let domain = Domain::for_address(plan.target);
+    let sock = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), Some(Protocol::TCP))?;
+    let o = &plan.socket;
+    if o.nodelay {
+        sock.set_nodelay(true)?;
+    }
+    if let Some(b) = o.sndbuf {
+        sock.set_send_buffer_size(b as usize)?;
+    }
+    if let Some(b) = o.rcvbuf {
+        sock.set_recv_buffer_size(b as usize)?;
+    }
+    if let Some(ip) = bind {
+        if ip.is_ipv4() {
+            // Let the kernel pick the port at connect time, per (source, destination) pair,
+            // instead of reserving one at bind time: each source address then gets its own
+            // ephemeral range towards the target.
+            let one: libc::c_int = 1;
+            // SAFETY: valid socket, pointer to a live c_int of the right size.
+            unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    libc::IPPROTO_IP,
+                    libc::IP_BIND_ADDRESS_NO_PORT,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+        sock.bind(&SockAddr::from(std::net::SocketAddr::new(ip, 0)))?;
+    }
+    Ok(sock)
+}
+
+/// Entropy for the per-worker RNG seed (runs differ; a fixed seed can be added later).
+fn seed_entropy() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    t.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)
+}

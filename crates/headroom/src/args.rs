@@ -1,0 +1,569 @@
+//! Command-line flags, in two levels (ripgrep's LowArgs/HiArgs): clap parses typed flags here,
+//! and [`RunArgs::to_plan`] turns them into a validated [`Plan`] or a [`UsageError`] that says
+//! which value is wrong and what is allowed. The engine never sees clap types.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use headroom_core::{
+    ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, SocketOptions, StopCondition,
+};
+
+const ABOUT: &str = "Load generator and server-scalability lab.";
+
+const RUN_LONG: &str = "\
+Load an HTTP/1.1 server at URL and report throughput, latency (corrected for coordinated \
+omission), connect time and errors by kind.
+
+Three load models:
+  closed (default)  -c users, each looping requests on a keep-alive connection
+                    (add --per-user N for the C x N run: each user does N requests, then leaves)
+  constant rate     --rate R requests/s over -c connections; latency measured from the
+                    intended send time, with the uncorrected figure beside it (like wrk2)
+  open arrivals     --arrival-rate U new users/s (Poisson; --arrival constant), each doing
+                    --per-user N requests with --think T between them, then leaving
+
+Examples:
+  headroom run http://127.0.0.1:8080/ -c 50 -d 30s
+  headroom run http://127.0.0.1:8080/ -c 20 --per-user 500
+  headroom run http://127.0.0.1:8080/ --rate 2000 -c 20 -d 1m --out runs/r2000
+  headroom run http://127.0.0.1:8080/ --arrival-rate 50 --per-user 10 --think 2s -d 5m
+  headroom run http://127.0.0.1:8080/api -m POST -H 'Content-Type: application/json' --body @req.json
+
+Exit codes: 0 done; 1 the run failed a check (--max-error-rate) or could not reach the target;
+2 bad command line.";
+
+#[derive(Parser, Debug)]
+#[command(name = "headroom", version, about = ABOUT, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Load a server at a URL (quick mode, like wrk or hey).
+    #[command(long_about = RUN_LONG)]
+    Run(RunArgs),
+    /// Start a small server inside headroom, load it for a few seconds and print the report.
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// How long to load the embedded server.
+    #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Concurrent users.
+    #[arg(short = 'c', long, default_value_t = 50)]
+    pub connections: u32,
+    /// Run directory (default: headroom-runs/demo-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Target URL, e.g. http://127.0.0.1:8080/path (http only for now).
+    pub url: String,
+
+    // ---- load model ----
+    /// Users (closed model) or connections (--rate).
+    #[arg(short = 'c', long, default_value_t = 10, help_heading = "Load")]
+    pub connections: u32,
+    /// How long to run, e.g. 30s, 5m, 1h30m (default 10s unless -n or --per-user bounds the run).
+    #[arg(short = 'd', long, value_parser = parse_duration, help_heading = "Load")]
+    pub duration: Option<Duration>,
+    /// Stop after this many requests in total.
+    #[arg(short = 'n', long, help_heading = "Load")]
+    pub requests: Option<u64>,
+    /// Requests per user, after which the user leaves (closed: the C x N run; open: per arrival).
+    #[arg(long, help_heading = "Load")]
+    pub per_user: Option<u64>,
+    /// Think time between a user's requests: 500ms, or exp:2s, const:1s, uniform:1s..3s.
+    /// A bare value is constant in the closed model and exponential in the open model.
+    #[arg(long, value_name = "T", help_heading = "Load")]
+    pub think: Option<String>,
+    /// Constant throughput: total requests per second over the -c connections.
+    #[arg(long, value_name = "R", help_heading = "Load")]
+    pub rate: Option<f64>,
+    /// Open model: new users per second.
+    #[arg(long, value_name = "U", help_heading = "Load")]
+    pub arrival_rate: Option<f64>,
+    /// Arrival process of the open model.
+    #[arg(long, value_enum, default_value = "poisson", help_heading = "Load")]
+    pub arrival: ArrivalArg,
+    /// Open model: stop admitting users after this many have arrived.
+    #[arg(long, help_heading = "Load")]
+    pub max_users: Option<u64>,
+    /// Worker threads, one event loop each (default: the number of cores).
+    #[arg(short = 't', long, help_heading = "Load")]
+    pub threads: Option<usize>,
+
+    // ---- HTTP ----
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET", help_heading = "HTTP")]
+    pub method: String,
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER", help_heading = "HTTP")]
+    pub headers: Vec<String>,
+    /// Request body: a string, or @FILE to read it from a file.
+    #[arg(long, help_heading = "HTTP")]
+    pub body: Option<String>,
+    /// Open a new connection for every request (sends Connection: close).
+    #[arg(long, help_heading = "HTTP")]
+    pub no_keepalive: bool,
+    /// Requests written back to back on a connection before reading the replies.
+    #[arg(long, default_value_t = 1, value_name = "K", help_heading = "HTTP")]
+    pub pipeline: u32,
+
+    // ---- timeouts and sockets ----
+    /// Give up on a connect after this long.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, help_heading = "Network")]
+    pub connect_timeout: Duration,
+    /// Give up on a response after this long from sending the request.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Network")]
+    pub timeout: Duration,
+    /// SO_SNDBUF per connection, e.g. 8k, 6m (the TCP window factor).
+    #[arg(long, value_parser = parse_size, help_heading = "Network")]
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF per connection, e.g. 8k, 6m.
+    #[arg(long, value_parser = parse_size, help_heading = "Network")]
+    pub rcvbuf: Option<u32>,
+    /// Disable TCP_NODELAY (on by default).
+    #[arg(long, help_heading = "Network")]
+    pub no_nodelay: bool,
+    /// Source addresses to spread connections over: 127.0.0.2-127.0.0.50 or a,b,c
+    /// (each gives ~28k ports towards one target).
+    #[arg(long, value_name = "ADDRS", help_heading = "Network")]
+    pub bind: Option<String>,
+    /// Skip the initial connect check (load the target even if it refuses connections).
+    #[arg(long, help_heading = "Network")]
+    pub no_preflight: bool,
+
+    // ---- output ----
+    /// Reporting interval.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Output")]
+    pub interval: Duration,
+    /// Write a run directory: summary.json, intervals.jsonl, latency.hlog (as the run goes).
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub out: Option<PathBuf>,
+    /// Print summary.json to stdout instead of the human summary.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// No live progress.
+    #[arg(short = 'q', long, help_heading = "Output")]
+    pub quiet: bool,
+    /// Exit 1 if the error rate exceeds this: a fraction (0.01) or a percentage (1%).
+    #[arg(long, value_parser = parse_rate, value_name = "X", help_heading = "Output")]
+    pub max_error_rate: Option<f64>,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum ArrivalArg {
+    Poisson,
+    Constant,
+}
+
+/// A command line that is well-formed for clap but makes no sense: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// The parts of an http:// URL that matter to a client.
+#[derive(Debug, PartialEq)]
+pub struct Url {
+    pub host: String,
+    pub port: u16,
+    /// Path and query, starting with '/'.
+    pub path: String,
+}
+
+pub fn parse_url(s: &str) -> Result<Url, UsageError> {
+    let fix = "expected e.g. http://127.0.0.1:8080/path";
+    let Some((scheme, rest)) = s.split_once("://") else {
+        return usage(format!("bad URL '{s}': no scheme; {fix}"));
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" => {}
+        "https" => return usage(format!("bad URL '{s}': https is not supported yet; use http://")),
+        other => return usage(format!("bad URL '{s}': scheme '{other}' is not supported; {fix}")),
+    }
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
+        Some(i) => (&rest[..i], rest[i..].to_string()),
+        None => (rest, "/".to_string()),
+    };
+    let path = path.split('#').next().unwrap_or("/").to_string();
+    if authority.contains('@') {
+        return usage(format!("bad URL '{s}': user info is not supported"));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let Some((h, after)) = v6.split_once(']') else {
+            return usage(format!("bad URL '{s}': unclosed '[' in the host"));
+        };
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p),
+            None if after.is_empty() => None,
+            None => return usage(format!("bad URL '{s}': unexpected '{after}' after the host")),
+        };
+        (h.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return usage(format!("bad URL '{s}': no host; {fix}"));
+    }
+    let port = match port {
+        None => 80,
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => return usage(format!("bad URL '{s}': port '{p}' is not a number from 1 to 65535")),
+        },
+    };
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return usage(format!("bad URL '{s}': the path contains spaces or control characters; percent-encode them"));
+    }
+    Ok(Url { host, port, path })
+}
+
+/// `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 && secs < 1e9 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(t)
+        .map_err(|_| format!("'{s}' is not a duration; use e.g. 500ms, 10s, 5m, 1h30m"))
+}
+
+/// `8192`, `8k`, `64KiB`, `6m`, `1MiB` (k and m are binary: 1024 and 1048576).
+pub fn parse_size(s: &str) -> Result<u32, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let err = || format!("'{s}' is not a size; use e.g. 8192, 8k, 6m");
+    let (num, mult) = if let Some(n) = t.strip_suffix("kib").or(t.strip_suffix('k')) {
+        (n, 1024u64)
+    } else if let Some(n) = t.strip_suffix("mib").or(t.strip_suffix('m')) {
+        (n, 1024 * 1024)
+    } else {
+        (t.as_str(), 1)
+    };
+    let n: u64 = num.trim().parse().map_err(|_| err())?;
+    let v = n.checked_mul(mult).ok_or_else(err)?;
+    if v == 0 || v > i32::MAX as u64 {
+        return Err(format!("'{s}' is out of range: 1 byte to 2 GiB"));
+    }
+    Ok(v as u32)
+}
+
+/// `0.01` or `1%`.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not an error rate; use a fraction from 0 to 1 (0.01) or a percentage (1%)")),
+    }
+}
+
+/// Think time: a bare duration takes `default_exp` to decide its distribution.
+pub fn parse_think(s: &str, default_exp: bool) -> Result<Distribution, UsageError> {
+    let bad = |why: &str| {
+        usage(format!(
+            "bad --think '{s}': {why}; use 500ms, exp:2s, const:1s or uniform:1s..3s"
+        ))
+    };
+    let dur = |v: &str| parse_duration(v).map_err(|e| UsageError(format!("bad --think: {e}")));
+    let (kind, val) = match s.split_once(':') {
+        Some((k, v)) => (k.trim().to_ascii_lowercase(), v.trim()),
+        None => (String::new(), s.trim()),
+    };
+    Ok(match kind.as_str() {
+        "" if default_exp => Distribution::Exponential { mean: dur(val)? },
+        "" | "const" | "constant" => Distribution::Constant(dur(val)?),
+        "exp" | "exponential" => Distribution::Exponential { mean: dur(val)? },
+        "uniform" => {
+            let Some((a, b)) = val.split_once("..") else { return bad("uniform needs min..max") };
+            let (min, max) = (dur(a)?, dur(b)?);
+            if max < min {
+                return bad("max is below min");
+            }
+            Distribution::Uniform { min, max }
+        }
+        _ => return bad("unknown distribution"),
+    })
+}
+
+/// `127.0.0.2-127.0.0.50` (inclusive IPv4 range) or a comma-separated list.
+pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
+    let bad = |why: String| {
+        usage(format!("bad --bind '{s}': {why}; use e.g. 127.0.0.2-127.0.0.50 or 127.0.0.2,127.0.0.3"))
+    };
+    if let Some((a, b)) = s.split_once('-') {
+        let (Ok(a), Ok(b)) = (a.trim().parse::<Ipv4Addr>(), b.trim().parse::<Ipv4Addr>()) else {
+            return bad("a range takes two IPv4 addresses".into());
+        };
+        let (a, b) = (u32::from(a), u32::from(b));
+        if b < a {
+            return bad("the range ends before it starts".into());
+        }
+        if b - a >= 65_536 {
+            return bad("the range is larger than 65,536 addresses".into());
+        }
+        return Ok((a..=b).map(|v| IpAddr::V4(Ipv4Addr::from(v))).collect());
+    }
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        match part.trim().parse::<IpAddr>() {
+            Ok(ip) => out.push(ip),
+            Err(_) => return bad(format!("'{}' is not an IP address", part.trim())),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_header(h: &str) -> Result<(String, String), UsageError> {
+    let Some((name, value)) = h.split_once(':') else {
+        return usage(format!("bad header '{h}': expected 'Name: value'"));
+    };
+    let name = name.trim();
+    let valid_name = !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !valid_name {
+        return usage(format!("bad header '{h}': '{name}' is not a valid header name"));
+    }
+    let value = value.trim();
+    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return usage(format!("bad header '{h}': the value contains a line break"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+impl RunArgs {
+    /// Validate the flags and build the plan.
+    pub fn to_plan(&self) -> Result<Plan, UsageError> {
+        let url = parse_url(&self.url)?;
+        let target = resolve(&url)?;
+        let method = self.method.trim().to_ascii_uppercase();
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return usage(format!("bad --method '{}': expected a word such as GET or POST", self.method));
+        }
+        let headers = self.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+        let body = match &self.body {
+            None => Vec::new(),
+            Some(b) => match b.strip_prefix('@') {
+                Some(path) => std::fs::read(path).map_err(|e| {
+                    UsageError(format!("cannot read --body file '{path}': {e}"))
+                })?,
+                None => b.as_bytes().to_vec(),
+            },
+        };
+        let host = if url.port == 80 { url.host.clone() } else if url.host.contains(':') {
+            format!("[{}]:{}", url.host, url.port)
+        } else {
+            format!("{}:{}", url.host, url.port)
+        };
+        if self.connections == 0 {
+            return usage("bad -c/--connections 0: at least 1 is needed");
+        }
+        if self.pipeline == 0 || self.pipeline > 1024 {
+            return usage(format!("bad --pipeline {}: allowed 1 to 1024", self.pipeline));
+        }
+        if self.rate.is_some() && self.arrival_rate.is_some() {
+            return usage("--rate and --arrival-rate are different models; choose one");
+        }
+        if self.interval < Duration::from_millis(10) {
+            return usage("bad --interval: at least 10ms");
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return usage("--timeout and --connect-timeout must be above zero");
+        }
+        if self.max_users.is_some() && self.arrival_rate.is_none() {
+            return usage("--max-users belongs to the open model: add --arrival-rate U");
+        }
+        let positive = |name: &str, v: f64| -> Result<f64, UsageError> {
+            if v.is_finite() && v > 0.0 && v <= 10_000_000.0 {
+                Ok(v)
+            } else {
+                usage(format!("bad {name} {v}: a positive number of at most 10,000,000 per second"))
+            }
+        };
+        let model = if let Some(rate) = self.rate {
+            if self.think.is_some() || self.per_user.is_some() {
+                return usage("--rate sets the pace itself: drop --think and --per-user");
+            }
+            if self.pipeline > 1 {
+                return usage("--rate and --pipeline cannot be combined");
+            }
+            LoadModel::Rate { connections: self.connections, rate: positive("--rate", rate)? }
+        } else if let Some(rate) = self.arrival_rate {
+            let think = self.think.as_deref().map(|t| parse_think(t, true)).transpose()?;
+            LoadModel::Open {
+                rate: positive("--arrival-rate", rate)?,
+                process: match self.arrival {
+                    ArrivalArg::Poisson => ArrivalProcess::Poisson,
+                    ArrivalArg::Constant => ArrivalProcess::Constant,
+                },
+                per_user: self.per_user.unwrap_or(1).max(1),
+                think,
+                max_users: self.max_users,
+            }
+        } else {
+            let think = self.think.as_deref().map(|t| parse_think(t, false)).transpose()?;
+            if self.per_user == Some(0) {
+                return usage("bad --per-user 0: at least 1");
+            }
+            LoadModel::Closed { users: self.connections, per_user: self.per_user, think }
+        };
+        // A run bounded by counts gets no default duration; otherwise 10s, like wrk.
+        let bounded = self.requests.is_some()
+            || matches!(model, LoadModel::Closed { per_user: Some(_), .. })
+            || matches!(model, LoadModel::Open { max_users: Some(_), .. });
+        let duration = self.duration.or(if bounded { None } else { Some(Duration::from_secs(10)) });
+        if duration.is_some_and(|d| d.is_zero()) {
+            return usage("bad -d/--duration 0: give a positive duration such as 10s");
+        }
+        let mut threads = self.threads.unwrap_or_else(default_threads);
+        if threads == 0 || threads > 1024 {
+            return usage(format!("bad -t/--threads {threads}: allowed 1 to 1024"));
+        }
+        if !matches!(model, LoadModel::Open { .. }) {
+            // More threads than users would leave some idle.
+            threads = threads.min(self.connections as usize);
+        }
+        let bind = self.bind.as_deref().map(parse_bind).transpose()?.unwrap_or_default();
+        if bind.iter().any(|ip| ip.is_ipv4() != target.is_ipv4()) {
+            return usage("--bind addresses must be of the same family (IPv4/IPv6) as the target");
+        }
+        let plan = Plan {
+            target,
+            target_name: self.url.clone(),
+            request: HttpRequest { method, path: url.path, host, headers, body },
+            model,
+            stop: StopCondition { duration, requests: self.requests },
+            threads,
+            interval: self.interval,
+            connect_timeout: self.connect_timeout,
+            timeout: self.timeout,
+            keepalive: !self.no_keepalive,
+            pipeline: self.pipeline,
+            socket: SocketOptions {
+                sndbuf: self.sndbuf,
+                rcvbuf: self.rcvbuf,
+                nodelay: !self.no_nodelay,
+                bind,
+            },
+        };
+        plan.validate().map_err(|e| UsageError(e.0))?;
+        Ok(plan)
+    }
+}
+
+fn resolve(url: &Url) -> Result<SocketAddr, UsageError> {
+    if let Ok(ip) = url.host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, url.port));
+    }
+    match (url.host.as_str(), url.port).to_socket_addrs() {
+        Ok(mut addrs) => match addrs.next() {
+            Some(a) => Ok(a),
+            None => usage(format!("cannot resolve host '{}': no addresses", url.host)),
+        },
+        Err(e) => usage(format!("cannot resolve host '{}': {e}; check the spelling or use an IP address", url.host)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = parse_url("http://127.0.0.1:8080/a/b?x=1").unwrap();
+        assert_eq!(u, Url { host: "127.0.0.1".into(), port: 8080, path: "/a/b?x=1".into() });
+        let u = parse_url("http://localhost").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/"));
+        let u = parse_url("http://[::1]:9000?q").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("::1", 9000, "/?q"));
+        for bad in ["127.0.0.1:80", "https://x/", "ftp://x/", "http://:80/", "http://h:99999/", "http://h:0/"] {
+            let e = parse_url(bad).unwrap_err().0;
+            assert!(e.contains("bad URL"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn durations_sizes_rates() {
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
+        assert_eq!(parse_size("8k").unwrap(), 8192);
+        assert_eq!(parse_size("6m").unwrap(), 6 << 20);
+        assert!(parse_size("0").is_err());
+        assert_eq!(parse_rate("1%").unwrap(), 0.01);
+        assert_eq!(parse_rate("0.2").unwrap(), 0.2);
+        assert!(parse_rate("150%").is_err());
+    }
+
+    #[test]
+    fn think_and_bind() {
+        let one = Duration::from_secs(1);
+        assert_eq!(parse_think("1s", false).unwrap(), Distribution::Constant(one));
+        assert_eq!(parse_think("1s", true).unwrap(), Distribution::Exponential { mean: one });
+        assert!(matches!(parse_think("uniform:1s..2s", false).unwrap(), Distribution::Uniform { .. }));
+        assert!(parse_think("gauss:1s", false).is_err());
+        assert_eq!(parse_bind("127.0.0.2-127.0.0.50").unwrap().len(), 49);
+        assert_eq!(parse_bind("127.0.0.2, 127.0.0.3").unwrap().len(), 2);
+        assert!(parse_bind("127.0.0.9-127.0.0.2").is_err());
+    }
+
+    fn args(extra: &[&str]) -> Result<Plan, UsageError> {
+        let mut v = vec!["headroom", "run", "http://127.0.0.1:8080/"];
+        v.extend_from_slice(extra);
+        let cli = Cli::try_parse_from(v).expect("clap");
+        let Command::Run(r) = cli.command else { unreachable!() };
+        r.to_plan()
+    }
+
+    #[test]
+    fn models_from_flags() {
+        let p = args(&["-c", "20", "--per-user", "500"]).unwrap();
+        assert_eq!(p.model, LoadModel::Closed { users: 20, per_user: Some(500), think: None });
+        assert_eq!(p.stop.duration, None, "a C x N run is bounded by its count");
+        let p = args(&["-c", "5"]).unwrap();
+        assert_eq!(p.stop.duration, Some(Duration::from_secs(10)));
+        let p = args(&["--rate", "1000", "-c", "10", "-d", "5s"]).unwrap();
+        assert!(matches!(p.model, LoadModel::Rate { connections: 10, .. }));
+        let p = args(&["--arrival-rate", "50", "--per-user", "3", "--think", "1s"]).unwrap();
+        let LoadModel::Open { think, per_user, .. } = p.model else { panic!() };
+        assert_eq!(per_user, 3);
+        assert!(matches!(think, Some(Distribution::Exponential { .. })));
+        assert!(args(&["--rate", "10", "--arrival-rate", "5"]).is_err());
+        assert!(args(&["--rate", "10", "--pipeline", "4"]).is_err());
+        assert!(args(&["-c", "0"]).is_err());
+        assert!(args(&["--max-users", "5"]).is_err());
+    }
+}

@@ -1,0 +1,251 @@
+//! The `headroom` binary: argument parsing, wiring and output. The engine, metrics and codecs
+//! live in their own crates; this crate turns flags into a Plan, runs it, and writes what the
+//! user sees.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
+
+mod args;
+mod output;
+
+use args::{Cli, Command, DemoArgs, RunArgs, UsageError};
+
+/// Exit code of a usage error (like clap's own).
+const EXIT_USAGE: u8 = 2;
+/// Exit code of a run that failed a check or could not reach its target.
+const EXIT_FAILED: u8 = 1;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    raise_fd_limit();
+    let result = match cli.command {
+        Command::Run(a) => cmd_run(&a),
+        Command::Demo(a) => cmd_demo(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<UsageError>() {
+                eprintln!("headroom: {u}");
+                eprintln!("Try 'headroom run --help' for the flags and examples.");
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                eprintln!("headroom: {e:#}");
+                ExitCode::from(EXIT_FAILED)
+            }
+        }
+    }
+}
+
+/// Lift the soft descriptor limit to the hard one: every connection is a descriptor.
+fn raise_fd_limit() {
+    // SAFETY: get/setrlimit on a zeroed struct we own.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+fn soft_fd_limit() -> u64 {
+    // SAFETY: as above.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 {
+            r.rlim_cur
+        } else {
+            1024
+        }
+    }
+}
+
+/// Ctrl-C sets the stop flag (the run ends cleanly and still reports); a second Ctrl-C exits.
+fn stop_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            eprintln!("\nheadroom: interrupted twice, exiting now");
+            std::process::exit(130);
+        }
+        eprintln!("\nheadroom: stopping (Ctrl-C again to quit at once)…");
+    });
+    stop
+}
+
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+/// One blocking connect before the load starts, as wrk does: a wrong port is one clear line,
+/// not a run full of `refused`.
+fn preflight(plan: &Plan) -> anyhow::Result<()> {
+    match std::net::TcpStream::connect_timeout(&plan.target, plan.connect_timeout) {
+        Ok(_) => Ok(()),
+        Err(e) => anyhow::bail!(
+            "cannot connect to {} ({}): {} — is the server running and listening there? \
+             (--no-preflight loads it anyway)",
+            plan.target,
+            plan.target_name,
+            e.to_string().to_lowercase()
+        ),
+    }
+}
+
+fn check_fd_budget(plan: &Plan) -> anyhow::Result<()> {
+    let conns = match plan.model {
+        LoadModel::Closed { users, .. } => u64::from(users),
+        LoadModel::Rate { connections, .. } => u64::from(connections),
+        LoadModel::Open { .. } => 0,
+    };
+    let limit = soft_fd_limit();
+    if conns + 64 > limit {
+        return Err(UsageError(format!(
+            "{conns} connections need {conns} descriptors but this process may open {limit}; \
+             lower -c, or raise the limit (ulimit -n) — past ~20,000 use several processes"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let plan = a.to_plan()?;
+    check_fd_budget(&plan)?;
+    if !a.no_preflight {
+        preflight(&plan)?;
+    }
+    let summary = execute(&plan, a.out.clone(), a.quiet, a.json)?;
+    if a.json {
+        let mut o = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut o, &summary)?;
+        writeln!(o)?;
+    }
+    if let Some(max) = a.max_error_rate {
+        let rate = summary["error_rate"].as_f64().unwrap_or(0.0);
+        if rate > max {
+            eprintln!(
+                "headroom: error rate {:.2}% exceeds --max-error-rate {:.2}%",
+                rate * 100.0,
+                max * 100.0
+            );
+            return Ok(ExitCode::from(EXIT_FAILED));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run a plan with progress and an optional run directory; print the human summary unless
+/// `json`; return summary.json.
+fn execute(
+    plan: &Plan,
+    out: Option<PathBuf>,
+    quiet: bool,
+    json: bool,
+) -> anyhow::Result<serde_json::Value> {
+    let command = command_line();
+    let stop = stop_flag();
+    let mut dir = match &out {
+        Some(p) => Some(output::RunDir::create(p, std::time::SystemTime::now(), &command).map_err(
+            |e| anyhow::anyhow!("cannot create run directory {}: {e}", p.display()),
+        )?),
+        None => None,
+    };
+    let mut progress = (!quiet).then(|| output::Progress::new(plan.stop.duration));
+    let mut write_err: Option<std::io::Error> = None;
+    let outcome = headroom_engine::run(plan, stop, &mut |iv| {
+        if let Some(p) = progress.as_mut() {
+            p.interval(iv);
+        }
+        if let Some(d) = dir.as_mut() {
+            if let Err(e) = d.interval(iv) {
+                write_err.get_or_insert(e);
+            }
+        }
+    })?;
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    let usage = output::self_usage();
+    let summary = output::summary_json(plan, &outcome, &usage, &command);
+    if let Some(d) = &dir {
+        d.write_summary(&summary)
+            .map_err(|e| anyhow::anyhow!("cannot write {}/summary.json: {e}", d.path.display()))?;
+    }
+    if !json {
+        print!("{}", output::human_summary(plan, &outcome, &usage));
+        if let Some(d) = &dir {
+            println!("  Run dir      {}", d.path.display());
+        }
+    }
+    if let Some(e) = write_err {
+        anyhow::bail!("writing the run directory failed: {e}");
+    }
+    Ok(summary)
+}
+
+fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
+    if a.connections == 0 {
+        return Err(UsageError("bad -c/--connections 0: at least 1 is needed".into()).into());
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // Half the cores serve, half load (at least one each), so neither starves the other.
+    let server_workers = (cores / 2).max(1);
+    let server = headroom_serve::start(headroom_serve::ServerConfig {
+        workers: server_workers,
+        ..Default::default()
+    })?;
+    let addr = server.local_addr();
+    let url = format!("http://{addr}/");
+    eprintln!(
+        "headroom demo: serving {url} with the embedded reactor server ({server_workers} worker(s)); \
+         loading it with {} users for {:.0}s",
+        a.connections,
+        a.duration.as_secs_f64()
+    );
+    let plan = Plan {
+        target: addr,
+        target_name: url,
+        request: HttpRequest {
+            method: "GET".into(),
+            path: "/".into(),
+            host: addr.to_string(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        },
+        model: LoadModel::Closed { users: a.connections, per_user: None, think: None },
+        stop: StopCondition { duration: Some(a.duration), requests: None },
+        threads: (cores - server_workers).max(1).min(a.connections as usize),
+        interval: Duration::from_secs(1),
+        connect_timeout: Duration::from_secs(5),
+        timeout: Duration::from_secs(10),
+        keepalive: true,
+        pipeline: 1,
+        socket: SocketOptions { nodelay: true, ..Default::default() },
+    };
+    let out = a.out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
+        PathBuf::from("headroom-runs").join(format!("demo-{stamp}"))
+    });
+    let result = execute(&plan, Some(out), false, false);
+    let stats = server.stats();
+    server.stop();
+    result?;
+    println!(
+        "  Server       {} requests answered, {} connections accepted",
+        output::thousands(stats.requests),
+        output::thousands(stats.accepted)
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -22,7 +22,11 @@ impl Distribution {
     /// The value for uniform variate `u` in [0, 1). Values of `u` outside that range are clamped,
     /// so a bad variate can never produce NaN or a negative duration.
     pub fn sample(&self, u: f64) -> Duration {
-        let u = if u.is_finite() { u.clamp(0.0, 1.0 - f64::EPSILON) } else { 0.0 };
+        let u = if u.is_finite() {
+            u.clamp(0.0, 1.0 - f64::EPSILON)
+        } else {
+            0.0
+        };
         match *self {
             Distribution::Constant(d) => d,
             Distribution::Uniform { min, max } => {
@@ -73,7 +77,9 @@ mod tests {
 
     #[test]
     fn exponential_median_is_mean_ln2() {
-        let d = Distribution::Exponential { mean: Duration::from_secs(1) };
+        let d = Distribution::Exponential {
+            mean: Duration::from_secs(1),
+        };
         let m = d.sample(0.5).as_secs_f64();
         assert!((m - std::f64::consts::LN_2).abs() < 1e-9, "{m}");
         assert_eq!(d.sample(0.0), Duration::ZERO);
@@ -82,12 +88,28 @@ mod tests {
     #[test]
     fn sample_never_panics_on_bad_variates() {
         let ds = [
-            Distribution::Exponential { mean: Duration::from_secs(5) },
-            Distribution::Pareto { min: Duration::from_millis(1), alpha: 0.5 },
-            Distribution::Uniform { min: Duration::from_secs(2), max: Duration::from_secs(1) },
+            Distribution::Exponential {
+                mean: Duration::from_secs(5),
+            },
+            Distribution::Pareto {
+                min: Duration::from_millis(1),
+                alpha: 0.5,
+            },
+            Distribution::Uniform {
+                min: Duration::from_secs(2),
+                max: Duration::from_secs(1),
+            },
         ];
         for d in ds {
-            for u in [f64::NAN, -1.0, 0.0, 0.999_999_999_999, 1.0, 2.0, f64::INFINITY] {
+            for u in [
+                f64::NAN,
+                -1.0,
+                0.0,
+                0.999_999_999_999,
+                1.0,
+                2.0,
+                f64::INFINITY,
+            ] {
                 let v = d.sample(u);
                 assert!(v <= Duration::from_secs(86_400), "{d:?} {u} {v:?}");
             }
@@ -96,7 +118,10 @@ mod tests {
 
     #[test]
     fn uniform_spans_its_range() {
-        let d = Distribution::Uniform { min: Duration::from_secs(1), max: Duration::from_secs(3) };
+        let d = Distribution::Uniform {
+            min: Duration::from_secs(1),
+            max: Duration::from_secs(3),
+        };
         assert_eq!(d.sample(0.0), Duration::from_secs(1));
         assert_eq!(d.sample(0.5), Duration::from_secs(2));
         assert!((d.mean_secs() - 2.0).abs() < 1e-12);

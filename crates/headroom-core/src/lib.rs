@@ -266,7 +266,13 @@ impl Plan {
             _ => true,
         };
         if open_ended && self.stop.duration.is_none() && self.stop.requests.is_none() {
-            let max_users = matches!(self.model, LoadModel::Open { max_users: Some(_), .. });
+            let max_users = matches!(
+                self.model,
+                LoadModel::Open {
+                    max_users: Some(_),
+                    ..
+                }
+            );
             if !max_users {
                 return Err(PlanError(
                     "the run has no end: give a duration or a request count".into(),

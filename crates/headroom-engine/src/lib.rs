@@ -63,7 +63,10 @@ pub enum EngineError {
     #[error(transparent)]
     Plan(#[from] PlanError),
     #[error("worker {worker}: {source}")]
-    Worker { worker: usize, source: std::io::Error },
+    Worker {
+        worker: usize,
+        source: std::io::Error,
+    },
     #[error("could not encode the request: {0}")]
     Request(String),
 }
@@ -113,7 +116,10 @@ pub fn run(
                 let w = w.run()?;
                 Ok(w.in_flight)
             })
-            .map_err(|e| EngineError::Worker { worker: id, source: e })?;
+            .map_err(|e| EngineError::Worker {
+                worker: id,
+                source: e,
+            })?;
         handles.push(h);
     }
     drop(snap_tx);
@@ -132,7 +138,10 @@ pub fn run(
                     sink: &mut dyn FnMut(&Interval<'_>)| {
         let istart = plan.interval * idx as u32;
         let iend = (istart + plan.interval).min(start.elapsed().max(istart));
-        let done = finished.iter().filter(|f| f.is_some_and(|i| i <= idx)).count();
+        let done = finished
+            .iter()
+            .filter(|f| f.is_some_and(|i| i <= idx))
+            .count();
         total.add(rec);
         peak = peak.max(rec.counters.connections_peak);
         sink(&Interval {
@@ -149,7 +158,9 @@ pub fn run(
         if snap.last {
             finished[w] = Some(snap.index);
         }
-        let entry = pending.entry(snap.index).or_insert_with(|| (Recorder::new(), 0));
+        let entry = pending
+            .entry(snap.index)
+            .or_insert_with(|| (Recorder::new(), 0));
         entry.0.add(&snap.recorder);
         entry.1 += 1;
         let mut rec = snap.recorder;
@@ -157,7 +168,10 @@ pub fn run(
         let _ = recycle_tx[w].send(rec);
         // Emit every complete interval in order.
         while let Some((rec, count)) = pending.get(&next_emit) {
-            let expected = finished.iter().filter(|f| f.is_none_or(|i| i >= next_emit)).count();
+            let expected = finished
+                .iter()
+                .filter(|f| f.is_none_or(|i| i >= next_emit))
+                .count();
             if *count < expected {
                 break;
             }
@@ -177,7 +191,12 @@ pub fn run(
     for (id, h) in handles.into_iter().enumerate() {
         match h.join() {
             Ok(Ok(f)) => in_flight += f,
-            Ok(Err(e)) => return Err(EngineError::Worker { worker: id, source: e }),
+            Ok(Err(e)) => {
+                return Err(EngineError::Worker {
+                    worker: id,
+                    source: e,
+                })
+            }
             Err(_) => {
                 return Err(EngineError::Worker {
                     worker: id,

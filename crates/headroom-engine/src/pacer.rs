@@ -75,8 +75,9 @@ mod tests {
     #[test]
     fn rate_slots_are_evenly_interleaved() {
         // 4 users at 1000/s: the merged sends are exactly 1 ms apart.
-        let mut all: Vec<Duration> =
-            (0..4).flat_map(|g| (0..25).map(move |k| rate_offset(g, k, 4, 1000.0))).collect();
+        let mut all: Vec<Duration> = (0..4)
+            .flat_map(|g| (0..25).map(move |k| rate_offset(g, k, 4, 1000.0)))
+            .collect();
         all.sort();
         for (i, t) in all.iter().enumerate() {
             let want = Duration::from_micros(1000 * i as u64);
@@ -87,10 +88,16 @@ mod tests {
 
     #[test]
     fn arrival_gaps() {
-        assert_eq!(arrival_gap(ArrivalProcess::Constant, 50.0, 0.9), Duration::from_millis(20));
+        assert_eq!(
+            arrival_gap(ArrivalProcess::Constant, 50.0, 0.9),
+            Duration::from_millis(20)
+        );
         // Poisson gap at u = 1 - 1/e is exactly the mean.
         let g = arrival_gap(ArrivalProcess::Poisson, 50.0, 1.0 - (-1.0f64).exp());
         assert!(g.abs_diff(Duration::from_millis(20)) < Duration::from_nanos(100));
-        assert_eq!(first_arrival(ArrivalProcess::Constant, 100.0, 2, 1, 0.5), Duration::from_millis(10));
+        assert_eq!(
+            first_arrival(ArrivalProcess::Constant, 100.0, 2, 1, 0.5),
+            Duration::from_millis(10)
+        );
     }
 }

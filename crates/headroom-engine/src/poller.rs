@@ -34,13 +34,19 @@ impl Epoll {
         }
         // SAFETY: fd is a fresh, valid descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Epoll { fd, has_pwait2: true })
+        Ok(Epoll {
+            fd,
+            has_pwait2: true,
+        })
     }
 
     /// Register `fd` edge-triggered for input, output and peer half-close, with `data` handed
     /// back in its events. Closing the descriptor removes it (no DEL needed).
     pub fn add(&self, fd: RawFd, data: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events: IN | OUT | RDHUP | ET, u64: data };
+        let mut ev = libc::epoll_event {
+            events: IN | OUT | RDHUP | ET,
+            u64: data,
+        };
         // SAFETY: valid epoll fd and event pointer for the duration of the call.
         let r = unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
         if r < 0 {
@@ -59,7 +65,9 @@ impl Epoll {
                     tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
                     tv_nsec: t.subsec_nanos() as libc::c_long,
                 });
-                let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+                let tsp = ts
+                    .as_ref()
+                    .map_or(std::ptr::null(), |t| t as *const libc::timespec);
                 // SAFETY: events has room for `cap` entries; tsp is null or points to a live
                 // timespec; a null sigmask means "do not change it".
                 unsafe {

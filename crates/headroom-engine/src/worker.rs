@@ -174,7 +174,7 @@ impl Worker {
             timers: BinaryHeap::new(),
             scratch: vec![0u8; SCRATCH].into_boxed_slice(),
             rec: Recorder::new(),
-            rng: SmallRng::seed_from_u64(0x5EED_0000 + id as u64 ^ seed_entropy()),
+            rng: SmallRng::seed_from_u64((0x5EED_0000 + id as u64) ^ seed_entropy()),
             budget,
             next_arrival: None,
             arrivals_left: None,
@@ -193,7 +193,9 @@ impl Worker {
             s,
         };
         match plan.model {
-            LoadModel::Closed { users, per_user, .. } => {
+            LoadModel::Closed {
+                users, per_user, ..
+            } => {
                 let mine = pacer::share(u64::from(users), n, id);
                 let first = pacer::first_index(u64::from(users), n, id);
                 for g in first..first + mine {
@@ -211,7 +213,12 @@ impl Worker {
                     w.rec.counters.users_started += 1;
                 }
             }
-            LoadModel::Open { rate, process, max_users, .. } => {
+            LoadModel::Open {
+                rate,
+                process,
+                max_users,
+                ..
+            } => {
                 w.arrival_rate = rate / n as f64;
                 w.arrivals_left = max_users.map(|m| pacer::share(m, n, id));
                 let u = w.rng.gen::<f64>();
@@ -264,7 +271,11 @@ impl Worker {
         u.state = State::Waiting;
         u.wake = wake;
         u.deadline = None;
-        self.timers.push(Reverse(Timer { at, key: key as u32, gen: u.gen }));
+        self.timers.push(Reverse(Timer {
+            at,
+            key: key as u32,
+            gen: u.gen,
+        }));
     }
 
     /// The worker's loop. Returns when the run ends for this worker.
@@ -319,7 +330,12 @@ impl Worker {
     }
 
     fn arrivals(&mut self, now: Instant) {
-        let LoadModel::Open { process, per_user, .. } = self.s.plan.model else { return };
+        let LoadModel::Open {
+            process, per_user, ..
+        } = self.s.plan.model
+        else {
+            return;
+        };
         let mut n = 0;
         while let Some(at) = self.next_arrival {
             if at > now || n >= TIMER_BATCH {
@@ -347,9 +363,13 @@ impl Worker {
                 Some(Reverse(t)) if t.at <= now => {}
                 _ => return,
             }
-            let Some(Reverse(t)) = self.timers.pop() else { return };
+            let Some(Reverse(t)) = self.timers.pop() else {
+                return;
+            };
             let key = t.key as usize;
-            let Some(u) = self.users.get(key) else { continue };
+            let Some(u) = self.users.get(key) else {
+                continue;
+            };
             if u.gen != t.gen || u.state != State::Waiting {
                 continue;
             }
@@ -547,14 +567,17 @@ impl Worker {
             // The response timeout runs from the moment the request was (first) written.
             u.deadline = Some(Instant::now() + self.s.plan.timeout);
         }
-        u.state = if off < total { State::Writing } else { State::Reading };
+        u.state = if off < total {
+            State::Writing
+        } else {
+            State::Reading
+        };
     }
 
     fn read(&mut self, key: usize, flags: u32) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let gen = self.users[key].gen;
-        loop {
-            let Some(u) = self.users.get_mut(key) else { break };
+        while let Some(u) = self.users.get_mut(key) {
             if u.gen != gen || u.state != State::Reading {
                 break;
             }
@@ -597,7 +620,9 @@ impl Worker {
         while !buf.is_empty() {
             // Handling a response may end the user (removed from the slab) or replace its
             // socket (new generation): re-check before every step.
-            let Some(u) = self.users.get_mut(key) else { return };
+            let Some(u) = self.users.get_mut(key) else {
+                return;
+            };
             if u.gen != gen || u.sock.is_none() {
                 return;
             }
@@ -650,7 +675,8 @@ impl Worker {
             500..=599 => c.error(ErrorKind::Http5xx),
             _ => {}
         }
-        self.rec.record_latency(micros(now - u.intended), micros(now - u.sent));
+        self.rec
+            .record_latency(micros(now - u.intended), micros(now - u.sent));
         let reuse = keep_alive && self.s.plan.keepalive;
         if !reuse {
             if u.outstanding > 0 {
@@ -773,9 +799,18 @@ impl Worker {
         c.connections_open = self.open_conns;
         c.connections_peak = self.peak_conns;
         c.users_active = self.users.len() as u64;
-        let fresh = self.s.recycled.try_recv().unwrap_or_else(|_| Recorder::new());
+        let fresh = self
+            .s
+            .recycled
+            .try_recv()
+            .unwrap_or_else(|_| Recorder::new());
         let recorder = std::mem::replace(&mut self.rec, fresh);
-        let snap = Snapshot { worker: self.s.id, index: self.interval_index, last, recorder };
+        let snap = Snapshot {
+            worker: self.s.id,
+            index: self.interval_index,
+            last,
+            recorder,
+        };
         // The collector outlives the workers; if it is gone, there is nobody to report to.
         let _ = self.s.snapshots.send(snap);
         self.peak_conns = self.open_conns;
@@ -784,6 +819,8 @@ impl Worker {
     }
 
     fn shutdown(&mut self) {
+        // Report the connections as they were when the run ended, not after we closed them.
+        let open_at_stop = self.open_conns;
         let keys: Vec<usize> = self.users.iter().map(|(k, _)| k).collect();
         for key in keys {
             let u = &self.users[key];
@@ -792,14 +829,20 @@ impl Worker {
             }
             self.close(key);
         }
+        self.open_conns = open_at_stop;
         self.emit_interval(true);
+        self.open_conns = 0;
     }
 }
 
 /// A fresh non-blocking TCP socket with the plan's options, bound to `bind` if given.
 fn open_socket(plan: &Plan, bind: Option<std::net::IpAddr>) -> io::Result<Socket> {
     let domain = Domain::for_address(plan.target);
-    let sock = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), Some(Protocol::TCP))?;
+    let sock = Socket::new(
+        domain,
+        Type::STREAM.nonblocking().cloexec(),
+        Some(Protocol::TCP),
+    )?;
     let o = &plan.socket;
     if o.nodelay {
         sock.set_nodelay(true)?;

@@ -23,7 +23,10 @@ pub struct HlogWriter<W: Write> {
 impl<W: Write> HlogWriter<W> {
     /// Start a log: writes the version, start time and legend headers.
     pub fn new(mut out: W, start: SystemTime, comment: &str) -> io::Result<Self> {
-        let start_s = start.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        let start_s = start
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
         for line in comment.lines() {
             writeln!(out, "#{line}")?;
         }
@@ -36,7 +39,11 @@ impl<W: Write> HlogWriter<W> {
             "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
         )?;
         out.flush()?;
-        Ok(HlogWriter { out, ser: V2DeflateSerializer::new(), buf: Vec::new() })
+        Ok(HlogWriter {
+            out,
+            ser: V2DeflateSerializer::new(),
+            buf: Vec::new(),
+        })
     }
 
     /// Append one interval: `offset` from the start time, `length`, and its histogram
@@ -82,8 +89,15 @@ mod tests {
         let mut out = Vec::new();
         {
             let mut w = HlogWriter::new(&mut out, SystemTime::now(), "test").unwrap();
-            w.write(None, Duration::ZERO, Duration::from_secs(1), &h).unwrap();
-            w.write(Some("connect"), Duration::from_secs(1), Duration::from_secs(1), &h).unwrap();
+            w.write(None, Duration::ZERO, Duration::from_secs(1), &h)
+                .unwrap();
+            w.write(
+                Some("connect"),
+                Duration::from_secs(1),
+                Duration::from_secs(1),
+                &h,
+            )
+            .unwrap();
         }
         let mut n = 0;
         let mut deser = hdrhistogram::serialization::Deserializer::new();

@@ -129,7 +129,8 @@ impl Recorder {
     #[inline]
     pub fn record_latency(&mut self, corrected_us: u64, uncorrected_us: u64) {
         self.latency.saturating_record(corrected_us.max(1));
-        self.latency_uncorrected.saturating_record(uncorrected_us.max(1));
+        self.latency_uncorrected
+            .saturating_record(uncorrected_us.max(1));
     }
 
     #[inline]
@@ -235,7 +236,10 @@ mod tests {
             );
         }
         assert_eq!(merged.latency.len(), 100_000);
-        assert_eq!(LatencyStats::of(&merged.latency), LatencyStats::of(&all.latency));
+        assert_eq!(
+            LatencyStats::of(&merged.latency),
+            LatencyStats::of(&all.latency)
+        );
     }
 
     #[test]

@@ -1,6 +1,55 @@
-//! HTTP/1.1 client codec (API stub; implementation in progress).
+//! HTTP/1.1 client codec: request encoding and incremental response decoding, sans I/O.
+//!
+//! # Buffering strategy, and why
+//!
+//! A load generator holds tens of thousands of connections, most of them idle at any instant, and
+//! decodes ~200k responses per second per core. Both facts push the same way: **the decoder owns
+//! no read buffer**. The transport reads into whatever buffer it likes (a per-worker scratch
+//! buffer, a provided buffer of io_uring) and lends the bytes to [`ResponseDecoder::decode`],
+//! which parses them *in place*:
+//!
+//! - **Fast path (the common case):** the whole response head is inside the slice that was handed
+//!   in. `httparse` parses it directly from the caller's slice into a fixed array of 64 headers on
+//!   the stack; the few facts we need (status, keep-alive, body framing) are copied out into a
+//!   few scalars and the borrowed header slices are forgotten. No allocation, no copy.
+//! - **Slow path:** the head was split across reads. Only then is the partial head copied into an
+//!   internal `Vec<u8>`, which is allocated on first need (so a connection that never sees a
+//!   split head never allocates) and keeps its capacity afterwards (a connection that sees one
+//!   will likely see more), up to [`MAX_HEAD_LEN`]. A buffer that grew past
+//!   [`RETAINED_CAPACITY`] for an unusually large head is released once that head is done, so an
+//!   idle connection never sits on tens of KiB. New bytes are appended one line at a time and the
+//!   head is re-parsed only when the buffer ends in an empty line, so feeding a head one byte per
+//!   call stays linear, and only the bytes of the head are ever copied, never the body or the
+//!   next pipelined response behind it.
+//! - **Bodies are never buffered**: they are counted. Content-Length bodies are a countdown; a
+//!   chunked body is a small state machine (size line, data, CRLF, trailers) that can stop and
+//!   resume at any byte. A chunk-size line split across reads is the one other thing copied into
+//!   the same `Vec` (at most [`MAX_CHUNK_LINE_LEN`] bytes), so that `httparse::parse_chunk_size`
+//!   always sees a whole line and a split input decodes exactly like an unsplit one.
+//!
+//! The decoder itself is a few scalars and an (empty) `Vec`: 56 bytes on 64-bit targets.
+//!
+//! # Robustness
+//!
+//! Bytes from the network never panic the decoder: all slicing goes through `get`, all length
+//! arithmetic is checked or saturating, and every failure is a [`ProtoError`] variant (a fixed
+//! enum, counted by the engine without allocating). The `fuzz/` directory of the repository holds
+//! a cargo-fuzz target that checks this, and that a response split at any byte boundaries decodes
+//! exactly as when it arrives in one piece.
 
 use headroom_core::HttpRequest;
+
+/// Largest response head (status line + headers + empty line) accepted, in bytes.
+pub const MAX_HEAD_LEN: usize = 64 * 1024;
+/// Most header fields in one response head; more is reported as [`ProtoError::HeadTooLarge`].
+pub const MAX_HEADERS: usize = 64;
+/// Longest chunk-size line (size, extensions, CRLF) accepted, in bytes.
+pub const MAX_CHUNK_LINE_LEN: usize = 4 * 1024;
+/// A head buffer whose capacity grew beyond this is freed when the head completes, instead of
+/// being kept for the next split head.
+pub const RETAINED_CAPACITY: usize = 4 * 1024;
+/// The `User-Agent` sent unless the request names its own.
+pub const USER_AGENT: &str = concat!("headroom/", env!("CARGO_PKG_VERSION"));
 
 /// What a complete response told us.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,39 +85,630 @@ pub enum ProtoError {
 }
 
 /// Encode `req` into `out` (appending). `keep_alive == false` adds `Connection: close`.
+///
+/// Writes the request line, `Host`, `User-Agent`, the user's headers in order, `Content-Length`
+/// when the body is non-empty or the method is POST/PUT/PATCH, `Connection: close` when
+/// `!keep_alive`, the empty line and the body. A user header named (case-insensitively) `Host`,
+/// `User-Agent`, `Content-Length` or `Connection` replaces ours; a user `Transfer-Encoding` also
+/// suppresses our `Content-Length` (the two must not both be sent). An empty path is sent as `/`.
+///
+/// Header names and values are written as given: rejecting CR/LF in them is the scenario
+/// validator's job. Called once per run (the engine pre-encodes), so it may allocate.
 pub fn encode_request(req: &HttpRequest, keep_alive: bool, out: &mut Vec<u8>) {
-    let _ = (req, keep_alive, out);
-    unimplemented!()
+    let user_has = |name: &str| {
+        req.headers
+            .iter()
+            .any(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+    };
+    let path = if req.path.is_empty() {
+        "/"
+    } else {
+        req.path.as_str()
+    };
+    out.reserve(64 + req.method.len() + path.len() + req.host.len() + req.body.len());
+
+    out.extend_from_slice(req.method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    if !user_has("host") {
+        put_header(out, "Host", &req.host);
+    }
+    if !user_has("user-agent") {
+        put_header(out, "User-Agent", USER_AGENT);
+    }
+    for (name, value) in &req.headers {
+        put_header(out, name, value);
+    }
+    let method_has_body = ["POST", "PUT", "PATCH"]
+        .iter()
+        .any(|m| req.method.eq_ignore_ascii_case(m));
+    if (!req.body.is_empty() || method_has_body)
+        && !user_has("content-length")
+        && !user_has("transfer-encoding")
+    {
+        put_header(out, "Content-Length", &req.body.len().to_string());
+    }
+    if !keep_alive && !user_has("connection") {
+        put_header(out, "Connection", "close");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&req.body);
+}
+
+fn put_header(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Incremental response decoder, one per connection.
+///
+/// Holds no buffer until a response head (or chunk-size line) arrives split across `decode`
+/// calls; see the module documentation.
 #[derive(Debug, Default)]
-pub struct ResponseDecoder {}
+pub struct ResponseDecoder {
+    /// Partial response head or chunk-size line; empty (and unallocated until first needed)
+    /// whenever the last input ended on a boundary the state machine can resume from alone.
+    buf: Vec<u8>,
+    state: State,
+    /// Body bytes counted so far for the response in progress.
+    body_len: u64,
+    /// Status and keep-alive of the response in progress (valid once its head is parsed).
+    status: u16,
+    keep_alive: bool,
+    /// The responses answer HEAD requests: no body whatever the headers say.
+    head_request: bool,
+    /// An informational (1xx) head was skipped and the final response is still to come.
+    interim: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum State {
+    /// Waiting for a response head, or for the rest of the one in `buf`.
+    #[default]
+    Head,
+    /// Inside a Content-Length body.
+    Length { remaining: u64 },
+    /// At the start of a chunk-size line, or inside one (its first part in `buf`).
+    ChunkSize,
+    /// Inside chunk data.
+    ChunkData { remaining: u64 },
+    /// After chunk data: the CRLF that ends it (`cr_seen`: the CR is behind us).
+    ChunkDataEnd { cr_seen: bool },
+    /// In the trailer section after the last (zero-size) chunk.
+    Trailer(TrailerPos),
+    /// A body delimited by the connection closing.
+    UntilClose,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrailerPos {
+    /// At the start of a line: an empty line ends the message.
+    LineStart,
+    /// Inside a trailer field line, skipping to its LF.
+    InLine,
+    /// Saw CR at the start of a line: LF ends the message.
+    EndCr,
+}
+
+/// How the body of a response is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// 1xx, 204, 304, or a response to HEAD.
+    NoBody,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// The facts a response head carries that the decoder needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    keep_alive: bool,
+    framing: Framing,
+}
 
 impl ResponseDecoder {
     pub fn new() -> Self {
         Self::default()
     }
+
     /// The next response answers a HEAD request (no body whatever the headers say).
+    ///
+    /// The setting stays in effect (for every later response, and across [`reset`](Self::reset))
+    /// until it is changed, so an engine sending one pre-encoded request can set it once per
+    /// connection; setting it before each response works as well.
     pub fn set_head_request(&mut self, head: bool) {
-        let _ = head;
+        self.head_request = head;
     }
+
     /// Feed bytes. Returns how many were consumed and whether a response completed. When a
     /// response completes, the bytes after it (a pipelined next response) are not consumed: call
     /// again with the rest.
+    ///
+    /// `NeedMore` always comes with all of `input` consumed (so 0 only for an empty input).
+    /// After an `Err`, the decoder's state is unspecified: call [`reset`](Self::reset) (the
+    /// connection should be closed anyway, since its framing is lost).
     pub fn decode(&mut self, input: &[u8]) -> Result<(usize, Decoded), ProtoError> {
-        let _ = input;
-        unimplemented!()
+        let mut pos = 0usize;
+        loop {
+            let rest = input.get(pos..).unwrap_or_default();
+            // Every state needs at least one byte to move: a response completes on the
+            // transition that consumes its last byte, never on an empty input.
+            let Some(&first) = rest.first() else {
+                return Ok((pos, Decoded::NeedMore));
+            };
+            match self.state {
+                State::Head => {
+                    let skipped = self.skip_blank_lines(rest)?;
+                    if skipped > 0 {
+                        pos += skipped;
+                        continue;
+                    }
+                    let Some((used, head)) = self.decode_head(rest)? else {
+                        return Ok((input.len(), Decoded::NeedMore));
+                    };
+                    pos += used;
+                    if let Some(meta) = self.begin_body(head) {
+                        return Ok((pos, Decoded::Complete(meta)));
+                    }
+                }
+                State::Length { remaining } => {
+                    let take = take_len(remaining, rest);
+                    pos += take;
+                    self.count_body(take);
+                    let remaining = remaining.saturating_sub(take as u64);
+                    if remaining == 0 {
+                        return Ok((pos, Decoded::Complete(self.finish())));
+                    }
+                    self.state = State::Length { remaining };
+                }
+                State::ChunkSize => {
+                    let Some((used, size)) = self.decode_chunk_size(rest)? else {
+                        return Ok((input.len(), Decoded::NeedMore));
+                    };
+                    pos += used;
+                    self.state = if size == 0 {
+                        State::Trailer(TrailerPos::LineStart)
+                    } else {
+                        State::ChunkData { remaining: size }
+                    };
+                }
+                State::ChunkData { remaining } => {
+                    let take = take_len(remaining, rest);
+                    pos += take;
+                    self.count_body(take);
+                    let remaining = remaining.saturating_sub(take as u64);
+                    self.state = if remaining == 0 {
+                        State::ChunkDataEnd { cr_seen: false }
+                    } else {
+                        State::ChunkData { remaining }
+                    };
+                }
+                State::ChunkDataEnd { cr_seen } => {
+                    pos += 1;
+                    self.state = match (cr_seen, first) {
+                        (false, b'\r') => State::ChunkDataEnd { cr_seen: true },
+                        (true, b'\n') => State::ChunkSize,
+                        _ => return Err(ProtoError::BadChunk),
+                    };
+                }
+                State::Trailer(TrailerPos::LineStart) => {
+                    pos += 1;
+                    match first {
+                        b'\r' => self.state = State::Trailer(TrailerPos::EndCr),
+                        // A bare LF ends a line too (RFC 9112 §2.2 lets a recipient accept it).
+                        b'\n' => return Ok((pos, Decoded::Complete(self.finish()))),
+                        _ => self.state = State::Trailer(TrailerPos::InLine),
+                    }
+                }
+                State::Trailer(TrailerPos::InLine) => match rest.iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        pos += i + 1;
+                        self.state = State::Trailer(TrailerPos::LineStart);
+                    }
+                    None => return Ok((input.len(), Decoded::NeedMore)),
+                },
+                State::Trailer(TrailerPos::EndCr) => {
+                    if first != b'\n' {
+                        return Err(ProtoError::BadChunk);
+                    }
+                    return Ok((pos + 1, Decoded::Complete(self.finish())));
+                }
+                State::UntilClose => {
+                    self.count_body(rest.len());
+                    return Ok((input.len(), Decoded::NeedMore));
+                }
+            }
+        }
     }
+
     /// The peer closed the connection: completes a body delimited by close, or returns
     /// `Err(Incomplete)` if a response was in progress, or `Ok(None)` if none was.
+    ///
+    /// The decoder is ready for a new connection afterwards, whatever the result.
     pub fn eof(&mut self) -> Result<Option<ResponseMeta>, ProtoError> {
-        unimplemented!()
+        let result = if self.state == State::UntilClose {
+            Ok(Some(self.finish()))
+        } else if self.in_progress() {
+            Err(ProtoError::Incomplete)
+        } else {
+            Ok(None)
+        };
+        self.reset();
+        result
     }
+
     /// Some bytes of a response have been received and it is not complete yet.
+    ///
+    /// Empty lines before a status line do not count (they are skipped, RFC 9112 §2.2); an
+    /// informational 1xx head does (the final response is still owed).
     pub fn in_progress(&self) -> bool {
-        false
+        self.interim || self.state != State::Head || !self.only_pending_cr()
     }
+
     /// Forget any partial response (after an error or a reconnect); keeps buffer capacity.
-    pub fn reset(&mut self) {}
+    ///
+    /// The [`set_head_request`](Self::set_head_request) setting is kept.
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.state = State::Head;
+        self.body_len = 0;
+        self.status = 0;
+        self.keep_alive = false;
+        self.interim = false;
+    }
+
+    /// True when `buf` holds nothing but (possibly) a lone CR that may start an empty line.
+    fn only_pending_cr(&self) -> bool {
+        matches!(self.buf.as_slice(), [] | [b'\r'])
+    }
+
+    /// Skips empty lines (CRLF or bare LF) before a status line, as `httparse` would, but without
+    /// copying them into `buf`: a stray CRLF after a body must neither cost a buffer nor make the
+    /// connection look busy. Returns how many bytes of `rest` were skipped.
+    fn skip_blank_lines(&mut self, rest: &[u8]) -> Result<usize, ProtoError> {
+        let mut i = 0usize;
+        if self.buf.as_slice() == b"\r" {
+            // The CR of an empty line ended the previous input.
+            if rest.first() != Some(&b'\n') {
+                return Err(ProtoError::BadHead);
+            }
+            self.buf.clear();
+            i = 1;
+        } else if !self.buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            match (rest.get(i), rest.get(i + 1)) {
+                (Some(b'\n'), _) => i += 1,
+                (Some(b'\r'), Some(b'\n')) => i += 2,
+                _ => return Ok(i),
+            }
+        }
+    }
+
+    /// Parses a response head from `rest` (fast path) or from `buf` + `rest` (slow path).
+    /// Returns the bytes of `rest` that belonged to the head and what it said, or `None` when
+    /// all of `rest` was taken into `buf` and the head is not complete yet.
+    fn decode_head(&mut self, rest: &[u8]) -> Result<Option<(usize, Head)>, ProtoError> {
+        let head_request = self.head_request;
+        if self.buf.is_empty() {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut resp = httparse::Response::new(&mut headers);
+            return match resp.parse(rest) {
+                Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD_LEN => {
+                    Ok(Some((n, interpret_head(&resp, head_request)?)))
+                }
+                Ok(httparse::Status::Complete(_)) => Err(ProtoError::HeadTooLarge),
+                Ok(httparse::Status::Partial) if rest.len() <= MAX_HEAD_LEN => {
+                    self.buf.extend_from_slice(rest);
+                    Ok(None)
+                }
+                Ok(httparse::Status::Partial) => Err(ProtoError::HeadTooLarge),
+                Err(e) => Err(map_head_error(e)),
+            };
+        }
+        let found = feed_lines(
+            &mut self.buf,
+            rest,
+            MAX_HEAD_LEN,
+            ProtoError::HeadTooLarge,
+            ends_with_empty_line,
+            |buf| {
+                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut resp = httparse::Response::new(&mut headers);
+                match resp.parse(buf) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        Ok(Some((n, interpret_head(&resp, head_request)?)))
+                    }
+                    Ok(httparse::Status::Partial) => Ok(None),
+                    Err(e) => Err(map_head_error(e)),
+                }
+            },
+        );
+        self.release_large_buffer();
+        found.map_err(|e| match e {
+            ProtoError::Incomplete => ProtoError::BadHead,
+            e => e,
+        })
+    }
+
+    /// Parses a chunk-size line from `rest` (fast path) or from `buf` + `rest` (slow path).
+    fn decode_chunk_size(&mut self, rest: &[u8]) -> Result<Option<(usize, u64)>, ProtoError> {
+        if self.buf.is_empty() {
+            // httparse reads a line with no digits as size 0; RFC 9112 wants 1*HEXDIG. (A line
+            // that reached `buf` passed this check on its first byte.)
+            if !rest.first().is_some_and(u8::is_ascii_hexdigit) {
+                return Err(ProtoError::BadChunk);
+            }
+            return match httparse::parse_chunk_size(rest) {
+                Ok(httparse::Status::Complete((n, size))) if n <= MAX_CHUNK_LINE_LEN => {
+                    Ok(Some((n, size)))
+                }
+                Ok(httparse::Status::Partial) if rest.len() <= MAX_CHUNK_LINE_LEN => {
+                    self.buf.extend_from_slice(rest);
+                    Ok(None)
+                }
+                _ => Err(ProtoError::BadChunk),
+            };
+        }
+        let found = feed_lines(
+            &mut self.buf,
+            rest,
+            MAX_CHUNK_LINE_LEN,
+            ProtoError::BadChunk,
+            |buf| buf.last() == Some(&b'\n'),
+            |buf| match httparse::parse_chunk_size(buf) {
+                Ok(httparse::Status::Complete(found)) => Ok(Some(found)),
+                Ok(httparse::Status::Partial) => Ok(None),
+                Err(_) => Err(ProtoError::BadChunk),
+            },
+        );
+        self.release_large_buffer();
+        found.map_err(|e| match e {
+            ProtoError::Incomplete => ProtoError::BadChunk,
+            e => e,
+        })
+    }
+
+    /// A head that went through `buf` may have grown it far beyond the usual few hundred bytes:
+    /// do not let an idle connection keep that (a no-op while `buf` holds a partial item).
+    fn release_large_buffer(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > RETAINED_CAPACITY {
+            self.buf = Vec::new();
+        }
+    }
+
+    /// Acts on a parsed head. Returns the response when it has no body left to read.
+    fn begin_body(&mut self, head: Head) -> Option<ResponseMeta> {
+        if is_interim(head.status) {
+            // 100 Continue, 102, 103 Early Hints: the final response follows.
+            self.interim = true;
+            return None;
+        }
+        self.status = head.status;
+        self.keep_alive = head.keep_alive;
+        self.body_len = 0;
+        match head.framing {
+            Framing::NoBody | Framing::Length(0) => return Some(self.finish()),
+            Framing::Length(n) => self.state = State::Length { remaining: n },
+            Framing::Chunked => self.state = State::ChunkSize,
+            Framing::UntilClose => {
+                self.keep_alive = false;
+                self.state = State::UntilClose;
+            }
+        }
+        None
+    }
+
+    fn count_body(&mut self, n: usize) {
+        self.body_len = self.body_len.saturating_add(n as u64);
+    }
+
+    /// Completes the response in progress and readies the decoder for the next one.
+    fn finish(&mut self) -> ResponseMeta {
+        let meta = ResponseMeta {
+            status: self.status,
+            keep_alive: self.keep_alive,
+            body_len: self.body_len,
+        };
+        self.state = State::Head;
+        self.body_len = 0;
+        self.interim = false;
+        meta
+    }
 }
+
+/// How many bytes of `rest` a body with `remaining` bytes left takes.
+fn take_len(remaining: u64, rest: &[u8]) -> usize {
+    usize::try_from(remaining).map_or(rest.len(), |r| r.min(rest.len()))
+}
+
+/// 1xx other than 101: an interim response, followed by the final one. 101 Switching Protocols
+/// ends HTTP on the connection, so it is reported as final (with `keep_alive == false`).
+fn is_interim(status: u16) -> bool {
+    (100..200).contains(&status) && status != 101
+}
+
+fn map_head_error(e: httparse::Error) -> ProtoError {
+    match e {
+        httparse::Error::TooManyHeaders => ProtoError::HeadTooLarge,
+        _ => ProtoError::BadHead,
+    }
+}
+
+/// Could `buf` hold a whole head? It must end with an empty line (LF LF or LF CR LF).
+fn ends_with_empty_line(buf: &[u8]) -> bool {
+    buf.ends_with(b"\n\n") || buf.ends_with(b"\n\r\n")
+}
+
+/// Appends `input` to `buf` one line (up to and including an LF) at a time and calls `parse` on
+/// the whole of `buf` whenever `candidate(buf)` says it may hold a complete item.
+///
+/// Returns `Some((bytes of input used, item))` when `parse` completes with an item of length `n`
+/// (of which `buf` held `n - <len before the call>` from this input), clearing `buf`; `None`
+/// when all of `input` went into `buf`. Growing `buf` beyond `limit` is `Err(too_long)`.
+///
+/// Copying only up to each LF means bytes after the item (a body, a pipelined response) are
+/// never copied, and parsing only at candidate positions keeps a byte-at-a-time feed linear.
+/// `Err(Incomplete)` reports an item that `parse` says ended inside the earlier part of `buf`
+/// (it cannot happen, since `parse` was tried there already; callers map it to their own error).
+fn feed_lines<T>(
+    buf: &mut Vec<u8>,
+    input: &[u8],
+    limit: usize,
+    too_long: ProtoError,
+    candidate: fn(&[u8]) -> bool,
+    mut parse: impl FnMut(&[u8]) -> Result<Option<(usize, T)>, ProtoError>,
+) -> Result<Option<(usize, T)>, ProtoError> {
+    let before = buf.len();
+    let mut pos = 0usize;
+    while let Some(rest) = input.get(pos..).filter(|r| !r.is_empty()) {
+        let seg = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(rest.len(), |i| i + 1);
+        if buf.len().saturating_add(seg) > limit {
+            return Err(too_long);
+        }
+        buf.extend_from_slice(rest.get(..seg).unwrap_or(rest));
+        pos += seg;
+        if candidate(buf) {
+            if let Some((n, item)) = parse(buf)? {
+                let used = n
+                    .checked_sub(before)
+                    .filter(|&used| used > 0 && used <= pos)
+                    .ok_or(ProtoError::Incomplete)?;
+                buf.clear();
+                return Ok(Some((used, item)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Extracts status, keep-alive and framing from a parsed head.
+fn interpret_head(
+    resp: &httparse::Response<'_, '_>,
+    head_request: bool,
+) -> Result<Head, ProtoError> {
+    let (Some(status), Some(minor)) = (resp.code, resp.version) else {
+        return Err(ProtoError::BadHead);
+    };
+    if status < 100 {
+        return Err(ProtoError::BadHead);
+    }
+    let mut close = false;
+    let mut keep_alive_token = false;
+    // Content-Length: None = absent; Some(Err) = invalid or conflicting (reported only if used).
+    let mut content_length: Option<Result<u64, ()>> = None;
+    let mut transfer_encoding = false;
+    let mut chunked_last = false;
+    for h in resp.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"connection") {
+            for token in list_elements(h.value) {
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            let value = parse_content_length(h.value);
+            content_length = match content_length {
+                None => Some(value),
+                Some(prev) if prev == value => Some(prev),
+                Some(_) => Some(Err(())),
+            };
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            // Codings apply in order, across repeated fields: only the last one frames the body.
+            for token in list_elements(h.value) {
+                transfer_encoding = true;
+                chunked_last = token.eq_ignore_ascii_case(b"chunked");
+            }
+        }
+    }
+    let mut keep_alive = if minor >= 1 {
+        !close
+    } else {
+        keep_alive_token && !close
+    };
+    let framing = if head_request || status < 200 || status == 204 || status == 304 {
+        Framing::NoBody
+    } else if transfer_encoding {
+        // Transfer-Encoding overrides Content-Length, but a message with both (or an HTTP/1.0
+        // message with Transfer-Encoding) may be an attempt at request smuggling: RFC 9112 §6.1
+        // and §6.3 say to close the connection after it.
+        if content_length.is_some() || minor == 0 {
+            keep_alive = false;
+        }
+        if chunked_last {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        }
+    } else {
+        match content_length {
+            Some(Ok(n)) => Framing::Length(n),
+            Some(Err(())) => return Err(ProtoError::BadContentLength),
+            None => Framing::UntilClose,
+        }
+    };
+    if status == 101 || framing == Framing::UntilClose {
+        keep_alive = false;
+    }
+    Ok(Head {
+        status,
+        keep_alive,
+        framing,
+    })
+}
+
+/// Elements of a comma-separated header list, without surrounding whitespace; empty ones skipped.
+fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(trim_ows)
+        .filter(|e| !e.is_empty())
+}
+
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', tail @ ..] = s {
+        s = tail;
+    }
+    while let [head @ .., b' ' | b'\t'] = s {
+        s = head;
+    }
+    s
+}
+
+/// A Content-Length value: digits, or a list of identical digit strings (`42, 42`, which RFC 9110
+/// §8.6 lets a recipient accept). Anything else, including an overflow, is an error.
+fn parse_content_length(value: &[u8]) -> Result<u64, ()> {
+    let mut result = None;
+    for element in value.split(|&b| b == b',').map(trim_ows) {
+        if element.is_empty() {
+            return Err(());
+        }
+        let mut n = 0u64;
+        for &b in element {
+            if !b.is_ascii_digit() {
+                return Err(());
+            }
+            n = n
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(b - b'0')))
+                .ok_or(())?;
+        }
+        match result {
+            Some(prev) if prev != n => return Err(()),
+            _ => result = Some(n),
+        }
+    }
+    result.ok_or(())
+}
+
+#[cfg(test)]
+mod tests;

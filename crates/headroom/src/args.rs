@@ -46,7 +46,7 @@ pub struct Cli {
 pub enum Command {
     /// Load a server at a URL (quick mode, like wrk or hey).
     #[command(long_about = RUN_LONG)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Start a small server inside headroom, load it for a few seconds and print the report.
     Demo(DemoArgs),
 }
@@ -107,7 +107,12 @@ pub struct RunArgs {
     #[arg(short = 'm', long, default_value = "GET", help_heading = "HTTP")]
     pub method: String,
     /// Extra request header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER", help_heading = "HTTP")]
+    #[arg(
+        short = 'H',
+        long = "header",
+        value_name = "HEADER",
+        help_heading = "HTTP"
+    )]
     pub headers: Vec<String>,
     /// Request body: a string, or @FILE to read it from a file.
     #[arg(long, help_heading = "HTTP")]
@@ -198,8 +203,16 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
     };
     match scheme.to_ascii_lowercase().as_str() {
         "http" => {}
-        "https" => return usage(format!("bad URL '{s}': https is not supported yet; use http://")),
-        other => return usage(format!("bad URL '{s}': scheme '{other}' is not supported; {fix}")),
+        "https" => {
+            return usage(format!(
+                "bad URL '{s}': https is not supported yet; use http://"
+            ))
+        }
+        other => {
+            return usage(format!(
+                "bad URL '{s}': scheme '{other}' is not supported; {fix}"
+            ))
+        }
     }
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
@@ -217,7 +230,11 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
         let port = match after.strip_prefix(':') {
             Some(p) => Some(p),
             None if after.is_empty() => None,
-            None => return usage(format!("bad URL '{s}': unexpected '{after}' after the host")),
+            None => {
+                return usage(format!(
+                    "bad URL '{s}': unexpected '{after}' after the host"
+                ))
+            }
         };
         (h.to_string(), port)
     } else {
@@ -233,11 +250,17 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
         None => 80,
         Some(p) => match p.parse::<u16>() {
             Ok(p) if p > 0 => p,
-            _ => return usage(format!("bad URL '{s}': port '{p}' is not a number from 1 to 65535")),
+            _ => {
+                return usage(format!(
+                    "bad URL '{s}': port '{p}' is not a number from 1 to 65535"
+                ))
+            }
         },
     };
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return usage(format!("bad URL '{s}': the path contains spaces or control characters; percent-encode them"));
+        return usage(format!(
+            "bad URL '{s}': the path contains spaces or control characters; percent-encode them"
+        ));
     }
     Ok(Url { host, port, path })
 }
@@ -246,7 +269,7 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 && secs < 1e9 {
+        if (0.0..1e9).contains(&secs) {
             return Ok(Duration::from_secs_f64(secs));
         }
     }
@@ -282,7 +305,9 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     };
     match v {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{s}' is not an error rate; use a fraction from 0 to 1 (0.01) or a percentage (1%)")),
+        _ => Err(format!(
+            "'{s}' is not an error rate; use a fraction from 0 to 1 (0.01) or a percentage (1%)"
+        )),
     }
 }
 
@@ -303,7 +328,9 @@ pub fn parse_think(s: &str, default_exp: bool) -> Result<Distribution, UsageErro
         "" | "const" | "constant" => Distribution::Constant(dur(val)?),
         "exp" | "exponential" => Distribution::Exponential { mean: dur(val)? },
         "uniform" => {
-            let Some((a, b)) = val.split_once("..") else { return bad("uniform needs min..max") };
+            let Some((a, b)) = val.split_once("..") else {
+                return bad("uniform needs min..max");
+            };
             let (min, max) = (dur(a)?, dur(b)?);
             if max < min {
                 return bad("max is below min");
@@ -317,7 +344,9 @@ pub fn parse_think(s: &str, default_exp: bool) -> Result<Distribution, UsageErro
 /// `127.0.0.2-127.0.0.50` (inclusive IPv4 range) or a comma-separated list.
 pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
     let bad = |why: String| {
-        usage(format!("bad --bind '{s}': {why}; use e.g. 127.0.0.2-127.0.0.50 or 127.0.0.2,127.0.0.3"))
+        usage(format!(
+            "bad --bind '{s}': {why}; use e.g. 127.0.0.2-127.0.0.50 or 127.0.0.2,127.0.0.3"
+        ))
     };
     if let Some((a, b)) = s.split_once('-') {
         let (Ok(a), Ok(b)) = (a.trim().parse::<Ipv4Addr>(), b.trim().parse::<Ipv4Addr>()) else {
@@ -348,9 +377,13 @@ fn parse_header(h: &str) -> Result<(String, String), UsageError> {
     };
     let name = name.trim();
     let valid_name = !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if !valid_name {
-        return usage(format!("bad header '{h}': '{name}' is not a valid header name"));
+        return usage(format!(
+            "bad header '{h}': '{name}' is not a valid header name"
+        ));
     }
     let value = value.trim();
     if value.bytes().any(|b| b == b'\r' || b == b'\n') {
@@ -360,7 +393,9 @@ fn parse_header(h: &str) -> Result<(String, String), UsageError> {
 }
 
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 impl RunArgs {
@@ -370,19 +405,27 @@ impl RunArgs {
         let target = resolve(&url)?;
         let method = self.method.trim().to_ascii_uppercase();
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return usage(format!("bad --method '{}': expected a word such as GET or POST", self.method));
+            return usage(format!(
+                "bad --method '{}': expected a word such as GET or POST",
+                self.method
+            ));
         }
-        let headers = self.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
         let body = match &self.body {
             None => Vec::new(),
             Some(b) => match b.strip_prefix('@') {
-                Some(path) => std::fs::read(path).map_err(|e| {
-                    UsageError(format!("cannot read --body file '{path}': {e}"))
-                })?,
+                Some(path) => std::fs::read(path)
+                    .map_err(|e| UsageError(format!("cannot read --body file '{path}': {e}")))?,
                 None => b.as_bytes().to_vec(),
             },
         };
-        let host = if url.port == 80 { url.host.clone() } else if url.host.contains(':') {
+        let host = if url.port == 80 {
+            url.host.clone()
+        } else if url.host.contains(':') {
             format!("[{}]:{}", url.host, url.port)
         } else {
             format!("{}:{}", url.host, url.port)
@@ -391,7 +434,10 @@ impl RunArgs {
             return usage("bad -c/--connections 0: at least 1 is needed");
         }
         if self.pipeline == 0 || self.pipeline > 1024 {
-            return usage(format!("bad --pipeline {}: allowed 1 to 1024", self.pipeline));
+            return usage(format!(
+                "bad --pipeline {}: allowed 1 to 1024",
+                self.pipeline
+            ));
         }
         if self.rate.is_some() && self.arrival_rate.is_some() {
             return usage("--rate and --arrival-rate are different models; choose one");
@@ -409,7 +455,9 @@ impl RunArgs {
             if v.is_finite() && v > 0.0 && v <= 10_000_000.0 {
                 Ok(v)
             } else {
-                usage(format!("bad {name} {v}: a positive number of at most 10,000,000 per second"))
+                usage(format!(
+                    "bad {name} {v}: a positive number of at most 10,000,000 per second"
+                ))
             }
         };
         let model = if let Some(rate) = self.rate {
@@ -419,9 +467,16 @@ impl RunArgs {
             if self.pipeline > 1 {
                 return usage("--rate and --pipeline cannot be combined");
             }
-            LoadModel::Rate { connections: self.connections, rate: positive("--rate", rate)? }
+            LoadModel::Rate {
+                connections: self.connections,
+                rate: positive("--rate", rate)?,
+            }
         } else if let Some(rate) = self.arrival_rate {
-            let think = self.think.as_deref().map(|t| parse_think(t, true)).transpose()?;
+            let think = self
+                .think
+                .as_deref()
+                .map(|t| parse_think(t, true))
+                .transpose()?;
             LoadModel::Open {
                 rate: positive("--arrival-rate", rate)?,
                 process: match self.arrival {
@@ -433,17 +488,41 @@ impl RunArgs {
                 max_users: self.max_users,
             }
         } else {
-            let think = self.think.as_deref().map(|t| parse_think(t, false)).transpose()?;
+            let think = self
+                .think
+                .as_deref()
+                .map(|t| parse_think(t, false))
+                .transpose()?;
             if self.per_user == Some(0) {
                 return usage("bad --per-user 0: at least 1");
             }
-            LoadModel::Closed { users: self.connections, per_user: self.per_user, think }
+            LoadModel::Closed {
+                users: self.connections,
+                per_user: self.per_user,
+                think,
+            }
         };
         // A run bounded by counts gets no default duration; otherwise 10s, like wrk.
         let bounded = self.requests.is_some()
-            || matches!(model, LoadModel::Closed { per_user: Some(_), .. })
-            || matches!(model, LoadModel::Open { max_users: Some(_), .. });
-        let duration = self.duration.or(if bounded { None } else { Some(Duration::from_secs(10)) });
+            || matches!(
+                model,
+                LoadModel::Closed {
+                    per_user: Some(_),
+                    ..
+                }
+            )
+            || matches!(
+                model,
+                LoadModel::Open {
+                    max_users: Some(_),
+                    ..
+                }
+            );
+        let duration = self.duration.or(if bounded {
+            None
+        } else {
+            Some(Duration::from_secs(10))
+        });
         if duration.is_some_and(|d| d.is_zero()) {
             return usage("bad -d/--duration 0: give a positive duration such as 10s");
         }
@@ -455,16 +534,30 @@ impl RunArgs {
             // More threads than users would leave some idle.
             threads = threads.min(self.connections as usize);
         }
-        let bind = self.bind.as_deref().map(parse_bind).transpose()?.unwrap_or_default();
+        let bind = self
+            .bind
+            .as_deref()
+            .map(parse_bind)
+            .transpose()?
+            .unwrap_or_default();
         if bind.iter().any(|ip| ip.is_ipv4() != target.is_ipv4()) {
             return usage("--bind addresses must be of the same family (IPv4/IPv6) as the target");
         }
         let plan = Plan {
             target,
             target_name: self.url.clone(),
-            request: HttpRequest { method, path: url.path, host, headers, body },
+            request: HttpRequest {
+                method,
+                path: url.path,
+                host,
+                headers,
+                body,
+            },
             model,
-            stop: StopCondition { duration, requests: self.requests },
+            stop: StopCondition {
+                duration,
+                requests: self.requests,
+            },
             threads,
             interval: self.interval,
             connect_timeout: self.connect_timeout,
@@ -492,7 +585,10 @@ fn resolve(url: &Url) -> Result<SocketAddr, UsageError> {
             Some(a) => Ok(a),
             None => usage(format!("cannot resolve host '{}': no addresses", url.host)),
         },
-        Err(e) => usage(format!("cannot resolve host '{}': {e}; check the spelling or use an IP address", url.host)),
+        Err(e) => usage(format!(
+            "cannot resolve host '{}': {e}; check the spelling or use an IP address",
+            url.host
+        )),
     }
 }
 
@@ -503,12 +599,29 @@ mod tests {
     #[test]
     fn urls() {
         let u = parse_url("http://127.0.0.1:8080/a/b?x=1").unwrap();
-        assert_eq!(u, Url { host: "127.0.0.1".into(), port: 8080, path: "/a/b?x=1".into() });
+        assert_eq!(
+            u,
+            Url {
+                host: "127.0.0.1".into(),
+                port: 8080,
+                path: "/a/b?x=1".into()
+            }
+        );
         let u = parse_url("http://localhost").unwrap();
         assert_eq!((u.port, u.path.as_str()), (80, "/"));
         let u = parse_url("http://[::1]:9000?q").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("::1", 9000, "/?q"));
-        for bad in ["127.0.0.1:80", "https://x/", "ftp://x/", "http://:80/", "http://h:99999/", "http://h:0/"] {
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("::1", 9000, "/?q")
+        );
+        for bad in [
+            "127.0.0.1:80",
+            "https://x/",
+            "ftp://x/",
+            "http://:80/",
+            "http://h:99999/",
+            "http://h:0/",
+        ] {
             let e = parse_url(bad).unwrap_err().0;
             assert!(e.contains("bad URL"), "{bad}: {e}");
         }
@@ -519,7 +632,9 @@ mod tests {
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
-        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("not a duration"));
         assert_eq!(parse_size("8k").unwrap(), 8192);
         assert_eq!(parse_size("6m").unwrap(), 6 << 20);
         assert!(parse_size("0").is_err());
@@ -531,9 +646,18 @@ mod tests {
     #[test]
     fn think_and_bind() {
         let one = Duration::from_secs(1);
-        assert_eq!(parse_think("1s", false).unwrap(), Distribution::Constant(one));
-        assert_eq!(parse_think("1s", true).unwrap(), Distribution::Exponential { mean: one });
-        assert!(matches!(parse_think("uniform:1s..2s", false).unwrap(), Distribution::Uniform { .. }));
+        assert_eq!(
+            parse_think("1s", false).unwrap(),
+            Distribution::Constant(one)
+        );
+        assert_eq!(
+            parse_think("1s", true).unwrap(),
+            Distribution::Exponential { mean: one }
+        );
+        assert!(matches!(
+            parse_think("uniform:1s..2s", false).unwrap(),
+            Distribution::Uniform { .. }
+        ));
         assert!(parse_think("gauss:1s", false).is_err());
         assert_eq!(parse_bind("127.0.0.2-127.0.0.50").unwrap().len(), 49);
         assert_eq!(parse_bind("127.0.0.2, 127.0.0.3").unwrap().len(), 2);
@@ -544,21 +668,41 @@ mod tests {
         let mut v = vec!["headroom", "run", "http://127.0.0.1:8080/"];
         v.extend_from_slice(extra);
         let cli = Cli::try_parse_from(v).expect("clap");
-        let Command::Run(r) = cli.command else { unreachable!() };
+        let Command::Run(r) = cli.command else {
+            unreachable!()
+        };
         r.to_plan()
     }
 
     #[test]
     fn models_from_flags() {
         let p = args(&["-c", "20", "--per-user", "500"]).unwrap();
-        assert_eq!(p.model, LoadModel::Closed { users: 20, per_user: Some(500), think: None });
+        assert_eq!(
+            p.model,
+            LoadModel::Closed {
+                users: 20,
+                per_user: Some(500),
+                think: None
+            }
+        );
         assert_eq!(p.stop.duration, None, "a C x N run is bounded by its count");
         let p = args(&["-c", "5"]).unwrap();
         assert_eq!(p.stop.duration, Some(Duration::from_secs(10)));
         let p = args(&["--rate", "1000", "-c", "10", "-d", "5s"]).unwrap();
-        assert!(matches!(p.model, LoadModel::Rate { connections: 10, .. }));
+        assert!(matches!(
+            p.model,
+            LoadModel::Rate {
+                connections: 10,
+                ..
+            }
+        ));
         let p = args(&["--arrival-rate", "50", "--per-user", "3", "--think", "1s"]).unwrap();
-        let LoadModel::Open { think, per_user, .. } = p.model else { panic!() };
+        let LoadModel::Open {
+            think, per_user, ..
+        } = p.model
+        else {
+            panic!()
+        };
         assert_eq!(per_user, 3);
         assert!(matches!(think, Some(Distribution::Exponential { .. })));
         assert!(args(&["--rate", "10", "--arrival-rate", "5"]).is_err());

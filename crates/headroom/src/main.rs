@@ -155,9 +155,10 @@ fn execute(
     let command = command_line();
     let stop = stop_flag();
     let mut dir = match &out {
-        Some(p) => Some(output::RunDir::create(p, std::time::SystemTime::now(), &command).map_err(
-            |e| anyhow::anyhow!("cannot create run directory {}: {e}", p.display()),
-        )?),
+        Some(p) => Some(
+            output::RunDir::create(p, std::time::SystemTime::now(), &command)
+                .map_err(|e| anyhow::anyhow!("cannot create run directory {}: {e}", p.display()))?,
+        ),
         None => None,
     };
     let mut progress = (!quiet).then(|| output::Progress::new(plan.stop.duration));
@@ -197,7 +198,9 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     if a.connections == 0 {
         return Err(UsageError("bad -c/--connections 0: at least 1 is needed".into()).into());
     }
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     // Half the cores serve, half load (at least one each), so neither starves the other.
     let server_workers = (cores / 2).max(1);
     let server = headroom_serve::start(headroom_serve::ServerConfig {
@@ -222,15 +225,25 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             headers: Vec::new(),
             body: Vec::new(),
         },
-        model: LoadModel::Closed { users: a.connections, per_user: None, think: None },
-        stop: StopCondition { duration: Some(a.duration), requests: None },
+        model: LoadModel::Closed {
+            users: a.connections,
+            per_user: None,
+            think: None,
+        },
+        stop: StopCondition {
+            duration: Some(a.duration),
+            requests: None,
+        },
         threads: (cores - server_workers).max(1).min(a.connections as usize),
         interval: Duration::from_secs(1),
         connect_timeout: Duration::from_secs(5),
         timeout: Duration::from_secs(10),
         keepalive: true,
         pipeline: 1,
-        socket: SocketOptions { nodelay: true, ..Default::default() },
+        socket: SocketOptions {
+            nodelay: true,
+            ..Default::default()
+        },
     };
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())

@@ -48,12 +48,19 @@ impl From<LatencyStats> for Latency {
 
 /// Failures by kind, every kind always present.
 fn errors_map(c: &Counters) -> serde_json::Map<String, serde_json::Value> {
-    ErrorKind::ALL.iter().map(|k| (k.name().to_string(), c.errors[k.index()].into())).collect()
+    ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), c.errors[k.index()].into()))
+        .collect()
 }
 
 fn status_map(c: &Counters) -> serde_json::Map<String, serde_json::Value> {
     let names = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
-    names.iter().zip(c.status.iter()).map(|(n, v)| (n.to_string(), (*v).into())).collect()
+    names
+        .iter()
+        .zip(c.status.iter())
+        .map(|(n, v)| (n.to_string(), (*v).into()))
+        .collect()
 }
 
 /// Failed attempts over attempts: (errors) / (responses + failures that produced no response).
@@ -89,14 +96,24 @@ pub fn self_usage() -> SelfUsage {
 fn model_details(plan: &Plan) -> serde_json::Value {
     use serde_json::json;
     match &plan.model {
-        LoadModel::Closed { users, per_user, think } => json!({
+        LoadModel::Closed {
+            users,
+            per_user,
+            think,
+        } => json!({
             "name": "closed", "users": users, "per_user": per_user,
             "think": think.map(|d| format!("{d:?}")),
         }),
         LoadModel::Rate { connections, rate } => json!({
             "name": "rate", "connections": connections, "rate": rate,
         }),
-        LoadModel::Open { rate, process, per_user, think, max_users } => json!({
+        LoadModel::Open {
+            rate,
+            process,
+            per_user,
+            think,
+            max_users,
+        } => json!({
             "name": "open", "arrival_rate": rate, "arrival": process, "per_user": per_user,
             "think": think.map(|d| format!("{d:?}")), "max_users": max_users,
         }),
@@ -104,7 +121,12 @@ fn model_details(plan: &Plan) -> serde_json::Value {
 }
 
 /// summary.json as a JSON value.
-pub fn summary_json(plan: &Plan, out: &RunOutcome, usage: &SelfUsage, command: &str) -> serde_json::Value {
+pub fn summary_json(
+    plan: &Plan,
+    out: &RunOutcome,
+    usage: &SelfUsage,
+    command: &str,
+) -> serde_json::Value {
     use serde_json::json;
     let t = &out.total;
     let c = &t.counters;
@@ -203,7 +225,11 @@ impl RunDir {
             started,
             &format!("headroom {} — {command}\nlatency in microseconds; untagged = corrected, Tag=uncorrected, Tag=connect", env!("CARGO_PKG_VERSION")),
         )?;
-        Ok(RunDir { path: path.to_path_buf(), intervals, hlog })
+        Ok(RunDir {
+            path: path.to_path_buf(),
+            intervals,
+            hlog,
+        })
     }
 
     pub fn interval(&mut self, iv: &Interval<'_>) -> std::io::Result<()> {
@@ -212,9 +238,15 @@ impl RunDir {
         self.intervals.flush()?;
         let r: &Recorder = iv.merged;
         self.hlog.write(None, iv.start, iv.length, &r.latency)?;
-        self.hlog.write(Some("uncorrected"), iv.start, iv.length, &r.latency_uncorrected)?;
+        self.hlog.write(
+            Some("uncorrected"),
+            iv.start,
+            iv.length,
+            &r.latency_uncorrected,
+        )?;
         if !r.connect.is_empty() {
-            self.hlog.write(Some("connect"), iv.start, iv.length, &r.connect)?;
+            self.hlog
+                .write(Some("connect"), iv.start, iv.length, &r.connect)?;
         }
         Ok(())
     }
@@ -240,7 +272,12 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(total: Option<Duration>) -> Progress {
-        Progress { tty: std::io::stderr().is_terminal(), total, responses: 0, errors: 0 }
+        Progress {
+            tty: std::io::stderr().is_terminal(),
+            total,
+            responses: 0,
+            errors: 0,
+        }
     }
 
     pub fn interval(&mut self, iv: &Interval<'_>) {
@@ -253,7 +290,11 @@ impl Progress {
             None => format!("{:>6.1}s", elapsed.as_secs_f64()),
         };
         let rps = c.responses as f64 / iv.length.as_secs_f64().max(1e-9);
-        let p99 = if iv.merged.latency.is_empty() { 0 } else { iv.merged.latency.value_at_quantile(0.99) };
+        let p99 = if iv.merged.latency.is_empty() {
+            0
+        } else {
+            iv.merged.latency.value_at_quantile(0.99)
+        };
         let line = format!(
             "[{clock}] users {:>6}  conns {:>6}  {:>10} req/s  p99 {:>8}  responses {:>10}  errors {}",
             c.users_active,
@@ -284,7 +325,7 @@ pub fn thousands(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -334,38 +375,127 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
     let c = &t.counters;
     let secs = out.elapsed.as_secs_f64().max(1e-9);
     let model = match &plan.model {
-        LoadModel::Closed { users, per_user: Some(n), .. } => format!("closed model, {users} users x {n} requests"),
+        LoadModel::Closed {
+            users,
+            per_user: Some(n),
+            ..
+        } => format!("closed model, {users} users x {n} requests"),
         LoadModel::Closed { users, .. } => format!("closed model, {users} users"),
-        LoadModel::Rate { connections, rate } => format!("constant rate {rate} req/s over {connections} connections"),
-        LoadModel::Open { rate, process, per_user, .. } => {
+        LoadModel::Rate { connections, rate } => {
+            format!("constant rate {rate} req/s over {connections} connections")
+        }
+        LoadModel::Open {
+            rate,
+            process,
+            per_user,
+            ..
+        } => {
             format!("open model, {rate} users/s ({process:?}), {per_user} requests each")
         }
     };
     let mut s = String::new();
     let w = &mut s;
     use std::fmt::Write as _;
-    let _ = writeln!(w, "{} — {model}, {} thread(s), {:.1}s{}", plan.target_name, plan.threads, secs,
-        if out.interrupted { " (interrupted)" } else { "" });
-    let _ = writeln!(w, "  Requests     {} sent, {} answered{}", thousands(c.requests), thousands(c.responses),
-        if out.in_flight > 0 { format!(", {} in flight at stop", thousands(out.in_flight)) } else { String::new() });
-    let _ = writeln!(w, "  Throughput   {} req/s, {}/s in, {}/s out", thousands((c.responses as f64 / secs).round() as u64),
-        fmt_bytes(c.bytes_received as f64 / secs), fmt_bytes(c.bytes_sent as f64 / secs));
-    let _ = writeln!(w, "  Latency      {}", lat_line(&LatencyStats::of(&t.latency)));
-    let _ = writeln!(w, "  uncorrected  {}", lat_line(&LatencyStats::of(&t.latency_uncorrected)));
-    let _ = writeln!(w, "  Connect      {}  ({} connects)", lat_line(&LatencyStats::of(&t.connect)), thousands(c.connects));
-    let classes: Vec<String> = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"].iter().zip(c.status.iter())
-        .filter(|(_, v)| **v > 0).map(|(n, v)| format!("{n} {}", thousands(*v))).collect();
-    let _ = writeln!(w, "  Status       {}", if classes.is_empty() { "none".into() } else { classes.join(", ") });
-    let errs: Vec<String> = ErrorKind::ALL.iter().filter(|k| c.errors[k.index()] > 0)
-        .map(|k| format!("{} {}", k.name(), thousands(c.errors[k.index()]))).collect();
-    let _ = writeln!(w, "  Errors       {}", if errs.is_empty() { "none".into() } else {
-        format!("{} ({:.2}%): {}", thousands(c.errors_total()), 100.0 * error_rate(c), errs.join(", ")) });
-    let _ = writeln!(w, "  Connections  peak {}, users started {}, finished {}", thousands(out.connections_peak),
-        thousands(c.users_started), thousands(c.users_finished));
+    let _ = writeln!(
+        w,
+        "{} — {model}, {} thread(s), {:.1}s{}",
+        plan.target_name,
+        plan.threads,
+        secs,
+        if out.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        w,
+        "  Requests     {} sent, {} answered{}",
+        thousands(c.requests),
+        thousands(c.responses),
+        if out.in_flight > 0 {
+            format!(", {} in flight at stop", thousands(out.in_flight))
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        w,
+        "  Throughput   {} req/s, {}/s in, {}/s out",
+        thousands((c.responses as f64 / secs).round() as u64),
+        fmt_bytes(c.bytes_received as f64 / secs),
+        fmt_bytes(c.bytes_sent as f64 / secs)
+    );
+    let _ = writeln!(
+        w,
+        "  Latency      {}",
+        lat_line(&LatencyStats::of(&t.latency))
+    );
+    let _ = writeln!(
+        w,
+        "  uncorrected  {}",
+        lat_line(&LatencyStats::of(&t.latency_uncorrected))
+    );
+    let _ = writeln!(
+        w,
+        "  Connect      {}  ({} connects)",
+        lat_line(&LatencyStats::of(&t.connect)),
+        thousands(c.connects)
+    );
+    let classes: Vec<String> = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"]
+        .iter()
+        .zip(c.status.iter())
+        .filter(|(_, v)| **v > 0)
+        .map(|(n, v)| format!("{n} {}", thousands(*v)))
+        .collect();
+    let _ = writeln!(
+        w,
+        "  Status       {}",
+        if classes.is_empty() {
+            "none".into()
+        } else {
+            classes.join(", ")
+        }
+    );
+    let errs: Vec<String> = ErrorKind::ALL
+        .iter()
+        .filter(|k| c.errors[k.index()] > 0)
+        .map(|k| format!("{} {}", k.name(), thousands(c.errors[k.index()])))
+        .collect();
+    let _ = writeln!(
+        w,
+        "  Errors       {}",
+        if errs.is_empty() {
+            "none".into()
+        } else {
+            format!(
+                "{} ({:.2}%): {}",
+                thousands(c.errors_total()),
+                100.0 * error_rate(c),
+                errs.join(", ")
+            )
+        }
+    );
+    let _ = writeln!(
+        w,
+        "  Connections  peak {}, users started {}, finished {}",
+        thousands(out.connections_peak),
+        thousands(c.users_started),
+        thousands(c.users_finished)
+    );
     let cpu = usage.cpu_user_s + usage.cpu_sys_s;
-    let _ = writeln!(w, "  Generator    CPU {:.2}s user + {:.2}s sys ({:.0} req per CPU-second), max RSS {}",
-        usage.cpu_user_s, usage.cpu_sys_s, if cpu > 0.0 { c.responses as f64 / cpu } else { 0.0 },
-        fmt_bytes(usage.max_rss_kb as f64 * 1024.0));
+    let _ = writeln!(
+        w,
+        "  Generator    CPU {:.2}s user + {:.2}s sys ({:.0} req per CPU-second), max RSS {}",
+        usage.cpu_user_s,
+        usage.cpu_sys_s,
+        if cpu > 0.0 {
+            c.responses as f64 / cpu
+        } else {
+            0.0
+        },
+        fmt_bytes(usage.max_rss_kb as f64 * 1024.0)
+    );
     s
 }
 
@@ -384,7 +514,10 @@ mod tests {
 
     #[test]
     fn error_rate_counts_attempts() {
-        let mut c = Counters { responses: 90, ..Default::default() };
+        let mut c = Counters {
+            responses: 90,
+            ..Default::default()
+        };
         c.errors[ErrorKind::Http5xx.index()] = 10; // among the 90 responses
         c.errors[ErrorKind::Refused.index()] = 10; // no response
         assert!((error_rate(&c) - 20.0 / 100.0).abs() < 1e-12);

@@ -252,7 +252,7 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
             Ok(p) if p > 0 => p,
             _ => {
                 return usage(format!(
-                    "bad URL '{s}': port '{p}' is not a number from 1 to 65535"
+                    "bad URL '{s}': port '{p}' is not a number from 1 to 65535; use e.g. http://127.0.0.1:8080/"
                 ))
             }
         },

@@ -23,7 +23,10 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_FAILED: u8 = 1;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
     raise_fd_limit();
     let result = match cli.command {
         Command::Run(a) => cmd_run(&a),
@@ -34,12 +37,37 @@ fn main() -> ExitCode {
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UsageError>() {
                 eprintln!("headroom: {u}");
-                eprintln!("Try 'headroom run --help' for the flags and examples.");
                 ExitCode::from(EXIT_USAGE)
             } else {
                 eprintln!("headroom: {e:#}");
                 ExitCode::from(EXIT_FAILED)
             }
+        }
+    }
+}
+
+/// Help and version go out as clap renders them; a bad command line becomes one line on stderr
+/// (what is wrong, and where to look) and exit code 2.
+fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind as K;
+    match e.kind() {
+        K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let text = e.render().to_string();
+            // clap's first paragraph is the message (sometimes over two lines); the rest is usage.
+            let para: Vec<&str> = text
+                .lines()
+                .skip_while(|l| l.trim().is_empty())
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let joined = para.join(" ");
+            let msg = joined.trim_start_matches("error:").trim();
+            eprintln!("headroom: {msg} (see 'headroom --help')");
+            ExitCode::from(EXIT_USAGE)
         }
     }
 }

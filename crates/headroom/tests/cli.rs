@@ -1,0 +1,211 @@
+//! The command line as a person meets it: bad input is one line saying what is wrong, with
+//! exit code 2; an unreachable target is one line and exit 1; help teaches.
+
+mod common;
+use common::*;
+
+fn stderr_of(args: &[&str]) -> (i32, String, String) {
+    let out = headroom().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_url_is_one_line_and_exit_2() {
+    for (url, says) in [
+        ("127.0.0.1:8080", "no scheme"),
+        ("https://127.0.0.1/", "https is not supported"),
+        ("http://127.0.0.1:70000/", "not a number from 1 to 65535"),
+    ] {
+        let (code, stdout, stderr) = stderr_of(&["run", url]);
+        assert_eq!(code, 2, "{url}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+        assert!(stderr.contains(says), "{url}: {stderr}");
+        assert!(
+            stderr.contains("expected") || stderr.contains("use"),
+            "says how to fix: {stderr}"
+        );
+        assert!(stdout.is_empty());
+    }
+}
+
+#[test]
+fn bad_flag_values_are_one_line_and_exit_2() {
+    for (args, says) in [
+        (
+            vec!["run", "http://127.0.0.1/", "-c", "many"],
+            "invalid value 'many'",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "-d", "soon"],
+            "not a duration",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--think", "gauss:1s"],
+            "unknown distribution",
+        ),
+        (
+            vec![
+                "run",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--arrival-rate",
+                "5",
+            ],
+            "choose one",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--max-error-rate", "150%"],
+            "not an error rate",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--bind", "127.0.0.9-127.0.0.2"],
+            "ends before it starts",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--arrival", "bursty"],
+            "possible values",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "-c", "50000"],
+            "descriptors",
+        ),
+    ] {
+        let (code, _, stderr) = stderr_of(&args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn unreachable_port_is_one_line_and_exit_1() {
+    let port = free_port();
+    let (code, stdout, stderr) = stderr_of(&["run", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(stderr.contains("is the server running"), "{stderr}");
+    assert!(stdout.is_empty());
+}
+
+#[test]
+fn help_teaches_models_and_exit_codes() {
+    let (code, stdout, _) = stderr_of(&["run", "--help"]);
+    assert_eq!(code, 0);
+    for needle in [
+        "--per-user",
+        "--rate",
+        "--arrival-rate",
+        "Examples:",
+        "Exit codes",
+        "coordinated",
+    ] {
+        assert!(stdout.contains(needle), "help lacks {needle}");
+    }
+}
+
+#[test]
+fn human_summary_names_the_model_and_figures() {
+    let s = TestServer::start(|mut c| {
+        while read_request(&mut c) {
+            if !write_all(&mut c, OK) {
+                return;
+            }
+        }
+    });
+    let out = headroom()
+        .args(["run", &s.url(), "-c", "2", "--per-user", "50", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "closed model, 2 users x 50 requests",
+        "Latency",
+        "p99.9",
+        "Connect",
+        "Errors       none",
+        "2xx 100",
+    ] {
+        assert!(text.contains(needle), "summary lacks {needle:?}:\n{text}");
+    }
+    assert!(out.stderr.is_empty(), "quiet run prints nothing on stderr");
+}
+
+#[test]
+fn progress_lines_when_not_a_terminal() {
+    let s = TestServer::start(|mut c| {
+        while read_request(&mut c) {
+            if !write_all(&mut c, OK) {
+                return;
+            }
+        }
+    });
+    let out = headroom()
+        .args([
+            "run",
+            &s.url(),
+            "-c",
+            "2",
+            "-d",
+            "1200ms",
+            "--interval",
+            "200ms",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines = err.lines().filter(|l| l.contains("req/s")).count();
+    assert!(
+        (5..=8).contains(&lines),
+        "one plain progress line per interval: {err}"
+    );
+    assert!(!err.contains('\r'), "no carriage returns off a terminal");
+    let _: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is pure JSON");
+}
+
+#[test]
+fn sigint_stops_cleanly_and_still_writes_the_summary() {
+    let s = TestServer::start(|mut c| {
+        while read_request(&mut c) {
+            if !write_all(&mut c, OK) {
+                return;
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("r");
+    let child = headroom()
+        .args([
+            "run",
+            &s.url(),
+            "-c",
+            "2",
+            "-d",
+            "30s",
+            "-q",
+            "--out",
+            run.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed().as_secs() < 3, "stopped promptly");
+    assert!(out.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["responses"].as_u64().unwrap() > 0);
+    assert!(v["duration_s"].as_f64().unwrap() < 5.0);
+}

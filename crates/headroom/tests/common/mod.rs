@@ -1,0 +1,220 @@
+//! Shared test harness: run the real `headroom` binary, a real nginx started on loopback, and
+//! small purpose-built servers that misbehave in exactly one way each.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub fn headroom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_headroom"))
+}
+
+/// Run `headroom run URL ARGS... --json -q` and parse the summary.
+pub fn run_json(url: &str, args: &[&str]) -> (serde_json::Value, Output) {
+    let out = headroom()
+        .arg("run")
+        .arg(url)
+        .args(args)
+        .args(["--json", "-q"])
+        .output()
+        .expect("spawn headroom");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "headroom did not print JSON ({e}); exit {:?}\nstdout: {}\nstderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out)
+}
+
+pub fn err(v: &serde_json::Value, kind: &str) -> u64 {
+    v["errors"][kind]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no errors.{kind} in {v}"))
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn wait_port(addr: SocketAddr, within: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    panic!("nothing listening on {addr} after {within:?}");
+}
+
+/// nginx (Debian's) with one worker on 127.0.0.1, its own prefix and access log, killed on drop.
+pub struct Nginx {
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    child: Child,
+}
+
+fn find_nginx() -> PathBuf {
+    for p in ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"] {
+        if Path::new(p).exists() {
+            return PathBuf::from(p);
+        }
+    }
+    panic!(
+        "nginx is not installed. Run scripts/test (it installs Debian's nginx-light), \
+         or: apt-get install -y nginx-light"
+    );
+}
+
+impl Nginx {
+    pub fn start() -> Nginx {
+        let bin = find_nginx();
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let d = dir.path().display();
+        let conf = format!(
+            r#"daemon off;
+worker_processes 1;
+worker_rlimit_nofile 20000;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 20000; }}
+http {{
+  log_format plain '$request $status';
+  access_log {d}/access.log plain;
+  keepalive_requests 1000000;
+  keepalive_timeout 120s;
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
+  uwsgi_temp_path {d}; scgi_temp_path {d};
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    location / {{ return 200 "hello from nginx\n"; }}
+    location /missing {{ return 404; }}
+    location /fail {{ return 503; }}
+  }}
+}}
+"#
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = Command::new(bin)
+            .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nginx");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        wait_port(addr, Duration::from_secs(10));
+        // The readiness probe connected but sent nothing: no access-log line.
+        Nginx { addr, dir, child }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Lines in the access log (requests nginx answered). nginx writes each line when the
+    /// request completes; give it a moment to settle.
+    pub fn logged(&self) -> usize {
+        let path = self.dir.path().join("access.log");
+        let mut last = usize::MAX;
+        for _ in 0..50 {
+            let n = std::fs::read_to_string(&path)
+                .map(|s| s.lines().count())
+                .unwrap_or(0);
+            if n == last {
+                return n;
+            }
+            last = n;
+            thread::sleep(Duration::from_millis(50));
+        }
+        last
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tiny server on 127.0.0.1 running `handler` on a thread per accepted connection, until
+/// dropped. The handler gets the stream after its first request has been read.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl TestServer {
+    pub fn start<F>(handler: F) -> TestServer
+    where
+        F: Fn(TcpStream) + Send + Sync + 'static,
+    {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handler = Arc::new(handler);
+        thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                match l.accept() {
+                    Ok((c, _)) => {
+                        c.set_nonblocking(false).unwrap();
+                        let h = handler.clone();
+                        thread::spawn(move || h(c));
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        TestServer { addr, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Read one request head (up to the blank line); false if the peer closed first.
+pub fn read_request(c: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1024];
+    loop {
+        match c.read(&mut b) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => {
+                buf.extend_from_slice(&b[..n]);
+                if buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    return true;
+                }
+            }
+        }
+    }
+}
+
+pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+pub fn write_all(c: &mut TcpStream, b: &[u8]) -> bool {
+    c.write_all(b).is_ok()
+}

@@ -1,0 +1,76 @@
+//! Coordinated omission: a server that stalls once must show in the corrected latency (measured
+//! from each request's intended send time) and not in the uncorrected one.
+
+mod common;
+use common::*;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[test]
+fn one_second_stall_shows_in_corrected_p99_only() {
+    // Keep-alive server, thread per connection. 1.5 s after the first request, every request
+    // waits until the 1 s stall window ends.
+    let first: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    let f = first.clone();
+    let s = TestServer::start(move |mut c| {
+        c.set_nodelay(true).unwrap();
+        while read_request(&mut c) {
+            let now = Instant::now();
+            let t0 = *f.lock().unwrap().get_or_insert(now);
+            let (from, to) = (
+                t0 + Duration::from_millis(1500),
+                t0 + Duration::from_millis(2500),
+            );
+            if now >= from && now < to {
+                std::thread::sleep(to - now);
+            }
+            if !write_all(&mut c, OK) {
+                return;
+            }
+        }
+    });
+    let (v, out) = run_json(
+        &s.url(),
+        &["--rate", "1000", "-c", "10", "-d", "5s", "-t", "1"],
+    );
+    assert!(out.status.success());
+    assert_eq!(v["model"], "rate");
+    assert_eq!(v["errors_total"], 0, "{}", v["errors"]);
+    let responses = v["responses"].as_u64().unwrap();
+    assert!(responses > 4_000, "the pace held: {responses} responses");
+    let corrected = v["latency_us"]["p99"].as_u64().unwrap();
+    let uncorrected = v["latency_uncorrected_us"]["p99"].as_u64().unwrap();
+    let max_uncorrected = v["latency_uncorrected_us"]["max"].as_u64().unwrap();
+    assert!(
+        corrected >= 300_000,
+        "corrected p99 shows the stall: {corrected}µs"
+    );
+    assert!(
+        uncorrected < 100_000,
+        "uncorrected p99 hides it: {uncorrected}µs"
+    );
+    assert!(
+        max_uncorrected >= 500_000,
+        "the stalled requests themselves were slow"
+    );
+}
+
+#[test]
+fn paced_run_sends_at_the_requested_rate() {
+    let s = TestServer::start(|mut c| {
+        while read_request(&mut c) {
+            if !write_all(&mut c, OK) {
+                return;
+            }
+        }
+    });
+    let (v, _) = run_json(&s.url(), &["--rate", "500", "-c", "5", "-d", "2s"]);
+    let r = v["requests"].as_u64().unwrap();
+    assert!((960..=1010).contains(&r), "500/s for 2 s gave {r} requests");
+    let p50 = v["latency_us"]["p50"].as_u64().unwrap();
+    assert!(
+        p50 < 5_000,
+        "an idle fast server answers paced requests quickly: p50 {p50}µs"
+    );
+}

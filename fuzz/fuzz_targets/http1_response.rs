@@ -1,0 +1,104 @@
+//! Fuzz the HTTP/1.1 response decoder.
+//!
+//! Input layout: byte 0 holds flags (bit 7: the responses answer HEAD requests) and, in its low
+//! 3 bits, how many of the following bytes are piece lengths; the rest is the byte stream from
+//! the "server". The stream is fed in pieces of those lengths (cycled; a length of 0 feeds an
+//! empty slice), looping over pipelined responses as the engine does, then `eof()`.
+//!
+//! Checked besides "no panic": the `decode` contract (consumed <= input, `NeedMore` consumes
+//! everything, `Complete` consumes at least one byte, nothing in progress right after
+//! `Complete`), and that the split stream decodes exactly like the same bytes in one piece (the
+//! same responses; the same ending when the one-piece run succeeds, an error when it fails).
+#![no_main]
+
+use headroom_proto::http1::{Decoded, ProtoError, ResponseDecoder, ResponseMeta};
+use libfuzzer_sys::fuzz_target;
+
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    metas: Vec<ResponseMeta>,
+    end: Result<Option<ResponseMeta>, ProtoError>,
+}
+
+fn run<'a>(head: bool, pieces: impl Iterator<Item = &'a [u8]>) -> Outcome {
+    let mut dec = ResponseDecoder::new();
+    dec.set_head_request(head);
+    let mut metas = Vec::new();
+    for piece in pieces {
+        let mut p = piece;
+        loop {
+            match dec.decode(p) {
+                Err(e) => return Outcome { metas, end: Err(e) },
+                Ok((n, Decoded::NeedMore)) => {
+                    assert_eq!(n, p.len(), "NeedMore must consume all input");
+                    break;
+                }
+                Ok((n, Decoded::Complete(meta))) => {
+                    assert!(n > 0 && n <= p.len(), "Complete consumed {n} of {}", p.len());
+                    assert!(!dec.in_progress());
+                    metas.push(meta);
+                    p = &p[n..];
+                    if p.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let end = dec.eof();
+    assert!(!dec.in_progress());
+    Outcome { metas, end }
+}
+
+/// Splits `data` into pieces whose lengths cycle through `lens`.
+struct Pieces<'a> {
+    data: &'a [u8],
+    lens: &'a [u8],
+    i: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.done {
+            return None;
+        }
+        // With only zero lengths the stream would never advance: feed it whole.
+        if self.data.is_empty() || self.lens.iter().all(|&l| l == 0) {
+            self.done = true;
+            return Some(self.data);
+        }
+        let len = usize::from(self.lens[self.i % self.lens.len()]).min(self.data.len());
+        self.i += 1;
+        let (piece, rest) = self.data.split_at(len);
+        self.data = rest;
+        Some(piece)
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&flags, rest)) = data.split_first() else {
+        return;
+    };
+    let head = flags & 0x80 != 0;
+    let n_lens = usize::from(flags & 7).min(rest.len());
+    let (lens, stream) = rest.split_at(n_lens);
+
+    let one_shot = run(head, std::iter::once(stream));
+    let split = run(
+        head,
+        Pieces {
+            data: stream,
+            lens,
+            i: 0,
+            done: false,
+        },
+    );
+    if one_shot.end.is_ok() {
+        assert_eq!(split, one_shot, "split decoding differs from one-shot");
+    } else {
+        assert_eq!(split.metas, one_shot.metas, "split decoding differs from one-shot");
+        assert!(split.end.is_err(), "one-shot failed, split did not: {split:?}");
+    }
+});

@@ -627,8 +627,12 @@ impl Worker {
                 return;
             }
             if u.state != State::Reading {
-                // Bytes after every response we asked for: the connection cannot be trusted
-                // for reuse. The user keeps its schedule and reconnects when next due.
+                // A stray CRLF after a body is a known server quirk, not an error.
+                if buf.iter().all(|&b| b == b'\r' || b == b'\n') {
+                    return;
+                }
+                // Other bytes after every response we asked for: the connection cannot be
+                // trusted for reuse. The user keeps its schedule and reconnects when next due.
                 self.rec.counters.error(ErrorKind::Protocol);
                 self.close(key);
                 return;

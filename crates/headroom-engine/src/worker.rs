@@ -740,6 +740,7 @@ impl Worker {
         match s.read(&mut buf) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Ok(0) | Err(_) => self.close(key), // closed while idle: reconnect when next needed
+            Ok(n) if buf[..n].iter().all(|&b| b == b'\r' || b == b'\n') => {}
             Ok(_) => {
                 self.rec.counters.error(ErrorKind::Protocol);
                 self.close(key);

@@ -1,0 +1,306 @@
+# shellcheck shell=bash
+# bench/lib.sh — shared helpers for the headroom benchmark scripts. Source it, don't run it.
+#
+# What it gives the scripts:
+#   nginx_start DIR PORT [WORKERS]  a throw-away nginx on 127.0.0.1:PORT, everything under DIR
+#   nginx_stop DIR                  stop it (also done automatically on exit)
+#   access_count DIR                requests nginx has logged so far (the neutral request count)
+#   cpu_of CMD...                   run CMD under /usr/bin/time; sets CPU_USER, CPU_SYS (seconds),
+#                                   CPU_MAXRSS_KB and CPU_WALL (seconds); returns CMD's status
+#   free_port                       an unused loopback port below the ephemeral range
+#   dur_secs 10s|2m|15              a duration in whole seconds
+#   run_dir                         bench/runs/<YYYY-MM-DD>-<host>/ (created)
+#   record_versions FILE            tool versions and machine facts, written to FILE
+#   on_exit 'CMD'                   register cleanup run when the script exits, however it exits
+#   SERVER_PIN / GEN_PIN            arrays: `taskset -c 0` / `taskset -c 1` when nproc >= 2 and
+#                                   PIN=1 (default), so nginx and the generator do not share a core
+#
+# Invariants: all traffic goes to 127.0.0.1; nginx never outlives the script (EXIT trap);
+# nginx writes nothing outside DIR (pid, logs, temp paths, and `-e` for the early error log).
+
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$BENCH_DIR/.." && pwd)
+HEADROOM=${HEADROOM:-$REPO_ROOT/target/release/headroom}
+NGINX=${NGINX:-nginx}
+
+# nginx buffers its access log (see nginx_start) and flushes it at least this often; counting the
+# log sooner than this after a run would miss the tail of the run.
+ACCESS_FLUSH_S=1
+ACCESS_SETTLE_S=${ACCESS_SETTLE_S:-1.5}
+
+# --- cleanup -----------------------------------------------------------------------------------
+
+_CLEANUP=()
+on_exit() { _CLEANUP+=("$1"); }
+_run_cleanup() {
+    local i
+    # Last registered, first run (like defer).
+    for ((i = ${#_CLEANUP[@]} - 1; i >= 0; i--)); do
+        eval "${_CLEANUP[$i]}" || true
+    done
+    _CLEANUP=()
+}
+trap _run_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- CPU pinning -------------------------------------------------------------------------------
+
+PIN=${PIN:-1}
+SERVER_PIN=()
+GEN_PIN=()
+if [[ $PIN == 1 ]] && command -v taskset >/dev/null && (($(nproc) >= 2)); then
+    SERVER_PIN=(taskset -c 0)
+    GEN_PIN=(taskset -c 1)
+fi
+
+# --- small utilities ---------------------------------------------------------------------------
+
+die() { echo "error: $*" >&2; exit 1; }
+log() { echo "# $*" >&2; }
+
+# dur_secs 10s -> 10, 2m -> 120, 15 -> 15
+dur_secs() {
+    local d=$1
+    case $d in
+        *ms) die "durations below a second are not supported: $d" ;;
+        *s) echo "${d%s}" ;;
+        *m) echo $((${d%m} * 60)) ;;
+        *h) echo $((${d%h} * 3600)) ;;
+        *[0-9]) echo "$d" ;;
+        *) die "bad duration: $d" ;;
+    esac
+}
+
+# A loopback port nobody listens on, from 20000-31999 (below Linux's default ephemeral range, so a
+# generator's outgoing connections never take it).
+free_port() {
+    local p i
+    for i in $(seq 1 100); do
+        p=$((20000 + RANDOM % 12000))
+        if ! ss -Htln "sport = :$p" | grep -q .; then
+            echo "$p"
+            return 0
+        fi
+    done
+    die "no free port found"
+}
+
+# --- nginx -------------------------------------------------------------------------------------
+
+# nginx_start DIR PORT [WORKERS]
+# `return 200` is the cheapest handler nginx has (no open/fstat/sendfile), so nearly all of
+# nginx's core goes to the connection work a generator causes. The access log is buffered
+# (one write per 256 KiB, flushed every ACCESS_FLUSH_S) so logging does not become the server's
+# bottleneck, yet each request still leaves one line: the count both tools are judged by.
+nginx_start() {
+    local dir=$1 port=$2 workers=${3:-1}
+    dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
+    mkdir -p "$dir/tmp"
+    : >"$dir/access.log"
+    cat >"$dir/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes $workers;
+worker_rlimit_nofile 20000;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+
+events {
+    worker_connections 20000;
+}
+
+http {
+    log_format minimal '\$status';
+    access_log $dir/access.log minimal buffer=256k flush=${ACCESS_FLUSH_S}s;
+    error_log $dir/error.log warn;
+
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        location / {
+            default_type text/plain;
+            return 200 "hello\n";
+        }
+    }
+}
+EOF
+    # -e: nginx opens its compiled-in error log before reading the config; keep that in DIR too.
+    "${SERVER_PIN[@]}" "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" \
+        >"$dir/nginx.out" 2>&1 &
+    local pid=$!
+    echo "$pid" >"$dir/master.pid"
+    on_exit "nginx_stop '$dir'"
+
+    local i
+    for i in $(seq 1 100); do
+        if ss -Htln "sport = :$port" | grep -q "127.0.0.1:$port"; then
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    cat "$dir/nginx.out" "$dir/error.log" >&2 || true
+    die "nginx did not start on 127.0.0.1:$port"
+}
+
+# nginx_stop DIR — fast shutdown (TERM; QUIT would wait for held keep-alive connections), then
+# KILL if it lingers. Idempotent.
+nginx_stop() {
+    local dir=$1 pid i
+    [[ -f $dir/master.pid ]] || return 0
+    pid=$(cat "$dir/master.pid")
+    rm -f "$dir/master.pid"
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for i in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+# access_count DIR — lines in the access log, after waiting for nginx's buffered log to flush.
+access_count() {
+    sleep "$ACCESS_SETTLE_S"
+    wc -l <"$1/access.log"
+}
+
+# --- measuring a generator ---------------------------------------------------------------------
+
+# cpu_of CMD... — run CMD (its stdout/stderr pass through) under GNU time. wait4's rusage covers
+# CMD and every descendant it reaped, so a tool that forks workers is measured whole — but a
+# process that daemonizes (double-forks) escapes it.
+cpu_of() {
+    local tf rc=0
+    tf=$(mktemp)
+    /usr/bin/time -o "$tf" -f '%U %S %M %e' "$@" || rc=$?
+    # On failure GNU time writes a "Command exited with non-zero status" line first.
+    read -r CPU_USER CPU_SYS CPU_MAXRSS_KB CPU_WALL < <(tail -n 1 "$tf")
+    rm -f "$tf"
+    return "$rc"
+}
+
+# --- recording runs ----------------------------------------------------------------------------
+
+run_dir() {
+    local d
+    d="$BENCH_DIR/runs/$(date +%F)-$(hostname -s)"
+    mkdir -p "$d"
+    echo "$d"
+}
+
+record_versions() {
+    local f=$1
+    {
+        echo "date: $(date -Is)"
+        echo "host: $(hostname -s)"
+        echo "kernel: $(uname -srm)"
+        echo "cpus: $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))"
+        echo "pinning: server=${SERVER_PIN[*]:-none} generator=${GEN_PIN[*]:-none}"
+        echo "nginx: $("$NGINX" -v 2>&1)"
+        command -v wrk >/dev/null && echo "wrk: $(wrk -v 2>&1 | head -n 1)"
+        command -v tsung >/dev/null && echo "tsung: $(tsung -v 2>&1 | head -n 1)"
+        command -v erl >/dev/null && echo "erlang: $(erl -noshell -eval \
+            'io:format("~s~n",[erlang:system_info(otp_release)]),halt().' 2>/dev/null || echo '?')"
+        if [[ -x $HEADROOM ]]; then
+            echo "headroom: $("$HEADROOM" --version 2>&1 | head -n 1)" \
+                "(${HEADROOM_ORIG:-$HEADROOM}, sha256 $(sha256sum "$HEADROOM" | cut -c1-16))"
+        else
+            echo "headroom: (not built: $HEADROOM)"
+        fi
+        echo "headroom git: $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(
+            git -C "$REPO_ROOT" diff --quiet HEAD 2>/dev/null || echo ' (dirty)')"
+    } >"$f"
+}
+
+# median and max of numbers on stdin, printed as "median max"
+median_max() {
+    sort -g | awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "- -"; exit }
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        print m, v[NR] }'
+}
+
+have_headroom() { [[ -x $HEADROOM ]]; }
+
+# snapshot_headroom DIR — copy the binary into DIR and use the copy, so a concurrent
+# `cargo build` cannot swap it between the runs of one benchmark.
+snapshot_headroom() {
+    have_headroom || return 0
+    cp "$HEADROOM" "$1/headroom"
+    HEADROOM_ORIG=$HEADROOM
+    HEADROOM=$1/headroom
+}
+
+# --- one generator run, counted by nginx -------------------------------------------------------
+
+# measure NGINX_DIR OUT CMD... — run CMD pinned to the generator core under cpu_of, stdout to OUT
+# and stderr to OUT.err. Sets M_REQUESTS (nginx access-log delta over the run) and M_STATUS
+# (CMD's exit status), plus cpu_of's CPU_* variables. Never fails: a failing tool is a result.
+measure() {
+    local ngdir=$1 out=$2 before after
+    shift 2
+    before=$(access_count "$ngdir")
+    M_STATUS=0
+    cpu_of "${GEN_PIN[@]}" "$@" >"$out" 2>"$out.err" || M_STATUS=$?
+    after=$(access_count "$ngdir")
+    M_REQUESTS=$((after - before))
+}
+
+# The CSV every comparison script writes; one row per generator run.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+CSV_HEADER=tool,round,connections,duration_s,status,requests,user_s,sys_s,cpu_s,max_rss_kb,wall_s,req_per_s,req_per_cpu_s,tool_requests,tool_cpu_user_s,tool_cpu_sys_s
+
+# csv_row TOOL ROUND CONNS DURATION_S TOOL_REQUESTS TOOL_CPU_USER TOOL_CPU_SYS — from the last
+# measure; the tool_* columns are what the tool says of itself ("-" if it does not say).
+csv_row() {
+    awk -v tool="$1" -v round="$2" -v conns="$3" -v dur="$4" -v st="$M_STATUS" \
+        -v req="$M_REQUESTS" -v u="$CPU_USER" -v s="$CPU_SYS" -v rss="$CPU_MAXRSS_KB" \
+        -v wall="$CPU_WALL" -v treq="$5" -v tu="$6" -v ts="$7" 'BEGIN {
+        cpu = u + s
+        printf "%s,%s,%s,%s,%s,%d,%.2f,%.2f,%.2f,%d,%.2f,%.0f,%.0f,%s,%s,%s\n",
+            tool, round, conns, dur, st, req, u, s, cpu, rss, wall,
+            (dur > 0 ? req / dur : 0), (cpu > 0 ? req / cpu : 0), treq, tu, ts }'
+}
+
+# summarize CSV BASELINE — per-run table, then best and median requests per generator CPU-second
+# for each tool, then the ratio of headroom to BASELINE. Runs that failed are listed, not ranked.
+summarize() {
+    local csv=$1 base=$2
+    echo
+    echo "Per run (requests = nginx access-log delta; CPU = generator user+sys from wait4 rusage):"
+    column -s, -t <(cut -d, -f1,2,5,6,7,8,10,12,13 "$csv")
+    echo
+    printf '%-10s %6s %16s %16s %14s\n' tool runs best_req/cpu_s median_req/cpu_s median_req/s
+    local tool bm rm
+    for tool in $(tail -n +2 "$csv" | cut -d, -f1 | awk '!seen[$0]++'); do
+        bm=$(awk -F, -v t="$tool" '$1 == t && $5 == 0 { print $13 }' "$csv" | median_max)
+        rm=$(awk -F, -v t="$tool" '$1 == t && $5 == 0 { print $12 }' "$csv" | median_max)
+        printf '%-10s %6s %16s %16s %14s\n' "$tool" \
+            "$(awk -F, -v t="$tool" '$1 == t && $5 == 0' "$csv" | wc -l)" \
+            "${bm#* }" "${bm% *}" "${rm% *}"
+        eval "_best_$tool=\${bm#* } _median_$tool=\${bm% *}"
+    done
+    local hb="${_best_headroom:-}" hm="${_median_headroom:-}"
+    local bb bmed
+    eval "bb=\${_best_$base:-} bmed=\${_median_$base:-}"
+    echo
+    if [[ -n $hb && $hb != - && -n $bb && $bb != - ]]; then
+        awk -v hb="$hb" -v hm="$hm" -v bb="$bb" -v bm="$bmed" -v base="$base" 'BEGIN {
+            printf "ratio headroom/%s (requests per CPU-second): best %.2f, median %.2f\n",
+                base, hb / bb, hm / bm }'
+    else
+        echo "ratio headroom/$base: n/a (no successful headroom run)"
+    fi
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/vs-wrk.sh [DURATION=10s] [CONNS=50] — generator CPU efficiency, headroom against wrk.
+#
+# What it measures: requests completed per CPU-second the *generator* spends (user + sys), for a
+# closed keep-alive HTTP/1.1 GET load on one thread, against the same nginx (1 worker, `return
+# 200`) on 127.0.0.1. The request count is nginx's access-log delta over each run, so both tools
+# are counted by the same neutral party; CPU comes from wait4's rusage via /usr/bin/time. Each
+# tool's own claims (wrk's "N requests", headroom's summary.json) are kept as cross-check columns.
+#
+# How: nginx pinned to CPU 0, the generator to CPU 1 (when there are 2+ CPUs; PIN=0 disables).
+# The tools alternate (wrk, headroom, wrk, headroom, ... ROUNDS=2 times) to spread the noise of a
+# shared machine over both, and the best and the median of each are reported.
+#
+# Output: a table on stdout, and bench/runs/<YYYY-MM-DD>-<host>/ gets vs-wrk.csv, vs-wrk.txt
+# (the table), vs-wrk.commands (exact commands), vs-wrk.versions, and raw tool outputs in vs-wrk.raw/.
+#
+# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (2), PIN (1), PORT.
+
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+
+DURATION=${1:-10s}
+CONNS=${2:-50}
+ROUNDS=${ROUNDS:-2}
+DUR_S=$(dur_secs "$DURATION")
+PORT=${PORT:-$(free_port)}
+URL="http://127.0.0.1:$PORT/"
+
+command -v wrk >/dev/null || die "wrk not installed (apt-get install -y wrk)"
+
+WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
+on_exit "rm -rf '$WORK'"
+cd "$WORK" || exit # headroom may write its run directory into the cwd; keep it out of the repo
+snapshot_headroom "$WORK"
+
+OUT=$(run_dir)
+RAW=$OUT/vs-wrk.raw
+rm -rf "$RAW" && mkdir -p "$RAW"
+CSV=$OUT/vs-wrk.csv
+echo "$CSV_HEADER" >"$CSV"
+: >"$OUT/vs-wrk.commands"
+record_versions "$OUT/vs-wrk.versions"
+
+nginx_start "$WORK/nginx" "$PORT" 1
+
+WRK_CMD=(wrk -t1 -c"$CONNS" -d"$DURATION" "$URL")
+HR_CMD=("$HEADROOM" run "$URL" -t 1 -c "$CONNS" -d "$DURATION" --json)
+{
+    echo "# nginx (pinned: ${SERVER_PIN[*]:-no}) with $WORK/nginx/nginx.conf:"
+    sed 's/^/#   /' "$WORK/nginx/nginx.conf"
+    echo "# $WORK/headroom is a copy of ${HEADROOM_ORIG:-$HEADROOM} (see vs-wrk.versions)"
+    echo "${GEN_PIN[*]} ${WRK_CMD[*]}"
+    echo "${GEN_PIN[*]} ${HR_CMD[*]}"
+} >>"$OUT/vs-wrk.commands"
+
+if ! have_headroom; then
+    log "headroom binary not found at $HEADROOM (cargo build --release -p headroom); running wrk only"
+fi
+
+for round in $(seq 1 "$ROUNDS"); do
+    log "round $round/$ROUNDS: wrk -c$CONNS -d$DURATION"
+    measure "$WORK/nginx" "$RAW/wrk-$round.txt" "${WRK_CMD[@]}"
+    wrk_req=$(awk '/requests in/ { print $1 }' "$RAW/wrk-$round.txt")
+    csv_row wrk "$round" "$CONNS" "$DUR_S" "${wrk_req:--}" - - >>"$CSV"
+
+    if have_headroom; then
+        log "round $round/$ROUNDS: headroom -c $CONNS -d $DURATION"
+        measure "$WORK/nginx" "$RAW/headroom-$round.json" "${HR_CMD[@]}"
+        j=$RAW/headroom-$round.json
+        jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
+        csv_row headroom "$round" "$CONNS" "$DUR_S" \
+            "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
+        if ((M_STATUS != 0)); then
+            log "headroom exited with status $M_STATUS; stderr:"
+            tail -n 20 "$j.err" >&2
+        fi
+    fi
+done
+
+{
+    echo "vs-wrk: closed keep-alive GET, 1 generator thread, $CONNS connections, $DURATION per run," \
+        "$ROUNDS rounds, nginx 1 worker; $(date -Is) on $(hostname -s)"
+    summarize "$CSV" wrk
+} | tee "$OUT/vs-wrk.txt"
+echo
+echo "run dir: $OUT"

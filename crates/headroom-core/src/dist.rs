@@ -62,10 +62,16 @@ impl Distribution {
 }
 
 /// Seconds to a Duration, saturating at one day (a think time beyond that is a mistake, and
-/// `Duration::from_secs_f64` panics on overflow).
+/// `Duration::from_secs_f64` panics on overflow); NaN and negatives give zero.
 fn secs(s: f64) -> Duration {
+    secs_saturating(s, 86_400.0)
+}
+
+/// Seconds to a Duration, clamped to `0..=max_s`; NaN gives zero. Never panics, unlike
+/// `Duration::from_secs_f64`.
+pub fn secs_saturating(s: f64, max_s: f64) -> Duration {
     if s.is_finite() && s > 0.0 {
-        Duration::from_secs_f64(s.min(86_400.0))
+        Duration::from_secs_f64(s.min(max_s))
     } else {
         Duration::ZERO
     }

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 mod dist;
-pub use dist::Distribution;
+pub use dist::{secs_saturating, Distribution};
 
 /// Every way a request or a connection can fail, as counted per interval.
 ///

@@ -48,11 +48,7 @@ pub fn first_arrival(process: ArrivalProcess, rate: f64, n: usize, i: usize, u: 
 }
 
 fn secs(s: f64) -> Duration {
-    if s.is_finite() && s > 0.0 {
-        Duration::from_secs_f64(s.min(1e9))
-    } else {
-        Duration::ZERO
-    }
+    headroom_core::secs_saturating(s, 1e9)
 }
 
 #[cfg(test)]

@@ -887,3 +887,67 @@ fn seed_entropy() -> u64 {
         .unwrap_or_default();
     t.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_core::{HttpRequest, SocketOptions, StopCondition};
+
+    fn plan(socket: SocketOptions) -> Plan {
+        Plan {
+            target: "127.0.0.1:9".parse().unwrap(),
+            target_name: "t".into(),
+            request: HttpRequest {
+                method: "GET".into(),
+                path: "/".into(),
+                host: "t".into(),
+                headers: vec![],
+                body: vec![],
+            },
+            model: LoadModel::Closed {
+                users: 1,
+                per_user: Some(1),
+                think: None,
+            },
+            stop: StopCondition::default(),
+            threads: 1,
+            interval: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            keepalive: true,
+            pipeline: 1,
+            socket,
+        }
+    }
+
+    #[test]
+    fn socket_options_are_applied() {
+        let p = plan(SocketOptions {
+            sndbuf: Some(8192),
+            rcvbuf: Some(16384),
+            nodelay: true,
+            bind: vec!["127.0.0.7".parse().unwrap()],
+        });
+        let s = open_socket(&p, Some("127.0.0.7".parse().unwrap())).unwrap();
+        // Linux doubles the requested size to account for bookkeeping.
+        assert_eq!(s.send_buffer_size().unwrap(), 16384);
+        assert_eq!(s.recv_buffer_size().unwrap(), 32768);
+        assert!(s.nodelay().unwrap());
+        let local = s.local_addr().unwrap().as_socket().unwrap();
+        assert_eq!(local.ip().to_string(), "127.0.0.7");
+        assert_eq!(
+            local.port(),
+            0,
+            "IP_BIND_ADDRESS_NO_PORT defers the port to connect"
+        );
+        let plain = open_socket(&plan(SocketOptions::default()), None).unwrap();
+        assert!(!plain.nodelay().unwrap());
+    }
+
+    #[test]
+    fn tokens_round_trip() {
+        let t = token(12345, 0xDEAD_BEEF);
+        assert_eq!((t & 0xFFFF_FFFF) as usize, 12345);
+        assert_eq!((t >> 32) as u32, 0xDEAD_BEEF);
+    }
+}

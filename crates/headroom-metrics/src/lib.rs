@@ -167,8 +167,8 @@ pub struct Snapshot {
     pub recorder: Recorder,
 }
 
-/// Figures of a latency histogram, in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Figures of a latency histogram, in microseconds (`mean` and `stdev` rounded to 0.1 µs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct LatencyStats {
     pub count: u64,
     pub mean: f64,
@@ -188,8 +188,8 @@ impl LatencyStats {
         }
         LatencyStats {
             count: h.len(),
-            mean: h.mean(),
-            stdev: h.stdev(),
+            mean: (h.mean() * 10.0).round() / 10.0,
+            stdev: (h.stdev() * 10.0).round() / 10.0,
             min: h.min(),
             p50: h.value_at_quantile(0.50),
             p90: h.value_at_quantile(0.90),

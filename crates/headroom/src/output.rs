@@ -11,40 +11,9 @@ use headroom_core::{ErrorKind, LoadModel, Plan};
 use headroom_engine::{Interval, RunOutcome};
 use headroom_metrics::hlog::HlogWriter;
 use headroom_metrics::{Counters, LatencyStats, Recorder};
-use serde::Serialize;
 
 /// Version of the summary.json / intervals.jsonl layout.
 pub const FORMAT_VERSION: u32 = 1;
-
-#[derive(Serialize, Debug, Clone, Copy)]
-pub struct Latency {
-    pub count: u64,
-    pub mean: f64,
-    pub stdev: f64,
-    pub min: u64,
-    pub p50: u64,
-    pub p90: u64,
-    pub p99: u64,
-    pub p999: u64,
-    pub max: u64,
-}
-
-impl From<LatencyStats> for Latency {
-    fn from(s: LatencyStats) -> Self {
-        let r = |v: f64| (v * 10.0).round() / 10.0;
-        Latency {
-            count: s.count,
-            mean: r(s.mean),
-            stdev: r(s.stdev),
-            min: s.min,
-            p50: s.p50,
-            p90: s.p90,
-            p99: s.p99,
-            p999: s.p999,
-            max: s.max,
-        }
-    }
-}
 
 /// Failures by kind, every kind always present.
 fn errors_map(c: &Counters) -> serde_json::Map<String, serde_json::Value> {
@@ -154,9 +123,9 @@ pub fn summary_json(
         "users_started": c.users_started,
         "users_finished": c.users_finished,
         "throughput_rps": round3(c.responses as f64 / secs),
-        "latency_us": Latency::from(LatencyStats::of(&t.latency)),
-        "latency_uncorrected_us": Latency::from(LatencyStats::of(&t.latency_uncorrected)),
-        "connect_us": Latency::from(LatencyStats::of(&t.connect)),
+        "latency_us": LatencyStats::of(&t.latency),
+        "latency_uncorrected_us": LatencyStats::of(&t.latency_uncorrected),
+        "connect_us": LatencyStats::of(&t.connect),
         "connects": c.connects,
         "connections_peak": out.connections_peak,
         "bytes_sent": c.bytes_sent,
@@ -182,7 +151,7 @@ pub fn interval_json(iv: &Interval<'_>) -> serde_json::Value {
     let len = iv.length.as_secs_f64().max(1e-9);
     let lat = |h| {
         let s = LatencyStats::of(h);
-        json!({"mean": (s.mean * 10.0).round() / 10.0, "p50": s.p50, "p90": s.p90, "p99": s.p99, "max": s.max})
+        json!({"mean": s.mean, "p50": s.p50, "p90": s.p90, "p99": s.p99, "max": s.max})
     };
     json!({
         "index": iv.index,

@@ -111,13 +111,7 @@ fn help_teaches_models_and_exit_codes() {
 
 #[test]
 fn human_summary_names_the_model_and_figures() {
-    let s = TestServer::start(|mut c| {
-        while read_request(&mut c) {
-            if !write_all(&mut c, OK) {
-                return;
-            }
-        }
-    });
+    let s = TestServer::ok();
     let out = headroom()
         .args(["run", &s.url(), "-c", "2", "--per-user", "50", "-q"])
         .output()
@@ -139,13 +133,7 @@ fn human_summary_names_the_model_and_figures() {
 
 #[test]
 fn progress_lines_when_not_a_terminal() {
-    let s = TestServer::start(|mut c| {
-        while read_request(&mut c) {
-            if !write_all(&mut c, OK) {
-                return;
-            }
-        }
-    });
+    let s = TestServer::ok();
     let out = headroom()
         .args([
             "run",
@@ -172,13 +160,7 @@ fn progress_lines_when_not_a_terminal() {
 
 #[test]
 fn sigint_stops_cleanly_and_still_writes_the_summary() {
-    let s = TestServer::start(|mut c| {
-        while read_request(&mut c) {
-            if !write_all(&mut c, OK) {
-                return;
-            }
-        }
-    });
+    let s = TestServer::ok();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("r");
     let child = headroom()

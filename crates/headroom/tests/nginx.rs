@@ -176,3 +176,30 @@ fn open_model_arrivals_and_run_directory() {
         assert!(v["latency_us"][p].is_number(), "latency_us.{p}");
     }
 }
+
+#[test]
+fn bind_spreads_connections_over_source_addresses() {
+    let ng = Nginx::start();
+    let (v, _) = run_json(
+        &ng.url("/"),
+        &[
+            "-c",
+            "6",
+            "--per-user",
+            "10",
+            "--no-keepalive",
+            "--bind",
+            "127.0.0.2-127.0.0.4",
+        ],
+    );
+    assert_eq!(v["errors_total"], 0, "{}", v["errors"]);
+    let sources = ng.logged_sources();
+    assert_eq!(sources.len(), 60);
+    for ip in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+        let n = sources.iter().filter(|s| *s == ip).count();
+        assert!(n >= 10, "{ip} used {n} times of 60: {sources:?}");
+    }
+    assert!(sources
+        .iter()
+        .all(|s| s.starts_with("127.0.0.") && s != "127.0.0.1"));
+}

@@ -94,7 +94,7 @@ pid {d}/nginx.pid;
 error_log {d}/error.log;
 events {{ worker_connections 20000; }}
 http {{
-  log_format plain '$request $status';
+  log_format plain '$remote_addr $request $status';
   access_log {d}/access.log plain;
   keepalive_requests 1000000;
   keepalive_timeout 120s;
@@ -142,6 +142,18 @@ http {{
             thread::sleep(Duration::from_millis(50));
         }
         last
+    }
+}
+
+impl Nginx {
+    /// The client address of every logged request.
+    pub fn logged_sources(&self) -> Vec<String> {
+        self.logged();
+        let log = std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
+        log.lines()
+            .filter_map(|l| l.split(' ').next())
+            .map(str::to_string)
+            .collect()
     }
 }
 
@@ -194,6 +206,17 @@ impl TestServer {
             }
         });
         TestServer { addr, stop }
+    }
+
+    /// A keep-alive server answering every request with a 2-byte 200.
+    pub fn ok() -> TestServer {
+        TestServer::start(|mut c| {
+            while read_request(&mut c) {
+                if !write_all(&mut c, OK) {
+                    return;
+                }
+            }
+        })
     }
 
     pub fn url(&self) -> String {

@@ -146,9 +146,39 @@ impl Responses {
     }
 }
 
+/// A request that cannot be answered from canned bytes. Parsing stops after it (the rest of a
+/// pipelined input stays pending); the architecture runs it — blocking, awaiting, or on a
+/// timer — appends its response, and then calls [`InputState::resume`] to go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slow {
+    pub route: SlowRoute,
+    /// The response may keep the connection open (HTTP/1.1 without `Connection: close`, or 1.0
+    /// with keep-alive, and the keep-alive request limit not reached).
+    pub keep_alive: bool,
+    /// A HEAD request: headers only.
+    pub head: bool,
+}
+
+/// The slow endpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlowRoute {
+    /// `/sleep/MS`: answer after MS milliseconds (the handler blocks or awaits).
+    Sleep { ms: u64 },
+    /// `/db/read/N`: N random reads on the `subscriber` table through the pool.
+    DbRead { n: u32 },
+    /// `/db/write/N`: N inserts.
+    DbWrite { n: u32 },
+    /// `/file/PATH` under the docroot (PATH already checked: relative, no `..`).
+    File { path: String },
+    /// `/status`: JSON counters.
+    Status,
+}
+
 /// What one call to [`InputState::feed`] or [`InputState::resume`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Batch {
+    /// A slow request to run now (see [`Slow`]); `None` when every request was answered.
+    pub slow: Option<Slow>,
     /// Responses appended to the output (every status, 100 Continue not counted).
     pub responses: u64,
     /// Of those, error responses (400, 431, 501) to requests that were not valid HTTP for us.

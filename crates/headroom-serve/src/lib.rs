@@ -41,34 +41,109 @@
 //! and tested byte by byte.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
+pub mod db;
 pub mod http;
 mod reactor;
 mod sys;
+
+/// Which server architecture to run: the factor the studies compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// One OS thread per connection (the multithreaded Apache model, seed 004).
+    ThreadPerConn,
+    /// `handlers` threads, each blocking in accept on the shared listener and serving one
+    /// connection at a time (rudy, seed 002).
+    Pool { handlers: usize },
+    /// Event-driven: `ServerConfig::workers` event loops, each with its own poll set, over
+    /// select(2), poll(2) or epoll(7) — the kernel-poll factor of seed 000.
+    Reactor { poller: Poller },
+    /// tokio, one `current_thread` runtime or a multi-thread runtime with
+    /// `ServerConfig::workers` workers (the SMP disabled / one scheduler / all cores factor of
+    /// seed 003).
+    Async { runtime: Runtime },
+}
+
+/// The readiness mechanism of a reactor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Poller {
+    Select,
+    Poll,
+    Epoll,
+}
+
+/// The tokio runtime flavour of [`Arch::Async`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    CurrentThread,
+    Multi,
+}
+
+/// Where `/db/*` requests go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbConfig {
+    /// `sqlite:PATH` or `postgres://user:pass@host:port/db`.
+    pub url: String,
+    /// Connections in the pool (requests wait for a free one).
+    pub pool: usize,
+}
 
 /// What to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// Address to listen on; port 0 picks a free port (the same for every worker).
     pub listen: SocketAddr,
-    /// Worker threads (each one epoll loop and one listening socket); at least 1.
+    pub arch: Arch,
+    /// Event loops of a reactor, or worker threads of a multi-thread async runtime; at least 1.
+    /// Ignored by the other architectures.
     pub workers: usize,
-    /// Listen backlog of each worker's socket (the kernel caps it at `net.core.somaxconn`).
+    /// Listen backlog (the kernel caps it at `net.core.somaxconn`).
     pub backlog: i32,
     /// Body of `GET /`.
     pub body: Vec<u8>,
+    /// SO_SNDBUF / SO_RCVBUF of accepted connections (`None`: the kernel's autotuning).
+    pub sndbuf: Option<u32>,
+    pub rcvbuf: Option<u32>,
+    /// TCP_NODELAY on accepted connections.
+    pub nodelay: bool,
+    /// Connections held at most; further ones are accepted and closed at once (counted).
+    pub max_conns: Option<usize>,
+    /// Close a keep-alive connection idle for this long between requests.
+    pub idle_timeout: Option<Duration>,
+    /// Close a connection whose request head is not complete this long after its first byte.
+    pub header_timeout: Option<Duration>,
+    /// Close a connection after this many requests (sending `Connection: close` on the last).
+    pub keepalive_requests: Option<u64>,
+    /// Directory served under `/file/PATH`; `None` answers 404.
+    pub docroot: Option<PathBuf>,
+    /// Database of `/db/read/N` and `/db/write/N`; `None` answers 503.
+    pub db: Option<DbConfig>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            arch: Arch::Reactor {
+                poller: Poller::Epoll,
+            },
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             backlog: 1024,
             body: b"hello from headroom\n".to_vec(),
+            sndbuf: None,
+            rcvbuf: None,
+            nodelay: true,
+            max_conns: None,
+            idle_timeout: None,
+            header_timeout: None,
+            keepalive_requests: None,
+            docroot: None,
+            db: None,
         }
     }
 }

@@ -49,6 +49,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Start a small server inside headroom, load it for a few seconds and print the report.
     Demo(DemoArgs),
+    /// Run a reference server (thread-per-conn, pool, reactor over select/poll/epoll, async).
+    Serve(Box<crate::serve::ServeArgs>),
 }
 
 #[derive(Args, Debug, Clone)]

@@ -14,6 +14,7 @@ use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
 
 mod args;
 mod output;
+mod serve;
 
 use args::{Cli, Command, DemoArgs, RunArgs, UsageError};
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => cmd_run(&a),
         Command::Demo(a) => cmd_demo(&a),
+        Command::Serve(a) => serve::cmd_serve(&a),
     };
     match result {
         Ok(code) => code,

@@ -42,6 +42,10 @@ fn one_second_stall_shows_in_corrected_p99_only() {
     let corrected = v["latency_us"]["p99"].as_u64().unwrap();
     let uncorrected = v["latency_uncorrected_us"]["p99"].as_u64().unwrap();
     let max_uncorrected = v["latency_uncorrected_us"]["max"].as_u64().unwrap();
+    eprintln!(
+        "stall: {responses} responses, corrected p99 {corrected}µs, uncorrected p99 \
+         {uncorrected}µs, uncorrected max {max_uncorrected}µs"
+    );
     assert!(
         corrected >= 300_000,
         "corrected p99 shows the stall: {corrected}µs"

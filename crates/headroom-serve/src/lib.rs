@@ -1,24 +1,50 @@
 //! The reference servers that headroom loads: servers whose architecture is known, so that a
-//! study can compare architectures (and pollers, and worker counts) on one machine.
+//! study can compare architectures (and pollers, and worker counts, and runtimes) on one machine.
+//! [`start`] runs one of them from a [`ServerConfig`]; every architecture serves the same routes
+//! through the same pure request parser ([`http::InputState`]) and the same handlers for the slow
+//! routes ([`handlers`]), so that only the architecture differs between two runs.
 //!
-//! For now there is one: an **epoll reactor** ([`start`]), the server of `headroom demo` and the
-//! loopback target of the tests. Later ones (select/poll reactors, thread per connection, a
-//! handler pool, an async runtime, database endpoints) reuse [`http`] and [`RunningServer`].
+//! # The architectures, and when a user would care
+//!
+//! - **Thread per connection** ([`Arch::ThreadPerConn`]): one acceptor thread and one OS thread
+//!   per accepted connection, blocking in `read` and `write` — the multithreaded Apache model
+//!   (seed 004). Simple, and every request can block (sleep, database, disk) without hurting
+//!   anyone else; what it costs is a thread (stack, scheduler entry, a 64 KiB read buffer here)
+//!   per *connection*, idle or not. Care when comparing "thousands of threads" against an event
+//!   loop: memory and context switches grow with connections, not with load.
+//! - **A pool of N handlers** ([`Arch::Pool`]): N threads each blocking in `accept` on the shared
+//!   listener and serving one connection until it closes (rudy, seed 002). With more clients
+//!   than handlers the rest wait in the kernel's listen backlog, so throughput is N / (service
+//!   time) and latency grows with the queue: the server to show pool exhaustion and why a
+//!   keep-alive client can starve everyone else. Care when sizing a worker pool (Apache
+//!   prefork's `MaxRequestWorkers`, a servlet container's thread pool).
+//! - **A reactor** ([`Arch::Reactor`]): `workers` event loops, each with its own listener and its
+//!   own poll set over select(2), poll(2) or epoll(7) — the kernel-poll factor of seed 000, and
+//!   nginx's model. Idle connections cost a few hundred bytes, not a thread; a poller whose cost
+//!   grows with the number of watched descriptors (select, poll) shows in system CPU as
+//!   connections grow, epoll does not. Blocking work (`/db`, `/file`) stalls every connection of
+//!   its worker: care when a "fast" event loop calls blocking code.
+//! - **An async runtime** ([`Arch::Async`]): tokio, one `current_thread` runtime or a
+//!   multi-thread runtime with `workers` workers; a task per connection; `/sleep` awaits a
+//!   timer, `/db` and `/file` go to `spawn_blocking`, so the database pool (not the runtime)
+//!   bounds how many run at once — the SMP disabled / one scheduler / all cores factor of seed
+//!   003. Care when choosing a runtime flavour or worker count for a service that mixes cheap
+//!   requests with blocking I/O.
 //!
 //! # The reactor, and why it is built this way
 //!
-//! - **N workers, each with its own epoll and its own listening socket**, all bound to one
+//! - **N workers, each with its own poll set and its own listening socket**, all bound to one
 //!   address with `SO_REUSEPORT`. The kernel spreads incoming connections over the listeners (by
 //!   a hash of the 4-tuple), so there is no shared accept queue to fight over (no thundering
 //!   herd, no `EPOLLEXCLUSIVE`), and a connection lives its whole life on one thread: no locks,
 //!   no cross-thread wake-ups, nothing shared but a few relaxed counters published once per
-//!   `epoll_wait` batch.
-//! - **Edge-triggered, registered once.** A connection is added for `EPOLLIN | EPOLLRDHUP` when
-//!   accepted and modified only while a response could not be written whole (then `EPOLLOUT` is
-//!   added until the tail drains). The steady state of a keep-alive request is therefore
-//!   `epoll_wait` + one `read` + one `write`: no `epoll_ctl` per request, and no read that ends in
-//!   `EAGAIN` when the first read came back short (a short read on a stream socket means the
-//!   receive queue is empty; a later arrival raises a new edge).
+//!   wait.
+//! - **Edge-triggered, registered once** (epoll). A connection is added for `EPOLLIN |
+//!   EPOLLRDHUP` when accepted and modified only while a response could not be written whole
+//!   (then `EPOLLOUT` is added until the tail drains). The steady state of a keep-alive request
+//!   is therefore `epoll_wait` + one `read` + one `write`: no `epoll_ctl` per request, and no
+//!   read that ends in `EAGAIN` when the first read came back short (a short read on a stream
+//!   socket means the receive queue is empty; a later arrival raises a new edge).
 //! - **No per-connection buffer while idle.** Each worker reads into one scratch buffer and
 //!   parses the requests in place; only an incomplete request's bytes (or an unsent response
 //!   tail) are copied into a per-connection `Vec`, allocated when needed and freed when emptied.
@@ -31,24 +57,42 @@
 //!   and parsing resumes only after the unsent tail drains).
 //! - **Server-initiated closes linger**: after the last response the write side is shut down and
 //!   input is discarded until the client closes, so a close never turns into a reset that could
-//!   destroy the response (400 to garbage, `Connection: close`, HTTP/1.0).
-//! - **Stopping** writes one eventfd registered (level-triggered) in every worker's epoll, so
+//!   destroy the response (400 to garbage, `Connection: close`, HTTP/1.0). Every architecture
+//!   does the same.
+//! - **Stopping** writes one eventfd registered (level-triggered) in every worker's poll set, so
 //!   [`RunningServer::stop`] wakes all workers at once, whatever their connections are doing.
 //! - Running out of descriptors in `accept4` (EMFILE and friends) is counted and accepting pauses
-//!   for 10 ms instead of spinning.
+//!   for 10 ms instead of spinning (every architecture).
 //!
-//! Nothing read from the network can panic a worker: the parser is [`http::InputState`], pure
-//! and tested byte by byte.
+//! # Stopping and draining
+//!
+//! [`RunningServer::stop`] closes everything at once; [`RunningServer::drain`] stops accepting,
+//! lets requests in flight finish, closes idle connections and returns when none is left (or
+//! closes the rest at its deadline). The blocking architectures are woken out of `accept` and
+//! `read` by `shutdown(2)` on the listener and on every open connection's socket (the
+//! connections are tracked for that); the async one through a `watch` channel its tasks
+//! select on; the reactor through its stop eventfd (see [`RunningServer`] for the contract).
+//!
+//! Nothing read from the network can panic a worker: the parser is [`http::InputState`], pure,
+//! tested byte by byte and fuzzed (`fuzz/fuzz_targets/http1_request.rs`).
 
-use std::net::SocketAddr;
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use slab::Slab;
+use socket2::{Domain, Protocol, Socket, Type};
+
+mod asyncrt;
+mod blocking;
 pub mod db;
+pub mod handlers;
 pub mod http;
+mod poller;
 mod reactor;
 mod sys;
 
@@ -69,6 +113,19 @@ pub enum Arch {
     Async { runtime: Runtime },
 }
 
+impl Arch {
+    /// The name used on the command line and in `/status`: `thread-per-conn`, `pool`,
+    /// `reactor` or `async`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arch::ThreadPerConn => "thread-per-conn",
+            Arch::Pool { .. } => "pool",
+            Arch::Reactor { .. } => "reactor",
+            Arch::Async { .. } => "async",
+        }
+    }
+}
+
 /// The readiness mechanism of a reactor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Poller {
@@ -77,11 +134,32 @@ pub enum Poller {
     Epoll,
 }
 
+impl Poller {
+    /// `select`, `poll` or `epoll`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Poller::Select => "select",
+            Poller::Poll => "poll",
+            Poller::Epoll => "epoll",
+        }
+    }
+}
+
 /// The tokio runtime flavour of [`Arch::Async`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runtime {
     CurrentThread,
     Multi,
+}
+
+impl Runtime {
+    /// `current-thread` or `multi`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Runtime::CurrentThread => "current-thread",
+            Runtime::Multi => "multi",
+        }
+    }
 }
 
 /// Where `/db/*` requests go.
@@ -106,12 +184,15 @@ pub struct ServerConfig {
     pub backlog: i32,
     /// Body of `GET /`.
     pub body: Vec<u8>,
-    /// SO_SNDBUF / SO_RCVBUF of accepted connections (`None`: the kernel's autotuning).
+    /// SO_SNDBUF / SO_RCVBUF of accepted connections (`None`: the kernel's autotuning). Set on
+    /// the listener, whose accepted sockets inherit them (and before `listen`, so that the
+    /// receive buffer's window scale counts).
     pub sndbuf: Option<u32>,
     pub rcvbuf: Option<u32>,
-    /// TCP_NODELAY on accepted connections.
+    /// TCP_NODELAY on accepted connections (inherited from the listener).
     pub nodelay: bool,
-    /// Connections held at most; further ones are accepted and closed at once (counted).
+    /// Connections held at most; further ones are accepted and closed at once (counted in
+    /// [`ServerStats::rejected`]).
     pub max_conns: Option<usize>,
     /// Close a keep-alive connection idle for this long between requests.
     pub idle_timeout: Option<Duration>,
@@ -148,11 +229,18 @@ impl Default for ServerConfig {
     }
 }
 
-/// Counters summed over the workers. Workers publish them once per event-loop round, so a
-/// snapshot may lag the network by one round.
+impl ServerConfig {
+    /// The canned responses for this configuration (body of `/`, keep-alive request limit).
+    pub fn responses(&self) -> http::Responses {
+        http::Responses::new(&self.body).keepalive_requests(self.keepalive_requests)
+    }
+}
+
+/// Counters summed over the workers. Workers publish them once per event-loop round (blocking
+/// architectures: once per read), so a snapshot may lag the network by one round.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerStats {
-    /// Connections accepted.
+    /// Connections accepted (including those closed at once as `rejected`).
     pub accepted: u64,
     /// Responses sent (every status; a pipelined batch counts each response).
     pub requests: u64,
@@ -160,10 +248,20 @@ pub struct ServerStats {
     pub open: u64,
     /// Of `requests`, error responses to requests the server could not serve (400, 431, 501).
     pub bad_requests: u64,
-    /// I/O errors: failed accepts (EMFILE...) and connections ended by a socket error (reset).
+    /// I/O errors other than resets: failed accepts (EMFILE...) and connections ended by a
+    /// socket error.
     pub errors: u64,
     /// Of `errors`, failed accepts; mostly running out of descriptors.
     pub accept_errors: u64,
+    /// Connections reset by the client (ECONNRESET, or EPIPE on write) while being served.
+    pub resets: u64,
+    /// Connections closed by the idle or the header timeout.
+    pub timeouts: u64,
+    /// Connections closed at once on accept: over `max_conns` (or, for select, a descriptor
+    /// above FD_SETSIZE).
+    pub rejected: u64,
+    /// `/db/*` requests answered 500 because the database call failed.
+    pub db_errors: u64,
 }
 
 /// One worker's published counters, alone on its cache line.
@@ -176,6 +274,16 @@ pub(crate) struct Counters {
     bad_requests: AtomicU64,
     errors: AtomicU64,
     accept_errors: AtomicU64,
+    resets: AtomicU64,
+    timeouts: AtomicU64,
+    rejected: AtomicU64,
+}
+
+impl Counters {
+    /// Requests this worker has published.
+    pub(crate) fn requests(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
 }
 
 /// A worker's unpublished counts, plain integers on the hot path.
@@ -187,6 +295,9 @@ pub(crate) struct Tally {
     pub bad_requests: u64,
     pub errors: u64,
     pub accept_errors: u64,
+    pub resets: u64,
+    pub timeouts: u64,
+    pub rejected: u64,
 }
 
 impl Tally {
@@ -199,6 +310,9 @@ impl Tally {
             (self.bad_requests, &c.bad_requests),
             (self.errors, &c.errors),
             (self.accept_errors, &c.accept_errors),
+            (self.resets, &c.resets),
+            (self.timeouts, &c.timeouts),
+            (self.rejected, &c.rejected),
         ];
         for (n, counter) in pairs {
             if n > 0 {
@@ -207,16 +321,205 @@ impl Tally {
         }
         *self = Tally::default();
     }
+
+    /// Count a connection ended by the socket error `e`: resets apart from other errors.
+    pub fn io_error(&mut self, e: &io::Error) {
+        match e.kind() {
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => self.resets += 1,
+            _ => self.errors += 1,
+        }
+    }
+}
+
+/// Sum the workers' counters (`db_errors` is filled in by the caller).
+pub(crate) fn sum_counters(counters: &[Counters]) -> ServerStats {
+    let mut s = ServerStats::default();
+    let mut closed = 0;
+    for c in counters {
+        s.accepted += c.accepted.load(Relaxed);
+        closed += c.closed.load(Relaxed);
+        s.requests += c.requests.load(Relaxed);
+        s.bad_requests += c.bad_requests.load(Relaxed);
+        s.errors += c.errors.load(Relaxed);
+        s.accept_errors += c.accept_errors.load(Relaxed);
+        s.resets += c.resets.load(Relaxed);
+        s.timeouts += c.timeouts.load(Relaxed);
+        s.rejected += c.rejected.load(Relaxed);
+    }
+    s.open = s.accepted.saturating_sub(closed);
+    s
+}
+
+/// Lock a mutex whose data stays consistent even if a holder panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How a server is told to drain or stop, shared by [`RunningServer`] and every thread of the
+/// server (reached by handlers through [`handlers::Ctx`]).
+///
+/// Both flags only ever go from false to true. `stopping` wins over `draining`.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    /// Set by [`RunningServer::drain`] before it wakes anyone: stop accepting, let requests in
+    /// flight finish, close idle connections.
+    draining: AtomicBool,
+    /// Set by [`RunningServer::stop`] (and at a drain's deadline) before it wakes anyone: close
+    /// everything now.
+    stopping: AtomicBool,
+    /// Blocking `/sleep`s wait on this, so that a stop cuts them short.
+    sleep_lock: Mutex<()>,
+    sleep_wake: Condvar,
+    /// Blocking architectures: the sockets of the connections being served, so that a drain or
+    /// stop can `shutdown(2)` them out of a blocking `read`/`write`. Holding an `Arc` keeps the
+    /// descriptor open (never reused by another connection) while it is listed here.
+    conns: Mutex<Slab<Arc<TcpStream>>>,
+}
+
+impl Control {
+    pub(crate) fn draining(&self) -> bool {
+        self.draining.load(SeqCst)
+    }
+
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.load(SeqCst)
+    }
+
+    /// Sleep for `d`, or less when the server stops; false when cut short.
+    pub(crate) fn sleep(&self, d: Duration) -> bool {
+        let deadline = Instant::now() + d;
+        let mut guard = lock(&self.sleep_lock);
+        loop {
+            if self.stopping() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            guard = self
+                .sleep_wake
+                .wait_timeout(guard, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// List a blocking connection's socket; `None` when the server is stopping (drop the
+    /// connection). While draining it is listed with its read side shut down already, so it
+    /// answers what the client has sent and then sees the end of input.
+    pub(crate) fn register(&self, s: &Arc<TcpStream>) -> Option<usize> {
+        let mut conns = lock(&self.conns);
+        if self.stopping() {
+            return None;
+        }
+        if self.draining() {
+            let _ = s.shutdown(Shutdown::Read);
+        }
+        Some(conns.insert(Arc::clone(s)))
+    }
+
+    pub(crate) fn unregister(&self, key: usize) {
+        lock(&self.conns).try_remove(key);
+    }
+
+    /// Blocking connections listed now.
+    pub(crate) fn open_conns(&self) -> usize {
+        lock(&self.conns).len()
+    }
+
+    /// Drain: shut down the read side of every listed connection. A handler blocked in `read`
+    /// between requests sees the end of input and closes; one busy with a request finishes it
+    /// (its write side is intact) and sees the end of input on its next read.
+    fn begin_drain(&self) {
+        self.draining.store(true, SeqCst);
+        for (_, s) in lock(&self.conns).iter() {
+            let _ = s.shutdown(Shutdown::Read);
+        }
+    }
+
+    /// Stop: wake the sleepers and shut down every listed connection both ways.
+    fn begin_stop(&self) {
+        self.stopping.store(true, SeqCst);
+        drop(lock(&self.sleep_lock));
+        self.sleep_wake.notify_all();
+        for (_, s) in lock(&self.conns).iter() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// What the threads of a blocking or async server share.
+pub(crate) struct Shared {
+    pub config: ServerConfig,
+    pub responses: http::Responses,
+    pub ctx: Arc<handlers::Ctx>,
+    pub counters: Arc<[Counters]>,
+    pub control: Arc<Control>,
+}
+
+/// The architecture-specific part of a [`RunningServer`].
+enum Backend {
+    /// The reactor's stop eventfd (also signalled to drain).
+    Reactor {
+        stop: sys::EventFd,
+    },
+    /// The shared blocking listener: `shutdown(2)` on it wakes every thread blocked in
+    /// `accept`.
+    Blocking {
+        listener: Arc<TcpListener>,
+    },
+    Async(asyncrt::Handle),
 }
 
 /// A started server; dropping it stops it too.
-#[derive(Debug)]
+///
+/// # Stopping and draining: the contract with `reactor.rs`
+///
+/// [`start`] calls `reactor::prepare(&config, stop_fd, Arc<handlers::Ctx>)` and runs each
+/// returned worker as `worker.run(&counters[i])` on its own thread. Both [`RunningServer::stop`]
+/// and [`RunningServer::drain`] wake the workers the same way: they set a flag, then write the
+/// stop eventfd (`stop_fd`, level-triggered, never read, so it stays readable for every worker
+/// from then on). A worker that sees the eventfd readable asks the `handlers::Ctx`:
+///
+/// - [`handlers::Ctx::draining`] false: **stop** (it is false once `stop` was called, even
+///   after a drain): close every connection and the listener, publish the counters, and return
+///   from `run`. `stop` then joins the threads.
+/// - [`handlers::Ctx::draining`] true: **drain**: close the listener (the kernel refuses new
+///   connections), close the connections with no request in flight
+///   ([`http::InputState::is_idle`], nothing unsent), call
+///   [`http::InputState::close_after_next`] on the others so that their next response says
+///   `Connection: close`, and return from `run` once the worker holds no connection. Because the
+///   eventfd stays readable, a draining worker must stop watching it (or each wait would return
+///   at once and spin) and instead bound its waits by [`handlers::DRAIN_POLL`], checking
+///   [`handlers::Ctx::stopping`] after each wait: that is how the stop at the drain's deadline
+///   reaches it.
+///
+/// `drain` returns when every worker thread has returned, or calls `stop` at its deadline.
 pub struct RunningServer {
     local_addr: SocketAddr,
-    stop: sys::EventFd,
+    arch: Arch,
+    ctx: Arc<handlers::Ctx>,
+    /// Threads that return when the server stops (reactor workers, acceptor, pool handlers,
+    /// the async runtime's thread). Thread-per-connection threads are not here: they are
+    /// tracked by `Control::conns`.
     threads: Vec<JoinHandle<()>>,
-    counters: Arc<[Counters]>,
+    backend: Backend,
 }
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("local_addr", &self.local_addr)
+            .field("arch", &self.arch)
+            .field("threads", &self.threads.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long `stop` waits for thread-per-connection threads to notice their socket was shut down
+/// (they do within microseconds unless stuck in a database call).
+const CONN_THREADS_GRACE: Duration = Duration::from_secs(2);
 
 impl RunningServer {
     /// The address the server listens on (with the port chosen when `listen` had port 0).
@@ -224,33 +527,66 @@ impl RunningServer {
         self.local_addr
     }
 
+    /// The architecture running.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
     /// Counters summed over the workers.
     pub fn stats(&self) -> ServerStats {
-        let mut s = ServerStats::default();
-        let mut closed = 0;
-        for c in self.counters.iter() {
-            s.accepted += c.accepted.load(Relaxed);
-            closed += c.closed.load(Relaxed);
-            s.requests += c.requests.load(Relaxed);
-            s.bad_requests += c.bad_requests.load(Relaxed);
-            s.errors += c.errors.load(Relaxed);
-            s.accept_errors += c.accept_errors.load(Relaxed);
-        }
-        s.open = s.accepted.saturating_sub(closed);
-        s
+        self.ctx.stats()
     }
 
-    /// Number of worker threads.
+    /// Requests answered per worker: reactor workers, pool handlers; for thread-per-connection
+    /// and async servers, per shard (connection k counts in shard k % shards, the shards being
+    /// as many as the cores, or the runtime's workers).
+    pub fn worker_requests(&self) -> Vec<u64> {
+        self.ctx.counters.iter().map(Counters::requests).collect()
+    }
+
+    /// Number of workers (counter shards; see [`RunningServer::worker_requests`]).
     pub fn workers(&self) -> usize {
-        self.counters.len()
+        self.ctx.counters.len()
     }
 
-    /// Stop the workers, close every connection and the listeners, and wait for the threads.
+    /// Stop accepting, close every connection and the listeners, and wait for the threads.
     pub fn stop(mut self) {
         self.shutdown();
     }
 
-    /// Block until the workers exit (they only do when stopped or on a fatal epoll error).
+    /// Drain: stop accepting new connections (the listener is closed: the kernel refuses them),
+    /// let requests in flight finish (their last response says `Connection: close` when the
+    /// architecture can tell), close idle connections, and return once no connection is left —
+    /// or, at `deadline`, close whatever is left as [`RunningServer::stop`] does.
+    pub fn drain(mut self, deadline: Duration) {
+        let end = Instant::now() + deadline;
+        self.ctx.control.begin_drain();
+        match &self.backend {
+            Backend::Reactor { stop } => {
+                if let Err(e) = stop.signal() {
+                    eprintln!("headroom-serve: cannot signal workers to drain: {e}");
+                }
+            }
+            Backend::Blocking { listener } => shutdown_listener(listener),
+            Backend::Async(h) => h.drain(),
+        }
+        while Instant::now() < end && !self.drained() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.shutdown();
+    }
+
+    fn drained(&self) -> bool {
+        let threads_done = self.threads.iter().all(|t| t.is_finished());
+        match &self.backend {
+            Backend::Reactor { .. } => threads_done,
+            Backend::Blocking { .. } => threads_done && self.ctx.control.open_conns() == 0,
+            Backend::Async(h) => h.live() == 0,
+        }
+    }
+
+    /// Block until the server's threads exit (they only do when stopped, or on a fatal poller
+    /// error).
     pub fn wait(mut self) {
         for t in self.threads.drain(..) {
             let _ = t.join();
@@ -261,14 +597,28 @@ impl RunningServer {
         if self.threads.is_empty() {
             return;
         }
-        // Cannot fail short of a broken eventfd; then the join below would hang, so say so.
-        if let Err(e) = self.stop.signal() {
-            eprintln!("headroom-serve: cannot signal workers to stop: {e}");
-            return;
+        let control = &self.ctx.control;
+        control.begin_stop();
+        match &self.backend {
+            Backend::Reactor { stop } => {
+                // Cannot fail short of a broken eventfd; then the join below would hang.
+                if let Err(e) = stop.signal() {
+                    eprintln!("headroom-serve: cannot signal workers to stop: {e}");
+                    return;
+                }
+            }
+            Backend::Blocking { listener } => shutdown_listener(listener),
+            Backend::Async(h) => h.stop(),
         }
         for t in self.threads.drain(..) {
-            // A worker that panicked has already been reported by the panic hook.
+            // A thread that panicked has already been reported by the panic hook.
             let _ = t.join();
+        }
+        if let Backend::Blocking { .. } = self.backend {
+            let end = Instant::now() + CONN_THREADS_GRACE;
+            while control.open_conns() > 0 && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
     }
 }
@@ -279,31 +629,143 @@ impl Drop for RunningServer {
     }
 }
 
-/// Start the epoll reactor: bind `config.workers` listeners and start one thread per worker.
-///
-/// Errors: binding (address in use, permission), `workers == 0`, or failing to create epoll or
-/// threads; nothing is left running on error.
-pub fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
-    if config.workers == 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "workers must be at least 1",
-        ));
+/// Wake every thread blocked in `accept` on `listener` (Linux: `shutdown(2)` on a listening
+/// socket disconnects it; `accept` then fails with EINVAL) and refuse new connections.
+fn shutdown_listener(listener: &TcpListener) {
+    let _ = socket2::SockRef::from(listener).shutdown(Shutdown::Both);
+}
+
+/// The listener of the blocking and async architectures, in blocking mode, with the socket
+/// options every accepted connection inherits (`TCP_NODELAY`, `SO_SNDBUF`, `SO_RCVBUF`).
+pub(crate) fn bind_listener(config: &ServerConfig) -> io::Result<TcpListener> {
+    let addr = config.listen;
+    let s = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.cloexec(),
+        Some(Protocol::TCP),
+    )?;
+    s.set_reuse_address(true)?;
+    if config.nodelay {
+        s.set_nodelay(true)?;
     }
+    if let Some(n) = config.sndbuf {
+        s.set_send_buffer_size(n as usize)?;
+    }
+    if let Some(n) = config.rcvbuf {
+        s.set_recv_buffer_size(n as usize)?;
+    }
+    s.bind(&addr.into())?;
+    s.listen(config.backlog)?;
+    Ok(s.into())
+}
+
+/// Start the server `config.arch` describes.
+///
+/// Errors: binding (address in use, permission), `workers == 0` (reactor, multi-thread async),
+/// `handlers == 0` (pool), opening the database, or failing to create threads, poll sets or the
+/// runtime; nothing is left running on error.
+pub fn start(config: ServerConfig) -> io::Result<RunningServer> {
+    let invalid = |msg: &str| io::Error::new(io::ErrorKind::InvalidInput, msg.to_string());
+    let shards = match config.arch {
+        Arch::Reactor { .. }
+        | Arch::Async {
+            runtime: Runtime::Multi,
+        } => {
+            if config.workers == 0 {
+                return Err(invalid("workers must be at least 1"));
+            }
+            config.workers
+        }
+        Arch::Async {
+            runtime: Runtime::CurrentThread,
+        } => 1,
+        Arch::Pool { handlers } => {
+            if handlers == 0 {
+                return Err(invalid("handlers must be at least 1"));
+            }
+            handlers
+        }
+        Arch::ThreadPerConn => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let db = match &config.db {
+        Some(d) => {
+            Some(db::open(&d.url, d.pool).map_err(|e| io::Error::other(format!("database: {e}")))?)
+        }
+        None => None,
+    };
+    let counters: Arc<[Counters]> = (0..shards).map(|_| Counters::default()).collect();
+    let control = Arc::new(Control::default());
+    let ctx = Arc::new(handlers::Ctx::new(
+        db,
+        config.docroot.clone(),
+        config.arch,
+        config.workers,
+        Arc::clone(&counters),
+        Arc::clone(&control),
+    ));
+    let arch = config.arch;
+    match arch {
+        Arch::Reactor { .. } => start_reactor(config, ctx),
+        Arch::ThreadPerConn | Arch::Pool { .. } | Arch::Async { .. } => {
+            let listener = bind_listener(&config)?;
+            let local_addr = listener.local_addr()?;
+            let shared = Arc::new(Shared {
+                responses: config.responses(),
+                config,
+                ctx: Arc::clone(&ctx),
+                counters,
+                control,
+            });
+            let (backend, async_thread) = match arch {
+                Arch::Async { runtime } => {
+                    let (thread, handle) = asyncrt::start(&shared, listener, runtime)?;
+                    (Backend::Async(handle), Some(thread))
+                }
+                _ => (
+                    Backend::Blocking {
+                        listener: Arc::new(listener),
+                    },
+                    None,
+                ),
+            };
+            let mut server = RunningServer {
+                local_addr,
+                arch,
+                ctx,
+                threads: async_thread.into_iter().collect(),
+                backend,
+            };
+            if let Backend::Blocking { listener } = &server.backend {
+                let listener = Arc::clone(listener);
+                // On error `server` drops: stops the threads already started.
+                match arch {
+                    Arch::Pool { handlers } => {
+                        blocking::start_pool(&shared, &listener, handlers, &mut server.threads)?
+                    }
+                    _ => blocking::start_thread_per_conn(&shared, &listener, &mut server.threads)?,
+                }
+            }
+            Ok(server)
+        }
+    }
+}
+
+fn start_reactor(config: ServerConfig, ctx: Arc<handlers::Ctx>) -> io::Result<RunningServer> {
     let stop = sys::EventFd::new()?;
-    let (local_addr, workers) = reactor::prepare(&config, stop.raw())?;
-    let counters: Arc<[Counters]> = workers.iter().map(|_| Counters::default()).collect();
+    let (local_addr, workers) = reactor::prepare(&config, stop.raw(), Arc::clone(&ctx))?;
+    debug_assert_eq!(workers.len(), ctx.counters.len());
     let mut server = RunningServer {
         local_addr,
-        stop,
+        arch: config.arch,
+        ctx: Arc::clone(&ctx),
         threads: Vec::with_capacity(workers.len()),
-        counters: Arc::clone(&counters),
+        backend: Backend::Reactor { stop },
     };
     for (i, worker) in workers.into_iter().enumerate() {
-        let counters = Arc::clone(&counters);
+        let ctx = Arc::clone(&ctx);
         let thread = std::thread::Builder::new()
             .name(format!("serve-{i}"))
-            .spawn(move || worker.run(&counters[i]))?; // on error `server` drops: stops the rest
+            .spawn(move || worker.run(&ctx.counters[i]))?; // on error `server` drops: stops the rest
         server.threads.push(thread);
     }
     Ok(server)

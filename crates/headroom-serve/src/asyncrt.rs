@@ -1,0 +1,407 @@
+//! The async architecture: tokio, a `current_thread` runtime or a multi-thread runtime with
+//! `workers` workers, and a task per connection.
+//!
+//! The accept loop runs in `block_on` on the server's own thread (for `current_thread`, that
+//! thread *is* the runtime: every connection is served on it); each accepted connection is a
+//! spawned task. Slow routes: `/sleep` awaits `tokio::time::sleep` (costs no thread), `/db` and
+//! `/file` go through `spawn_blocking` — so at most as many database calls run at once as the
+//! database pool has connections, the rest wait for one inside [`crate::db::Db`] on tokio's
+//! blocking threads (seed 003's point: the pool, not the runtime, bounds the concurrency of the
+//! I/O) — and `/status` runs inline (it never blocks).
+//!
+//! Memory per idle connection follows DESIGN.md: the task holds its socket and an
+//! [`InputState`] (no buffer while idle); reads land in a per-thread scratch buffer, responses
+//! are written from a per-thread output buffer, and only what the socket did not take is copied
+//! into a task-owned `Vec` while it is awaited.
+//!
+//! Stop and drain go through a `watch` channel: the accept loop and idle connections select on
+//! it. Stopping ends `block_on`; the runtime is then shut down, which drops every task (and so
+//! closes every socket) at its next await point.
+
+use std::cell::RefCell;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::http::{Batch, InputState, Responses, Slow, SlowRoute};
+use crate::{blocking, handlers, Runtime, Shared, Tally};
+
+/// Per-thread read buffer.
+const READ_BUF: usize = 64 * 1024;
+/// Pipelined responses queued before they are written (then parsing resumes).
+const OUT_LIMIT: usize = 256 * 1024;
+/// After our last response: how long to wait for the client to close before closing anyway.
+const LINGER: Duration = Duration::from_secs(1);
+/// Pause in accepting after running out of descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+/// How long a stopped runtime waits for its blocking tasks (a database call) before leaving them.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    Draining,
+    Stopping,
+}
+
+/// The server's side of a running async server.
+pub(crate) struct Handle {
+    phase: watch::Sender<Phase>,
+    /// Connections open now (exact: counted up on accept, down when the task ends or is
+    /// dropped).
+    live: Arc<AtomicUsize>,
+}
+
+impl Handle {
+    pub(crate) fn drain(&self) {
+        self.phase.send_replace(Phase::Draining);
+    }
+
+    pub(crate) fn stop(&self) {
+        self.phase.send_replace(Phase::Stopping);
+    }
+
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(SeqCst)
+    }
+}
+
+/// Build the runtime and start the thread that runs the accept loop in it.
+pub(crate) fn start(
+    shared: &Arc<Shared>,
+    listener: std::net::TcpListener,
+    runtime: Runtime,
+) -> io::Result<(JoinHandle<()>, Handle)> {
+    listener.set_nonblocking(true)?;
+    let mut builder = match runtime {
+        Runtime::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+        Runtime::Multi => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(shared.config.workers);
+            b
+        }
+    };
+    let rt = builder
+        .enable_io()
+        .enable_time()
+        .thread_name("serve-async")
+        .build()?;
+    let listener = {
+        let _guard = rt.enter();
+        TcpListener::from_std(listener)?
+    };
+    let (tx, rx) = watch::channel(Phase::Running);
+    let live = Arc::new(AtomicUsize::new(0));
+    let (shared, live2) = (Arc::clone(shared), Arc::clone(&live));
+    let thread = std::thread::Builder::new()
+        .name("serve-async-main".into())
+        .spawn(move || {
+            rt.block_on(accept_loop(listener, shared, rx, live2));
+            rt.shutdown_timeout(SHUTDOWN_GRACE);
+        })?;
+    Ok((thread, Handle { phase: tx, live }))
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut phase: watch::Receiver<Phase>,
+    live: Arc<AtomicUsize>,
+) {
+    let mut tally = Tally::default();
+    let mut next = 0usize;
+    loop {
+        if *phase.borrow_and_update() != Phase::Running {
+            break;
+        }
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => {
+                    tally.accepted += 1;
+                    let max = shared.config.max_conns.unwrap_or(usize::MAX);
+                    if live.load(SeqCst) >= max {
+                        tally.rejected += 1;
+                        tally.closed += 1;
+                        drop(stream);
+                    } else {
+                        live.fetch_add(1, SeqCst);
+                        let conn = Conn {
+                            shard: next % shared.counters.len(),
+                            shared: Arc::clone(&shared),
+                            tally: Tally::default(),
+                            live: Arc::clone(&live),
+                        };
+                        next = next.wrapping_add(1);
+                        tokio::spawn(serve(stream, conn, phase.clone()));
+                    }
+                }
+                Err(e) => match e.raw_os_error().unwrap_or(0) {
+                    libc::EINTR | libc::ECONNABORTED => {}
+                    libc::EPROTO
+                    | libc::ENOPROTOOPT
+                    | libc::EHOSTDOWN
+                    | libc::ENONET
+                    | libc::EHOSTUNREACH
+                    | libc::EOPNOTSUPP
+                    | libc::ENETDOWN
+                    | libc::ENETUNREACH
+                    | libc::EPERM => {
+                        tally.errors += 1;
+                        tally.accept_errors += 1;
+                    }
+                    // EMFILE & co: retrying now would fail the same way.
+                    _ => {
+                        tally.errors += 1;
+                        tally.accept_errors += 1;
+                        tally.publish(&shared.counters[0]);
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
+                },
+            },
+            r = phase.changed() => {
+                if r.is_err() {
+                    break;
+                }
+            }
+        }
+        tally.publish(&shared.counters[0]);
+    }
+    tally.publish(&shared.counters[0]);
+    // Draining or stopping: no more connections (the kernel refuses them once this closes).
+    drop(listener);
+    // Keep `block_on` (and so, on a current-thread runtime, the connections) going until stop.
+    while *phase.borrow_and_update() != Phase::Stopping {
+        if phase.changed().await.is_err() {
+            break;
+        }
+    }
+}
+
+/// A connection task's counts, published when it ends — however it ends: a task dropped by the
+/// runtime's shutdown still counts as closed.
+struct Conn {
+    shared: Arc<Shared>,
+    shard: usize,
+    tally: Tally,
+    live: Arc<AtomicUsize>,
+}
+
+impl Conn {
+    fn publish(&mut self) {
+        self.tally.publish(&self.shared.counters[self.shard]);
+    }
+
+    fn failed(&mut self, e: &io::Error) {
+        if !self.shared.control.stopping() {
+            self.tally.io_error(e);
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.tally.closed += 1;
+        self.publish();
+        self.live.fetch_sub(1, SeqCst);
+    }
+}
+
+/// Per-thread buffers: every read of every connection on this thread lands in `buf`, and the
+/// responses it calls for are written from `out` (see the module doc).
+struct Scratch {
+    buf: Box<[u8]>,
+    out: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch {
+        buf: vec![0; READ_BUF].into_boxed_slice(),
+        out: Vec::new(),
+    });
+}
+
+/// What one synchronous step (read or resume, parse, write) did.
+enum Step {
+    /// The socket had nothing after all (readiness was stale).
+    WouldBlock,
+    /// The client closed.
+    Eof,
+    Failed(io::Error),
+    /// `unsent`: the part of the output the socket did not take (usually empty, unallocated).
+    Done {
+        batch: Batch,
+        unsent: Vec<u8>,
+    },
+}
+
+/// Read (or resume) and answer with the thread's scratch buffers, without awaiting.
+fn step(stream: &TcpStream, input: &mut InputState, responses: &Responses, resume: bool) -> Step {
+    SCRATCH.with(|cell| {
+        let s = &mut *cell.borrow_mut();
+        let batch = if resume || input.has_backlog() {
+            input.resume(responses, &mut s.out, OUT_LIMIT)
+        } else {
+            match stream.try_read(&mut s.buf) {
+                Ok(0) => return Step::Eof,
+                Ok(n) => input.feed(&s.buf[..n], responses, &mut s.out, OUT_LIMIT),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    return Step::WouldBlock
+                }
+                Err(e) => return Step::Failed(e),
+            }
+        };
+        let mut written = 0;
+        while written < s.out.len() {
+            match stream.try_write(&s.out[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    s.out.clear();
+                    return Step::Failed(e);
+                }
+            }
+        }
+        let unsent = s.out[written..].to_vec();
+        s.out.clear();
+        // One `/bytes/16777216` should not pin 16 MiB per thread for ever.
+        if s.out.capacity() > 4 * OUT_LIMIT {
+            s.out = Vec::new();
+        }
+        Step::Done { batch, unsent }
+    })
+}
+
+async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<Phase>) {
+    let sh = Arc::clone(&me.shared);
+    let cfg = &sh.config;
+    let mut input = InputState::default();
+    let mut head_since: Option<std::time::Instant> = None;
+    let mut resume = false;
+    loop {
+        if !(resume || input.has_backlog()) {
+            let draining = *phase.borrow_and_update() != Phase::Running;
+            if draining {
+                if input.is_idle() {
+                    return;
+                }
+                input.close_after_next();
+            }
+            me.publish();
+            let deadline = match (input.in_head(), head_since, cfg.header_timeout) {
+                (true, Some(since), Some(t)) => Some(since + t),
+                _ => cfg.idle_timeout.map(|t| std::time::Instant::now() + t),
+            };
+            let timer = tokio::time::sleep_until(tokio::time::Instant::from_std(
+                deadline.unwrap_or_else(std::time::Instant::now),
+            ));
+            tokio::select! {
+                r = stream.readable() => {
+                    if let Err(e) = r {
+                        me.failed(&e);
+                        return;
+                    }
+                }
+                _ = timer, if deadline.is_some() => {
+                    me.tally.timeouts += 1;
+                    return;
+                }
+                r = phase.changed(), if !draining => {
+                    if r.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        let (batch, unsent) = match step(&stream, &mut input, &sh.responses, resume) {
+            Step::WouldBlock => continue,
+            Step::Eof => return,
+            Step::Failed(e) => return me.failed(&e),
+            Step::Done { batch, unsent } => (batch, unsent),
+        };
+        resume = false;
+        me.tally.requests += batch.responses;
+        me.tally.bad_requests += batch.bad_requests;
+        head_since = blocking::track_head(&input, head_since, &batch);
+        if !unsent.is_empty() {
+            if let Err(e) = stream.write_all(&unsent).await {
+                return me.failed(&e);
+            }
+        }
+        if let Some(slow) = batch.slow {
+            let Some(out) = run_slow(&sh, slow).await else {
+                return;
+            };
+            if let Err(e) = stream.write_all(&out).await {
+                return me.failed(&e);
+            }
+            me.tally.requests += 1;
+            resume = !batch.close;
+        }
+        if batch.close {
+            return linger(&mut stream).await;
+        }
+    }
+}
+
+/// Run a slow request the async way; `None` if its blocking task was lost (runtime shutting
+/// down).
+async fn run_slow(sh: &Arc<Shared>, slow: Slow) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    match slow.route {
+        SlowRoute::Sleep { ms } => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            handlers::sleep_done(&slow, &sh.ctx, &mut out);
+        }
+        SlowRoute::Status => {
+            handlers::run_blocking(&slow, &sh.ctx, &mut out);
+        }
+        SlowRoute::DbRead { .. } | SlowRoute::DbWrite { .. } | SlowRoute::File { .. } => {
+            let ctx = Arc::clone(&sh.ctx);
+            out = tokio::task::spawn_blocking(move || {
+                let mut out = Vec::new();
+                handlers::run_blocking(&slow, &ctx, &mut out);
+                out
+            })
+            .await
+            .ok()?;
+        }
+    }
+    Some(out)
+}
+
+/// Shut down our write side and discard input until the client closes, for at most [`LINGER`]
+/// (closing with unread input would reset the connection and could destroy our last response).
+async fn linger(stream: &mut TcpStream) {
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(LINGER, async {
+        loop {
+            if stream.readable().await.is_err() {
+                return;
+            }
+            let r = SCRATCH.with(|cell| stream.try_read(&mut cell.borrow_mut().buf));
+            match r {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    })
+    .await;
+}

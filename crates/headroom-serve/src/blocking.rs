@@ -1,0 +1,331 @@
+//! The blocking architectures: a thread per connection, and a pool of handler threads that each
+//! block in `accept` on the shared listener (see the crate documentation for what they model).
+//!
+//! Both serve a connection the same way ([`Handler::serve`]): a blocking `read` into the
+//! thread's 64 KiB buffer, [`InputState::feed`], one `write_all` of the responses; slow requests
+//! run right there on the thread ([`handlers::run_blocking_on`]). That *is* the model: a thread
+//! owns a connection for its whole life, whatever it does.
+//!
+//! Timeouts are `SO_RCVTIMEO` on the socket, changed only when the phase of the connection
+//! changes (between requests: `idle_timeout`; inside a request head: what is left of
+//! `header_timeout`). A read that times out closes the connection and counts it in `timeouts`.
+//!
+//! Stopping and draining reach a thread blocked in `accept` through `shutdown(2)` on the listener
+//! and a thread blocked in `read`/`write` through `shutdown(2)` on its socket, listed in
+//! [`crate::Control`] while it is served.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::http::InputState;
+use crate::{handlers, Counters, Shared, Tally};
+
+/// Read buffer of each thread (thread per connection: of each connection).
+const READ_BUF: usize = 64 * 1024;
+/// Pipelined responses queued before they are written (then parsing resumes).
+const OUT_LIMIT: usize = 256 * 1024;
+/// After our last response: how long to wait for the client to close before closing anyway.
+const LINGER: Duration = Duration::from_secs(1);
+/// Pause in accepting after running out of descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Start `handlers` threads that each accept and serve one connection at a time; handler `i`
+/// publishes to `counters[i]`.
+pub(crate) fn start_pool(
+    shared: &Arc<Shared>,
+    listener: &Arc<TcpListener>,
+    handlers: usize,
+    threads: &mut Vec<JoinHandle<()>>,
+) -> io::Result<()> {
+    for i in 0..handlers {
+        let (shared, listener) = (Arc::clone(shared), Arc::clone(listener));
+        let thread = std::thread::Builder::new()
+            .name(format!("serve-pool-{i}"))
+            .spawn(move || {
+                let counters = &shared.counters[i];
+                let mut h = Handler::new(&shared, counters);
+                while let Some(stream) = accept(&listener, &shared, &mut h.tally) {
+                    let stream = Arc::new(stream);
+                    match admit(&shared, &stream, &mut h.tally) {
+                        Some(key) => h.serve(&stream, key),
+                        None => h.tally.closed += 1,
+                    }
+                    h.tally.publish(counters);
+                }
+                h.tally.publish(counters);
+            })?;
+        threads.push(thread);
+    }
+    Ok(())
+}
+
+/// Start the acceptor thread, which starts one thread per accepted connection. Connection `k`
+/// publishes to `counters[k % counters.len()]`.
+pub(crate) fn start_thread_per_conn(
+    shared: &Arc<Shared>,
+    listener: &Arc<TcpListener>,
+    threads: &mut Vec<JoinHandle<()>>,
+) -> io::Result<()> {
+    let (shared, listener) = (Arc::clone(shared), Arc::clone(listener));
+    let thread = std::thread::Builder::new()
+        .name("serve-acceptor".into())
+        .spawn(move || {
+            let mut tally = Tally::default();
+            let mut next = 0usize;
+            while let Some(stream) = accept(&listener, &shared, &mut tally) {
+                let stream = Arc::new(stream);
+                if let Some(key) = admit(&shared, &stream, &mut tally) {
+                    let shard = next % shared.counters.len();
+                    next = next.wrapping_add(1);
+                    let (sh, st) = (Arc::clone(&shared), Arc::clone(&stream));
+                    let spawned =
+                        std::thread::Builder::new()
+                            .name("serve-conn".into())
+                            .spawn(move || {
+                                let counters = &sh.counters[shard];
+                                let mut h = Handler::new(&sh, counters);
+                                h.serve(&st, key);
+                                h.tally.publish(counters);
+                            });
+                    if spawned.is_err() {
+                        // Out of threads (EAGAIN): the connection is closed unserved.
+                        shared.control.unregister(key);
+                        tally.errors += 1;
+                        tally.closed += 1;
+                    }
+                } else {
+                    tally.closed += 1;
+                }
+                tally.publish(&shared.counters[0]);
+            }
+            tally.publish(&shared.counters[0]);
+        })?;
+    threads.push(thread);
+    Ok(())
+}
+
+/// Accept the next connection (counted in `accepted`); `None` when the server stops or drains
+/// (the listener was shut down). Running out of descriptors is counted and backed off.
+fn accept(listener: &TcpListener, shared: &Shared, tally: &mut Tally) -> Option<TcpStream> {
+    loop {
+        let control = &shared.control;
+        if control.stopping() || control.draining() {
+            return None;
+        }
+        match listener.accept() {
+            Ok((stream, _)) => {
+                tally.accepted += 1;
+                return Some(stream);
+            }
+            Err(e) => {
+                if control.stopping() || control.draining() {
+                    return None;
+                }
+                match e.raw_os_error().unwrap_or(0) {
+                    // The connection died in the queue, or a signal: take the next one.
+                    libc::EINTR | libc::ECONNABORTED => {}
+                    // Shut down (by someone else than us?): nothing more will come.
+                    libc::EINVAL | libc::EBADF | libc::ENOTSOCK => return None,
+                    // Network errors of that one connection: retry at once (accept(2)).
+                    libc::EPROTO
+                    | libc::ENOPROTOOPT
+                    | libc::EHOSTDOWN
+                    | libc::ENONET
+                    | libc::EHOSTUNREACH
+                    | libc::EOPNOTSUPP
+                    | libc::ENETDOWN
+                    | libc::ENETUNREACH
+                    | libc::EPERM => {
+                        tally.errors += 1;
+                        tally.accept_errors += 1;
+                    }
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: retrying now would fail the same way.
+                    _ => {
+                        tally.errors += 1;
+                        tally.accept_errors += 1;
+                        std::thread::sleep(ACCEPT_BACKOFF);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Enforce `max_conns` and list the connection in the control (so a stop can shut it down);
+/// `None`: close it at once (over the limit: counted as rejected; or the server is stopping).
+fn admit(shared: &Shared, stream: &Arc<TcpStream>, tally: &mut Tally) -> Option<usize> {
+    if let Some(max) = shared.config.max_conns {
+        if shared.control.open_conns() >= max {
+            tally.rejected += 1;
+            return None;
+        }
+    }
+    shared.control.register(stream)
+}
+
+/// A thread's serving state: its buffers and its unpublished counts.
+struct Handler<'a> {
+    shared: &'a Shared,
+    counters: &'a Counters,
+    buf: Box<[u8]>,
+    out: Vec<u8>,
+    tally: Tally,
+}
+
+impl<'a> Handler<'a> {
+    fn new(shared: &'a Shared, counters: &'a Counters) -> Handler<'a> {
+        Handler {
+            shared,
+            counters,
+            buf: vec![0; READ_BUF].into_boxed_slice(),
+            out: Vec::new(),
+            tally: Tally::default(),
+        }
+    }
+
+    /// Serve `stream` (listed in the control as `key`) until it ends, then unlist it and count
+    /// it closed. The descriptor closes when the last `Arc` goes.
+    fn serve(&mut self, stream: &Arc<TcpStream>, key: usize) {
+        self.conn(stream);
+        self.shared.control.unregister(key);
+        self.tally.closed += 1;
+        self.out.clear();
+        if self.out.capacity() > 4 * OUT_LIMIT {
+            self.out = Vec::new();
+        }
+    }
+
+    fn conn(&mut self, s: &TcpStream) {
+        let sh = self.shared;
+        let cfg = &sh.config;
+        let mut input = InputState::default();
+        let mut read_timeout: Option<Duration> = None;
+        let mut head_since: Option<Instant> = None;
+        let mut resume = false;
+        loop {
+            let batch = if resume || input.has_backlog() {
+                resume = false;
+                input.resume(&sh.responses, &mut self.out, OUT_LIMIT)
+            } else {
+                // About to block: publish what this connection did so far.
+                self.tally.publish(self.counters);
+                let want = match (input.in_head(), head_since, cfg.header_timeout) {
+                    (true, Some(since), Some(t)) => {
+                        let left = (since + t).saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            self.tally.timeouts += 1;
+                            return;
+                        }
+                        Some(left.max(Duration::from_millis(1)))
+                    }
+                    _ => cfg.idle_timeout,
+                };
+                if want != read_timeout {
+                    if s.set_read_timeout(want).is_err() {
+                        self.tally.errors += 1;
+                        return;
+                    }
+                    read_timeout = want;
+                }
+                match (&*s).read(&mut self.buf) {
+                    Ok(0) => return, // the client closed (or a drain shut our read side)
+                    Ok(n) => {
+                        if sh.control.draining() {
+                            input.close_after_next();
+                        }
+                        input.feed(&self.buf[..n], &sh.responses, &mut self.out, OUT_LIMIT)
+                    }
+                    Err(e) if is_timeout(&e) => {
+                        self.tally.timeouts += 1;
+                        return;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return self.failed(&e),
+                }
+            };
+            self.tally.requests += batch.responses;
+            self.tally.bad_requests += batch.bad_requests;
+            head_since = track_head(&input, head_since, &batch);
+            if let Some(slow) = &batch.slow {
+                // The responses before it go out first: the client may be waiting on them.
+                if let Err(e) = self.write_out(s) {
+                    return self.failed(&e);
+                }
+                match handlers::run_blocking_on(slow, &sh.ctx, &mut self.out, s) {
+                    Ok(_) => self.tally.requests += 1,
+                    Err(e) => return self.failed(&e),
+                }
+                resume = !batch.close;
+            }
+            if let Err(e) = self.write_out(s) {
+                return self.failed(&e);
+            }
+            if batch.close {
+                return linger(s, &mut self.buf);
+            }
+        }
+    }
+
+    fn write_out(&mut self, s: &TcpStream) -> io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let r = (&*s).write_all(&self.out);
+        self.out.clear();
+        r
+    }
+
+    /// The connection broke: count it, unless it is our own stop that broke it.
+    fn failed(&mut self, e: &io::Error) {
+        if !self.shared.control.stopping() {
+            self.tally.io_error(e);
+        }
+    }
+}
+
+/// When the head being received started: kept while the same head grows, restarted when a
+/// request was answered (what is buffered now is a new head), `None` outside a head.
+pub(crate) fn track_head(
+    input: &InputState,
+    since: Option<Instant>,
+    batch: &crate::http::Batch,
+) -> Option<Instant> {
+    if !input.in_head() {
+        return None;
+    }
+    match since {
+        Some(t) if batch.responses == 0 && batch.slow.is_none() => Some(t),
+        _ => Some(Instant::now()),
+    }
+}
+
+/// A read timed out (SO_RCVTIMEO reports EAGAIN).
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Shut down our write side (the client sees the end of our last response) and discard input
+/// until the client closes, for at most [`LINGER`]: closing with unread input would reset the
+/// connection and could destroy that response.
+fn linger(s: &TcpStream, buf: &mut [u8]) {
+    if s.shutdown(Shutdown::Write).is_err() {
+        return;
+    }
+    let end = Instant::now() + LINGER;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match (&*s).read(buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! Running the slow routes ([`http::Slow`]): the part of a request that takes time or I/O, shared
+//! by every architecture.
+//!
+//! The parser hands a slow request out in [`http::Batch::slow`]; the architecture then runs it
+//! the way its model says and appends the response to its output:
+//!
+//! | route | blocking architectures | reactor | async |
+//! |---|---|---|---|
+//! | `/sleep/MS` | [`run_blocking`] (the thread sleeps) | a timer, then [`sleep_done`] | `tokio::time::sleep`, then [`sleep_done`] |
+//! | `/db/*`, `/file/*` | [`run_blocking`] (`/file` with sendfile(2)) | [`run_blocking`] on the loop's thread (the whole loop waits) | [`run_blocking`] in `spawn_blocking` |
+//! | `/status` | [`run_blocking`] | [`run_blocking`] | [`run_blocking`] (it never blocks) |
+//!
+//! Every response is complete and self-delimiting (`Content-Length`), carries the `Connection`
+//! header the request called for ([`http::Slow::keep_alive`], [`http::Slow::http10`]) and has no
+//! body for `HEAD`. Errors are responses, never panics: no database configured is 503, a failed
+//! database call is 500 (counted in [`crate::ServerStats::db_errors`]), a missing file 404.
+//!
+//! The counts of the request itself (`requests`) are the caller's, as for canned responses.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::db::Db;
+use crate::http::{self, Slow, SlowRoute};
+use crate::{Arch, Control, Counters, ServerStats};
+
+/// Largest file answered from memory ([`run_blocking`]); larger files get 500 there. The
+/// blocking architectures send files with sendfile(2) and have no such limit.
+pub const MAX_INLINE_FILE: u64 = 64 * 1024 * 1024;
+
+/// How long a draining reactor worker may wait before it checks [`Ctx::stopping`] again (see
+/// the contract at [`crate::RunningServer`]).
+pub const DRAIN_POLL: Duration = Duration::from_millis(10);
+
+/// What a slow request needs besides itself: the database, the docroot, and where `/status`
+/// reads its counters. One per server, shared by its threads.
+pub struct Ctx {
+    pub(crate) db: Option<Arc<dyn Db>>,
+    pub(crate) docroot: Option<PathBuf>,
+    pub(crate) arch: Arch,
+    /// `ServerConfig::workers` (shown in `/status` where the architecture uses it).
+    pub(crate) workers: usize,
+    pub(crate) counters: Arc<[Counters]>,
+    pub(crate) control: Arc<Control>,
+    /// `/db/*` calls that failed (answered 500). Counted here, on the error path only, so that
+    /// every architecture counts them the same way.
+    db_errors: AtomicU64,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("db", &self.db.as_ref().map(|d| d.pool_size()))
+            .field("docroot", &self.docroot)
+            .field("arch", &self.arch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ctx {
+    pub(crate) fn new(
+        db: Option<Arc<dyn Db>>,
+        docroot: Option<PathBuf>,
+        arch: Arch,
+        workers: usize,
+        counters: Arc<[Counters]>,
+        control: Arc<Control>,
+    ) -> Ctx {
+        Ctx {
+            db,
+            docroot,
+            arch,
+            workers,
+            counters,
+            control,
+            db_errors: AtomicU64::new(0),
+        }
+    }
+
+    /// True while the server drains and has not been told to stop (see the contract at
+    /// [`crate::RunningServer`]). False before a drain, and false again once `stop` was called.
+    pub fn draining(&self) -> bool {
+        self.control.draining() && !self.control.stopping()
+    }
+
+    /// True once the server was told to stop (directly, or at a drain's deadline).
+    pub fn stopping(&self) -> bool {
+        self.control.stopping()
+    }
+
+    /// The server's counters, as [`crate::RunningServer::stats`] returns them.
+    pub(crate) fn stats(&self) -> ServerStats {
+        let mut s = crate::sum_counters(&self.counters);
+        s.db_errors = self.db_errors.load(Relaxed);
+        s
+    }
+}
+
+/// What running a slow request produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The response's status code.
+    pub status: u16,
+}
+
+/// Append a complete response to a slow request: head (see [`http::push_slow_head`]) and, unless
+/// it is a `HEAD` request, `body`.
+pub fn respond(out: &mut Vec<u8>, slow: &Slow, status: &str, content_type: &str, body: &[u8]) {
+    http::push_slow_head(out, slow, status, content_type, body.len() as u64);
+    if !slow.head {
+        out.extend_from_slice(body);
+    }
+}
+
+/// Run `slow` to completion on this thread, blocking as long as it takes (sleep, database call,
+/// file read), and append its response to `out`.
+///
+/// `/sleep` sleeps on this thread (cut short with a 503 when the server stops); architectures
+/// with timers answer it with [`sleep_done`] instead. `/file` is read into `out` (at most
+/// [`MAX_INLINE_FILE`]).
+pub fn run_blocking(slow: &Slow, ctx: &Ctx, out: &mut Vec<u8>) -> Outcome {
+    match &slow.route {
+        SlowRoute::Sleep { ms } => {
+            if ctx.control.sleep(Duration::from_millis(*ms)) {
+                sleep_done(slow, ctx, out)
+            } else {
+                text(out, slow, 503, "server stopping\n")
+            }
+        }
+        SlowRoute::DbRead { n } => db_call(slow, ctx, out, *n, false),
+        SlowRoute::DbWrite { n } => db_call(slow, ctx, out, *n, true),
+        SlowRoute::File { path } => match open_file(ctx, path) {
+            Err((code, msg)) => text(out, slow, code, msg),
+            Ok((_, len)) if len > MAX_INLINE_FILE && !slow.head => text(
+                out,
+                slow,
+                500,
+                "file too large to serve from memory in this architecture\n",
+            ),
+            Ok((mut file, len)) => {
+                let start = out.len();
+                http::push_slow_head(out, slow, "200 OK", content_type(path), len);
+                if slow.head {
+                    return Outcome { status: 200 };
+                }
+                let body = out.len();
+                out.resize(body + len as usize, 0);
+                if file.read_exact(&mut out[body..]).is_err() {
+                    // Shrunk or unreadable since the stat: nothing sent yet, so say so.
+                    out.truncate(start);
+                    return text(out, slow, 500, "cannot read file\n");
+                }
+                Outcome { status: 200 }
+            }
+        },
+        SlowRoute::Status => {
+            let body = status_json(ctx);
+            respond(out, slow, "200 OK", "application/json", body.as_bytes());
+            Outcome { status: 200 }
+        }
+    }
+}
+
+/// Append the response of a `/sleep/MS` whose time is up (the caller waited: a timer, an
+/// `await`). Any other route is run with [`run_blocking`].
+pub fn sleep_done(slow: &Slow, ctx: &Ctx, out: &mut Vec<u8>) -> Outcome {
+    match slow.route {
+        SlowRoute::Sleep { ms } => {
+            let mut body = [0u8; 40];
+            let n = {
+                let mut w = &mut body[..];
+                let _ = writeln!(w, "slept {ms} ms");
+                40 - w.len()
+            };
+            respond(out, slow, "200 OK", "text/plain", &body[..n]);
+            Outcome { status: 200 }
+        }
+        _ => run_blocking(slow, ctx, out),
+    }
+}
+
+/// Blocking architectures: like [`run_blocking`], but a `/file` body goes straight from the page
+/// cache to the socket with sendfile(2). For `/file`, `out` (whatever it held, then the response
+/// head) is written to `sock` first and left empty; otherwise the response is appended to `out`
+/// as by [`run_blocking`]. An error means the connection is broken (part of a response may be
+/// out): close it.
+pub(crate) fn run_blocking_on(
+    slow: &Slow,
+    ctx: &Ctx,
+    out: &mut Vec<u8>,
+    sock: &TcpStream,
+) -> io::Result<Outcome> {
+    let SlowRoute::File { path } = &slow.route else {
+        return Ok(run_blocking(slow, ctx, out));
+    };
+    if slow.head {
+        return Ok(run_blocking(slow, ctx, out));
+    }
+    let (file, len) = match open_file(ctx, path) {
+        Ok(f) => f,
+        Err((code, msg)) => return Ok(text(out, slow, code, msg)),
+    };
+    http::push_slow_head(out, slow, "200 OK", content_type(path), len);
+    (&*sock).write_all(out)?;
+    out.clear();
+    sendfile_all(sock, &file, len)?;
+    Ok(Outcome { status: 200 })
+}
+
+fn text(out: &mut Vec<u8>, slow: &Slow, code: u16, body: &str) -> Outcome {
+    let status = match code {
+        200 => "200 OK",
+        400 => "400 Bad Request",
+        403 => "403 Forbidden",
+        404 => "404 Not Found",
+        500 => "500 Internal Server Error",
+        _ => "503 Service Unavailable",
+    };
+    respond(out, slow, status, "text/plain", body.as_bytes());
+    Outcome { status: code }
+}
+
+fn db_call(slow: &Slow, ctx: &Ctx, out: &mut Vec<u8>, n: u32, write: bool) -> Outcome {
+    let Some(db) = &ctx.db else {
+        return text(out, slow, 503, "no database configured (--db)\n");
+    };
+    let result = if write { db.write(n) } else { db.read(n) };
+    match result {
+        Ok(rows) => {
+            let verb = if write { "wrote" } else { "read" };
+            text(out, slow, 200, &format!("{verb} {rows}\n"))
+        }
+        Err(e) => {
+            ctx.db_errors.fetch_add(1, Relaxed);
+            text(out, slow, 500, &format!("database error: {e}\n"))
+        }
+    }
+}
+
+/// Open `path` under the docroot: the file and its length, or the status and body to answer.
+/// `path` was checked by the parser (relative, no `..`); symbolic links inside the docroot are
+/// followed, as web servers do by default.
+fn open_file(ctx: &Ctx, path: &str) -> Result<(File, u64), (u16, &'static str)> {
+    let Some(root) = &ctx.docroot else {
+        return Err((404, "not found (no docroot configured)\n"));
+    };
+    let full = root.join(Path::new(path));
+    let file = File::open(&full).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => (404, "not found\n"),
+        io::ErrorKind::PermissionDenied => (403, "forbidden\n"),
+        _ => (500, "cannot open file\n"),
+    })?;
+    let meta = file.metadata().map_err(|_| (500, "cannot stat file\n"))?;
+    if !meta.is_file() {
+        return Err((404, "not found\n"));
+    }
+    Ok((file, meta.len()))
+}
+
+/// `Content-Type` by file extension (case-insensitive); `application/octet-stream` otherwise.
+pub fn content_type(path: &str) -> &'static str {
+    let ext = match path.rsplit_once('.') {
+        Some((_, ext)) if !ext.contains('/') => ext,
+        _ => "",
+    };
+    const TYPES: [(&str, &str); 9] = [
+        ("html", "text/html"),
+        ("htm", "text/html"),
+        ("txt", "text/plain"),
+        ("css", "text/css"),
+        ("js", "text/javascript"),
+        ("json", "application/json"),
+        ("png", "image/png"),
+        ("jpg", "image/jpeg"),
+        ("gif", "image/gif"),
+    ];
+    TYPES
+        .iter()
+        .find(|(e, _)| e.eq_ignore_ascii_case(ext))
+        .map_or("application/octet-stream", |(_, t)| t)
+}
+
+/// The `/status` document: the architecture and the counters (a snapshot: counters are
+/// published once per round, so it may lag by one).
+pub fn status_json(ctx: &Ctx) -> String {
+    use std::fmt::Write as _;
+    let s = ctx.stats();
+    let mut j = String::with_capacity(512);
+    let _ = write!(j, "{{\"arch\":\"{}\"", ctx.arch.name());
+    let _ = match ctx.arch {
+        Arch::ThreadPerConn => Ok(()),
+        Arch::Pool { handlers } => write!(j, ",\"handlers\":{handlers}"),
+        Arch::Reactor { poller } => write!(
+            j,
+            ",\"poller\":\"{}\",\"workers\":{}",
+            poller.name(),
+            ctx.workers
+        ),
+        Arch::Async { runtime } => {
+            let workers = match runtime {
+                crate::Runtime::CurrentThread => 1,
+                crate::Runtime::Multi => ctx.workers,
+            };
+            write!(
+                j,
+                ",\"runtime\":\"{}\",\"workers\":{workers}",
+                runtime.name()
+            )
+        }
+    };
+    let _ = write!(
+        j,
+        ",\"open\":{},\"accepted\":{},\"requests\":{},\"bad_requests\":{},\"errors\":{},\
+         \"accept_errors\":{},\"resets\":{},\"timeouts\":{},\"rejected\":{},\"db_errors\":{}",
+        s.open,
+        s.accepted,
+        s.requests,
+        s.bad_requests,
+        s.errors,
+        s.accept_errors,
+        s.resets,
+        s.timeouts,
+        s.rejected,
+        s.db_errors
+    );
+    if let Some(db) = &ctx.db {
+        let _ = write!(j, ",\"db_pool\":{}", db.pool_size());
+    }
+    let _ = write!(j, ",\"draining\":{}", ctx.draining());
+    j.push_str(",\"worker_requests\":[");
+    for (i, c) in ctx.counters.iter().enumerate() {
+        if i > 0 {
+            j.push(',');
+        }
+        let _ = write!(j, "{}", c.requests());
+    }
+    j.push_str("]}\n");
+    j
+}
+
+/// Send `len` bytes of `file` (from its start) to `sock` with sendfile(2).
+fn sendfile_all(sock: &TcpStream, file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut offset: libc::off_t = 0;
+    let mut left = len;
+    while left > 0 {
+        let chunk = left.min(1 << 30) as usize;
+        // SAFETY: both descriptors are open for the duration of the call (borrowed from live
+        // objects); `offset` is a valid off_t the kernel updates.
+        let n = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut offset, chunk) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            // The file shrank under us; the promised Content-Length cannot be kept.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shrank while being sent",
+            ));
+        }
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(docroot: Option<PathBuf>) -> Ctx {
+        Ctx::new(
+            None,
+            docroot,
+            Arch::Pool { handlers: 2 },
+            1,
+            (0..2).map(|_| Counters::default()).collect(),
+            Arc::new(Control::default()),
+        )
+    }
+
+    fn slow(route: SlowRoute) -> Slow {
+        Slow {
+            route,
+            keep_alive: true,
+            head: false,
+            http10: false,
+        }
+    }
+
+    fn text_of(out: &[u8]) -> String {
+        String::from_utf8_lossy(out).into_owned()
+    }
+
+    #[test]
+    fn content_types() {
+        assert_eq!(content_type("a/b.HTML"), "text/html");
+        assert_eq!(content_type("x.json"), "application/json");
+        assert_eq!(content_type("x.jpg"), "image/jpeg");
+        assert_eq!(content_type("x.tar.gz"), "application/octet-stream");
+        assert_eq!(content_type("dir.d/noext"), "application/octet-stream");
+        assert_eq!(content_type("noext"), "application/octet-stream");
+    }
+
+    #[test]
+    fn sleep_and_db_without_database() {
+        let c = ctx(None);
+        let mut out = Vec::new();
+        let t = std::time::Instant::now();
+        let o = run_blocking(&slow(SlowRoute::Sleep { ms: 20 }), &c, &mut out);
+        assert!(t.elapsed() >= Duration::from_millis(20));
+        assert_eq!(o.status, 200);
+        assert_eq!(
+            text_of(&out),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\nslept 20 ms\n"
+        );
+        out.clear();
+        let mut s = slow(SlowRoute::DbRead { n: 3 });
+        s.keep_alive = false;
+        assert_eq!(run_blocking(&s, &c, &mut out).status, 503);
+        assert!(text_of(&out).contains("Connection: close\r\n"));
+    }
+
+    #[test]
+    fn sleep_is_cut_short_by_stop() {
+        let c = ctx(None);
+        let control = Arc::clone(&c.control);
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            control.begin_stop();
+        });
+        let t = std::time::Instant::now();
+        let mut out = Vec::new();
+        let o = run_blocking(&slow(SlowRoute::Sleep { ms: 60_000 }), &c, &mut out);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(o.status, 503);
+        stopper.join().unwrap();
+    }
+
+    #[test]
+    fn files_from_the_docroot() {
+        let dir = std::env::temp_dir().join(format!("headroom-handlers-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/a.css"), b"body{}").unwrap();
+        let c = ctx(Some(dir.clone()));
+        let mut out = Vec::new();
+        let path = |p: &str| SlowRoute::File { path: p.into() };
+        assert_eq!(
+            run_blocking(&slow(path("sub/a.css")), &c, &mut out).status,
+            200
+        );
+        assert!(
+            text_of(&out).ends_with("Content-Type: text/css\r\nContent-Length: 6\r\n\r\nbody{}")
+        );
+        out.clear();
+        let mut head = slow(path("sub/a.css"));
+        head.head = true;
+        run_blocking(&head, &c, &mut out);
+        assert!(text_of(&out).ends_with("Content-Length: 6\r\n\r\n"));
+        out.clear();
+        assert_eq!(
+            run_blocking(&slow(path("missing")), &c, &mut out).status,
+            404
+        );
+        assert_eq!(run_blocking(&slow(path("sub")), &c, &mut out).status, 404);
+        assert_eq!(
+            run_blocking(&slow(path("sub/a.css/x")), &c, &mut out).status,
+            404
+        );
+        let none = ctx(None);
+        assert_eq!(
+            run_blocking(&slow(path("sub/a.css")), &none, &mut out).status,
+            404
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn status_is_json_with_the_arch() {
+        let c = ctx(None);
+        let mut out = Vec::new();
+        run_blocking(&slow(SlowRoute::Status), &c, &mut out);
+        let t = text_of(&out);
+        assert!(t.contains("Content-Type: application/json\r\n"));
+        let body = &t[t.find("\r\n\r\n").unwrap() + 4..];
+        assert!(
+            body.starts_with("{\"arch\":\"pool\",\"handlers\":2,\"open\":0,"),
+            "{body}"
+        );
+        assert!(body.ends_with("\"worker_requests\":[0,0]}\n"), "{body}");
+    }
+}

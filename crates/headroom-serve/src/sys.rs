@@ -50,6 +50,10 @@ impl Epoll {
         self.ctl(libc::EPOLL_CTL_MOD, fd, flags, token)
     }
 
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
     /// Wait for events; `timeout_ms < 0` waits forever. EINTR is reported as zero events.
     pub fn wait(&self, events: &mut [Event], timeout_ms: i32) -> io::Result<usize> {
         let max = events.len().min(i32::MAX as usize) as libc::c_int;
@@ -123,4 +127,133 @@ pub fn accept_nonblocking(listener: RawFd) -> io::Result<OwnedFd> {
     })?;
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `poll(2)` over `fds`; `timeout_ms < 0` waits forever. EINTR is reported as zero ready.
+/// Entries with a negative `fd` are ignored by the kernel (their `revents` come back 0).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: the kernel reads and writes exactly `fds.len()` entries of `fds`.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// A `select(2)` descriptor set: a fixed bitmap of [`libc::FD_SETSIZE`] bits.
+///
+/// Subtleness ahead: `FD_SET` with a descriptor at or above `FD_SETSIZE` writes past the end of
+/// the bitmap (glibc's fortified build aborts instead; a plain build corrupts whatever follows).
+/// Every method here checks the range first, so the unsafe calls stay in bounds.
+#[derive(Clone, Copy)]
+pub struct FdSet {
+    set: libc::fd_set,
+}
+
+impl std::fmt::Debug for FdSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FdSet")
+    }
+}
+
+/// A descriptor `select(2)` cannot watch: negative, or at or above `FD_SETSIZE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdTooHigh(pub RawFd);
+
+impl std::fmt::Display for FdTooHigh {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "descriptor {} is beyond select(2)'s FD_SETSIZE ({}); select cannot watch it",
+            self.0,
+            libc::FD_SETSIZE
+        )
+    }
+}
+
+impl std::error::Error for FdTooHigh {}
+
+impl FdSet {
+    pub fn new() -> FdSet {
+        // SAFETY: an all-zero fd_set is a valid (empty) set; FD_ZERO writes only inside it.
+        let mut set: libc::fd_set = unsafe { std::mem::zeroed() };
+        unsafe { libc::FD_ZERO(&mut set) };
+        FdSet { set }
+    }
+
+    /// True when `select(2)` can watch `fd`.
+    pub fn fits(fd: RawFd) -> bool {
+        (0..libc::FD_SETSIZE as RawFd).contains(&fd)
+    }
+
+    pub fn insert(&mut self, fd: RawFd) -> Result<(), FdTooHigh> {
+        if !Self::fits(fd) {
+            return Err(FdTooHigh(fd));
+        }
+        // SAFETY: 0 <= fd < FD_SETSIZE, so the bit is inside `set`.
+        unsafe { libc::FD_SET(fd, &mut self.set) };
+        Ok(())
+    }
+
+    pub fn remove(&mut self, fd: RawFd) {
+        if Self::fits(fd) {
+            // SAFETY: 0 <= fd < FD_SETSIZE, so the bit is inside `set`.
+            unsafe { libc::FD_CLR(fd, &mut self.set) };
+        }
+    }
+
+    pub fn contains(&self, fd: RawFd) -> bool {
+        // SAFETY: 0 <= fd < FD_SETSIZE, so the bit is inside `set`.
+        Self::fits(fd) && unsafe { libc::FD_ISSET(fd, &self.set) }
+    }
+}
+
+impl Default for FdSet {
+    fn default() -> Self {
+        FdSet::new()
+    }
+}
+
+/// `select(2)` on descriptors below `nfds` (at most `FD_SETSIZE`); `timeout_ms < 0` waits
+/// forever. The sets are replaced by the ready subsets. EINTR is reported as zero ready (the
+/// sets are then unspecified: the caller rebuilds them on every call anyway).
+pub fn select(
+    nfds: RawFd,
+    read: &mut FdSet,
+    write: &mut FdSet,
+    timeout_ms: i32,
+) -> io::Result<usize> {
+    let nfds = nfds.clamp(0, libc::FD_SETSIZE as RawFd);
+    let mut tv = libc::timeval {
+        tv_sec: (timeout_ms.max(0) / 1000) as libc::time_t,
+        tv_usec: ((timeout_ms.max(0) % 1000) * 1000) as libc::suseconds_t,
+    };
+    let tvp: *mut libc::timeval = if timeout_ms < 0 {
+        std::ptr::null_mut()
+    } else {
+        &mut tv
+    };
+    // SAFETY: `nfds <= FD_SETSIZE`, so the kernel touches only bits inside the two sets; `tvp` is
+    // null or points to a live timeval.
+    let n = unsafe {
+        libc::select(
+            nfds,
+            &mut read.set,
+            &mut write.set,
+            std::ptr::null_mut(),
+            tvp,
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
 }

@@ -1,17 +1,23 @@
-//! The epoll reactor over real loopback sockets.
+//! The reactor over real loopback sockets, each behaviour on every poller: the tests are
+//! written once as `fn name(poller: Poller)` and instantiated per poller by `per_poller!` at the
+//! bottom (as `select::name`, `poll::name`, `epoll::name`).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use headroom_serve::{start, RunningServer, ServerConfig, ServerStats};
+use headroom_serve::{start, Arch, Poller, RunningServer, ServerConfig, ServerStats};
 
-fn server(workers: usize) -> RunningServer {
-    start(ServerConfig {
+fn config(poller: Poller, workers: usize) -> ServerConfig {
+    ServerConfig {
         workers,
+        arch: Arch::Reactor { poller },
         ..ServerConfig::default()
-    })
-    .expect("start server")
+    }
+}
+
+fn server(poller: Poller, workers: usize) -> RunningServer {
+    start(config(poller, workers)).expect("start server")
 }
 
 fn connect(s: &RunningServer) -> TcpStream {
@@ -116,12 +122,10 @@ fn wait_stats(s: &RunningServer, ok: impl Fn(&ServerStats) -> bool) -> ServerSta
     }
 }
 
-#[test]
-fn get_root_returns_the_configured_body() {
+fn get_root_returns_the_configured_body(poller: Poller) {
     let s = start(ServerConfig {
-        workers: 2,
         body: b"custom body\n".to_vec(),
-        ..ServerConfig::default()
+        ..config(poller, 2)
     })
     .unwrap();
     let mut c = connect(&s);
@@ -153,9 +157,8 @@ fn default_body_and_config() {
     assert_eq!(Reader::new(c).response().body, b"hello from headroom\n");
 }
 
-#[test]
-fn keep_alive_100_sequential_requests() {
-    let s = server(2);
+fn keep_alive_100_sequential_requests(poller: Poller) {
+    let s = server(poller, 2);
     let c = connect(&s);
     let mut w = c.try_clone().unwrap();
     let mut r = Reader::new(c);
@@ -170,9 +173,8 @@ fn keep_alive_100_sequential_requests() {
     assert_eq!((st.accepted, st.requests), (1, 100));
 }
 
-#[test]
-fn pipelined_requests_in_one_write_are_answered_in_order() {
-    let s = server(2);
+fn pipelined_requests_in_one_write_are_answered_in_order(poller: Poller) {
+    let s = server(poller, 2);
     let mut c = connect(&s);
     let mut all = Vec::new();
     for i in 0..10 {
@@ -185,9 +187,8 @@ fn pipelined_requests_in_one_write_are_answered_in_order() {
     }
 }
 
-#[test]
-fn bytes_n_delivers_exactly_n_bytes() {
-    let s = server(2);
+fn bytes_n_delivers_exactly_n_bytes(poller: Poller) {
+    let s = server(poller, 2);
     let mut c = connect(&s);
     c.write_all(b"GET /bytes/100000 HTTP/1.1\r\n\r\nGET /bytes/3 HTTP/1.1\r\n\r\n")
         .unwrap();
@@ -213,9 +214,8 @@ fn bytes_n_delivers_exactly_n_bytes() {
     );
 }
 
-#[test]
-fn garbage_gets_400_and_the_connection_closes() {
-    let s = server(1);
+fn garbage_gets_400_and_the_connection_closes(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     c.write_all(b"\x16\x03\x01 this is not http\r\n\r\n")
         .unwrap();
@@ -231,9 +231,8 @@ fn garbage_gets_400_and_the_connection_closes() {
     assert_eq!((st.bad_requests, st.open, st.errors), (1, 0, 0));
 }
 
-#[test]
-fn garbage_after_good_requests_in_one_write() {
-    let s = server(1);
+fn garbage_after_good_requests_in_one_write(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     // The client keeps sending after the 400: the server must still deliver it, not reset.
     c.write_all(b"GET / HTTP/1.1\r\n\r\nBROKEN\x00\r\n\r\n")
@@ -245,9 +244,8 @@ fn garbage_after_good_requests_in_one_write() {
     r.expect_eof();
 }
 
-#[test]
-fn http10_closes_after_the_response() {
-    let s = server(1);
+fn http10_closes_after_the_response(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     c.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
     let mut r = Reader::new(c);
@@ -269,9 +267,8 @@ fn http10_closes_after_the_response() {
     r.expect_eof();
 }
 
-#[test]
-fn request_bodies_are_skipped_even_when_split() {
-    let s = server(1);
+fn request_bodies_are_skipped_even_when_split(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     c.write_all(b"POST /bytes/1 HTTP/1.1\r\nContent-Length: 20000\r\n\r\n")
         .unwrap();
@@ -284,9 +281,8 @@ fn request_bodies_are_skipped_even_when_split() {
     assert_eq!(r.response().body, b"xx");
 }
 
-#[test]
-fn head_split_byte_by_byte() {
-    let s = server(1);
+fn head_split_byte_by_byte(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     for &b in b"GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n" {
         c.write_all(&[b]).unwrap();
@@ -294,9 +290,8 @@ fn head_split_byte_by_byte() {
     assert_eq!(Reader::new(c).response().body, b"xxxx");
 }
 
-#[test]
-fn oversized_head_gets_431_and_close() {
-    let s = server(1);
+fn oversized_head_gets_431_and_close(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     let mut req = b"GET / HTTP/1.1\r\nX-Big: ".to_vec();
     req.resize(20 * 1024, b'a');
@@ -308,9 +303,8 @@ fn oversized_head_gets_431_and_close() {
 
 /// A client that does not read: the server must keep the unsent tail, wait for EPOLLOUT and
 /// deliver everything in order once the client reads.
-#[test]
-fn slow_reader_gets_every_byte_in_order() {
-    let s = server(1);
+fn slow_reader_gets_every_byte_in_order(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     let mut req = Vec::new();
     for _ in 0..3 {
@@ -328,9 +322,8 @@ fn slow_reader_gets_every_byte_in_order() {
 
 /// Many pipelined small requests: more output than one round's cap, so parsing must resume
 /// after the writes drain.
-#[test]
-fn deep_pipeline_beyond_the_output_cap() {
-    let s = server(1);
+fn deep_pipeline_beyond_the_output_cap(poller: Poller) {
+    let s = server(poller, 1);
     let c = connect(&s);
     let n = 20_000;
     let mut w = c.try_clone().unwrap();
@@ -350,9 +343,8 @@ fn deep_pipeline_beyond_the_output_cap() {
     assert_eq!(st.requests, n);
 }
 
-#[test]
-fn connections_spread_over_workers_on_one_port() {
-    let s = server(4);
+fn connections_spread_over_workers_on_one_port(poller: Poller) {
+    let s = server(poller, 4);
     assert_eq!(s.workers(), 4);
     let mut conns: Vec<TcpStream> = (0..64).map(|_| connect(&s)).collect();
     for c in &mut conns {
@@ -365,9 +357,8 @@ fn connections_spread_over_workers_on_one_port() {
     assert_eq!((st.accepted, st.requests, st.open), (64, 64, 0));
 }
 
-#[test]
-fn client_half_close_still_gets_its_answers() {
-    let s = server(1);
+fn client_half_close_still_gets_its_answers(poller: Poller) {
+    let s = server(poller, 1);
     let mut c = connect(&s);
     c.write_all(b"GET / HTTP/1.1\r\n\r\nGET /bytes/2 HTTP/1.1\r\n\r\n")
         .unwrap();
@@ -378,9 +369,8 @@ fn client_half_close_still_gets_its_answers() {
     r.expect_eof();
 }
 
-#[test]
-fn stop_returns_promptly_with_open_connections() {
-    let s = server(2);
+fn stop_returns_promptly_with_open_connections(poller: Poller) {
+    let s = server(poller, 2);
     let mut idle: Vec<TcpStream> = (0..20).map(|_| connect(&s)).collect();
     // Some mid-request, some mid-body, one not reading a large response.
     idle[0].write_all(b"GET / HTTP/1.1\r\nHost:").unwrap();
@@ -401,9 +391,8 @@ fn stop_returns_promptly_with_open_connections() {
     assert_eq!(n, 0);
 }
 
-#[test]
-fn dropping_the_server_stops_it_and_frees_the_port() {
-    let s = server(2);
+fn dropping_the_server_stops_it_and_frees_the_port(poller: Poller) {
+    let s = server(poller, 2);
     let addr = s.local_addr();
     drop(s);
     assert!(
@@ -413,8 +402,7 @@ fn dropping_the_server_stops_it_and_frees_the_port() {
     // The same address can be bound again at once.
     let again = start(ServerConfig {
         listen: addr,
-        workers: 2,
-        ..ServerConfig::default()
+        ..config(poller, 2)
     })
     .unwrap();
     assert_eq!(again.local_addr(), addr);
@@ -432,10 +420,9 @@ fn zero_workers_is_an_error() {
 
 /// The listener's TCP_NODELAY is inherited by accepted sockets (Linux), so no per-connection
 /// setsockopt is needed. Found through /proc/self/fd: the server runs in this process.
-#[test]
-fn accepted_sockets_inherit_nodelay() {
+fn accepted_sockets_inherit_nodelay(poller: Poller) {
     use std::os::fd::BorrowedFd;
-    let s = server(1);
+    let s = server(poller, 1);
     let mut c = connect(&s);
     c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
     let client = c.local_addr().unwrap();
@@ -460,8 +447,7 @@ fn accepted_sockets_inherit_nodelay() {
     assert!(found, "server side of the connection not found");
 }
 
-#[test]
-fn ipv6_loopback_when_available() {
+fn ipv6_loopback_when_available(poller: Poller) {
     let listen = "[::1]:0".parse().unwrap();
     if std::net::TcpListener::bind(listen).is_err() {
         eprintln!("no IPv6 loopback here; skipped");
@@ -469,8 +455,7 @@ fn ipv6_loopback_when_available() {
     }
     let s = start(ServerConfig {
         listen,
-        workers: 2,
-        ..ServerConfig::default()
+        ..config(poller, 2)
     })
     .unwrap();
     assert!(s.local_addr().is_ipv6());
@@ -478,3 +463,39 @@ fn ipv6_loopback_when_available() {
     c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
     assert_eq!(Reader::new(c).response().status, 200);
 }
+
+/// Instantiate the tests above once per poller.
+macro_rules! per_poller {
+    ($($name:ident),* $(,)?) => {
+        mod select {
+            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Select) } )*
+        }
+        mod poll {
+            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Poll) } )*
+        }
+        mod epoll {
+            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Epoll) } )*
+        }
+    };
+}
+
+per_poller!(
+    get_root_returns_the_configured_body,
+    keep_alive_100_sequential_requests,
+    pipelined_requests_in_one_write_are_answered_in_order,
+    bytes_n_delivers_exactly_n_bytes,
+    garbage_gets_400_and_the_connection_closes,
+    garbage_after_good_requests_in_one_write,
+    http10_closes_after_the_response,
+    request_bodies_are_skipped_even_when_split,
+    head_split_byte_by_byte,
+    oversized_head_gets_431_and_close,
+    slow_reader_gets_every_byte_in_order,
+    deep_pipeline_beyond_the_output_cap,
+    connections_spread_over_workers_on_one_port,
+    client_half_close_still_gets_its_answers,
+    stop_returns_promptly_with_open_connections,
+    dropping_the_server_stops_it_and_frees_the_port,
+    accepted_sockets_inherit_nodelay,
+    ipv6_loopback_when_available,
+);

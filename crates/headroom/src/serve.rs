@@ -249,11 +249,8 @@ pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let stats_before = server.stats();
     let deadline = a.drain_timeout;
-    let drained = std::thread::spawn(move || {
-        let _ = deadline;
-        server.stop()
-    }); // TODO(drain): server.drain(deadline)
-        // A second signal during the drain exits at once.
+    let drained = std::thread::spawn(move || server.drain(deadline));
+    // A second signal during the drain exits at once.
     loop {
         if drained.is_finished() {
             break;

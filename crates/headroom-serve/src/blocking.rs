@@ -47,7 +47,7 @@ pub(crate) fn start_pool(
             .spawn(move || {
                 let counters = &shared.counters[i];
                 let mut h = Handler::new(&shared, counters);
-                while let Some(stream) = accept(&listener, &shared, &mut h.tally) {
+                while let Some(stream) = accept(&listener, &shared, &mut h.tally, counters) {
                     let stream = Arc::new(stream);
                     match admit(&shared, &stream, &mut h.tally) {
                         Some(key) => h.serve(&stream, key),
@@ -75,7 +75,7 @@ pub(crate) fn start_thread_per_conn(
         .spawn(move || {
             let mut tally = Tally::default();
             let mut next = 0usize;
-            while let Some(stream) = accept(&listener, &shared, &mut tally) {
+            while let Some(stream) = accept(&listener, &shared, &mut tally, &shared.counters[0]) {
                 let stream = Arc::new(stream);
                 if let Some(key) = admit(&shared, &stream, &mut tally) {
                     let shard = next % shared.counters.len();
@@ -108,8 +108,15 @@ pub(crate) fn start_thread_per_conn(
 }
 
 /// Accept the next connection (counted in `accepted`); `None` when the server stops or drains
-/// (the listener was shut down). Running out of descriptors is counted and backed off.
-fn accept(listener: &TcpListener, shared: &Shared, tally: &mut Tally) -> Option<TcpStream> {
+/// (the listener was shut down). Running out of descriptors is counted and backed off; failures
+/// are published to `counters` as they happen, so a server starved of descriptors shows it while
+/// it waits, not only once a connection finally comes through.
+fn accept(
+    listener: &TcpListener,
+    shared: &Shared,
+    tally: &mut Tally,
+    counters: &Counters,
+) -> Option<TcpStream> {
     loop {
         let control = &shared.control;
         if control.stopping() || control.draining() {
@@ -141,11 +148,13 @@ fn accept(listener: &TcpListener, shared: &Shared, tally: &mut Tally) -> Option<
                     | libc::EPERM => {
                         tally.errors += 1;
                         tally.accept_errors += 1;
+                        tally.publish(counters);
                     }
                     // EMFILE, ENFILE, ENOBUFS, ENOMEM: retrying now would fail the same way.
                     _ => {
                         tally.errors += 1;
                         tally.accept_errors += 1;
+                        tally.publish(counters);
                         std::thread::sleep(ACCEPT_BACKOFF);
                     }
                 }

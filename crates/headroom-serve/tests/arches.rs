@@ -417,6 +417,75 @@ fn db_without_a_database_is_503() {
     );
 }
 
+/// `/db/read/N` and `/db/write/N` over HTTP, through every architecture, on `url`.
+fn db_endpoints_on(url: &str) {
+    each(
+        |c| {
+            c.db = Some(headroom_serve::DbConfig {
+                url: url.to_string(),
+                pool: 3,
+            })
+        },
+        |name, s| {
+            let mut r = Reader::new(connect(s));
+            let read = r.get("/db/read/5");
+            assert_eq!(
+                read.status,
+                200,
+                "{name}: {:?}",
+                String::from_utf8_lossy(&read.body)
+            );
+            assert_eq!(read.body, b"read 5\n", "{name}");
+            let write = r.get("/db/write/3");
+            assert_eq!(
+                write.status,
+                200,
+                "{name}: {:?}",
+                String::from_utf8_lossy(&write.body)
+            );
+            let body = String::from_utf8_lossy(&write.body).into_owned();
+            assert!(body.ends_with(" 3\n"), "{name}: {body:?}");
+            // Concurrent clients through a pool of 3: every call succeeds.
+            let addr = s.local_addr();
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        let c = TcpStream::connect(addr).unwrap();
+                        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                        let mut r = Reader::new(c);
+                        (0..5)
+                            .map(|_| r.get("/db/read/10").status)
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                assert!(h.join().unwrap().iter().all(|&st| st == 200), "{name}");
+            }
+            assert_eq!(s.stats().db_errors, 0, "{name}");
+        },
+    );
+}
+
+#[test]
+fn db_endpoints_on_sqlite_for_every_architecture() {
+    let dir = std::env::temp_dir().join(format!("headroom-arches-db-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    db_endpoints_on(&format!("sqlite:{}", dir.join("h.db").display()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn db_endpoints_on_postgresql_for_every_architecture() {
+    let url = std::env::var("HEADROOM_PG_URL").unwrap_or_else(|_| {
+        panic!(
+            "HEADROOM_PG_URL is not set: run scripts/test, or \
+             export HEADROOM_PG_URL=$(scripts/postgres.sh start)"
+        )
+    });
+    db_endpoints_on(&url);
+}
+
 #[test]
 fn keepalive_requests_closes_after_the_third() {
     each(

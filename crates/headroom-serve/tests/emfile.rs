@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use headroom_serve::{start, Arch, Poller, ServerConfig};
+use headroom_serve::{start, Arch, Poller, Runtime, ServerConfig};
 
 fn nofile() -> libc::rlimit {
     let mut r = libc::rlimit {
@@ -67,19 +67,84 @@ fn cpu_ticks(files: &mut [File]) -> u64 {
 
 #[test]
 fn emfile_in_accept_backs_off_and_recovers() {
-    for poller in [Poller::Select, Poller::Poll, Poller::Epoll] {
-        eprintln!("{poller:?}");
-        emfile_with(poller);
+    // One process, one descriptor limit: the architectures take turns.
+    let arches = [
+        Arch::ThreadPerConn,
+        Arch::Reactor {
+            poller: Poller::Select,
+        },
+        Arch::Reactor {
+            poller: Poller::Poll,
+        },
+        Arch::Reactor {
+            poller: Poller::Epoll,
+        },
+        Arch::Async {
+            runtime: Runtime::CurrentThread,
+        },
+        Arch::Async {
+            runtime: Runtime::Multi,
+        },
+    ];
+    for arch in arches {
+        eprintln!("{arch:?}");
+        emfile_with(arch);
     }
+    eprintln!("Pool");
+    pool_serves_with_descriptors_exhausted();
+}
+
+/// A pool never meets EMFILE in accept: a free handler is blocked in accept(2) holding the
+/// descriptor number the kernel reserved for it, and a busy handler does not accept. What must
+/// hold is that it keeps serving while the process has no descriptor to spare: connection after
+/// connection, each taking the descriptor the previous one released.
+fn pool_serves_with_descriptors_exhausted() {
+    let server = start(ServerConfig {
+        workers: 1,
+        arch: Arch::Pool { handlers: 1 },
+        ..ServerConfig::default()
+    })
+    .unwrap();
+    let saved = nofile();
+    set_nofile(&libc::rlimit {
+        rlim_cur: 256.min(saved.rlim_cur),
+        rlim_max: saved.rlim_max,
+    });
+    let mut fillers = Vec::new();
+    while let Ok(f) = File::open("/dev/null") {
+        fillers.push(f);
+    }
+    for i in 0..3 {
+        fillers.pop(); // one descriptor for this client's socket, none to spare
+        let mut c = TcpStream::connect(server.local_addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).expect("served");
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "client {i}");
+        drop(c);
+        fillers.push(File::open("/dev/null").expect("the client's descriptor is free again"));
+        assert!(File::open("/dev/null").is_err(), "still exhausted");
+    }
+    drop(fillers);
+    set_nofile(&saved);
+    let st = server.stats();
+    assert_eq!(st.accepted, 3);
+    assert_eq!(
+        st.accept_errors, 0,
+        "the reserved descriptor was always there"
+    );
+    server.stop();
 }
 
 /// select and poll must also stop *watching* the listener during the back-off (they are
 /// level-triggered: a listener with a queued connection is reported on every call), and watch
 /// it again afterwards.
-fn emfile_with(poller: Poller) {
+fn emfile_with(poller: Arch) {
     let server = start(ServerConfig {
         workers: 1,
-        arch: Arch::Reactor { poller },
+        arch: poller,
         ..ServerConfig::default()
     })
     .unwrap();
@@ -100,13 +165,21 @@ fn emfile_with(poller: Poller) {
             }
         }
     }
-    // Exactly one descriptor free: the client's socket takes it, the server's accept finds none.
-    fillers.pop();
-    let mut client = TcpStream::connect(server.local_addr()).unwrap();
-    client
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    client.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    // A thread blocked in accept(2) has already taken its descriptor number (the kernel reserves
+    // it before it waits), so a blocking architecture admits one connection more before its
+    // accept finds none. Free exactly one descriptor per client: the clients' sockets take them
+    // all, and the server's (next) accept fails.
+    let reserved = usize::from(matches!(poller, Arch::ThreadPerConn | Arch::Pool { .. }));
+    let mut clients = Vec::new();
+    for _ in 0..=reserved {
+        fillers.pop();
+        let mut client = TcpStream::connect(server.local_addr()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        clients.push(client);
+    }
 
     let deadline = Instant::now() + Duration::from_secs(5);
     while server.stats().accept_errors == 0 && Instant::now() < deadline {
@@ -118,7 +191,7 @@ fn emfile_with(poller: Poller) {
     let later = server.stats();
     let spent = cpu_ticks(&mut stat) - cpu;
     assert!(first.accept_errors >= 1, "{poller:?}: {first:?}");
-    assert_eq!(later.accepted, 0);
+    assert_eq!(later.accepted, reserved as u64, "{poller:?}");
     // 300 ms of starvation at a 10 ms back-off: about thirty retries, not a spin...
     assert!(
         later.accept_errors - first.accept_errors <= 60,
@@ -133,16 +206,20 @@ fn emfile_with(poller: Poller) {
 
     drop(fillers);
     set_nofile(&saved);
-    let mut got = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !got.ends_with(b"hello from headroom\n") {
-        let n = client.read(&mut buf).expect("served after recovery");
-        assert!(n > 0, "closed instead of served");
-        got.extend_from_slice(&buf[..n]);
+    for client in clients.iter_mut() {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !got.ends_with(b"hello from headroom\n") {
+            let n = client.read(&mut buf).expect("served after recovery");
+            assert!(n > 0, "{poller:?}: closed instead of served");
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        // Done with it: the pool's single handler is free for the next client.
+        let _ = client.shutdown(std::net::Shutdown::Both);
     }
-    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
     let st = server.stats();
-    assert_eq!(st.accepted, 1);
+    assert_eq!(st.accepted, 1 + reserved as u64, "{poller:?}");
     assert_eq!(st.errors, st.accept_errors);
     server.stop();
 }

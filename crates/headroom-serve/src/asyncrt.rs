@@ -30,7 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::http::{Batch, InputState, Responses, Slow, SlowRoute};
-use crate::{blocking, handlers, Runtime, Shared, Tally};
+use crate::{blocking, classify_accept_error, handlers, AcceptFailure, Runtime, Shared, Tally};
 
 /// Per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
@@ -141,22 +141,14 @@ async fn accept_loop(
                         tokio::spawn(serve(stream, conn, phase.clone()));
                     }
                 }
-                Err(e) => match e.raw_os_error().unwrap_or(0) {
-                    libc::EINTR | libc::ECONNABORTED => {}
-                    libc::EPROTO
-                    | libc::ENOPROTOOPT
-                    | libc::EHOSTDOWN
-                    | libc::ENONET
-                    | libc::EHOSTUNREACH
-                    | libc::EOPNOTSUPP
-                    | libc::ENETDOWN
-                    | libc::ENETUNREACH
-                    | libc::EPERM => {
+                Err(e) => match classify_accept_error(&e) {
+                    AcceptFailure::Empty | AcceptFailure::Skip => {}
+                    AcceptFailure::Retry => {
                         tally.errors += 1;
                         tally.accept_errors += 1;
                     }
-                    // EMFILE & co: retrying now would fail the same way.
-                    _ => {
+                    // EMFILE & co (and a listener gone bad): retrying now would fail the same way.
+                    AcceptFailure::Backoff | AcceptFailure::Closed => {
                         tally.errors += 1;
                         tally.accept_errors += 1;
                         tally.publish(&shared.counters[0]);

@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::http::InputState;
-use crate::{handlers, Counters, Shared, Tally};
+use crate::{classify_accept_error, handlers, AcceptFailure, Counters, Shared, Tally};
 
 /// Read buffer of each thread (thread per connection: of each connection).
 const READ_BUF: usize = 64 * 1024;
@@ -131,27 +131,16 @@ fn accept(
                 if control.stopping() || control.draining() {
                     return None;
                 }
-                match e.raw_os_error().unwrap_or(0) {
-                    // The connection died in the queue, or a signal: take the next one.
-                    libc::EINTR | libc::ECONNABORTED => {}
+                match classify_accept_error(&e) {
+                    AcceptFailure::Empty | AcceptFailure::Skip => {}
                     // Shut down (by someone else than us?): nothing more will come.
-                    libc::EINVAL | libc::EBADF | libc::ENOTSOCK => return None,
-                    // Network errors of that one connection: retry at once (accept(2)).
-                    libc::EPROTO
-                    | libc::ENOPROTOOPT
-                    | libc::EHOSTDOWN
-                    | libc::ENONET
-                    | libc::EHOSTUNREACH
-                    | libc::EOPNOTSUPP
-                    | libc::ENETDOWN
-                    | libc::ENETUNREACH
-                    | libc::EPERM => {
+                    AcceptFailure::Closed => return None,
+                    AcceptFailure::Retry => {
                         tally.errors += 1;
                         tally.accept_errors += 1;
                         tally.publish(counters);
                     }
-                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: retrying now would fail the same way.
-                    _ => {
+                    AcceptFailure::Backoff => {
                         tally.errors += 1;
                         tally.accept_errors += 1;
                         tally.publish(counters);

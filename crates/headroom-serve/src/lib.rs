@@ -286,6 +286,42 @@ impl Counters {
     }
 }
 
+/// What an accept(2) failure means for an accepting loop (one classification for every
+/// architecture, so they count and back off alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AcceptFailure {
+    /// Nothing queued right now (EAGAIN on a non-blocking listener).
+    Empty,
+    /// The connection died in the queue, or a signal interrupted: take the next one; not counted.
+    Skip,
+    /// A network error of that one connection: counted, and retried at once (accept(2) says to
+    /// treat these like EAGAIN).
+    Retry,
+    /// The listener was shut down or is not a socket (any more): nothing more will come.
+    Closed,
+    /// Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) or anything unexpected:
+    /// counted; retrying now would fail the same way, so back off.
+    Backoff,
+}
+
+pub(crate) fn classify_accept_error(e: &std::io::Error) -> AcceptFailure {
+    match e.raw_os_error().unwrap_or(0) {
+        libc::EAGAIN => AcceptFailure::Empty,
+        libc::EINTR | libc::ECONNABORTED => AcceptFailure::Skip,
+        libc::EPROTO
+        | libc::ENOPROTOOPT
+        | libc::EHOSTDOWN
+        | libc::ENONET
+        | libc::EHOSTUNREACH
+        | libc::EOPNOTSUPP
+        | libc::ENETDOWN
+        | libc::ENETUNREACH
+        | libc::EPERM => AcceptFailure::Retry,
+        libc::EINVAL | libc::EBADF | libc::ENOTSOCK => AcceptFailure::Closed,
+        _ => AcceptFailure::Backoff,
+    }
+}
+
 /// A worker's unpublished counts, plain integers on the hot path.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {

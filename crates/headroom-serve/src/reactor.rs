@@ -71,7 +71,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::http::{Batch, InputState, Responses, Slow, SlowRoute};
 use crate::poller::{self, Interest, PollSet, ERR, HUP, IN, OUT, RDHUP};
-use crate::{handlers, sys, Arch, Counters, Poller, ServerConfig, Tally};
+use crate::{
+    classify_accept_error, handlers, sys, AcceptFailure, Arch, Counters, Poller, ServerConfig,
+    Tally,
+};
 
 /// Token of the stop eventfd.
 const STOP: u64 = 0;
@@ -478,27 +481,16 @@ impl<P: PollSet> Loop<P> {
                         }
                     }
                 }
-                Err(e) => match e.raw_os_error().unwrap_or(0) {
-                    libc::EAGAIN => return,
-                    // The connection died in the queue, or a signal: take the next one.
-                    libc::EINTR | libc::ECONNABORTED => {}
-                    // Network errors of that one connection (accept(2) says: treat like EAGAIN
-                    // and retry).
-                    libc::EPROTO
-                    | libc::ENOPROTOOPT
-                    | libc::EHOSTDOWN
-                    | libc::ENONET
-                    | libc::EHOSTUNREACH
-                    | libc::EOPNOTSUPP
-                    | libc::ENETDOWN
-                    | libc::ENETUNREACH
-                    | libc::EPERM => {
+                Err(e) => match classify_accept_error(&e) {
+                    AcceptFailure::Empty => return,
+                    AcceptFailure::Skip => {}
+                    AcceptFailure::Retry => {
                         self.tally.errors += 1;
                         self.tally.accept_errors += 1;
                     }
                     // EMFILE, ENFILE, ENOBUFS, ENOMEM and anything unexpected: retrying now
                     // would fail the same way, so back off.
-                    _ => {
+                    AcceptFailure::Backoff | AcceptFailure::Closed => {
                         self.tally.errors += 1;
                         self.tally.accept_errors += 1;
                         self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);

@@ -191,3 +191,82 @@ fn sigint_stops_cleanly_and_still_writes_the_summary() {
     assert!(v["responses"].as_u64().unwrap() > 0);
     assert!(v["duration_s"].as_f64().unwrap() < 5.0);
 }
+
+/// `headroom serve` as a person runs it: one readiness line naming the address, answers,
+/// and a clean exit 0 on SIGTERM (drain), for a blocking and an event-driven architecture.
+#[test]
+fn serve_prints_readiness_serves_and_drains_on_sigterm() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    for arch in [
+        vec!["--arch", "pool", "--handlers", "2"],
+        vec!["--arch", "reactor", "--poller", "poll", "--workers", "1"],
+        vec!["--arch", "async", "--runtime", "current-thread"],
+    ] {
+        let mut child = headroom()
+            .args(["serve", "--listen", "127.0.0.1:0", "--drain-timeout", "2s"])
+            .args(&arch)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            line.starts_with("headroom serve: listening on 127.0.0.1:"),
+            "{arch:?}: {line}"
+        );
+        let addr = line.split_whitespace().nth(4).unwrap().to_string();
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        c.write_all(b"GET /status HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut got = String::new();
+        c.read_to_string(&mut got).unwrap();
+        assert!(got.starts_with("HTTP/1.1 200 OK"), "{arch:?}: {got}");
+        assert!(got.contains("\"arch\""), "{arch:?}: /status is JSON: {got}");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let t = std::time::Instant::now();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{arch:?}: {status:?}");
+        assert!(t.elapsed().as_secs() < 3, "{arch:?}: drained promptly");
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(
+            err.contains("draining") && err.contains("stopped after"),
+            "{arch:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn serve_bad_flags_are_one_line_and_exit_2() {
+    for (args, says) in [
+        (
+            vec!["serve", "--arch", "pool", "--handlers", "0"],
+            "bad --handlers 0",
+        ),
+        (
+            vec!["serve", "--db", "mysql://x"],
+            "use sqlite:PATH or postgres://",
+        ),
+        (vec!["serve", "--arch", "fork"], "possible values"),
+        (
+            vec!["serve", "--docroot", "/nonexistent/dir"],
+            "not a directory",
+        ),
+    ] {
+        let (code, _, stderr) = stderr_of(&args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

@@ -1,0 +1,243 @@
+//! Plain types of a validated scenario. Everything here has passed validation: weights are
+//! positive, sessions are non-empty, every `${var}` is defined before use, includes are inlined.
+//!
+//! Units: durations are `Duration`; rates are arrivals per second (`f64`).
+
+use headroom_core::Distribution;
+use std::time::Duration;
+
+/// A whole scenario file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Optional human name (`name:`).
+    pub name: Option<String>,
+    pub servers: Vec<Server>,
+    pub load: Load,
+    pub sessions: Vec<Session>,
+    pub thresholds: Vec<Threshold>,
+}
+
+/// A target server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Server {
+    pub host: String,
+    pub port: u16,
+    pub protocol: Protocol,
+}
+
+/// Only HTTP for now; other protocols come with the protocol issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Http,
+}
+
+/// Open arrival phases and/or closed user populations. At least one of the two is non-empty.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Load {
+    /// Run one after another.
+    pub phases: Vec<Phase>,
+    /// Closed populations: each user runs sessions back to back.
+    pub users: Vec<Users>,
+}
+
+/// An open arrival phase: new users (each running one session) arrive at `rate`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub duration: Duration,
+    pub rate: Rate,
+    pub arrival: Arrival,
+    /// Cap on users alive at once in this phase (arrivals beyond it are dropped and counted).
+    pub max_users: Option<u64>,
+}
+
+/// Arrival rate in users per second. `interarrival: 2s` is stored as `Fixed(0.5)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    Fixed(f64),
+    /// Linear from `from` at the phase start to `to` at its end.
+    Ramp {
+        from: f64,
+        to: f64,
+    },
+}
+
+/// How arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arrival {
+    /// Exponential inter-arrival times (the default, as in Tsung).
+    #[default]
+    Poisson,
+    /// Evenly spaced.
+    Constant,
+}
+
+/// A closed population of `count` users.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Users {
+    pub count: u64,
+    /// Session every user runs; `None` draws from the weighted mix each time.
+    pub session: Option<String>,
+}
+
+/// A named, weighted sequence of steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub name: String,
+    /// Relative weight in the mix; > 0 and finite.
+    pub weight: f64,
+    pub steps: Vec<Step>,
+}
+
+/// One step of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Request(Request),
+    Think(Distribution),
+    Loop(Loop),
+    Transaction { name: String, steps: Vec<Step> },
+    Connect,
+    Close,
+    Set { var: String, source: SetSource },
+    Extract(Extract),
+    Match(Match),
+}
+
+/// An HTTP request. `path`, header values and `body` may hold `${var}` references.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Name used for per-request figures; defaults to `METHOD path`.
+    pub name: String,
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+}
+
+/// A loop: `count` iterations, or while/until a variable is truthy (set, non-empty, not `0` or
+/// `false`). With both, `count` caps the conditional loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loop {
+    pub count: Option<u64>,
+    pub condition: Option<Condition>,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    While(String),
+    Until(String),
+}
+
+/// Where a `set` takes its value from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetSource {
+    Value(String),
+    /// A CSV feeder: `file` relative to the scenario file, zero-based `column`.
+    Csv {
+        file: String,
+        column: usize,
+        order: CsvOrder,
+    },
+    RandomNumber {
+        min: i64,
+        max: i64,
+    },
+    RandomString {
+        length: usize,
+    },
+    Sequence {
+        start: i64,
+        step: i64,
+    },
+    UserId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CsvOrder {
+    #[default]
+    Sequential,
+    Random,
+}
+
+/// Takes a value from the last reply into `var`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extract {
+    pub var: String,
+    pub from: ExtractFrom,
+    /// Value when nothing matches; without it the variable is left unset.
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExtractFrom {
+    /// First capture group (or the whole match without a group).
+    Regex(String),
+    /// RFC 6901 JSON pointer into the reply body.
+    JsonPointer(String),
+    /// A reply header, by case-insensitive name.
+    Header(String),
+}
+
+/// A check on the last reply; every firing is counted under its name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    pub name: String,
+    pub status: Option<u16>,
+    /// Substring of the body.
+    pub body: Option<String>,
+    /// Fire when the condition holds (`true`, the default) or when it does not.
+    pub when_matched: bool,
+    pub action: MatchAction,
+    /// For `loop`: most times the preceding request is repeated.
+    pub max_loops: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchAction {
+    Continue,
+    Abort,
+    Restart,
+    Loop,
+}
+
+/// A CI threshold such as `p99(login) < 200ms`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// The key as written, for reporting.
+    pub text: String,
+    pub metric: Metric,
+    pub op: CmpOp,
+    pub value: ThresholdValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Metric {
+    /// Latency percentile (0 < p <= 100) of a request or transaction name, or all with `None`.
+    Percentile {
+        p: f64,
+        name: Option<String>,
+    },
+    Mean {
+        name: Option<String>,
+    },
+    /// Failed / total requests.
+    ErrorRate,
+    /// Requests per second over the run.
+    Rps,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThresholdValue {
+    Duration(Duration),
+    /// A fraction: `1%` is 0.01.
+    Ratio(f64),
+    Number(f64),
+}

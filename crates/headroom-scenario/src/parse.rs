@@ -1,0 +1,639 @@
+//! The walker from a span-keeping YAML tree to [`crate::model`], collecting located errors.
+//!
+//! Invariant: every error is pushed through [`Parser::err`], which takes a node span, so no error
+//! can lose its position. A node without a start marker (never produced by the loader, but the
+//! type allows it) falls back to line 1, column 1 of the file being walked.
+//!
+//! Variables are checked in document order: a `${var}` must be defined by an earlier `set` or
+//! `extract` in the same session (loops and transactions included, in order), or be a builtin.
+
+use crate::model::*;
+use crate::ScenarioError;
+use marked_yaml::types::MarkedMappingNode;
+use marked_yaml::{LoaderOptions, Node, Span};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod steps;
+
+const TOP_KEYS: &[&str] = &["name", "servers", "load", "sessions", "thresholds"];
+const STEP_KINDS: &[&str] = &[
+    "request",
+    "think",
+    "loop",
+    "transaction",
+    "connect",
+    "close",
+    "set",
+    "extract",
+    "match",
+    "include",
+];
+/// Variables every session has without a `set`.
+const BUILTINS: &[&str] = &["user_id", "session"];
+/// Includes nested deeper than this are reported (guards against unbounded non-cyclic chains).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+pub(crate) type Vars = HashSet<String>;
+
+pub(crate) struct Parser {
+    /// Source id (index) -> file name as given.
+    files: Vec<String>,
+    /// The file being walked, for nodes without a marker.
+    current: usize,
+    errors: Vec<ScenarioError>,
+    /// Canonical paths of the files being included, outermost first.
+    include_stack: Vec<PathBuf>,
+}
+
+impl Parser {
+    pub(crate) fn new() -> Self {
+        Parser {
+            files: Vec::new(),
+            current: 0,
+            errors: Vec::new(),
+            include_stack: Vec::new(),
+        }
+    }
+
+    pub(crate) fn scenario(
+        mut self,
+        text: &str,
+        file_name: &str,
+    ) -> Result<Scenario, Vec<ScenarioError>> {
+        if let Ok(p) = Path::new(file_name).canonicalize() {
+            self.include_stack.push(p);
+        }
+        let root = self.load_yaml(text, file_name, LoaderOptions::default());
+        let scenario = root.and_then(|root| self.top(&root));
+        match scenario {
+            Some(s) if self.errors.is_empty() => Ok(s),
+            _ => Err(self.errors),
+        }
+    }
+
+    fn load_yaml(&mut self, text: &str, file_name: &str, opts: LoaderOptions) -> Option<Node> {
+        let id = self.files.len();
+        self.files.push(file_name.to_string());
+        self.current = id;
+        let opts = opts.error_on_duplicate_keys(true);
+        match marked_yaml::parse_yaml_with_options(id, text, opts) {
+            Ok(node) => Some(node),
+            Err(e) => {
+                use marked_yaml::LoadError as E;
+                let (mark, msg) = match &e {
+                    E::TopLevelMustBeMapping(m) => {
+                        (*m, "expected a mapping at the top level".into())
+                    }
+                    E::TopLevelMustBeSequence(m) => {
+                        (*m, "expected a sequence of steps at the top level".into())
+                    }
+                    E::UnexpectedAnchor(m) => (*m, "anchors and aliases are not supported".into()),
+                    E::MappingKeyMustBeScalar(m) => (*m, "mapping keys must be scalars".into()),
+                    E::UnexpectedTag(m) => (*m, "YAML tags are not supported".into()),
+                    E::ScanError(m, s) => (*m, format!("YAML syntax: {}", s.info())),
+                    E::DuplicateKey(d) => match d.key.span().start() {
+                        Some(m) => (*m, format!("duplicate key '{}'", d.key.as_str())),
+                        None => (
+                            marked_yaml::Marker::new(id, 0, 1, 1),
+                            "duplicate key".into(),
+                        ),
+                    },
+                };
+                self.push(file_name.to_string(), mark.line(), mark.column(), msg);
+                None
+            }
+        }
+    }
+
+    fn push(&mut self, file: String, line: usize, column: usize, message: String) {
+        self.errors.push(ScenarioError {
+            file,
+            line: line.max(1),
+            column: column.max(1),
+            message,
+        });
+    }
+
+    fn err(&mut self, span: &Span, message: impl Into<String>) {
+        let (file, line, col) = match span.start() {
+            Some(m) => (m.source(), m.line(), m.column()),
+            None => (self.current, 1, 1),
+        };
+        let name = self.files.get(file).cloned().unwrap_or_default();
+        self.push(name, line, col, message.into());
+    }
+
+    // ---- generic helpers -------------------------------------------------------------------
+
+    fn map<'a>(&mut self, node: &'a Node, what: &str) -> Option<&'a MarkedMappingNode> {
+        let m = node.as_mapping();
+        if m.is_none() {
+            self.err(node.span(), format!("{what}: expected a mapping"));
+        }
+        m
+    }
+
+    /// Reports keys of `map` not in `allowed`.
+    fn keys(&mut self, map: &MarkedMappingNode, what: &str, allowed: &[&str]) {
+        for k in map.keys() {
+            if !allowed.contains(&k.as_str()) {
+                self.err(
+                    k.span(),
+                    format!(
+                        "unknown key '{}' in {what}; expected one of {}",
+                        k.as_str(),
+                        allowed.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+
+    fn required<'a>(
+        &mut self,
+        map: &'a MarkedMappingNode,
+        key: &str,
+        what: &str,
+    ) -> Option<&'a Node> {
+        let n = map.get_node(key);
+        if n.is_none() {
+            self.err(map.span(), format!("{what} is missing '{key}'"));
+        }
+        n
+    }
+
+    fn string(&mut self, node: &Node, what: &str) -> Option<String> {
+        match node.as_scalar() {
+            Some(s) => Some(s.as_str().to_string()),
+            None => {
+                self.err(node.span(), format!("{what}: expected a string"));
+                None
+            }
+        }
+    }
+
+    fn name(&mut self, node: &Node, what: &str) -> Option<String> {
+        let s = self.string(node, what)?;
+        if s.is_empty() {
+            self.err(node.span(), format!("{what}: expected a non-empty name"));
+            return None;
+        }
+        Some(s)
+    }
+
+    fn var_name(&mut self, node: &Node, what: &str) -> Option<String> {
+        let s = self.string(node, what)?;
+        let ok = !s.is_empty()
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !s.starts_with(|c: char| c.is_ascii_digit());
+        if !ok {
+            self.err(
+                node.span(),
+                format!("{what}: expected a variable name (letters, digits, _), got '{s}'"),
+            );
+            return None;
+        }
+        Some(s)
+    }
+
+    fn number(&mut self, node: &Node, what: &str) -> Option<f64> {
+        let v = node
+            .as_scalar()
+            .and_then(|s| s.as_str().trim().parse::<f64>().ok());
+        match v {
+            Some(v) if v.is_finite() => Some(v),
+            _ => {
+                self.err(node.span(), format!("{what}: expected a number"));
+                None
+            }
+        }
+    }
+
+    fn positive(&mut self, node: &Node, what: &str) -> Option<f64> {
+        let v = self.number(node, what)?;
+        if v <= 0.0 {
+            self.err(node.span(), format!("{what} must be positive"));
+            return None;
+        }
+        Some(v)
+    }
+
+    fn int(&mut self, node: &Node, what: &str) -> Option<i64> {
+        let v = node
+            .as_scalar()
+            .and_then(|s| s.as_str().trim().parse::<i64>().ok());
+        if v.is_none() {
+            self.err(node.span(), format!("{what}: expected an integer"));
+        }
+        v
+    }
+
+    fn count(&mut self, node: &Node, what: &str) -> Option<u64> {
+        let v = node
+            .as_scalar()
+            .and_then(|s| s.as_str().trim().parse::<u64>().ok());
+        match v {
+            Some(v) if v > 0 => Some(v),
+            _ => {
+                self.err(node.span(), format!("{what}: expected a positive integer"));
+                None
+            }
+        }
+    }
+
+    /// `500ms`, `2s`, `1m 30s` (humantime) or a plain number of seconds.
+    fn duration(&mut self, node: &Node, what: &str) -> Option<Duration> {
+        let text = node.as_scalar().map(|s| s.as_str().trim().to_string());
+        let d = text.as_deref().and_then(|t| {
+            if let Ok(secs) = t.parse::<f64>() {
+                Duration::try_from_secs_f64(secs).ok()
+            } else {
+                humantime::parse_duration(t).ok()
+            }
+        });
+        if d.is_none() {
+            self.err(
+                node.span(),
+                format!("{what}: expected a duration such as 500ms, 2s, 1m or a number of seconds"),
+            );
+        }
+        d
+    }
+
+    fn seq<'a>(&mut self, node: &'a Node, what: &str) -> Option<&'a [Node]> {
+        match node.as_sequence() {
+            Some(s) => Some(s.as_slice()),
+            None => {
+                self.err(node.span(), format!("{what}: expected a list"));
+                None
+            }
+        }
+    }
+
+    /// Checks every `${name}` in `text` is defined.
+    fn refs(&mut self, node: &Node, text: &str, vars: &Vars) {
+        let mut rest = text;
+        while let Some(i) = rest.find("${") {
+            let after = &rest[i + 2..];
+            let Some(end) = after.find('}') else {
+                self.err(node.span(), "unterminated '${'; expected '${name}'");
+                return;
+            };
+            let name = &after[..end];
+            if !vars.contains(name) && !BUILTINS.contains(&name) {
+                self.err(
+                    node.span(),
+                    format!(
+                        "undefined variable '${{{name}}}'; define it with an earlier set or extract (builtins: {})",
+                        BUILTINS.join(", ")
+                    ),
+                );
+            }
+            rest = &after[end + 1..];
+        }
+    }
+
+    // ---- top level --------------------------------------------------------------------------
+
+    fn top(&mut self, root: &Node) -> Option<Scenario> {
+        let map = self.map(root, "scenario")?;
+        self.keys(map, "scenario", TOP_KEYS);
+        let name = map.get_node("name").and_then(|n| self.string(n, "name"));
+        let servers = match map.get_node("servers") {
+            Some(n) => self.servers(n),
+            None => Vec::new(),
+        };
+        let load = self
+            .required(map, "load", "scenario")
+            .and_then(|n| self.load(n))
+            .unwrap_or_default();
+        let sessions = match self.required(map, "sessions", "scenario") {
+            Some(n) => self.sessions(n),
+            None => Vec::new(),
+        };
+        for u in &load.users {
+            if let Some(s) = &u.session {
+                if !sessions.iter().any(|x| &x.name == s) {
+                    let span = *map.get_node("load").map(|n| n.span()).unwrap_or(map.span());
+                    self.err(&span, format!("users refer to unknown session '{s}'"));
+                }
+            }
+        }
+        let thresholds = match map.get_node("thresholds") {
+            Some(n) => self.thresholds(n),
+            None => Vec::new(),
+        };
+        Some(Scenario {
+            name,
+            servers,
+            load,
+            sessions,
+            thresholds,
+        })
+    }
+
+    fn servers(&mut self, node: &Node) -> Vec<Server> {
+        let mut out = Vec::new();
+        for n in self.seq(node, "servers").unwrap_or_default() {
+            let Some(m) = self.map(n, "server") else {
+                continue;
+            };
+            self.keys(m, "server", &["host", "port", "protocol"]);
+            let host = self
+                .required(m, "host", "server")
+                .and_then(|h| self.name(h, "host"));
+            let port = self.required(m, "port", "server").and_then(|p| {
+                let v = p.as_scalar().and_then(|s| s.as_str().parse::<u16>().ok());
+                match v {
+                    Some(v) if v > 0 => Some(v),
+                    _ => {
+                        self.err(p.span(), "port: expected an integer 1..65535");
+                        None
+                    }
+                }
+            });
+            if let Some(p) = m.get_node("protocol") {
+                if p.as_scalar().map(|s| s.as_str()) != Some("http") {
+                    self.err(p.span(), "protocol: expected 'http' (others come later)");
+                }
+            }
+            if let (Some(host), Some(port)) = (host, port) {
+                out.push(Server {
+                    host,
+                    port,
+                    protocol: Protocol::Http,
+                });
+            }
+        }
+        out
+    }
+
+    fn load(&mut self, node: &Node) -> Option<Load> {
+        let m = self.map(node, "load")?;
+        self.keys(m, "load", &["phases", "users"]);
+        let mut load = Load::default();
+        if let Some(p) = m.get_node("phases") {
+            for n in self.seq(p, "phases").unwrap_or_default() {
+                if let Some(ph) = self.phase(n) {
+                    load.phases.push(ph);
+                }
+            }
+        }
+        if let Some(u) = m.get_node("users") {
+            for n in self.seq(u, "users").unwrap_or_default() {
+                let Some(um) = self.map(n, "users") else {
+                    continue;
+                };
+                self.keys(um, "users", &["count", "session"]);
+                let count = self
+                    .required(um, "count", "users")
+                    .and_then(|c| self.count(c, "count"));
+                let session = um.get_node("session").and_then(|s| self.name(s, "session"));
+                if let Some(count) = count {
+                    load.users.push(Users { count, session });
+                }
+            }
+        }
+        if m.get_node("phases").is_none() && m.get_node("users").is_none() {
+            self.err(
+                m.span(),
+                "load needs 'phases' (open arrivals) or 'users' (closed populations)",
+            );
+        }
+        Some(load)
+    }
+
+    fn phase(&mut self, node: &Node) -> Option<Phase> {
+        let m = self.map(node, "phase")?;
+        let keys = [
+            "duration",
+            "arrival_rate",
+            "interarrival",
+            "ramp",
+            "arrival",
+            "max_users",
+        ];
+        self.keys(m, "phase", &keys);
+        let duration = self
+            .required(m, "duration", "phase")
+            .and_then(|d| self.duration(d, "duration"));
+        let given: Vec<&str> = ["arrival_rate", "interarrival", "ramp"]
+            .into_iter()
+            .filter(|k| m.get_node(k).is_some())
+            .collect();
+        let rate = match given.as_slice() {
+            [] => {
+                self.err(
+                    m.span(),
+                    "phase needs one of arrival_rate, interarrival or ramp",
+                );
+                None
+            }
+            ["arrival_rate"] => {
+                let n = m.get_node("arrival_rate")?;
+                self.positive(n, "arrival_rate").map(Rate::Fixed)
+            }
+            ["interarrival"] => {
+                let n = m.get_node("interarrival")?;
+                match self.duration(n, "interarrival") {
+                    Some(d) if !d.is_zero() => Some(Rate::Fixed(1.0 / d.as_secs_f64())),
+                    Some(_) => {
+                        self.err(n.span(), "interarrival must be positive");
+                        None
+                    }
+                    None => None,
+                }
+            }
+            ["ramp"] => {
+                let n = m.get_node("ramp")?;
+                let rm = self.map(n, "ramp")?;
+                self.keys(rm, "ramp", &["from", "to"]);
+                let from = self
+                    .required(rm, "from", "ramp")
+                    .and_then(|v| self.number(v, "from"));
+                let to = self
+                    .required(rm, "to", "ramp")
+                    .and_then(|v| self.number(v, "to"));
+                match (from, to) {
+                    (Some(f), Some(t)) if f >= 0.0 && t >= 0.0 && f + t > 0.0 => {
+                        Some(Rate::Ramp { from: f, to: t })
+                    }
+                    (Some(_), Some(_)) => {
+                        self.err(n.span(), "ramp rates must be >= 0 and not both 0");
+                        None
+                    }
+                    _ => None,
+                }
+            }
+            _ => {
+                let n = m.get_node(given[1])?;
+                self.err(
+                    n.span(),
+                    "give only one of arrival_rate, interarrival or ramp in a phase",
+                );
+                None
+            }
+        };
+        let arrival = match m.get_node("arrival") {
+            None => Some(Arrival::Poisson),
+            Some(a) => match a.as_scalar().map(|s| s.as_str()) {
+                Some("poisson") => Some(Arrival::Poisson),
+                Some("constant") => Some(Arrival::Constant),
+                _ => {
+                    self.err(a.span(), "arrival: expected one of poisson, constant");
+                    None
+                }
+            },
+        };
+        let max_users = match m.get_node("max_users") {
+            Some(n) => Some(self.count(n, "max_users")?),
+            None => None,
+        };
+        Some(Phase {
+            duration: duration?,
+            rate: rate?,
+            arrival: arrival?,
+            max_users,
+        })
+    }
+
+    fn sessions(&mut self, node: &Node) -> Vec<Session> {
+        let mut out: Vec<Session> = Vec::new();
+        let list = self.seq(node, "sessions").unwrap_or_default();
+        if list.is_empty() && node.as_sequence().is_some() {
+            self.err(node.span(), "sessions: expected at least one session");
+        }
+        for n in list {
+            let Some(m) = self.map(n, "session") else {
+                continue;
+            };
+            self.keys(m, "session", &["name", "weight", "steps"]);
+            let name = self
+                .required(m, "name", "session")
+                .and_then(|x| self.name(x, "name"));
+            if let (Some(name), Some(nn)) = (&name, m.get_node("name")) {
+                if out.iter().any(|s| &s.name == name) {
+                    self.err(nn.span(), format!("duplicate session name '{name}'"));
+                }
+            }
+            let weight = match m.get_node("weight") {
+                None => Some(1.0),
+                Some(w) => match self.number(w, "weight") {
+                    Some(v) if v > 0.0 => Some(v),
+                    Some(_) => {
+                        self.err(w.span(), "weights must be positive");
+                        None
+                    }
+                    None => None,
+                },
+            };
+            let mut vars = Vars::new();
+            let steps = match self.required(m, "steps", "session") {
+                Some(s) => self.steps(s, &mut vars),
+                None => Vec::new(),
+            };
+            if let (Some(name), Some(s)) = (&name, m.get_node("steps")) {
+                if steps.is_empty() && s.as_sequence().is_some_and(|q| q.is_empty()) {
+                    self.err(s.span(), format!("session '{name}' is empty"));
+                }
+            }
+            if let (Some(name), Some(weight)) = (name, weight) {
+                out.push(Session {
+                    name,
+                    weight,
+                    steps,
+                });
+            }
+        }
+        out
+    }
+
+    // ---- thresholds -------------------------------------------------------------------------
+
+    fn thresholds(&mut self, node: &Node) -> Vec<Threshold> {
+        let mut out = Vec::new();
+        let Some(m) = self.map(node, "thresholds") else {
+            return out;
+        };
+        for (k, v) in m.iter() {
+            let metric = parse_metric(k.as_str());
+            if metric.is_none() {
+                self.err(
+                    k.span(),
+                    format!(
+                        "unknown threshold metric '{}'; expected error_rate, rps, mean(NAME) or pNN(NAME) such as p99(login)",
+                        k.as_str()
+                    ),
+                );
+            }
+            let cmp = v.as_scalar().and_then(|s| parse_cmp(s.as_str()));
+            if cmp.is_none() {
+                self.err(
+                    v.span(),
+                    "threshold: expected a comparison such as '< 200ms', '<= 1%' or '> 100'",
+                );
+            }
+            if let (Some(metric), Some((op, value))) = (metric, cmp) {
+                out.push(Threshold {
+                    text: k.as_str().to_string(),
+                    metric,
+                    op,
+                    value,
+                });
+            }
+        }
+        out
+    }
+}
+
+fn parse_metric(key: &str) -> Option<Metric> {
+    let key = key.trim();
+    match key {
+        "error_rate" => return Some(Metric::ErrorRate),
+        "rps" => return Some(Metric::Rps),
+        _ => {}
+    }
+    let (head, name) = match key.find('(') {
+        Some(i) if key.ends_with(')') => {
+            let inner = key[i + 1..key.len() - 1].trim();
+            (&key[..i], (!inner.is_empty()).then(|| inner.to_string()))
+        }
+        Some(_) => return None,
+        None => (key, None),
+    };
+    if head == "mean" {
+        return Some(Metric::Mean { name });
+    }
+    let p: f64 = head.strip_prefix('p')?.parse().ok()?;
+    (p > 0.0 && p <= 100.0).then_some(Metric::Percentile { p, name })
+}
+
+fn parse_cmp(text: &str) -> Option<(CmpOp, ThresholdValue)> {
+    let t = text.trim();
+    let (op, rest) = if let Some(r) = t.strip_prefix("<=") {
+        (CmpOp::Le, r)
+    } else if let Some(r) = t.strip_prefix(">=") {
+        (CmpOp::Ge, r)
+    } else if let Some(r) = t.strip_prefix('<') {
+        (CmpOp::Lt, r)
+    } else if let Some(r) = t.strip_prefix('>') {
+        (CmpOp::Gt, r)
+    } else {
+        return None;
+    };
+    let rest = rest.trim();
+    let value = if let Some(pct) = rest.strip_suffix('%') {
+        let v: f64 = pct.trim().parse().ok()?;
+        ThresholdValue::Ratio(v / 100.0)
+    } else if let Ok(v) = rest.parse::<f64>() {
+        ThresholdValue::Number(v)
+    } else {
+        ThresholdValue::Duration(humantime::parse_duration(rest).ok()?)
+    };
+    match value {
+        ThresholdValue::Ratio(v) | ThresholdValue::Number(v) if !v.is_finite() => None,
+        v => Some((op, v)),
+    }
+}

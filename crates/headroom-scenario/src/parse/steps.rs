@@ -1,0 +1,594 @@
+//! Steps of a session: the `impl Parser` half that walks `steps:` lists, split from `parse.rs`
+//! to keep files short. Same invariants as the parent: every error goes through `Parser::err`.
+
+use super::{Parser, Vars, BUILTINS, MAX_INCLUDE_DEPTH, STEP_KINDS};
+use crate::model::*;
+use headroom_core::Distribution;
+use marked_yaml::{LoaderOptions, Node};
+use std::path::Path;
+
+impl Parser {
+    // ---- steps ------------------------------------------------------------------------------
+
+    pub(super) fn steps(&mut self, node: &Node, vars: &mut Vars) -> Vec<Step> {
+        let mut out = Vec::new();
+        for n in self.seq(node, "steps").unwrap_or_default() {
+            self.step(n, vars, &mut out);
+        }
+        out
+    }
+
+    fn step(&mut self, node: &Node, vars: &mut Vars, out: &mut Vec<Step>) {
+        let expected = STEP_KINDS.join(", ");
+        if let Some(s) = node.as_scalar() {
+            match s.as_str() {
+                "connect" => out.push(Step::Connect),
+                "close" => out.push(Step::Close),
+                other => self.err(
+                    node.span(),
+                    format!("unknown step '{other}'; expected one of {expected}"),
+                ),
+            }
+            return;
+        }
+        let Some(m) = self.map(node, "step") else {
+            return;
+        };
+        if m.len() != 1 {
+            self.err(
+                m.span(),
+                format!("a step is a mapping with exactly one key, one of {expected}"),
+            );
+            return;
+        }
+        let Some((k, v)) = m.iter().next() else {
+            return;
+        };
+        let step = match k.as_str() {
+            "request" => self.request(v, vars).map(Step::Request),
+            "think" => self.think(v).map(Step::Think),
+            "loop" => self.looop(v, vars).map(Step::Loop),
+            "transaction" => self.transaction(v, vars),
+            "connect" => Some(Step::Connect),
+            "close" => Some(Step::Close),
+            "set" => self.set(v, vars),
+            "extract" => self.extract(v, vars).map(Step::Extract),
+            "match" => self.matcher(v).map(Step::Match),
+            "include" => {
+                self.include(v, vars, out);
+                None
+            }
+            other => {
+                self.err(
+                    k.span(),
+                    format!("unknown step '{other}'; expected one of {expected}"),
+                );
+                None
+            }
+        };
+        out.extend(step);
+    }
+
+    fn request(&mut self, node: &Node, vars: &Vars) -> Option<Request> {
+        // Shorthand: `request: GET /path`.
+        if let Some(s) = node.as_scalar() {
+            let mut parts = s.as_str().split_whitespace();
+            let (Some(method), Some(path), None) = (parts.next(), parts.next(), parts.next())
+            else {
+                self.err(node.span(), "request: expected 'METHOD /path' or a mapping");
+                return None;
+            };
+            self.refs(node, path, vars);
+            return Some(Request {
+                name: format!("{method} {path}"),
+                method: method.to_string(),
+                path: path.to_string(),
+                headers: Vec::new(),
+                body: None,
+            });
+        }
+        let m = self.map(node, "request")?;
+        self.keys(m, "request", &["name", "method", "path", "headers", "body"]);
+        let method = match m.get_node("method") {
+            Some(x) => {
+                let s = self.name(x, "method")?;
+                if !s.chars().all(|c| c.is_ascii_uppercase()) {
+                    self.err(
+                        x.span(),
+                        "method: expected an upper-case HTTP method such as GET",
+                    );
+                }
+                s
+            }
+            None => "GET".to_string(),
+        };
+        let pn = self.required(m, "path", "request")?;
+        let path = self.string(pn, "path")?;
+        if !path.starts_with('/') && !path.starts_with("${") {
+            self.err(
+                pn.span(),
+                "path: expected an absolute path starting with '/'",
+            );
+        }
+        self.refs(pn, &path, vars);
+        let mut headers = Vec::new();
+        if let Some(h) = m.get_node("headers") {
+            if let Some(hm) = self.map(h, "headers") {
+                for (k, v) in hm.iter() {
+                    if let Some(val) = self.string(v, "header value") {
+                        self.refs(v, &val, vars);
+                        headers.push((k.as_str().to_string(), val));
+                    }
+                }
+            }
+        }
+        let body = match m.get_node("body") {
+            Some(b) => {
+                let s = self.string(b, "body")?;
+                self.refs(b, &s, vars);
+                Some(s)
+            }
+            None => None,
+        };
+        let name = match m.get_node("name") {
+            Some(n) => self.name(n, "name")?,
+            None => format!("{method} {path}"),
+        };
+        Some(Request {
+            name,
+            method,
+            path,
+            headers,
+            body,
+        })
+    }
+
+    fn think(&mut self, node: &Node) -> Option<Distribution> {
+        if node.as_scalar().is_some() {
+            return self.duration(node, "think").map(Distribution::Constant);
+        }
+        let m = self.map(node, "think")?;
+        let kinds = ["constant", "uniform", "exponential", "pareto"];
+        if m.len() != 1 {
+            self.err(
+                m.span(),
+                format!("think: expected exactly one of {}", kinds.join(", ")),
+            );
+            return None;
+        }
+        let (k, v) = m.iter().next()?;
+        match k.as_str() {
+            "constant" => self.duration(v, "constant").map(Distribution::Constant),
+            "exponential" => {
+                let mean = match v.as_mapping() {
+                    Some(em) => {
+                        self.keys(em, "exponential", &["mean"]);
+                        let n = self.required(em, "mean", "exponential")?;
+                        self.duration(n, "mean")?
+                    }
+                    None => self.duration(v, "exponential")?,
+                };
+                Some(Distribution::Exponential { mean })
+            }
+            "uniform" => {
+                let um = self.map(v, "uniform")?;
+                self.keys(um, "uniform", &["min", "max"]);
+                let min = self
+                    .required(um, "min", "uniform")
+                    .and_then(|x| self.duration(x, "min"));
+                let max = self
+                    .required(um, "max", "uniform")
+                    .and_then(|x| self.duration(x, "max"));
+                let (min, max) = (min?, max?);
+                if min > max {
+                    self.err(um.span(), "uniform: min must not exceed max");
+                    return None;
+                }
+                Some(Distribution::Uniform { min, max })
+            }
+            "pareto" => {
+                let pm = self.map(v, "pareto")?;
+                self.keys(pm, "pareto", &["min", "alpha"]);
+                let min = self
+                    .required(pm, "min", "pareto")
+                    .and_then(|x| self.duration(x, "min"));
+                let alpha = self
+                    .required(pm, "alpha", "pareto")
+                    .and_then(|x| self.positive(x, "alpha"));
+                Some(Distribution::Pareto {
+                    min: min?,
+                    alpha: alpha?,
+                })
+            }
+            other => {
+                self.err(
+                    k.span(),
+                    format!(
+                        "unknown think kind '{other}'; expected one of {}",
+                        kinds.join(", ")
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn looop(&mut self, node: &Node, vars: &mut Vars) -> Option<Loop> {
+        let m = self.map(node, "loop")?;
+        self.keys(m, "loop", &["count", "while", "until", "steps"]);
+        let count = match m.get_node("count") {
+            Some(c) => Some(self.count(c, "count")?),
+            None => None,
+        };
+        let cond_node = match (m.get_node("while"), m.get_node("until")) {
+            (Some(_), Some(u)) => {
+                self.err(u.span(), "loop: give 'while' or 'until', not both");
+                return None;
+            }
+            (Some(w), None) => Some(("while", w)),
+            (None, Some(u)) => Some(("until", u)),
+            (None, None) => None,
+        };
+        if count.is_none() && cond_node.is_none() {
+            self.err(m.span(), "loop needs 'count', 'while' or 'until'");
+        }
+        let sn = self.required(m, "steps", "loop")?;
+        let steps = self.steps(sn, vars);
+        if steps.is_empty() && sn.as_sequence().is_some_and(|q| q.is_empty()) {
+            self.err(sn.span(), "loop is empty");
+        }
+        // The condition may name a variable set inside the body (typical for `until`), so it is
+        // checked after walking the body.
+        let condition = match cond_node {
+            Some((kind, n)) => {
+                let v = self.var_name(n, kind)?;
+                if !vars.contains(&v) && !BUILTINS.contains(&v.as_str()) {
+                    self.err(
+                        n.span(),
+                        format!("undefined variable '{v}' in loop {kind}; define it with set or extract"),
+                    );
+                }
+                Some(if kind == "while" {
+                    Condition::While(v)
+                } else {
+                    Condition::Until(v)
+                })
+            }
+            None => None,
+        };
+        if count.is_none() && condition.is_none() {
+            return None;
+        }
+        Some(Loop {
+            count,
+            condition,
+            steps,
+        })
+    }
+
+    fn transaction(&mut self, node: &Node, vars: &mut Vars) -> Option<Step> {
+        let m = self.map(node, "transaction")?;
+        self.keys(m, "transaction", &["name", "steps"]);
+        let name = self
+            .required(m, "name", "transaction")
+            .and_then(|n| self.name(n, "name"));
+        let sn = self.required(m, "steps", "transaction")?;
+        let steps = self.steps(sn, vars);
+        if steps.is_empty() && sn.as_sequence().is_some_and(|q| q.is_empty()) {
+            self.err(sn.span(), "transaction is empty");
+        }
+        Some(Step::Transaction { name: name?, steps })
+    }
+
+    fn set(&mut self, node: &Node, vars: &mut Vars) -> Option<Step> {
+        let m = self.map(node, "set")?;
+        let sources = [
+            "value",
+            "csv",
+            "random_number",
+            "random_string",
+            "sequence",
+            "user_id",
+        ];
+        let mut allowed = vec!["var"];
+        allowed.extend(sources);
+        self.keys(m, "set", &allowed);
+        let var = self
+            .required(m, "var", "set")
+            .and_then(|v| self.var_name(v, "var"));
+        let given: Vec<(&str, &Node)> = sources
+            .iter()
+            .filter_map(|k| m.get_node(k).map(|n| (*k, n)))
+            .collect();
+        let (kind, v) = match given.as_slice() {
+            [one] => *one,
+            [] => {
+                self.err(
+                    m.span(),
+                    format!("set needs one source: {}", sources.join(", ")),
+                );
+                return None;
+            }
+            [_, second, ..] => {
+                self.err(second.1.span(), "set takes exactly one source");
+                return None;
+            }
+        };
+        let source = match kind {
+            "value" => {
+                let s = self.string(v, "value")?;
+                self.refs(v, &s, vars);
+                SetSource::Value(s)
+            }
+            "csv" => {
+                let cm = self.map(v, "csv")?;
+                self.keys(cm, "csv", &["file", "column", "order"]);
+                let file = self
+                    .required(cm, "file", "csv")
+                    .and_then(|f| self.name(f, "file"));
+                let column = match cm.get_node("column") {
+                    Some(c) => match self.int(c, "column") {
+                        Some(c) if c >= 0 => Some(c as usize),
+                        Some(_) => {
+                            self.err(c.span(), "column: expected a zero-based index >= 0");
+                            None
+                        }
+                        None => None,
+                    },
+                    None => Some(0),
+                };
+                let order = match cm.get_node("order") {
+                    None => Some(CsvOrder::Sequential),
+                    Some(o) => match o.as_scalar().map(|s| s.as_str()) {
+                        Some("sequential") => Some(CsvOrder::Sequential),
+                        Some("random") => Some(CsvOrder::Random),
+                        _ => {
+                            self.err(o.span(), "order: expected one of sequential, random");
+                            None
+                        }
+                    },
+                };
+                SetSource::Csv {
+                    file: file?,
+                    column: column?,
+                    order: order?,
+                }
+            }
+            "random_number" => {
+                let rm = self.map(v, "random_number")?;
+                self.keys(rm, "random_number", &["min", "max"]);
+                let min = self
+                    .required(rm, "min", "random_number")
+                    .and_then(|x| self.int(x, "min"));
+                let max = self
+                    .required(rm, "max", "random_number")
+                    .and_then(|x| self.int(x, "max"));
+                let (min, max) = (min?, max?);
+                if min > max {
+                    self.err(rm.span(), "random_number: min must not exceed max");
+                    return None;
+                }
+                SetSource::RandomNumber { min, max }
+            }
+            "random_string" => {
+                let rm = self.map(v, "random_string")?;
+                self.keys(rm, "random_string", &["length"]);
+                let n = self.required(rm, "length", "random_string")?;
+                SetSource::RandomString {
+                    length: self.count(n, "length")? as usize,
+                }
+            }
+            "sequence" => {
+                let (start, step) = match v.as_mapping() {
+                    Some(sm) => {
+                        self.keys(sm, "sequence", &["start", "step"]);
+                        let start = match sm.get_node("start") {
+                            Some(x) => self.int(x, "start")?,
+                            None => 0,
+                        };
+                        let step = match sm.get_node("step") {
+                            Some(x) => self.int(x, "step")?,
+                            None => 1,
+                        };
+                        (start, step)
+                    }
+                    None => (self.int(v, "sequence (its start)")?, 1),
+                };
+                SetSource::Sequence { start, step }
+            }
+            _ => {
+                if v.as_scalar().and_then(|s| s.as_bool()) != Some(true) {
+                    self.err(v.span(), "user_id: expected true");
+                    return None;
+                }
+                SetSource::UserId
+            }
+        };
+        let var = var?;
+        vars.insert(var.clone());
+        Some(Step::Set { var, source })
+    }
+
+    fn extract(&mut self, node: &Node, vars: &mut Vars) -> Option<Extract> {
+        let m = self.map(node, "extract")?;
+        let sources = ["regex", "json", "header"];
+        self.keys(m, "extract", &["var", "regex", "json", "header", "default"]);
+        let var = self
+            .required(m, "var", "extract")
+            .and_then(|v| self.var_name(v, "var"));
+        let given: Vec<(&str, &Node)> = sources
+            .iter()
+            .filter_map(|k| m.get_node(k).map(|n| (*k, n)))
+            .collect();
+        let from = match given.as_slice() {
+            [(kind, v)] => {
+                let s = self.string(v, kind)?;
+                match *kind {
+                    "regex" if s.is_empty() => {
+                        self.err(v.span(), "regex: expected a non-empty pattern");
+                        return None;
+                    }
+                    "regex" => ExtractFrom::Regex(s),
+                    "json" if !(s.is_empty() || s.starts_with('/')) => {
+                        self.err(v.span(), "json: expected a JSON pointer such as /token");
+                        return None;
+                    }
+                    "json" => ExtractFrom::JsonPointer(s),
+                    _ if s.is_empty() => {
+                        self.err(v.span(), "header: expected a header name");
+                        return None;
+                    }
+                    _ => ExtractFrom::Header(s),
+                }
+            }
+            [] => {
+                self.err(m.span(), "extract needs one of regex, json, header");
+                return None;
+            }
+            [_, second, ..] => {
+                self.err(second.1.span(), "extract takes one of regex, json, header");
+                return None;
+            }
+        };
+        let default = match m.get_node("default") {
+            Some(d) => Some(self.string(d, "default")?),
+            None => None,
+        };
+        let var = var?;
+        vars.insert(var.clone());
+        Some(Extract { var, from, default })
+    }
+
+    fn matcher(&mut self, node: &Node) -> Option<Match> {
+        let m = self.map(node, "match")?;
+        self.keys(
+            m,
+            "match",
+            &["name", "status", "body", "when", "do", "max_loops"],
+        );
+        let status = match m.get_node("status") {
+            Some(s) => {
+                let v = s.as_scalar().and_then(|x| x.as_str().parse::<u16>().ok());
+                match v {
+                    Some(v) if (100..=599).contains(&v) => Some(v),
+                    _ => {
+                        self.err(s.span(), "status: expected an HTTP status 100..599");
+                        return None;
+                    }
+                }
+            }
+            None => None,
+        };
+        let body = match m.get_node("body") {
+            Some(b) => Some(self.string(b, "body")?),
+            None => None,
+        };
+        if status.is_none() && body.is_none() {
+            self.err(m.span(), "match needs 'status' or 'body'");
+            return None;
+        }
+        let when_matched = match m.get_node("when") {
+            None => true,
+            Some(w) => match w.as_scalar().map(|s| s.as_str()) {
+                Some("match") => true,
+                Some("nomatch") => false,
+                _ => {
+                    self.err(w.span(), "when: expected one of match, nomatch");
+                    return None;
+                }
+            },
+        };
+        let dn = self.required(m, "do", "match")?;
+        let action = match dn.as_scalar().map(|s| s.as_str()) {
+            Some("continue") => MatchAction::Continue,
+            Some("abort") => MatchAction::Abort,
+            Some("restart") => MatchAction::Restart,
+            Some("loop") => MatchAction::Loop,
+            _ => {
+                self.err(
+                    dn.span(),
+                    "do: expected one of continue, abort, restart, loop",
+                );
+                return None;
+            }
+        };
+        let max_loops = match m.get_node("max_loops") {
+            Some(n) => Some(self.count(n, "max_loops")?),
+            None => None,
+        };
+        let name = match m.get_node("name") {
+            Some(n) => self.name(n, "name")?,
+            None => {
+                let on = status
+                    .map(|s| s.to_string())
+                    .or(body.clone())
+                    .unwrap_or_default();
+                format!("match {on}")
+            }
+        };
+        Some(Match {
+            name,
+            status,
+            body,
+            when_matched,
+            action,
+            max_loops,
+        })
+    }
+
+    /// Inlines the steps of another file (a YAML list of steps) into `out`.
+    fn include(&mut self, node: &Node, vars: &mut Vars, out: &mut Vec<Step>) {
+        let Some(rel) = self.name(node, "include") else {
+            return;
+        };
+        let here = self.files.get(self.current).cloned().unwrap_or_default();
+        let base = Path::new(&here).parent().unwrap_or(Path::new(""));
+        let path = base.join(&rel);
+        let canon = match path.canonicalize() {
+            Ok(p) => p,
+            Err(e) => {
+                self.err(node.span(), format!("include '{}': {e}", path.display()));
+                return;
+            }
+        };
+        if self.include_stack.contains(&canon) {
+            let chain: Vec<String> = self
+                .include_stack
+                .iter()
+                .chain(std::iter::once(&canon))
+                .map(|p| {
+                    p.file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .collect();
+            self.err(
+                node.span(),
+                format!("includes loop: {}", chain.join(" -> ")),
+            );
+            return;
+        }
+        if self.include_stack.len() >= MAX_INCLUDE_DEPTH {
+            self.err(
+                node.span(),
+                format!("includes nested deeper than {MAX_INCLUDE_DEPTH}"),
+            );
+            return;
+        }
+        let text = match std::fs::read_to_string(&canon) {
+            Ok(t) => t,
+            Err(e) => {
+                self.err(node.span(), format!("include '{}': {e}", path.display()));
+                return;
+            }
+        };
+        let saved = self.current;
+        self.include_stack.push(canon);
+        let opts = LoaderOptions::default().toplevel_sequence();
+        if let Some(root) = self.load_yaml(&text, &path.display().to_string(), opts) {
+            out.extend(self.steps(&root, vars));
+        }
+        self.include_stack.pop();
+        self.current = saved;
+    }
+}

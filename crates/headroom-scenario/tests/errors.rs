@@ -1,0 +1,171 @@
+//! A table of bad snippets, each with the located error it must give.
+
+use headroom_scenario::parse_str;
+
+const HEAD: &str = "load:\n  phases:\n    - {duration: 10s, arrival_rate: 5}\n";
+
+/// (name, text, line, column, expected substring)
+fn cases() -> Vec<(&'static str, String, usize, usize, &'static str)> {
+    let s = |body: &str| format!("{HEAD}sessions:\n  - name: a\n    steps:\n{body}");
+    vec![
+        (
+            "misspelt step",
+            s("      - requst: GET /\n"),
+            7,
+            9,
+            "unknown step 'requst'; expected one of request, think, loop",
+        ),
+        (
+            "zero weight",
+            format!("{HEAD}sessions:\n  - name: a\n    weight: 0\n    steps: [{{request: GET /}}]\n"),
+            6,
+            13,
+            "weights must be positive",
+        ),
+        (
+            "empty session",
+            format!("{HEAD}sessions:\n  - name: x\n    steps: []\n"),
+            6,
+            12,
+            "session 'x' is empty",
+        ),
+        (
+            "undefined variable",
+            s("      - request:\n          path: /u/${user}\n"),
+            8,
+            17,
+            "undefined variable '${user}'",
+        ),
+        (
+            "phase without rate",
+            "load:\n  phases:\n    - {duration: 10s}\nsessions: [{name: a, steps: [{request: GET /}]}]\n"
+                .to_string(),
+            3,
+            7,
+            "phase needs one of arrival_rate, interarrival or ramp",
+        ),
+        (
+            "bad duration",
+            s("      - think: 2 fortnights\n"),
+            7,
+            16,
+            "expected a duration",
+        ),
+        (
+            "unknown top key",
+            format!("{HEAD}sesions: []\n"),
+            4,
+            1,
+            "unknown key 'sesions' in scenario",
+        ),
+        (
+            "yaml syntax",
+            format!("{HEAD}sessions: [\n"),
+            5,
+            1,
+            "YAML syntax",
+        ),
+        (
+            "duplicate key",
+            format!("{HEAD}load: {{}}\n"),
+            4,
+            1,
+            "duplicate key 'load'",
+        ),
+        (
+            "bad match action",
+            s("      - request: GET /\n      - match: {status: 500, do: explode}\n"),
+            8,
+            34,
+            "do: expected one of continue, abort, restart, loop",
+        ),
+        (
+            "extract with two sources",
+            s("      - extract: {var: t, regex: 'x', json: /t}\n"),
+            7,
+            45,
+            "extract takes one of regex, json, header",
+        ),
+        (
+            "loop without bound",
+            s("      - loop: {steps: [{request: GET /}]}\n"),
+            7,
+            15,
+            "loop needs 'count', 'while' or 'until'",
+        ),
+        (
+            "missing include",
+            s("      - include: nowhere.yaml\n"),
+            7,
+            18,
+            "include 'nowhere.yaml'",
+        ),
+        (
+            "bad threshold",
+            format!("{HEAD}sessions: [{{name: a, steps: [{{request: GET /}}]}}]\nthresholds: {{p99: 'fast'}}\n"),
+            5,
+            19,
+            "expected a comparison",
+        ),
+        (
+            "two rates",
+            "load:\n  phases:\n    - {duration: 1s, arrival_rate: 1, interarrival: 1s}\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
+            3,
+            53,
+            "only one of arrival_rate",
+        ),
+    ]
+}
+
+#[test]
+fn each_bad_snippet_gives_a_located_error() {
+    // Collect every mismatch so one run shows them all.
+    let mut wrong = Vec::new();
+    for (name, text, line, col, want) in cases() {
+        let Err(errs) = parse_str(&text, "t.yaml") else {
+            wrong.push(format!("{name}: parsed without error"));
+            continue;
+        };
+        match errs.iter().find(|e| e.message.contains(want)) {
+            None => wrong.push(format!(
+                "{name}: no error containing {want:?}; got {errs:?}"
+            )),
+            Some(e) if (e.line, e.column) != (line, col) || e.file != "t.yaml" => {
+                wrong.push(format!("{name}: want {line}:{col}, got {e}"))
+            }
+            Some(e) => assert!(e.to_string().starts_with(&format!("t.yaml:{line}:{col}: "))),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn errors_are_all_reported_not_just_the_first() {
+    let text =
+        format!("{HEAD}sessions:\n  - name: a\n    weight: -1\n    steps: [{{requst: GET /}}]\n");
+    let errs = parse_str(&text, "t.yaml").unwrap_err();
+    assert!(errs.len() >= 2, "{errs:#?}");
+}
+
+#[test]
+fn include_loop_is_reported() {
+    let dir = std::env::temp_dir().join(format!("headroom-scenario-inc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), "- include: b.yaml\n").unwrap();
+    std::fs::write(dir.join("b.yaml"), "- request: GET /\n- include: a.yaml\n").unwrap();
+    let main = dir.join("main.yaml");
+    std::fs::write(
+        &main,
+        format!("{HEAD}sessions:\n  - name: a\n    steps:\n      - include: a.yaml\n"),
+    )
+    .unwrap();
+    let errs = headroom_scenario::load(&main).unwrap_err();
+    let e = errs
+        .iter()
+        .find(|e| e.message.contains("includes loop"))
+        .unwrap_or_else(|| panic!("{errs:#?}"));
+    assert!(e.file.ends_with("b.yaml"), "{e}");
+    assert_eq!((e.line, e.column), (2, 12), "{e}");
+    assert!(e.message.contains("a.yaml -> b.yaml -> a.yaml"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

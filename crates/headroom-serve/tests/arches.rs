@@ -9,7 +9,10 @@ use std::net::{Shutdown, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use headroom_serve::{start, Arch, Poller, RunningServer, Runtime, ServerConfig, ServerStats};
+mod common;
+use common::*;
+
+use headroom_serve::{start, Arch, Poller, RunningServer, Runtime, ServerConfig};
 
 /// (name, arch, workers)
 fn arches() -> Vec<(&'static str, Arch, usize)> {
@@ -56,134 +59,6 @@ fn each(tweak: impl Fn(&mut ServerConfig), f: impl Fn(&str, &RunningServer)) {
         let s = start(cfg).unwrap_or_else(|e| panic!("{name}: start: {e}"));
         f(name, &s);
         s.stop();
-    }
-}
-
-fn connect(s: &RunningServer) -> TcpStream {
-    let c = TcpStream::connect(s.local_addr()).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.set_nodelay(true).unwrap();
-    c
-}
-
-#[derive(Debug)]
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// Reads responses off one connection, keeping bytes that belong to the next one.
-struct Reader {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Reader {
-    fn new(stream: TcpStream) -> Reader {
-        Reader {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("send");
-    }
-
-    fn get(&mut self, path: &str) -> Response {
-        self.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
-        self.response()
-    }
-
-    fn fill(&mut self) -> usize {
-        let mut chunk = [0u8; 65536];
-        let n = self.stream.read(&mut chunk).expect("read");
-        self.buf.extend_from_slice(&chunk[..n]);
-        n
-    }
-
-    fn response(&mut self) -> Response {
-        loop {
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut r = httparse::Response::new(&mut headers);
-            if let httparse::Status::Complete(head) = r.parse(&self.buf).expect("valid response") {
-                let status = r.code.unwrap();
-                let headers: Vec<(String, String)> = r
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_string(),
-                            String::from_utf8_lossy(h.value).into_owned(),
-                        )
-                    })
-                    .collect();
-                let len: usize = headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                    .map(|(_, v)| v.parse().unwrap())
-                    .expect("content-length");
-                while self.buf.len() < head + len {
-                    assert!(self.fill() > 0, "connection closed mid-body");
-                }
-                let body = self.buf[head..head + len].to_vec();
-                self.buf.drain(..head + len);
-                return Response {
-                    status,
-                    headers,
-                    body,
-                };
-            }
-            assert!(self.fill() > 0, "connection closed mid-head");
-        }
-    }
-
-    /// The server closes cleanly (end of file, not a reset) with nothing more to say.
-    fn expect_eof(&mut self) {
-        assert!(self.buf.is_empty(), "unexpected bytes {:?}", self.buf);
-        let mut rest = Vec::new();
-        self.stream
-            .read_to_end(&mut rest)
-            .expect("clean end of file");
-        assert!(rest.is_empty(), "unexpected bytes {rest:?}");
-    }
-
-    /// The server closed the connection (end of file or reset) within `within`.
-    fn expect_closed(&mut self, within: Duration) {
-        self.stream.set_read_timeout(Some(within)).unwrap();
-        let mut b = [0u8; 1024];
-        match self.stream.read(&mut b) {
-            Ok(0) => {}
-            Ok(n) => panic!("unexpected bytes {:?}", &b[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            Err(e) => panic!("not closed within {within:?}: {e}"),
-        }
-    }
-}
-
-/// Stats are published once per round: poll until they match.
-fn wait_stats(s: &RunningServer, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let st = s.stats();
-        if ok(&st) || Instant::now() > deadline {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

@@ -6,13 +6,16 @@
 //! numbers; the no-spin checks read the server threads' CPU time) re-run this test binary for
 //! just that test in a child process: see [`isolated`].
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use headroom_serve::{start, Arch, Poller, RunningServer, ServerConfig, ServerStats};
+mod common;
+use common::*;
+
+use headroom_serve::{start, Arch, Poller, ServerConfig};
 
 const ALL: [Poller; 3] = [Poller::Select, Poller::Poll, Poller::Epoll];
 
@@ -24,136 +27,11 @@ fn config(poller: Poller) -> ServerConfig {
     }
 }
 
-fn connect(addr: SocketAddr) -> TcpStream {
-    let c = TcpStream::connect(addr).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.set_nodelay(true).unwrap();
-    c
-}
-
-#[derive(Debug)]
-struct Response {
-    status: u16,
-    close: bool,
-    body: Vec<u8>,
-}
-
-/// Reads responses off one connection, keeping bytes that belong to the next one.
-struct Client {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Client {
-    fn new(addr: SocketAddr) -> Client {
-        Client {
-            stream: connect(addr),
-            buf: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).unwrap();
-    }
-
-    fn get(&mut self, path: &str) -> Response {
-        self.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
-        self.response()
-    }
-
-    /// More bytes from the socket; 0 at end of file (a reset counts as end of file here).
-    fn fill(&mut self) -> usize {
-        let mut chunk = [0u8; 65536];
-        match self.stream.read(&mut chunk) {
-            Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                n
-            }
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => 0,
-            Err(e) => panic!("read: {e}"),
-        }
-    }
-
-    /// The next response, or `None` if the connection ends first.
-    fn try_response(&mut self) -> Option<Response> {
-        loop {
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut r = httparse::Response::new(&mut headers);
-            if let httparse::Status::Complete(head) = r.parse(&self.buf).expect("valid response") {
-                let header = |name: &str| {
-                    r.headers
-                        .iter()
-                        .find(|h| h.name.eq_ignore_ascii_case(name))
-                        .map(|h| String::from_utf8_lossy(h.value).into_owned())
-                };
-                let len: usize = header("content-length").unwrap().parse().unwrap();
-                let close = header("connection").is_some_and(|v| v == "close");
-                let status = r.code.unwrap();
-                while self.buf.len() < head + len {
-                    if self.fill() == 0 {
-                        panic!("connection closed mid-body");
-                    }
-                }
-                let body = self.buf[head..head + len].to_vec();
-                self.buf.drain(..head + len);
-                return Some(Response {
-                    status,
-                    close,
-                    body,
-                });
-            }
-            if self.fill() == 0 {
-                assert!(self.buf.is_empty(), "closed mid-head: {:?}", self.buf);
-                return None;
-            }
-        }
-    }
-
-    fn response(&mut self) -> Response {
-        self.try_response()
-            .expect("a response, not the end of the connection")
-    }
-
-    /// The server ends the connection (end of file or reset) with nothing more to say.
-    fn expect_end(&mut self) {
-        assert!(self.fill() == 0, "unexpected bytes {:?}", self.buf);
-    }
-
-    /// True when the server has ended the connection (nothing to read within `wait`).
-    fn ended_within(&mut self, wait: Duration) -> bool {
-        self.stream.set_read_timeout(Some(wait)).unwrap();
-        let mut b = [0u8; 1];
-        let ended = match self.stream.read(&mut b) {
-            Ok(0) => true,
-            Ok(_) => panic!("unexpected byte {b:?}"),
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => true,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => false,
-            Err(e) => panic!("read: {e}"),
-        };
-        self.stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        ended
-    }
-}
-
-/// Stats are published once per event-loop round: poll until they match.
-fn wait_stats(s: &RunningServer, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let st = s.stats();
-        if ok(&st) || Instant::now() > deadline {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 // --- every poller ------------------------------------------------------------------------------
 
 fn keep_alive_and_pipelining_in_order_with_slow_routes(poller: Poller) {
     let s = start(config(poller)).unwrap();
-    let mut c = Client::new(s.local_addr());
+    let mut c = Reader::connect(s.local_addr());
     for i in 0..20 {
         assert_eq!(c.get(&format!("/bytes/{i}")).body.len(), i);
     }
@@ -176,7 +54,7 @@ fn keep_alive_and_pipelining_in_order_with_slow_routes(poller: Poller) {
 
 fn garbage_gets_400_and_the_connection_ends(poller: Poller) {
     let s = start(config(poller)).unwrap();
-    let mut c = Client::new(s.local_addr());
+    let mut c = Reader::connect(s.local_addr());
     c.send(b"GET / HTTP/1.1\r\n\r\n\x16\x03\x01 not http\r\n\r\n");
     assert_eq!(c.response().status, 200);
     let r = c.response();
@@ -192,9 +70,9 @@ fn garbage_gets_400_and_the_connection_ends(poller: Poller) {
 fn sleep_does_not_delay_other_connections(poller: Poller) {
     let s = start(config(poller)).unwrap();
     let addr = s.local_addr();
-    let mut long = Client::new(addr);
-    let mut short = Client::new(addr);
-    let mut other = Client::new(addr);
+    let mut long = Reader::connect(addr);
+    let mut short = Reader::connect(addr);
+    let mut other = Reader::connect(addr);
     let t = Instant::now();
     long.send(b"GET /sleep/400 HTTP/1.1\r\n\r\n");
     short.send(b"GET /sleep/150 HTTP/1.1\r\n\r\n");
@@ -218,7 +96,7 @@ fn sleep_does_not_delay_other_connections(poller: Poller) {
 /// pipelined behind), then the server closes its side too and the connection is gone.
 fn half_close_during_a_sleep(poller: Poller) {
     let s = start(config(poller)).unwrap();
-    let mut c = Client::new(s.local_addr());
+    let mut c = Reader::connect(s.local_addr());
     c.send(b"GET /sleep/100 HTTP/1.1\r\n\r\n");
     std::thread::sleep(Duration::from_millis(30));
     c.send(b"GET /bytes/2 HTTP/1.1\r\n\r\n");
@@ -237,8 +115,8 @@ fn idle_timeout_closes_idle_connections_only(poller: Poller) {
     })
     .unwrap();
     let addr = s.local_addr();
-    let mut idle = Client::new(addr);
-    let mut busy = Client::new(addr);
+    let mut idle = Reader::connect(addr);
+    let mut busy = Reader::connect(addr);
     assert_eq!(idle.get("/").status, 200);
     let t = Instant::now();
     // A request every 60 ms keeps `busy` alive well past the timeout.
@@ -264,9 +142,9 @@ fn header_timeout_closes_incomplete_heads(poller: Poller) {
     })
     .unwrap();
     let addr = s.local_addr();
-    let mut quiet = Client::new(addr); // connected, never sends: no head started
-    let mut stuck = Client::new(addr);
-    let mut trickle = Client::new(addr);
+    let mut quiet = Reader::connect(addr); // connected, never sends: no head started
+    let mut stuck = Reader::connect(addr);
+    let mut trickle = Reader::connect(addr);
     let t = Instant::now();
     stuck.send(b"GET / HTTP/1.1\r\nHost:");
     // A byte every 50 ms does not extend the head's deadline: it runs from its first byte.
@@ -299,11 +177,11 @@ fn max_conns_rejects_beyond_the_limit(poller: Poller) {
     })
     .unwrap();
     let addr = s.local_addr();
-    let mut a = Client::new(addr);
-    let mut b = Client::new(addr);
+    let mut a = Reader::connect(addr);
+    let mut b = Reader::connect(addr);
     assert_eq!(a.get("/").status, 200);
     assert_eq!(b.get("/").status, 200);
-    let mut c = Client::new(addr);
+    let mut c = Reader::connect(addr);
     let _ = c.stream.write_all(b"GET / HTTP/1.1\r\n\r\n");
     assert!(c.try_response().is_none(), "third connection served");
     let st = wait_stats(&s, |st| st.rejected == 1);
@@ -311,7 +189,7 @@ fn max_conns_rejects_beyond_the_limit(poller: Poller) {
     // A freed place is taken again.
     drop(a);
     wait_stats(&s, |st| st.open == 1);
-    let mut d = Client::new(addr);
+    let mut d = Reader::connect(addr);
     assert_eq!(d.get("/").status, 200);
     assert_eq!(b.get("/").status, 200);
 }
@@ -353,7 +231,7 @@ fn socket_options_reach_accepted_sockets(poller: Poller) {
         ..config(poller)
     })
     .unwrap();
-    let mut c = Client::new(s.local_addr());
+    let mut c = Reader::connect(s.local_addr());
     assert_eq!(c.get("/").status, 200);
     let snd = 2 * want.min(proc_sys("/proc/sys/net/core/wmem_max"));
     let rcv = 2 * want.min(proc_sys("/proc/sys/net/core/rmem_max"));
@@ -364,7 +242,7 @@ fn socket_options_reach_accepted_sockets(poller: Poller) {
     });
     // And by default: autotuned buffers (not locked at our size), TCP_NODELAY on.
     let s = start(config(poller)).unwrap();
-    let mut c = Client::new(s.local_addr());
+    let mut c = Reader::connect(s.local_addr());
     assert_eq!(c.get("/").status, 200);
     server_side(&c.stream, |sock| {
         assert_ne!(sock.send_buffer_size().unwrap(), snd);
@@ -383,11 +261,11 @@ fn client_resets_are_counted_apart(poller: Poller) {
             .unwrap();
         drop(c);
     };
-    let mut writer = connect(addr);
+    let mut writer = connect_addr(addr);
     writer
         .write_all(b"GET /bytes/16777216 HTTP/1.1\r\n\r\n")
         .unwrap();
-    let mut reader = connect(addr);
+    let mut reader = connect_addr(addr);
     reader.write_all(b"GET / HTTP/1.1\r\nHost").unwrap();
     wait_stats(&s, |st| st.accepted == 2);
     std::thread::sleep(Duration::from_millis(50));
@@ -407,11 +285,11 @@ fn drain_finishes_in_flight_and_closes_idle(poller: Poller) {
     })
     .unwrap();
     let addr = s.local_addr();
-    let mut idle = Client::new(addr);
+    let mut idle = Reader::connect(addr);
     assert_eq!(idle.get("/").status, 200);
-    let mut partial = Client::new(addr);
+    let mut partial = Reader::connect(addr);
     partial.send(b"GET /bytes/3 HTTP/1.1\r\n");
-    let mut sleeper = Client::new(addr);
+    let mut sleeper = Reader::connect(addr);
     sleeper.send(b"GET /sleep/300 HTTP/1.1\r\n\r\n");
     wait_stats(&s, |st| st.accepted == 3);
     std::thread::sleep(Duration::from_millis(30));
@@ -447,7 +325,7 @@ fn drain_finishes_in_flight_and_closes_idle(poller: Poller) {
 /// At the drain's deadline whatever is left is closed (the workers notice within DRAIN_POLL).
 fn drain_deadline_closes_the_rest(poller: Poller) {
     let s = start(config(poller)).unwrap();
-    let mut sleeper = Client::new(s.local_addr());
+    let mut sleeper = Reader::connect(s.local_addr());
     sleeper.send(b"GET /sleep/5000 HTTP/1.1\r\n\r\n");
     wait_stats(&s, |st| st.accepted == 1);
     std::thread::sleep(Duration::from_millis(20));
@@ -461,7 +339,7 @@ fn drain_deadline_closes_the_rest(poller: Poller) {
 
 fn stop_is_prompt_with_sleeping_connections(poller: Poller) {
     let s = start(config(poller)).unwrap();
-    let mut c = Client::new(s.local_addr());
+    let mut c = Reader::connect(s.local_addr());
     c.send(b"GET /sleep/10000 HTTP/1.1\r\n\r\n");
     wait_stats(&s, |st| st.accepted == 1);
     let t = Instant::now();
@@ -470,21 +348,7 @@ fn stop_is_prompt_with_sleeping_connections(poller: Poller) {
     assert!(c.ended_within(Duration::from_secs(1)));
 }
 
-/// Instantiate the tests above once per poller.
-macro_rules! per_poller {
-    ($($name:ident),* $(,)?) => {
-        mod select {
-            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Select) } )*
-        }
-        mod poll {
-            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Poll) } )*
-        }
-        mod epoll {
-            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Epoll) } )*
-        }
-    };
-}
-
+// Instantiate the tests above once per poller (see `common::per_poller!`).
 per_poller!(
     keep_alive_and_pipelining_in_order_with_slow_routes,
     garbage_gets_400_and_the_connection_ends,
@@ -551,10 +415,7 @@ fn select_refuses_descriptors_beyond_fd_setsize() {
         let mut served = Vec::new();
         let mut refused = 0;
         for _ in 0..total {
-            let mut c = Client {
-                stream: move_high(connect(addr)),
-                buf: Vec::new(),
-            };
+            let mut c = Reader::new(move_high(connect_addr(addr)));
             let _ = c.stream.write_all(b"GET / HTTP/1.1\r\n\r\n");
             match c.try_response() {
                 Some(r) => {
@@ -580,10 +441,7 @@ fn select_refuses_descriptors_beyond_fd_setsize() {
         served.truncate(served.len() - 10);
         wait_stats(&s, |st| st.open == served.len() as u64);
         for _ in 0..5 {
-            let mut c = Client {
-                stream: move_high(connect(addr)),
-                buf: Vec::new(),
-            };
+            let mut c = Reader::new(move_high(connect_addr(addr)));
             assert_eq!(c.get("/").status, 200);
             served.push(c);
         }
@@ -623,11 +481,11 @@ fn level_triggered_pollers_do_not_spin() {
         for poller in ALL {
             let s = start(config(poller)).unwrap();
             let addr = s.local_addr();
-            let mut sleeper = Client::new(addr);
+            let mut sleeper = Reader::connect(addr);
             sleeper.send(b"GET /sleep/400 HTTP/1.1\r\n\r\n");
-            let mut hog = Client::new(addr);
+            let mut hog = Reader::connect(addr);
             hog.send(b"GET /bytes/16777216 HTTP/1.1\r\n\r\n");
-            let mut lingerer = Client::new(addr);
+            let mut lingerer = Reader::connect(addr);
             lingerer.send(b"BAD\x00\r\n\r\n");
             assert_eq!(lingerer.response().status, 400);
             std::thread::sleep(Duration::from_millis(50));

@@ -6,7 +6,10 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use headroom_serve::{start, Arch, Poller, RunningServer, ServerConfig, ServerStats};
+mod common;
+use common::*;
+
+use headroom_serve::{start, Arch, Poller, RunningServer, ServerConfig};
 
 fn config(poller: Poller, workers: usize) -> ServerConfig {
     ServerConfig {
@@ -18,108 +21,6 @@ fn config(poller: Poller, workers: usize) -> ServerConfig {
 
 fn server(poller: Poller, workers: usize) -> RunningServer {
     start(config(poller, workers)).expect("start server")
-}
-
-fn connect(s: &RunningServer) -> TcpStream {
-    let c = TcpStream::connect(s.local_addr()).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.set_nodelay(true).unwrap();
-    c
-}
-
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Reads responses off one connection, keeping bytes that belong to the next one.
-struct Reader {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Reader {
-    fn new(stream: TcpStream) -> Reader {
-        Reader {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    fn fill(&mut self) -> usize {
-        let mut chunk = [0u8; 65536];
-        let n = self.stream.read(&mut chunk).expect("read");
-        self.buf.extend_from_slice(&chunk[..n]);
-        n
-    }
-
-    fn response(&mut self) -> Response {
-        loop {
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut r = httparse::Response::new(&mut headers);
-            if let httparse::Status::Complete(head) = r.parse(&self.buf).expect("valid response") {
-                let status = r.code.unwrap();
-                let headers: Vec<(String, String)> = r
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_string(),
-                            String::from_utf8_lossy(h.value).into_owned(),
-                        )
-                    })
-                    .collect();
-                let len: usize = headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                    .map(|(_, v)| v.parse().unwrap())
-                    .expect("content-length");
-                while self.buf.len() < head + len {
-                    assert!(self.fill() > 0, "connection closed mid-body");
-                }
-                let body = self.buf[head..head + len].to_vec();
-                self.buf.drain(..head + len);
-                return Response {
-                    status,
-                    headers,
-                    body,
-                };
-            }
-            assert!(self.fill() > 0, "connection closed mid-head");
-        }
-    }
-
-    /// The server closes cleanly (end of file, not a reset) with nothing more to say.
-    fn expect_eof(&mut self) {
-        assert!(self.buf.is_empty(), "unexpected bytes {:?}", self.buf);
-        let mut rest = Vec::new();
-        self.stream
-            .read_to_end(&mut rest)
-            .expect("clean end of file");
-        assert!(rest.is_empty(), "unexpected bytes {rest:?}");
-    }
-}
-
-/// Stats are published once per event-loop round: poll until they match.
-fn wait_stats(s: &RunningServer, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let st = s.stats();
-        if ok(&st) || Instant::now() > deadline {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 fn get_root_returns_the_configured_body(poller: Poller) {
@@ -464,21 +365,7 @@ fn ipv6_loopback_when_available(poller: Poller) {
     assert_eq!(Reader::new(c).response().status, 200);
 }
 
-/// Instantiate the tests above once per poller.
-macro_rules! per_poller {
-    ($($name:ident),* $(,)?) => {
-        mod select {
-            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Select) } )*
-        }
-        mod poll {
-            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Poll) } )*
-        }
-        mod epoll {
-            $( #[test] fn $name() { super::$name(headroom_serve::Poller::Epoll) } )*
-        }
-    };
-}
-
+// Instantiate the tests above once per poller (see `common::per_poller!`).
 per_poller!(
     get_root_returns_the_configured_body,
     keep_alive_100_sequential_requests,

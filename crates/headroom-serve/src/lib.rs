@@ -672,15 +672,33 @@ fn shutdown_listener(listener: &TcpListener) {
 }
 
 /// The listener of the blocking and async architectures, in blocking mode, with the socket
-/// options every accepted connection inherits (`TCP_NODELAY`, `SO_SNDBUF`, `SO_RCVBUF`).
+/// options every accepted connection inherits (see [`listen_socket`]).
 pub(crate) fn bind_listener(config: &ServerConfig) -> io::Result<TcpListener> {
-    let addr = config.listen;
-    let s = Socket::new(
-        Domain::for_address(addr),
-        Type::STREAM.cloexec(),
-        Some(Protocol::TCP),
-    )?;
+    Ok(listen_socket(config.listen, config, false)?.into())
+}
+
+/// A listening socket with the options every accepted connection should have: on Linux an
+/// accepted socket inherits `TCP_NODELAY`, `SO_SNDBUF` and `SO_RCVBUF` (and their locks) from
+/// its listener, so nothing is set per connection. Setting the receive buffer before `listen`
+/// is also what makes it count: the window scale is fixed in the SYN-ACK (tcp(7): "the socket
+/// buffer size must be set prior to the listen(2) or connect(2) calls"). `reactor`: non-blocking
+/// and `SO_REUSEPORT`, one such listener per event loop.
+pub(crate) fn listen_socket(
+    addr: SocketAddr,
+    config: &ServerConfig,
+    reactor: bool,
+) -> io::Result<Socket> {
+    let ty = if reactor {
+        Type::STREAM.nonblocking()
+    } else {
+        Type::STREAM
+    };
+    let s = Socket::new(Domain::for_address(addr), ty.cloexec(), Some(Protocol::TCP))?;
     s.set_reuse_address(true)?;
+    if reactor {
+        s.set_reuse_port(true)?;
+    }
+    // Responses go out at once, never held by Nagle behind an unacknowledged earlier write.
     if config.nodelay {
         s.set_nodelay(true)?;
     }
@@ -692,7 +710,7 @@ pub(crate) fn bind_listener(config: &ServerConfig) -> io::Result<TcpListener> {
     }
     s.bind(&addr.into())?;
     s.listen(config.backlog)?;
-    Ok(s.into())
+    Ok(s)
 }
 
 /// Start the server `config.arch` describes.

@@ -67,7 +67,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use slab::Slab;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::Socket;
 
 use crate::http::{Batch, InputState, Responses, Slow, SlowRoute};
 use crate::poller::{self, Interest, PollSet, ERR, HUP, IN, OUT, RDHUP};
@@ -140,32 +140,8 @@ pub(crate) fn prepare(
     Ok((addr, workers))
 }
 
-/// A listener with the socket options every accepted connection should have: on Linux an
-/// accepted socket inherits `TCP_NODELAY`, `SO_SNDBUF` and `SO_RCVBUF` (and their locks) from
-/// its listener, so nothing is set per connection. Setting the receive buffer before `listen`
-/// is also what makes it count: the window scale is fixed in the SYN-ACK (tcp(7): "the socket
-/// buffer size must be set prior to the listen(2) or connect(2) calls").
 fn bind(addr: SocketAddr, config: &ServerConfig) -> io::Result<Socket> {
-    let s = Socket::new(
-        Domain::for_address(addr),
-        Type::STREAM.nonblocking().cloexec(),
-        Some(Protocol::TCP),
-    )?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
-    // Responses go out at once, never held by Nagle behind an unacknowledged earlier write.
-    if config.nodelay {
-        s.set_nodelay(true)?;
-    }
-    if let Some(n) = config.sndbuf {
-        s.set_send_buffer_size(n as usize)?;
-    }
-    if let Some(n) = config.rcvbuf {
-        s.set_recv_buffer_size(n as usize)?;
-    }
-    s.bind(&addr.into())?;
-    s.listen(config.backlog)?;
-    Ok(s)
+    crate::listen_socket(addr, config, true)
 }
 
 /// What each worker gets from [`prepare`].

@@ -386,18 +386,7 @@ impl<P: PollSet> Loop<P> {
             }
         }
         for key in idle {
-            let before = self.tally.requests;
-            let mut cx = Ctx {
-                scratch: &mut self.scratch,
-                out: &mut self.out,
-                responses: &self.responses,
-                handlers: &self.handlers,
-                tally: &mut self.tally,
-                draining: true,
-            };
-            let next = self.conns[key].serve(true, false, &mut cx);
-            let answered = self.tally.requests - before;
-            self.after(key, next, answered);
+            self.drive(key, true, |c, cx| c.serve(true, false, cx));
         }
     }
 
@@ -486,6 +475,19 @@ impl<P: PollSet> Loop<P> {
         if !self.conns.contains(key) {
             return;
         }
+        self.drive(key, self.draining, |c, cx| c.on_event(flags, cx));
+    }
+
+    /// Apply what handling an event decided: close, or update the connection's interest, its
+    /// timeout phase and its sleep timer.
+    /// Run one step of connection `key`'s state machine (`f`) with the worker's shared buffers,
+    /// then act on what it asks for next.
+    fn drive(
+        &mut self,
+        key: usize,
+        draining: bool,
+        f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> Next,
+    ) {
         let before = self.tally.requests;
         let mut cx = Ctx {
             scratch: &mut self.scratch,
@@ -493,15 +495,13 @@ impl<P: PollSet> Loop<P> {
             responses: &self.responses,
             handlers: &self.handlers,
             tally: &mut self.tally,
-            draining: self.draining,
+            draining,
         };
-        let next = self.conns[key].on_event(flags, &mut cx);
+        let next = f(&mut self.conns[key], &mut cx);
         let answered = self.tally.requests - before;
         self.after(key, next, answered);
     }
 
-    /// Apply what handling an event decided: close, or update the connection's interest, its
-    /// timeout phase and its sleep timer.
     fn after(&mut self, key: usize, next: Next, answered: u64) {
         debug_assert!(self.out.is_empty());
         // One `/bytes/16777216` should not pin 16 MiB per worker for ever.
@@ -557,18 +557,7 @@ impl<P: PollSet> Loop<P> {
                 Some(c) if c.serial == serial && c.sleeping.is_some() => {}
                 _ => continue,
             }
-            let before = self.tally.requests;
-            let mut cx = Ctx {
-                scratch: &mut self.scratch,
-                out: &mut self.out,
-                responses: &self.responses,
-                handlers: &self.handlers,
-                tally: &mut self.tally,
-                draining: self.draining,
-            };
-            let next = self.conns[key].wake(&mut cx);
-            let answered = self.tally.requests - before;
-            self.after(key, next, answered);
+            self.drive(key, self.draining, |c, cx| c.wake(cx));
         }
         if self.accept_paused_until.is_some_and(|t| now >= t) {
             self.accept_paused_until = None;

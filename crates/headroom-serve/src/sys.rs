@@ -60,14 +60,7 @@ impl Epoll {
         // SAFETY: the kernel writes at most `max` events into `events`.
         let n =
             unsafe { libc::epoll_wait(self.fd.as_raw_fd(), events.as_mut_ptr(), max, timeout_ms) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(0);
-            }
-            return Err(e);
-        }
-        Ok(n as usize)
+        ready_count(n)
     }
 }
 
@@ -134,14 +127,7 @@ pub fn accept_nonblocking(listener: RawFd) -> io::Result<OwnedFd> {
 pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     // SAFETY: the kernel reads and writes exactly `fds.len()` entries of `fds`.
     let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(0);
-        }
-        return Err(e);
-    }
-    Ok(n as usize)
+    ready_count(n)
 }
 
 /// A `select(2)` descriptor set: a fixed bitmap of [`libc::FD_SETSIZE`] bits.
@@ -248,6 +234,12 @@ pub fn select(
             tvp,
         )
     };
+    ready_count(n)
+}
+
+/// The result of a readiness call (epoll_wait, poll, select): the number of ready descriptors,
+/// with an interrupted call (EINTR) reported as nothing ready.
+fn ready_count(n: libc::c_int) -> io::Result<usize> {
     if n < 0 {
         let e = io::Error::last_os_error();
         if e.kind() == io::ErrorKind::Interrupted {

@@ -60,38 +60,17 @@ fn run<'a>(r: &Responses, out_limit: usize, pieces: impl Iterator<Item = &'a [u8
             }
         }
         assert!(!st.awaiting_slow());
-        assert!(answered == st.served() || closed, "{} vs {}", answered, st.served());
+        assert!(
+            answered == st.served() || closed,
+            "{} vs {}",
+            answered,
+            st.served()
+        );
     }
     Outcome {
         out: all,
         answered,
         closed,
-    }
-}
-
-/// Splits `data` into pieces whose lengths cycle through `lens`.
-struct Pieces<'a> {
-    data: &'a [u8],
-    lens: &'a [u8],
-    i: usize,
-    done: bool,
-}
-
-impl<'a> Iterator for Pieces<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
-        if self.done {
-            return None;
-        }
-        if self.data.is_empty() || self.lens.iter().all(|&l| l == 0) {
-            self.done = true;
-            return Some(self.data);
-        }
-        let len = usize::from(self.lens[self.i % self.lens.len()]).min(self.data.len());
-        self.i += 1;
-        let (piece, rest) = self.data.split_at(len);
-        self.data = rest;
-        Some(piece)
     }
 }
 
@@ -116,7 +95,7 @@ fuzz_target!(|data: &[u8]| {
     let split = run(
         &r,
         out_limit,
-        Pieces {
+        headroom_fuzz::Pieces {
             data: stream,
             lens,
             i: 0,

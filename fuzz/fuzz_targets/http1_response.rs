@@ -34,7 +34,11 @@ fn run<'a>(head: bool, pieces: impl Iterator<Item = &'a [u8]>) -> Outcome {
                     break;
                 }
                 Ok((n, Decoded::Complete(meta))) => {
-                    assert!(n > 0 && n <= p.len(), "Complete consumed {n} of {}", p.len());
+                    assert!(
+                        n > 0 && n <= p.len(),
+                        "Complete consumed {n} of {}",
+                        p.len()
+                    );
                     assert!(!dec.in_progress());
                     metas.push(meta);
                     p = &p[n..];
@@ -50,33 +54,6 @@ fn run<'a>(head: bool, pieces: impl Iterator<Item = &'a [u8]>) -> Outcome {
     Outcome { metas, end }
 }
 
-/// Splits `data` into pieces whose lengths cycle through `lens`.
-struct Pieces<'a> {
-    data: &'a [u8],
-    lens: &'a [u8],
-    i: usize,
-    done: bool,
-}
-
-impl<'a> Iterator for Pieces<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
-        if self.done {
-            return None;
-        }
-        // With only zero lengths the stream would never advance: feed it whole.
-        if self.data.is_empty() || self.lens.iter().all(|&l| l == 0) {
-            self.done = true;
-            return Some(self.data);
-        }
-        let len = usize::from(self.lens[self.i % self.lens.len()]).min(self.data.len());
-        self.i += 1;
-        let (piece, rest) = self.data.split_at(len);
-        self.data = rest;
-        Some(piece)
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {
         return;
@@ -88,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
     let one_shot = run(head, std::iter::once(stream));
     let split = run(
         head,
-        Pieces {
+        headroom_fuzz::Pieces {
             data: stream,
             lens,
             i: 0,
@@ -98,7 +75,13 @@ fuzz_target!(|data: &[u8]| {
     if one_shot.end.is_ok() {
         assert_eq!(split, one_shot, "split decoding differs from one-shot");
     } else {
-        assert_eq!(split.metas, one_shot.metas, "split decoding differs from one-shot");
-        assert!(split.end.is_err(), "one-shot failed, split did not: {split:?}");
+        assert_eq!(
+            split.metas, one_shot.metas,
+            "split decoding differs from one-shot"
+        );
+        assert!(
+            split.end.is_err(),
+            "one-shot failed, split did not: {split:?}"
+        );
     }
 });

@@ -304,3 +304,21 @@ summarize() {
         echo "ratio headroom/$base: n/a (no successful headroom run)"
     fi
 }
+
+# headroom_round ROUND: one measured headroom run of a side-by-side benchmark (HR_CMD against the
+# nginx in $WORK/nginx), appended to $CSV as a row; uses WORK, RAW, CONNS, DURATION, DUR_S,
+# ROUNDS, CSV and HR_CMD from the calling script.
+headroom_round() {
+    local round=$1 j
+    log "round $round/$ROUNDS: headroom -c $CONNS -d $DURATION"
+    measure "$WORK/nginx" "$RAW/headroom-$round.json" "${HR_CMD[@]}"
+    j=$RAW/headroom-$round.json
+    jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
+    csv_row headroom "$round" "$CONNS" "$DUR_S" \
+        "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
+    if ((M_STATUS != 0)); then
+        log "headroom exited with status $M_STATUS; stderr:"
+        tail -n 20 "$j.err" >&2
+    fi
+    return 0
+}

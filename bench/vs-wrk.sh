@@ -63,18 +63,7 @@ for round in $(seq 1 "$ROUNDS"); do
     wrk_req=$(awk '/requests in/ { print $1 }' "$RAW/wrk-$round.txt")
     csv_row wrk "$round" "$CONNS" "$DUR_S" "${wrk_req:--}" - - >>"$CSV"
 
-    if have_headroom; then
-        log "round $round/$ROUNDS: headroom -c $CONNS -d $DURATION"
-        measure "$WORK/nginx" "$RAW/headroom-$round.json" "${HR_CMD[@]}"
-        j=$RAW/headroom-$round.json
-        jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
-        csv_row headroom "$round" "$CONNS" "$DUR_S" \
-            "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
-        if ((M_STATUS != 0)); then
-            log "headroom exited with status $M_STATUS; stderr:"
-            tail -n 20 "$j.err" >&2
-        fi
-    fi
+    have_headroom && headroom_round "$round"
 done
 
 {

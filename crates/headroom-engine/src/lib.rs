@@ -167,7 +167,7 @@ pub fn run(
         rec.reset();
         let _ = recycle_tx[w].send(rec);
         // Emit every complete interval in order.
-        while let Some((rec, count)) = pending.get(&next_emit) {
+        while let Some((_, count)) = pending.get(&next_emit) {
             let expected = finished
                 .iter()
                 .filter(|f| f.is_none_or(|i| i >= next_emit))
@@ -175,7 +175,6 @@ pub fn run(
             if *count < expected {
                 break;
             }
-            let _ = rec;
             let (rec, _) = pending.remove(&next_emit).expect("present");
             emit(next_emit, &rec, &finished, &mut total, sink);
             next_emit += 1;

@@ -9,6 +9,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 mod dist;
+pub mod session;
+pub mod stats;
+pub mod surge;
 pub use dist::{secs_saturating, Distribution};
 
 /// Every way a request or a connection can fail, as counted per interval.
@@ -139,6 +142,13 @@ pub enum LoadModel {
         think: Option<Distribution>,
         max_users: Option<u64>,
     },
+    /// A scenario's load: `users` closed users running sessions back to back (see
+    /// [`session::Workload::populations`]) and/or open arrival `phases`, one after another, each
+    /// arriving user running one session. Needs [`Plan::workload`].
+    Sessions {
+        users: u32,
+        phases: Vec<session::ArrivalPhase>,
+    },
 }
 
 impl LoadModel {
@@ -148,6 +158,7 @@ impl LoadModel {
             LoadModel::Closed { .. } => "closed",
             LoadModel::Rate { .. } => "rate",
             LoadModel::Open { .. } => "open",
+            LoadModel::Sessions { .. } => "sessions",
         }
     }
 }
@@ -221,6 +232,9 @@ pub struct Plan {
     /// Requests written back to back on a connection before waiting for the replies.
     pub pipeline: u32,
     pub socket: SocketOptions,
+    /// Sessions to run (scenario files); `None` repeats `request`. With a workload, `request`
+    /// gives only the Host header and the target.
+    pub workload: Option<std::sync::Arc<session::Workload>>,
 }
 
 impl Plan {
@@ -259,10 +273,34 @@ impl Plan {
                     return Err(PlanError("per-user must be at least 1".into()));
                 }
             }
+            LoadModel::Sessions { users, phases } => {
+                let Some(w) = &self.workload else {
+                    return Err(PlanError("a sessions load needs a workload".into()));
+                };
+                if w.sessions.is_empty() {
+                    return Err(PlanError("the workload has no sessions".into()));
+                }
+                if *users == 0 && phases.is_empty() {
+                    return Err(PlanError("the load has neither users nor phases".into()));
+                }
+                for p in phases {
+                    if !(p.from.is_finite() && p.to.is_finite() && p.from >= 0.0 && p.to >= 0.0)
+                        || p.peak() <= 0.0
+                    {
+                        return Err(PlanError("a phase's arrival rate must be positive".into()));
+                    }
+                }
+            }
             _ => {}
+        }
+        if self.workload.is_some() && !matches!(self.model, LoadModel::Sessions { .. }) {
+            return Err(PlanError(
+                "a workload runs only under a sessions load".into(),
+            ));
         }
         let open_ended = match &self.model {
             LoadModel::Closed { per_user, .. } => per_user.is_none(),
+            LoadModel::Sessions { users, .. } => *users > 0,
             _ => true,
         };
         if open_ended && self.stop.duration.is_none() && self.stop.requests.is_none() {

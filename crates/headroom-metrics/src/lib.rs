@@ -52,6 +52,12 @@ pub struct Counters {
     pub connections_peak: u64,
     /// Gauge: users active at the end of the interval.
     pub users_active: u64,
+    /// Sessions that ran to their end (scenario runs).
+    pub sessions_completed: u64,
+    /// Sessions ended early: a failed request or a `match` with `do: abort`.
+    pub sessions_aborted: u64,
+    /// Arrivals dropped because a phase's `max_users` were alive.
+    pub users_dropped: u64,
 }
 
 impl Counters {
@@ -76,6 +82,9 @@ impl Counters {
         self.connections_open += o.connections_open;
         self.connections_peak += o.connections_peak;
         self.users_active += o.users_active;
+        self.sessions_completed += o.sessions_completed;
+        self.sessions_aborted += o.sessions_aborted;
+        self.users_dropped += o.users_dropped;
     }
 
     /// All failures of every kind.
@@ -107,6 +116,31 @@ pub struct Recorder {
     /// TCP connect time.
     pub connect: Histogram<u64>,
     pub counters: Counters,
+    /// Per request or transaction name (scenario runs; empty otherwise), by name id.
+    pub names: Vec<NameStats>,
+    /// Firings of each `match` check, by match id.
+    pub matches: Vec<u64>,
+}
+
+/// Figures of one request or transaction name.
+#[derive(Debug, Clone)]
+pub struct NameStats {
+    /// Completed responses (requests) or completed transactions.
+    pub count: u64,
+    /// Failed requests (any error kind, 4xx/5xx included) or transactions holding one.
+    pub errors: u64,
+    /// Latency (corrected, for requests; wall time, for transactions).
+    pub latency: Histogram<u64>,
+}
+
+impl Default for NameStats {
+    fn default() -> Self {
+        NameStats {
+            count: 0,
+            errors: 0,
+            latency: new_histogram(),
+        }
+    }
 }
 
 impl Default for Recorder {
@@ -122,6 +156,36 @@ impl Recorder {
             latency_uncorrected: new_histogram(),
             connect: new_histogram(),
             counters: Counters::default(),
+            names: Vec::new(),
+            matches: Vec::new(),
+        }
+    }
+
+    /// Size the per-name and per-match tables (never shrinks).
+    pub fn ensure_names(&mut self, names: usize, matches: usize) {
+        if self.names.len() < names {
+            self.names.resize_with(names, NameStats::default);
+        }
+        if self.matches.len() < matches {
+            self.matches.resize(matches, 0);
+        }
+    }
+
+    /// Record a latency for name `id` (the table must be sized).
+    #[inline]
+    pub fn record_name(&mut self, id: usize, us: u64, error: bool) {
+        if let Some(n) = self.names.get_mut(id) {
+            n.count += 1;
+            n.errors += u64::from(error);
+            n.latency.saturating_record(us.max(1));
+        }
+    }
+
+    /// Count a failure for name `id` without a latency.
+    #[inline]
+    pub fn name_error(&mut self, id: usize) {
+        if let Some(n) = self.names.get_mut(id) {
+            n.errors += 1;
         }
     }
 
@@ -145,6 +209,15 @@ impl Recorder {
         let _ = self.latency_uncorrected.add(&other.latency_uncorrected);
         let _ = self.connect.add(&other.connect);
         self.counters.add(&other.counters);
+        self.ensure_names(other.names.len(), other.matches.len());
+        for (a, b) in self.names.iter_mut().zip(other.names.iter()) {
+            a.count += b.count;
+            a.errors += b.errors;
+            let _ = a.latency.add(&b.latency);
+        }
+        for (a, b) in self.matches.iter_mut().zip(other.matches.iter()) {
+            *a += b;
+        }
     }
 
     /// Empty everything, keeping allocations.
@@ -153,6 +226,12 @@ impl Recorder {
         self.latency_uncorrected.reset();
         self.connect.reset();
         self.counters = Counters::default();
+        for n in &mut self.names {
+            n.count = 0;
+            n.errors = 0;
+            n.latency.reset();
+        }
+        self.matches.iter_mut().for_each(|m| *m = 0);
     }
 }
 

@@ -18,11 +18,20 @@
 //! assert_eq!(s.sessions[0].steps.len(), 1);
 //! ```
 
+pub mod compile;
+pub mod emit;
+pub mod httperf;
 pub mod model;
 mod parse;
+pub mod tsung;
 
+pub use compile::{compile, Compiled};
+
+pub use emit::to_yaml;
+pub use httperf::{import_httperf, HttperfOptions};
 pub use model::Scenario;
 use std::path::Path;
+pub use tsung::{import_tsung, Imported};
 
 /// One located problem in a scenario file. Displays as `file:line:column: message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -85,7 +85,10 @@ pub struct Session {
     pub name: String,
     /// Relative weight in the mix; > 0 and finite.
     pub weight: f64,
+    /// Empty for a SURGE session.
     pub steps: Vec<Step>,
+    /// A generated SURGE session (`surge: {...}`) instead of written steps.
+    pub surge: Option<Box<headroom_core::surge::SurgeParams>>,
 }
 
 /// One step of a session.

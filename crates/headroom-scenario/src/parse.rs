@@ -509,7 +509,7 @@ impl Parser {
             let Some(m) = self.map(n, "session") else {
                 continue;
             };
-            self.keys(m, "session", &["name", "weight", "steps"]);
+            self.keys(m, "session", &["name", "weight", "steps", "surge"]);
             let name = self
                 .required(m, "name", "session")
                 .and_then(|x| self.name(x, "name"));
@@ -530,24 +530,88 @@ impl Parser {
                 },
             };
             let mut vars = Vars::new();
-            let steps = match self.required(m, "steps", "session") {
-                Some(s) => self.steps(s, &mut vars),
-                None => Vec::new(),
-            };
-            if let (Some(name), Some(s)) = (&name, m.get_node("steps")) {
-                if steps.is_empty() && s.as_sequence().is_some_and(|q| q.is_empty()) {
-                    self.err(s.span(), format!("session '{name}' is empty"));
+            let (mut steps, mut surge) = (Vec::new(), None);
+            match (m.get_node("steps"), m.get_node("surge")) {
+                (Some(_), Some(sg)) => {
+                    self.err(sg.span(), "a session has either steps or surge, not both");
+                }
+                (None, Some(sg)) => surge = self.surge(sg).map(Box::new),
+                _ => {
+                    steps = match self.required(m, "steps", "session") {
+                        Some(s) => self.steps(s, &mut vars),
+                        None => Vec::new(),
+                    };
+                    if let (Some(name), Some(s)) = (&name, m.get_node("steps")) {
+                        if steps.is_empty() && s.as_sequence().is_some_and(|q| q.is_empty()) {
+                            self.err(s.span(), format!("session '{name}' is empty"));
+                        }
+                    }
                 }
             }
             if let (Some(name), Some(weight)) = (name, weight) {
+                if steps.is_empty() && surge.is_none() {
+                    continue;
+                }
                 out.push(Session {
                     name,
                     weight,
                     steps,
+                    surge,
                 });
             }
         }
         out
+    }
+
+    /// `surge: {files: 2000, requests_per_session: 6.5, ...}`: SURGE defaults with overrides.
+    fn surge(&mut self, node: &Node) -> Option<headroom_core::surge::SurgeParams> {
+        use headroom_core::surge::SurgeParams;
+        let mut p = SurgeParams::default();
+        if node.as_scalar().is_some_and(|s| s.as_str() == "default") {
+            return Some(p);
+        }
+        let m = self.map(node, "surge")?;
+        let mut ok = true;
+        for (k, v) in m.iter() {
+            let key = k.as_str();
+            if key == "prefix" {
+                match v.as_scalar() {
+                    Some(s) if s.as_str().starts_with('/') => p.prefix = s.as_str().to_string(),
+                    _ => {
+                        self.err(
+                            v.span(),
+                            "surge prefix: expected a URL path such as /surge/",
+                        );
+                        ok = false;
+                    }
+                }
+                continue;
+            }
+            if !SurgeParams::KEYS.contains(&key) {
+                self.err(
+                    k.span(),
+                    format!(
+                        "unknown surge key '{key}'; expected one of prefix, {}",
+                        SurgeParams::KEYS.join(", ")
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+            let Some(x) = self.number(v, key) else {
+                ok = false;
+                continue;
+            };
+            if let Err(e) = p.set(key, x) {
+                self.err(v.span(), format!("surge {key}: {e}"));
+                ok = false;
+            }
+        }
+        if let Err(e) = p.validate() {
+            self.err(node.span(), format!("surge: {e}"));
+            ok = false;
+        }
+        ok.then_some(p)
     }
 
     // ---- thresholds -------------------------------------------------------------------------

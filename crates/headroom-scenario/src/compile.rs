@@ -1,0 +1,426 @@
+//! From a validated [`Scenario`] to the engine's [`Workload`]: variables become slots, names
+//! become metric ids, loops and transactions become flat ops with jumps, CSV feeders are read.
+//!
+//! The scenario was validated already, so what can still fail here is only what validation
+//! cannot see: a CSV file that cannot be read.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use headroom_core::session::{
+    ArrivalPhase, ExtractOp, LoopCondition, MatchAction as CoreAction, MatchOp, MetricName, NameId,
+    NameKind, Op, Piece, RequestOp, SessionBody, SessionProgram, SetOp, Template, VarId, Workload,
+};
+use headroom_core::ArrivalProcess;
+
+use crate::model::{
+    Arrival, Condition, CsvOrder, ExtractFrom, MatchAction, Rate, Scenario, SetSource, Step,
+};
+
+/// A scenario ready for the engine.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub workload: Workload,
+    /// Open arrival phases, in order.
+    pub phases: Vec<ArrivalPhase>,
+    /// Closed users over all populations.
+    pub users: u32,
+    /// Total length of the phases (zero without phases).
+    pub phases_duration: Duration,
+}
+
+/// Compiles `s`; CSV files are read relative to `base` (the scenario file's directory).
+pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
+    let mut c = Compiler {
+        vars: vec!["user_id".into(), "session".into()],
+        names: Vec::new(),
+        matches: Vec::new(),
+        feeders: Vec::new(),
+        feeder_index: HashMap::new(),
+        base,
+    };
+    let mut sessions = Vec::with_capacity(s.sessions.len());
+    for sess in &s.sessions {
+        let body = match &sess.surge {
+            Some(p) => SessionBody::Surge {
+                params: p.clone(),
+                page: c.name("page", NameKind::Request),
+                object: c.name("object", NameKind::Request),
+            },
+            None => {
+                let mut ops = Vec::new();
+                let mut loops = 0u16;
+                c.steps(&sess.steps, &mut ops, &mut loops)?;
+                mark_captures(&mut ops);
+                SessionBody::Ops {
+                    ops,
+                    loops: usize::from(loops),
+                }
+            }
+        };
+        sessions.push(SessionProgram {
+            name: sess.name.clone(),
+            body,
+        });
+    }
+    let total: f64 = s.sessions.iter().map(|x| x.weight).sum();
+    let mut acc = 0.0;
+    let mut cumulative: Vec<f64> = s
+        .sessions
+        .iter()
+        .map(|x| {
+            acc += x.weight / total;
+            acc
+        })
+        .collect();
+    if let Some(last) = cumulative.last_mut() {
+        *last = 1.0;
+    }
+    let mut populations = Vec::new();
+    for u in &s.load.users {
+        let idx = match &u.session {
+            Some(name) => Some(
+                s.sessions
+                    .iter()
+                    .position(|x| &x.name == name)
+                    .ok_or_else(|| format!("users: no session named '{name}'"))?,
+            ),
+            None => None,
+        };
+        let n = u32::try_from(u.count).map_err(|_| "users: count too large".to_string())?;
+        populations.push((n, idx));
+    }
+    let phases: Vec<ArrivalPhase> = s
+        .load
+        .phases
+        .iter()
+        .map(|p| {
+            let (from, to) = match p.rate {
+                Rate::Fixed(r) => (r, r),
+                Rate::Ramp { from, to } => (from, to),
+            };
+            ArrivalPhase {
+                duration: p.duration,
+                from,
+                to,
+                process: match p.arrival {
+                    Arrival::Poisson => ArrivalProcess::Poisson,
+                    Arrival::Constant => ArrivalProcess::Constant,
+                },
+                max_users: p.max_users,
+            }
+        })
+        .collect();
+    let phases_duration = phases.iter().map(|p| p.duration).sum();
+    let workload = Workload {
+        sessions,
+        cumulative,
+        populations,
+        names: c.names,
+        matches: c.matches,
+        vars: c.vars,
+        feeders: c.feeders,
+    };
+    Ok(Compiled {
+        users: workload.closed_users(),
+        workload,
+        phases,
+        phases_duration,
+    })
+}
+
+struct Compiler<'a> {
+    vars: Vec<String>,
+    names: Vec<MetricName>,
+    matches: Vec<String>,
+    feeders: Vec<Arc<Vec<Vec<String>>>>,
+    feeder_index: HashMap<String, usize>,
+    base: &'a Path,
+}
+
+impl Compiler<'_> {
+    fn var(&mut self, name: &str) -> VarId {
+        let i = match self.vars.iter().position(|v| v == name) {
+            Some(i) => i,
+            None => {
+                self.vars.push(name.to_string());
+                self.vars.len() - 1
+            }
+        };
+        i as VarId
+    }
+
+    fn name(&mut self, name: &str, kind: NameKind) -> NameId {
+        let i = match self
+            .names
+            .iter()
+            .position(|n| n.name == name && n.kind == kind)
+        {
+            Some(i) => i,
+            None => {
+                self.names.push(MetricName {
+                    name: name.to_string(),
+                    kind,
+                });
+                self.names.len() - 1
+            }
+        };
+        i as NameId
+    }
+
+    fn template(&mut self, text: &str) -> Template {
+        let mut pieces = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("${") {
+            let after = &rest[i + 2..];
+            let Some(end) = after.find('}') else { break };
+            if i > 0 {
+                pieces.push(Piece::Lit(rest[..i].to_string()));
+            }
+            pieces.push(Piece::Var(self.var(&after[..end])));
+            rest = &after[end + 1..];
+        }
+        if !rest.is_empty() {
+            pieces.push(Piece::Lit(rest.to_string()));
+        }
+        Template(pieces)
+    }
+
+    fn feeder(&mut self, file: &str) -> Result<usize, String> {
+        if let Some(&i) = self.feeder_index.get(file) {
+            return Ok(i);
+        }
+        let path = self.base.join(file);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("csv file {}: {e}", path.display()))?;
+        let rows: Vec<Vec<String>> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.split(',').map(|c| c.trim().to_string()).collect())
+            .collect();
+        if rows.is_empty() {
+            return Err(format!("csv file {}: no rows", path.display()));
+        }
+        self.feeders.push(Arc::new(rows));
+        self.feeder_index
+            .insert(file.to_string(), self.feeders.len() - 1);
+        Ok(self.feeders.len() - 1)
+    }
+
+    fn steps(&mut self, steps: &[Step], ops: &mut Vec<Op>, loops: &mut u16) -> Result<(), String> {
+        for step in steps {
+            match step {
+                Step::Request(r) => {
+                    let op = RequestOp {
+                        name: self.name(&r.name, NameKind::Request),
+                        method: r.method.clone(),
+                        path: self.template(&r.path),
+                        headers: r
+                            .headers
+                            .iter()
+                            .map(|(k, v)| (k.clone(), self.template(v)))
+                            .collect(),
+                        body: r.body.as_deref().map(|b| self.template(b)),
+                        capture: false,
+                    };
+                    ops.push(Op::Request(op));
+                }
+                Step::Think(d) => ops.push(Op::Think(*d)),
+                Step::Loop(l) => {
+                    let slot = *loops;
+                    *loops += 1;
+                    ops.push(Op::LoopInit { slot });
+                    let test = ops.len();
+                    let condition = l.condition.as_ref().map(|c| match c {
+                        Condition::While(v) => LoopCondition {
+                            var: self.var(v),
+                            while_true: true,
+                        },
+                        Condition::Until(v) => LoopCondition {
+                            var: self.var(v),
+                            while_true: false,
+                        },
+                    });
+                    ops.push(Op::LoopTest {
+                        slot,
+                        count: l.count,
+                        condition,
+                        exit: 0,
+                    });
+                    self.steps(&l.steps, ops, loops)?;
+                    ops.push(Op::Jump(test));
+                    let exit_at = ops.len();
+                    if let Op::LoopTest { exit, .. } = &mut ops[test] {
+                        *exit = exit_at;
+                    }
+                }
+                Step::Transaction { name, steps } => {
+                    let id = self.name(name, NameKind::Transaction);
+                    ops.push(Op::TxBegin(id));
+                    self.steps(steps, ops, loops)?;
+                    ops.push(Op::TxEnd(id));
+                }
+                Step::Connect => ops.push(Op::Connect),
+                Step::Close => ops.push(Op::Close),
+                Step::Set { var, source } => {
+                    let source = match source {
+                        SetSource::Value(v) => SetOp::Value(self.template(v)),
+                        SetSource::Csv {
+                            file,
+                            column,
+                            order,
+                        } => SetOp::Csv {
+                            feeder: self.feeder(file)?,
+                            column: *column,
+                            random: *order == CsvOrder::Random,
+                        },
+                        SetSource::RandomNumber { min, max } => SetOp::RandomNumber {
+                            min: *min,
+                            max: *max,
+                        },
+                        SetSource::RandomString { length } => {
+                            SetOp::RandomString { length: *length }
+                        }
+                        SetSource::Sequence { start, step } => SetOp::Sequence {
+                            start: *start,
+                            step: *step,
+                        },
+                        SetSource::UserId => SetOp::UserId,
+                    };
+                    let var = self.var(var);
+                    ops.push(Op::Set { var, source });
+                }
+                Step::Extract(e) => {
+                    let from = match &e.from {
+                        ExtractFrom::Regex(r) => ExtractOp::Regex(r.clone()),
+                        ExtractFrom::JsonPointer(p) => ExtractOp::JsonPointer(p.clone()),
+                        ExtractFrom::Header(h) => ExtractOp::Header(h.clone()),
+                    };
+                    let default = e.default.as_deref().map(|d| self.template(d));
+                    let var = self.var(&e.var);
+                    ops.push(Op::Extract { var, from, default });
+                }
+                Step::Match(m) => {
+                    let id = match self.matches.iter().position(|x| x == &m.name) {
+                        Some(i) => i,
+                        None => {
+                            self.matches.push(m.name.clone());
+                            self.matches.len() - 1
+                        }
+                    } as u16;
+                    ops.push(Op::Match(MatchOp {
+                        id,
+                        status: m.status,
+                        body: m.body.clone(),
+                        when_matched: m.when_matched,
+                        action: match m.action {
+                            MatchAction::Continue => CoreAction::Continue,
+                            MatchAction::Abort => CoreAction::Abort,
+                            MatchAction::Restart => CoreAction::Restart,
+                            MatchAction::Loop => CoreAction::Loop,
+                        },
+                        max_loops: m.max_loops,
+                    }));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A request keeps its reply's bytes when an `extract`, or a `match` on the body, follows it
+/// before the next request in op order.
+fn mark_captures(ops: &mut [Op]) {
+    let mut needed = false;
+    for op in ops.iter_mut().rev() {
+        match op {
+            Op::Extract { .. } => needed = true,
+            Op::Match(m) if m.body.is_some() => needed = true,
+            Op::Request(r) => {
+                r.capture = needed;
+                needed = false;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compiled(yaml: &str) -> Compiled {
+        let s = crate::parse_str(yaml, "t.yaml").expect("valid");
+        compile(&s, Path::new(".")).expect("compiles")
+    }
+
+    #[test]
+    fn loops_and_transactions_flatten_with_jumps() {
+        let c = compiled(
+            r#"
+load: {users: [{count: 2}]}
+sessions:
+- name: s
+  steps:
+  - loop: {count: 3, steps: [{request: GET /a}, {extract: {var: t, header: X-T}}]}
+  - transaction: {name: tx, steps: [{request: "GET /b/${t}"}]}
+"#,
+        );
+        let SessionBody::Ops { ops, loops } = &c.workload.sessions[0].body else {
+            panic!("ops")
+        };
+        assert_eq!(*loops, 1);
+        assert!(matches!(ops[0], Op::LoopInit { slot: 0 }));
+        assert!(matches!(
+            ops[1],
+            Op::LoopTest {
+                count: Some(3),
+                exit: 5,
+                ..
+            }
+        ));
+        let Op::Request(a) = &ops[2] else { panic!() };
+        assert!(a.capture, "an extract follows /a");
+        assert!(matches!(ops[4], Op::Jump(1)));
+        assert!(matches!(ops[5], Op::TxBegin(_)));
+        let Op::Request(b) = &ops[6] else { panic!() };
+        assert!(!b.capture);
+        assert_eq!(b.path.0.len(), 2, "literal + variable: {:?}", b.path);
+        assert_eq!(c.users, 2);
+        let kinds: Vec<_> = c.workload.names.iter().map(|n| n.kind).collect();
+        assert_eq!(
+            kinds,
+            [NameKind::Request, NameKind::Transaction, NameKind::Request]
+        );
+    }
+
+    #[test]
+    fn weights_become_cumulative_and_phases_carry_over() {
+        let c = compiled(
+            "load: {phases: [{duration: 10s, arrival_rate: 5}, {duration: 5s, ramp: {from: 1, to: 3}, arrival: constant}]}\n\
+             sessions:\n\
+             - {name: a, weight: 1, steps: [{request: GET /}]}\n\
+             - {name: b, weight: 3, steps: [{request: GET /}]}\n",
+        );
+        assert_eq!(c.workload.cumulative, vec![0.25, 1.0]);
+        assert_eq!(c.phases.len(), 2);
+        assert_eq!((c.phases[1].from, c.phases[1].to), (1.0, 3.0));
+        assert_eq!(c.phases[1].process, ArrivalProcess::Constant);
+        assert_eq!(c.phases_duration, Duration::from_secs(15));
+        assert_eq!(c.users, 0);
+    }
+
+    #[test]
+    fn a_missing_csv_is_a_clear_error() {
+        let s = crate::parse_str(
+            "load: {users: [{count: 1}]}\n\
+             sessions: [{name: a, steps: [{set: {var: u, csv: {file: nope.csv}}}, {request: \"GET /${u}\"}]}]\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let e = compile(&s, Path::new("/nonexistent")).unwrap_err();
+        assert!(e.contains("/nonexistent/nope.csv"), "{e}");
+    }
+}

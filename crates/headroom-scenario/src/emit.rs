@@ -1,0 +1,558 @@
+//! Writes a [`Scenario`] back as native YAML: block style at the top level and for steps that
+//! hold other steps or requests with headers or a body, flow style (`{...}`) for small mappings
+//! (servers, phases, think times, `set`, `extract`, `match`), the `request: GET /path` shorthand
+//! when a request is only a method and a path, and durations as `500ms`, `2s`, `1m 30s`.
+//!
+//! Defaults are left out (`arrival: poisson`, `weight: 1`, `method: GET`, a request or match
+//! `name` equal to the one the parser would derive), so the output reads like a hand-written file.
+//!
+//! The property it keeps: for every `s` the parser produced,
+//! `parse_str(&to_yaml(&s), "x.yaml") == Ok(s)`. Durations are written to the nanosecond and
+//! numbers in Rust's shortest round-tripping form, so nothing is lost. Strings are quoted when a
+//! YAML reader could take them for something else (see [`scalar`]).
+
+use crate::model::*;
+use headroom_core::Distribution;
+use std::time::Duration;
+
+/// The scenario as native YAML text (ends with a newline).
+pub fn to_yaml(s: &Scenario) -> String {
+    let mut out = String::new();
+    if let Some(name) = &s.name {
+        line(&mut out, 0, &format!("name: {}", scalar(name, false)));
+    }
+    if !s.servers.is_empty() {
+        line(&mut out, 0, "servers:");
+        for srv in &s.servers {
+            line(&mut out, 2, &format!("- {}", server(srv)));
+        }
+    }
+    line(&mut out, 0, "load:");
+    if !s.load.phases.is_empty() || s.load.users.is_empty() {
+        if s.load.phases.is_empty() {
+            line(&mut out, 2, "phases: []");
+        } else {
+            line(&mut out, 2, "phases:");
+        }
+        for p in &s.load.phases {
+            line(&mut out, 4, &format!("- {}", phase(p)));
+        }
+    }
+    if !s.load.users.is_empty() {
+        line(&mut out, 2, "users:");
+        for u in &s.load.users {
+            let mut m = Flow::default();
+            m.raw("count", u.count.to_string());
+            if let Some(session) = &u.session {
+                m.str("session", session);
+            }
+            line(&mut out, 4, &format!("- {}", m.finish()));
+        }
+    }
+    if s.sessions.is_empty() {
+        line(&mut out, 0, "sessions: []");
+    } else {
+        line(&mut out, 0, "sessions:");
+    }
+    for sess in &s.sessions {
+        line(
+            &mut out,
+            2,
+            &format!("- name: {}", scalar(&sess.name, false)),
+        );
+        if sess.weight != 1.0 {
+            line(&mut out, 4, &format!("weight: {}", number(sess.weight)));
+        }
+        match &sess.surge {
+            Some(p) => line(&mut out, 4, &format!("surge: {}", surge(p))),
+            None => steps(&mut out, 4, &sess.steps),
+        }
+    }
+    if !s.thresholds.is_empty() {
+        line(&mut out, 0, "thresholds:");
+        for t in &s.thresholds {
+            line(
+                &mut out,
+                2,
+                &format!("{}: {}", scalar(&t.text, false), threshold(t)),
+            );
+        }
+    }
+    out
+}
+
+/// The parameters that differ from SURGE's defaults, or `default`.
+fn surge(p: &headroom_core::surge::SurgeParams) -> String {
+    let def = headroom_core::surge::SurgeParams::default();
+    let mut m = Flow::default();
+    for key in headroom_core::surge::SurgeParams::KEYS {
+        if let Some(v) = p.get(key).filter(|v| Some(*v) != def.get(key)) {
+            m.raw(key, number(v));
+        }
+    }
+    if p.prefix != def.prefix {
+        m.str("prefix", &p.prefix);
+    }
+    if m.0.is_empty() {
+        "default".into()
+    } else {
+        m.finish()
+    }
+}
+
+fn line(out: &mut String, indent: usize, text: &str) {
+    for _ in 0..indent {
+        out.push(' ');
+    }
+    out.push_str(text);
+    out.push('\n');
+}
+
+/// A flow mapping being built: `{k: v, ...}`.
+#[derive(Default)]
+struct Flow(Vec<String>);
+
+impl Flow {
+    /// A value already in YAML form (a number, a duration, a nested flow mapping).
+    fn raw(&mut self, k: &str, v: String) {
+        self.0.push(format!("{k}: {v}"));
+    }
+    /// A string value, quoted as needed for flow context.
+    fn str(&mut self, k: &str, v: &str) {
+        self.0.push(format!("{k}: {}", scalar(v, true)));
+    }
+    fn finish(self) -> String {
+        format!("{{{}}}", self.0.join(", "))
+    }
+}
+
+fn server(s: &Server) -> String {
+    let mut m = Flow::default();
+    m.str("host", &s.host);
+    m.raw("port", s.port.to_string());
+    match s.protocol {
+        // `http` is the default and the only protocol so far.
+        Protocol::Http => {}
+    }
+    m.finish()
+}
+
+fn phase(p: &Phase) -> String {
+    let mut m = Flow::default();
+    m.raw("duration", duration(p.duration));
+    match p.rate {
+        Rate::Fixed(r) => m.raw("arrival_rate", number(r)),
+        Rate::Ramp { from, to } => m.raw(
+            "ramp",
+            format!("{{from: {}, to: {}}}", number(from), number(to)),
+        ),
+    }
+    match p.arrival {
+        Arrival::Poisson => {}
+        Arrival::Constant => m.raw("arrival", "constant".into()),
+    }
+    if let Some(n) = p.max_users {
+        m.raw("max_users", n.to_string());
+    }
+    m.finish()
+}
+
+fn steps(out: &mut String, indent: usize, list: &[Step]) {
+    if list.is_empty() {
+        line(out, indent, "steps: []");
+        return;
+    }
+    line(out, indent, "steps:");
+    for s in list {
+        step(out, indent + 2, s);
+    }
+}
+
+/// One `- step` item at `indent`; its nested keys go at `indent + 4`.
+fn step(out: &mut String, indent: usize, s: &Step) {
+    let inner = indent + 4;
+    match s {
+        Step::Request(r) => request(out, indent, r),
+        Step::Think(d) => line(out, indent, &format!("- think: {}", think(d))),
+        Step::Loop(l) => {
+            line(out, indent, "- loop:");
+            if let Some(c) = l.count {
+                line(out, inner, &format!("count: {c}"));
+            }
+            match &l.condition {
+                Some(Condition::While(v)) => {
+                    line(out, inner, &format!("while: {}", scalar(v, false)))
+                }
+                Some(Condition::Until(v)) => {
+                    line(out, inner, &format!("until: {}", scalar(v, false)))
+                }
+                None => {}
+            }
+            steps(out, inner, &l.steps);
+        }
+        Step::Transaction { name, steps: body } => {
+            line(out, indent, "- transaction:");
+            line(out, inner, &format!("name: {}", scalar(name, false)));
+            steps(out, inner, body);
+        }
+        Step::Connect => line(out, indent, "- connect"),
+        Step::Close => line(out, indent, "- close"),
+        Step::Set { var, source } => {
+            line(out, indent, &format!("- set: {}", set(var, source)));
+        }
+        Step::Extract(e) => {
+            let mut m = Flow::default();
+            m.str("var", &e.var);
+            match &e.from {
+                ExtractFrom::Regex(r) => m.str("regex", r),
+                ExtractFrom::JsonPointer(p) => m.str("json", p),
+                ExtractFrom::Header(h) => m.str("header", h),
+            }
+            if let Some(d) = &e.default {
+                m.str("default", d);
+            }
+            line(out, indent, &format!("- extract: {}", m.finish()));
+        }
+        Step::Match(x) => line(out, indent, &format!("- match: {}", matcher(x))),
+    }
+}
+
+fn set(var: &str, source: &SetSource) -> String {
+    let mut m = Flow::default();
+    m.str("var", var);
+    match source {
+        SetSource::Value(v) => m.str("value", v),
+        SetSource::Csv {
+            file,
+            column,
+            order,
+        } => {
+            let mut c = Flow::default();
+            c.str("file", file);
+            c.raw("column", column.to_string());
+            if *order == CsvOrder::Random {
+                c.raw("order", "random".into());
+            }
+            m.raw("csv", c.finish());
+        }
+        SetSource::RandomNumber { min, max } => {
+            m.raw("random_number", format!("{{min: {min}, max: {max}}}"))
+        }
+        SetSource::RandomString { length } => {
+            m.raw("random_string", format!("{{length: {length}}}"))
+        }
+        SetSource::Sequence { start, step } if *step == 1 => {
+            m.raw("sequence", format!("{{start: {start}}}"))
+        }
+        SetSource::Sequence { start, step } => {
+            m.raw("sequence", format!("{{start: {start}, step: {step}}}"))
+        }
+        SetSource::UserId => m.raw("user_id", "true".into()),
+    }
+    m.finish()
+}
+
+fn matcher(x: &Match) -> String {
+    let mut m = Flow::default();
+    if let Some(st) = x.status {
+        m.raw("status", st.to_string());
+    }
+    if let Some(b) = &x.body {
+        m.str("body", b);
+    }
+    if !x.when_matched {
+        m.raw("when", "nomatch".into());
+    }
+    let action = match x.action {
+        MatchAction::Continue => "continue",
+        MatchAction::Abort => "abort",
+        MatchAction::Restart => "restart",
+        MatchAction::Loop => "loop",
+    };
+    m.raw("do", action.into());
+    if let Some(n) = x.max_loops {
+        m.raw("max_loops", n.to_string());
+    }
+    if x.name != default_match_name(x) {
+        m.str("name", &x.name);
+    }
+    m.finish()
+}
+
+/// The name the parser gives a match without `name:`.
+fn default_match_name(m: &Match) -> String {
+    let on = m
+        .status
+        .map(|s| s.to_string())
+        .or(m.body.clone())
+        .unwrap_or_default();
+    format!("match {on}")
+}
+
+fn request(out: &mut String, indent: usize, r: &Request) {
+    let default_name = format!("{} {}", r.method, r.path);
+    let one_word = |s: &str| !s.is_empty() && !s.contains(char::is_whitespace);
+    if r.headers.is_empty()
+        && r.body.is_none()
+        && r.name == default_name
+        && one_word(&r.method)
+        && one_word(&r.path)
+    {
+        let text = format!("- request: {}", scalar(&default_name, false));
+        line(out, indent, &text);
+        return;
+    }
+    let inner = indent + 4;
+    line(out, indent, "- request:");
+    if r.name != default_name {
+        line(out, inner, &format!("name: {}", scalar(&r.name, false)));
+    }
+    if r.method != "GET" {
+        line(out, inner, &format!("method: {}", scalar(&r.method, false)));
+    }
+    line(out, inner, &format!("path: {}", scalar(&r.path, false)));
+    if !r.headers.is_empty() {
+        let mut m = Flow::default();
+        for (k, v) in &r.headers {
+            m.0.push(format!("{}: {}", scalar(k, true), scalar(v, true)));
+        }
+        let flow = m.finish();
+        if inner + "headers: ".len() + flow.len() <= 100 {
+            line(out, inner, &format!("headers: {flow}"));
+        } else {
+            line(out, inner, "headers:");
+            for (k, v) in &r.headers {
+                let text = format!("{}: {}", scalar(k, false), scalar(v, false));
+                line(out, inner + 2, &text);
+            }
+        }
+    }
+    if let Some(b) = &r.body {
+        line(out, inner, &format!("body: {}", scalar(b, false)));
+    }
+}
+
+fn think(d: &Distribution) -> String {
+    match d {
+        Distribution::Constant(c) => duration(*c),
+        Distribution::Uniform { min, max } => format!(
+            "{{uniform: {{min: {}, max: {}}}}}",
+            duration(*min),
+            duration(*max)
+        ),
+        Distribution::Exponential { mean } => format!("{{exponential: {}}}", duration(*mean)),
+        Distribution::Pareto { min, alpha } => format!(
+            "{{pareto: {{min: {}, alpha: {}}}}}",
+            duration(*min),
+            number(*alpha)
+        ),
+    }
+}
+
+fn threshold(t: &Threshold) -> String {
+    let op = match t.op {
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
+    };
+    let value = match t.value {
+        ThresholdValue::Duration(d) => duration(d),
+        ThresholdValue::Ratio(r) => format!("{}%", percent(r)),
+        ThresholdValue::Number(n) => number(n),
+    };
+    // Starts with `<` or `>`, which YAML takes for a block scalar indicator: always quoted.
+    quote(&format!("{op} {value}"))
+}
+
+/// `r` (a fraction) as a percentage that the parser turns back into exactly `r` (it divides
+/// by 100, so `r * 100` printed naively may not come back bit for bit).
+fn percent(r: f64) -> String {
+    let back = |t: &str| t.parse::<f64>().map(|v| v / 100.0) == Ok(r);
+    let first = number(r * 100.0);
+    if back(&first) {
+        return first;
+    }
+    for prec in 0..=20 {
+        let t = format!("{:.prec$}", r * 100.0);
+        if back(&t) {
+            return t;
+        }
+    }
+    first
+}
+
+/// A float in the shortest form that parses back to the same value (`80`, `0.5`).
+fn number(v: f64) -> String {
+    format!("{v}")
+}
+
+/// `1h 2m 3s 4ms 5us 6ns`, leaving out zero parts; `0s` for zero. Exact to the nanosecond.
+pub(crate) fn duration(d: Duration) -> String {
+    if d.is_zero() {
+        return "0s".into();
+    }
+    let secs = d.as_secs();
+    let nanos = d.subsec_nanos();
+    let parts = [
+        (secs / 3600, "h"),
+        ((secs / 60) % 60, "m"),
+        (secs % 60, "s"),
+        (u64::from(nanos / 1_000_000), "ms"),
+        (u64::from((nanos / 1_000) % 1_000), "us"),
+        (u64::from(nanos % 1_000), "ns"),
+    ];
+    let text: Vec<String> = parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, u)| format!("{n}{u}"))
+        .collect();
+    text.join(" ")
+}
+
+/// `s` as a YAML string scalar: plain when any YAML reader reads it back as the same string,
+/// else quoted. `flow` is true inside `{...}`, where `, [ ] { }` need quotes too.
+pub(crate) fn scalar(s: &str, flow: bool) -> String {
+    if plain_ok(s, flow) {
+        s.to_string()
+    } else {
+        quote(s)
+    }
+}
+
+fn plain_ok(s: &str, flow: bool) -> bool {
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
+    // Edge spaces would be trimmed; a trailing ` -` or ` ?` before `,` or `}` reads as an
+    // indicator in flow context (yaml-rust2), so edge indicators are quoted everywhere.
+    if s.starts_with(' ') || s.ends_with([' ', '-', '?']) {
+        return false;
+    }
+    // Characters that start something else in YAML.
+    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+        return false;
+    }
+    // `:` and `#` can start a mapping value or a comment: quoted anywhere.
+    if s.contains([':', '#']) {
+        return false;
+    }
+    if flow && s.contains(['{', '}', '[', ']', ',']) {
+        return false;
+    }
+    // Printable ASCII and non-ASCII letters and digits only; tabs, control and format
+    // characters and Unicode spaces are quoted.
+    let printable = s
+        .chars()
+        .all(|c| c.is_ascii_graphic() || c == ' ' || (!c.is_ascii() && c.is_alphanumeric()));
+    printable && !looks_typed(s)
+}
+
+/// True for text that YAML 1.1 or 1.2 readers resolve to a null, a boolean or a number (or the
+/// merge key `<<`).
+fn looks_typed(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    const WORDS: &[&str] = &[
+        "~", "null", "true", "false", "yes", "no", "on", "off", "y", "n", "<<", ".inf", "-.inf",
+        "+.inf", ".nan",
+    ];
+    if WORDS.contains(&lower.as_str()) || s.parse::<f64>().is_ok() {
+        return true;
+    }
+    let t = lower.trim_start_matches(['+', '-']);
+    if t.contains('_') && t.replace('_', "").parse::<f64>().is_ok() {
+        return true;
+    }
+    for prefix in ["0x", "0o", "0b"] {
+        if let Some(rest) = t.strip_prefix(prefix) {
+            if !rest.is_empty() && rest.chars().all(|c| c.is_ascii_hexdigit() || c == '_') {
+                return true;
+            }
+        }
+    }
+    // Dates such as 2024-01-31.
+    t.starts_with(|c: char| c.is_ascii_digit()) && t.chars().all(|c| c.is_ascii_digit() || c == '-')
+}
+
+/// A quoted scalar: double quotes when that needs no escape, single quotes when the text is
+/// printable, else double quotes with escapes.
+fn quote(s: &str) -> String {
+    let special = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+            )
+    };
+    let printable = !s.chars().any(special);
+    if printable && !s.contains(['"', '\\']) {
+        return format!("\"{s}\"");
+    }
+    if printable {
+        return format!("'{}'", s.replace('\'', "''"));
+    }
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if special(c) => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_short_and_exact() {
+        assert_eq!(duration(Duration::ZERO), "0s");
+        assert_eq!(duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(duration(Duration::from_secs(90)), "1m 30s");
+        assert_eq!(duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(duration(Duration::new(2, 500_000_007)), "2s 500ms 7ns");
+        for d in [
+            Duration::new(3_723, 4_005_006),
+            Duration::from_nanos(1),
+            Duration::from_secs(100 * 3600),
+        ] {
+            assert_eq!(humantime::parse_duration(&duration(d)).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(scalar("/index.html", true), "/index.html");
+        assert_eq!(scalar("127.0.0.1", true), "127.0.0.1");
+        assert_eq!(scalar("Bearer ${token}", false), "Bearer ${token}");
+        assert_eq!(scalar("Bearer ${token}", true), "\"Bearer ${token}\"");
+        assert_eq!(scalar("a: b", false), "\"a: b\"");
+        assert_eq!(scalar("x #y", false), "\"x #y\"");
+        assert_eq!(scalar("true", false), "\"true\"");
+        assert_eq!(scalar("0x1F", false), "\"0x1F\"");
+        assert_eq!(scalar("12", false), "\"12\"");
+        assert_eq!(scalar("", false), "\"\"");
+        assert_eq!(scalar("-x", false), "\"-x\"");
+        assert_eq!(scalar(r#"{"a": 1}"#, false), r#"'{"a": 1}'"#);
+        assert_eq!(scalar("it's \"x\"", false), "it's \"x\"");
+        assert_eq!(scalar("'a' \"b\"", false), r#"'''a'' "b"'"#);
+        assert_eq!(scalar("0 -", true), "\"0 -\"");
+        assert_eq!(scalar("a\nb\"", false), r#""a\nb\"""#);
+        assert_eq!(scalar("café", true), "café");
+    }
+
+    #[test]
+    fn percent_round_trips() {
+        for r in [0.01, 0.07, 0.001, 0.333, 0.5, 1.0, 0.123456789] {
+            let t = percent(r);
+            assert_eq!(t.parse::<f64>().unwrap() / 100.0, r, "{r} -> {t}");
+        }
+    }
+}

@@ -1,0 +1,2278 @@
+//! Import of Tsung XML configurations (`tsung.xml`, HTTP sessions) into a [`Scenario`].
+//!
+//! The XML is read with quick-xml into a small element tree that keeps the byte offset of every
+//! element, attribute and text, so every warning and error names `file:line:column`. The tree is
+//! then walked by [`Conv`], which maps what headroom can run and reports the rest:
+//!
+//! - **Nothing is silently ignored.** Every element or attribute that is not honoured gives
+//!   exactly one warning with its position. A warning about an element covers its attributes and
+//!   content (one warning for all of `<clients>`, not one per `<client>`). Pure identifiers with
+//!   no behaviour (`<arrivalphase phase>`, `<repeat name>`, `<tsung version>`) are accepted.
+//! - What would change the load in a way the user must know about is an **error**: other
+//!   protocols, TLS, Erlang code, conditional steps, loop conditions that are not a truth test.
+//! - After conversion the scenario is written with [`crate::to_yaml`] and parsed back with
+//!   [`crate::parse_str`]; a difference is reported as an internal error (a bug here), so what is
+//!   returned always validates and round-trips.
+//!
+//! See `docs/import.md` for the mapping table.
+
+use crate::model::*;
+use crate::ScenarioError;
+use headroom_core::Distribution;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// A scenario converted from another tool's format, with what was not carried over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub scenario: Scenario,
+    /// Located notes on what is not honoured or only approximated, in file order.
+    pub warnings: Vec<ScenarioError>,
+}
+
+/// Converts a Tsung XML configuration. `file_name` is used in warnings and errors and for the
+/// scenario's name (its stem). Returns every error found, in file order.
+pub fn import_tsung(text: &str, file_name: &str) -> Result<Imported, Vec<ScenarioError>> {
+    let at = Locator::new(text, file_name);
+    let doc = match xml::parse(text) {
+        Ok(d) => d,
+        Err(e) => return Err(vec![at.error(e.pos, e.message)]),
+    };
+    let mut c = Conv::new(&at);
+    for pi in &doc.pis {
+        c.warn(*pi, "processing instruction is not honoured");
+    }
+    let scenario = c.tsung(&doc.root);
+    finish(scenario, c.warnings, c.errors, file_name)
+}
+
+/// Byte offsets to `file:line:column` (1-based, column in characters).
+pub(crate) struct Locator<'a> {
+    text: &'a str,
+    file: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> Locator<'a> {
+    pub(crate) fn new(text: &'a str, file: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Locator { text, file, starts }
+    }
+
+    pub(crate) fn error(&self, offset: usize, message: impl Into<String>) -> ScenarioError {
+        let mut off = offset.min(self.text.len());
+        while !self.text.is_char_boundary(off) {
+            off -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= off);
+        let start = self.starts[line - 1];
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            column: self.text[start..off].chars().count() + 1,
+            message: message.into(),
+        }
+    }
+}
+
+/// Sorts the findings, and on success checks that the scenario survives `to_yaml` + `parse_str`
+/// unchanged (anything else is a bug of the importer, reported as such).
+pub(crate) fn finish(
+    scenario: Scenario,
+    mut warnings: Vec<ScenarioError>,
+    mut errors: Vec<ScenarioError>,
+    file_name: &str,
+) -> Result<Imported, Vec<ScenarioError>> {
+    let key = |e: &ScenarioError| (e.line, e.column);
+    errors.sort_by_key(key);
+    warnings.sort_by_key(key);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let yaml = crate::to_yaml(&scenario);
+    let internal = |message: String| ScenarioError {
+        file: file_name.to_string(),
+        line: 1,
+        column: 1,
+        message: format!("internal error of the importer (please report): {message}"),
+    };
+    match crate::parse_str(&yaml, "converted.yaml") {
+        Ok(back) if back == scenario => Ok(Imported { scenario, warnings }),
+        Ok(_) => Err(vec![internal(
+            "the converted scenario does not read back the same".into(),
+        )]),
+        Err(errs) => Err(errs
+            .into_iter()
+            .map(|e| internal(format!("the converted scenario does not validate: {e}")))
+            .collect()),
+    }
+}
+
+/// Variables every session has (as in the parser).
+const BUILTINS: &[&str] = &["user_id", "session"];
+
+/// Request bodies and elements of protocols other than HTTP.
+const PROTOCOL_ELEMENTS: &[&str] = &[
+    "jabber",
+    "raw",
+    "pgsql",
+    "mysql",
+    "ldap",
+    "websocket",
+    "mqtt",
+    "amqp",
+    "fs",
+    "shell",
+    "job",
+    "xmpp",
+    "bosh",
+    "udp",
+    "change_type",
+    "interaction",
+];
+
+fn not_yet(what: &str) -> String {
+    format!("'{what}' is not yet supported (comes with the protocol work)")
+}
+
+fn valid_var(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Seconds per Tsung `unit`.
+fn unit_secs(unit: &str) -> Option<f64> {
+    match unit {
+        "millisecond" => Some(0.001),
+        "second" => Some(1.0),
+        "minute" => Some(60.0),
+        "hour" => Some(3600.0),
+        _ => None,
+    }
+}
+
+/// Tsung's global `<option name="thinktime">`: the default of `<thinktime>`, and with
+/// `override="true"` the value of every `<thinktime>`.
+struct ThinkDefault {
+    value: f64,
+    random: bool,
+    range: Option<(f64, f64)>,
+    overrides: bool,
+}
+
+struct Conv<'a> {
+    at: &'a Locator<'a>,
+    errors: Vec<ScenarioError>,
+    warnings: Vec<ScenarioError>,
+    servers: Vec<Server>,
+    /// `<option name="file_server" id value>`: id -> path.
+    files: HashMap<String, String>,
+    think: ThinkDefault,
+    /// Variables defined so far in the current session (document order, as the parser checks).
+    vars: HashSet<String>,
+    /// `<for var>` counters seen in the session (headroom loops have none).
+    for_vars: HashSet<String>,
+    /// Absolute-URL servers already warned about.
+    other_hosts: HashSet<(String, u16)>,
+}
+
+impl<'a> Conv<'a> {
+    fn new(at: &'a Locator<'a>) -> Self {
+        Conv {
+            at,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            servers: Vec::new(),
+            files: HashMap::new(),
+            think: ThinkDefault {
+                value: 5.0,
+                random: false,
+                range: None,
+                overrides: false,
+            },
+            vars: HashSet::new(),
+            for_vars: HashSet::new(),
+            other_hosts: HashSet::new(),
+        }
+    }
+
+    fn warn(&mut self, pos: usize, msg: impl Into<String>) {
+        let w = self.at.error(pos, msg);
+        self.warnings.push(w);
+    }
+
+    fn error(&mut self, pos: usize, msg: impl Into<String>) {
+        let e = self.at.error(pos, msg);
+        self.errors.push(e);
+    }
+
+    // ---- generic helpers -------------------------------------------------------------------
+
+    /// Warns about each attribute of `el` not in `known`.
+    fn check_attrs(&mut self, el: &El, known: &[&str]) {
+        for a in &el.attrs {
+            if !known.contains(&a.key.as_str()) {
+                self.warn(
+                    a.pos,
+                    format!("attribute '{}' of <{}> is not honoured", a.key, el.name),
+                );
+            }
+        }
+    }
+
+    /// Warns about attribute `key` of `el` if present, with `why`.
+    fn ignored(&mut self, el: &El, key: &str, why: &str) {
+        if let Some(a) = el.attr(key) {
+            let pos = a.pos;
+            self.warn(
+                pos,
+                format!("attribute '{key}' of <{}> is not honoured: {why}", el.name),
+            );
+        }
+    }
+
+    fn no_text(&mut self, el: &El) {
+        if let Some(p) = el.text_pos {
+            self.warn(p, format!("text inside <{}> is not honoured", el.name));
+        }
+    }
+
+    /// A child element this place does not take: other protocols are errors, the rest warnings.
+    fn unexpected(&mut self, c: &El, parent: &str) {
+        if PROTOCOL_ELEMENTS.contains(&c.name.as_str()) {
+            self.error(c.pos, not_yet(&format!("<{}>", c.name)));
+        } else {
+            self.warn(
+                c.pos,
+                format!("<{}> inside <{parent}> is not honoured", c.name),
+            );
+        }
+    }
+
+    fn required<'e>(&mut self, el: &'e El, key: &str) -> Option<&'e Attr> {
+        let a = el.attr(key);
+        if a.is_none() {
+            self.error(el.pos, format!("<{}> needs the attribute '{key}'", el.name));
+        }
+        a
+    }
+
+    fn number(&mut self, a: &Attr) -> Option<f64> {
+        match a.value.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Some(v),
+            _ => {
+                self.error(
+                    a.pos,
+                    format!("{}=\"{}\": expected a number", a.key, a.value),
+                );
+                None
+            }
+        }
+    }
+
+    fn int(&mut self, a: &Attr) -> Option<i64> {
+        match a.value.trim().parse::<i64>() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.error(
+                    a.pos,
+                    format!("{}=\"{}\": expected an integer", a.key, a.value),
+                );
+                None
+            }
+        }
+    }
+
+    fn positive_int(&mut self, a: &Attr) -> Option<u64> {
+        match a.value.trim().parse::<u64>() {
+            Ok(v) if v > 0 => Some(v),
+            _ => {
+                self.error(
+                    a.pos,
+                    format!("{}=\"{}\": expected a positive integer", a.key, a.value),
+                );
+                None
+            }
+        }
+    }
+
+    fn secs(&mut self, v: f64, pos: usize, what: &str) -> Option<Duration> {
+        match Duration::try_from_secs_f64(v) {
+            Ok(d) => Some(d),
+            Err(_) => {
+                self.error(pos, format!("{what}: expected a duration >= 0, got {v}"));
+                None
+            }
+        }
+    }
+
+    fn unit(&mut self, el: &El, default: &str) -> Option<f64> {
+        match el.attr("unit") {
+            None => unit_secs(default),
+            Some(a) => {
+                let v = unit_secs(&a.value);
+                if v.is_none() {
+                    self.error(
+                        a.pos,
+                        format!(
+                            "unit=\"{}\": expected one of millisecond, second, minute, hour",
+                            a.value
+                        ),
+                    );
+                }
+                v
+            }
+        }
+    }
+
+    fn bool_attr(&mut self, el: &El, key: &str) -> Option<bool> {
+        let a = el.attr(key)?;
+        match a.value.as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => {
+                self.error(
+                    a.pos,
+                    format!("{key}=\"{}\": expected true or false", a.value),
+                );
+                None
+            }
+        }
+    }
+
+    fn var_name(&mut self, a: &Attr) -> Option<String> {
+        if valid_var(&a.value) {
+            Some(a.value.clone())
+        } else {
+            self.error(
+                a.pos,
+                format!(
+                    "variable name '{}': headroom variables are letters, digits and _, not starting with a digit",
+                    a.value
+                ),
+            );
+            None
+        }
+    }
+
+    /// Checks that `${name}` can be used here.
+    fn use_var(&mut self, name: &str, pos: usize) -> bool {
+        if self.vars.contains(name) || BUILTINS.contains(&name) {
+            return true;
+        }
+        if self.for_vars.contains(name) {
+            self.error(
+                pos,
+                format!("'%%_{name}%%' is the counter of a <for> loop: headroom loops have no counter variable"),
+            );
+        } else {
+            self.error(
+                pos,
+                format!("variable '{name}' is used before it is defined: headroom needs a <setdynvars> or <dyn_variable> earlier in the session"),
+            );
+        }
+        false
+    }
+
+    /// Tsung substitution (`%%_name%%`, `%%name%%`) to headroom's `${name}`. With `enabled`
+    /// false (no `subst="true"`), Tsung sends the text as is, and so does headroom.
+    fn subst(&mut self, text: &str, pos: usize, enabled: bool) -> Option<String> {
+        if text.contains("${") {
+            self.error(
+                pos,
+                format!(
+                    "'{text}' holds '${{', which headroom reads as a variable and cannot escape"
+                ),
+            );
+            return None;
+        }
+        let mut out = String::new();
+        let mut rest = text;
+        let mut literal = false;
+        let mut ok = true;
+        while let Some(i) = rest.find("%%") {
+            let after = &rest[i + 2..];
+            let Some(j) = after.find("%%") else {
+                break;
+            };
+            let inner = &after[..j];
+            let var = inner.strip_prefix('_').unwrap_or(inner);
+            let is_var = valid_var(var);
+            let is_call = inner.contains(':') && !inner.contains(char::is_whitespace);
+            if !is_var && !is_call {
+                out.push_str(&rest[..i + 2]);
+                rest = after;
+                continue;
+            }
+            if !enabled {
+                literal = true;
+                out.push_str(&rest[..i + 4 + j]);
+                rest = &after[j + 2..];
+                continue;
+            }
+            out.push_str(&rest[..i]);
+            if is_var {
+                ok &= self.use_var(var, pos);
+                out.push_str(&format!("${{{var}}}"));
+            } else if inner == "ts_user_server:get_unique_id" {
+                out.push_str("${user_id}");
+            } else {
+                self.error(
+                    pos,
+                    format!("'%%{inner}%%' calls Erlang code, which headroom scenarios cannot"),
+                );
+                ok = false;
+            }
+            rest = &after[j + 2..];
+        }
+        out.push_str(rest);
+        if literal {
+            self.warn(
+                pos,
+                "'%%...%%' is sent literally: Tsung substitutes only with subst=\"true\" on the <request>",
+            );
+        }
+        ok.then_some(out)
+    }
+
+    // ---- top level --------------------------------------------------------------------------
+
+    fn tsung(&mut self, root: &El) -> Scenario {
+        if root.name != "tsung" {
+            self.error(
+                root.pos,
+                format!(
+                    "expected <tsung> as the root element, found <{}>",
+                    root.name
+                ),
+            );
+        }
+        self.check_attrs(root, &["version", "loglevel", "dumptraffic", "backend"]);
+        for key in ["loglevel", "dumptraffic", "backend"] {
+            self.ignored(root, key, "logs, traces and statistics are headroom's own");
+        }
+        self.no_text(root);
+        let one =
+            |name: &str| -> Vec<&El> { root.children.iter().filter(|c| c.name == name).collect() };
+        for name in ["servers", "load", "sessions", "options"] {
+            if let Some(extra) = one(name).get(1) {
+                let pos = extra.pos;
+                self.error(pos, format!("a second <{name}>; Tsung takes one"));
+            }
+        }
+        // Options first: file servers and the default think time are used by sessions.
+        if let Some(o) = one("options").first() {
+            self.options(o);
+        }
+        if let Some(s) = one("servers").first() {
+            self.servers(s);
+        }
+        let sessions = match one("sessions").first() {
+            Some(s) => self.sessions(s),
+            None => {
+                self.error(root.pos, "no <sessions> in the file");
+                Vec::new()
+            }
+        };
+        let load = match one("load").first() {
+            Some(l) => self.load(l, &sessions),
+            None => {
+                self.error(root.pos, "no <load> in the file");
+                Load::default()
+            }
+        };
+        for c in &root.children {
+            match c.name.as_str() {
+                "options" | "servers" | "sessions" | "load" => {}
+                "clients" => self.warn(
+                    c.pos,
+                    "<clients> is not honoured: headroom generates the load from where it runs (clients are headroom's own)",
+                ),
+                "monitoring" => self.warn(
+                    c.pos,
+                    "<monitoring> is not honoured: headroom does not monitor the servers",
+                ),
+                "information" => self.warn(c.pos, "<information> is not honoured"),
+                _ => self.unexpected(c, "tsung"),
+            }
+        }
+        let name = Path::new(self.at.file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty());
+        Scenario {
+            name,
+            servers: std::mem::take(&mut self.servers),
+            load,
+            sessions,
+            thresholds: Vec::new(),
+        }
+    }
+
+    fn options(&mut self, el: &El) {
+        self.check_attrs(el, &[]);
+        self.no_text(el);
+        for o in &el.children {
+            if o.name != "option" {
+                self.unexpected(o, "options");
+                continue;
+            }
+            let name = o.attr("name").map(|a| a.value.as_str()).unwrap_or("");
+            match name {
+                "file_server" => {
+                    self.check_attrs(o, &["name", "id", "value"]);
+                    self.no_text(o);
+                    for c in &o.children {
+                        self.unexpected(c, "option");
+                    }
+                    if let Some(v) = self.required(o, "value") {
+                        let id = o.attr("id").map(|a| a.value.clone());
+                        let path = v.value.clone();
+                        self.files
+                            .insert(id.unwrap_or_else(|| "default".into()), path);
+                    }
+                }
+                "thinktime" if o.attr("type").is_none() => {
+                    self.check_attrs(o, &["name", "value", "random", "min", "max", "override"]);
+                    self.no_text(o);
+                    for c in &o.children {
+                        self.unexpected(c, "option");
+                    }
+                    if let Some(a) = o.attr("value") {
+                        if let Some(v) = self.number(a) {
+                            self.think.value = v;
+                        }
+                    }
+                    if let Some(r) = self.bool_attr(o, "random") {
+                        self.think.random = r;
+                    }
+                    if let (Some(mn), Some(mx)) = (o.attr("min"), o.attr("max")) {
+                        if let (Some(a), Some(b)) = (self.number(mn), self.number(mx)) {
+                            self.think.range = Some((a, b));
+                        }
+                    }
+                    if let Some(ov) = self.bool_attr(o, "override") {
+                        self.think.overrides = ov;
+                    }
+                }
+                "" => self.warn(o.pos, "<option> without a name is not honoured"),
+                other => {
+                    let why = match other {
+                        "user_agent" => "add a User-Agent header to the requests instead",
+                        "seed" => "headroom has its own seed",
+                        _ => "headroom has its own settings for this",
+                    };
+                    self.warn(
+                        o.pos,
+                        format!("<option name=\"{other}\"> is not honoured: {why}"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn servers(&mut self, el: &El) {
+        self.check_attrs(el, &[]);
+        self.no_text(el);
+        for c in &el.children {
+            if c.name != "server" {
+                self.unexpected(c, "servers");
+                continue;
+            }
+            self.check_attrs(c, &["host", "port", "type", "weight"]);
+            self.no_text(c);
+            for x in &c.children {
+                self.unexpected(x, "server");
+            }
+            self.ignored(
+                c,
+                "weight",
+                "requests go to the servers in headroom's own way",
+            );
+            let host = self.required(c, "host").map(|a| a.value.clone());
+            let port = self
+                .required(c, "port")
+                .and_then(|a| match a.value.parse::<u16>() {
+                    Ok(p) if p > 0 => Some(p),
+                    _ => {
+                        let pos = a.pos;
+                        self.error(pos, format!("port=\"{}\": expected 1..65535", a.value));
+                        None
+                    }
+                });
+            let ok = match c.attr("type") {
+                None => true,
+                Some(t) => match t.value.as_str() {
+                    "tcp" | "tcp6" => true,
+                    "ssl" | "ssl6" | "bosh_ssl" => {
+                        self.error(
+                            t.pos,
+                            format!("type=\"{}\": TLS not yet supported", t.value),
+                        );
+                        false
+                    }
+                    other => {
+                        self.error(t.pos, not_yet(&format!("<server type=\"{other}\">")));
+                        false
+                    }
+                },
+            };
+            if let (Some(host), Some(port), true) = (host, port, ok) {
+                self.servers.push(Server {
+                    host,
+                    port,
+                    protocol: Protocol::Http,
+                });
+            }
+        }
+    }
+
+    // ---- load -------------------------------------------------------------------------------
+
+    fn load(&mut self, el: &El, sessions: &[Session]) -> Load {
+        self.check_attrs(el, &["duration", "unit", "loop"]);
+        self.no_text(el);
+        self.ignored(
+            el,
+            "duration",
+            "the run lasts as long as its phases (and the users still running)",
+        );
+        if el.attr("duration").is_none() {
+            self.ignored(el, "unit", "it goes with duration");
+        }
+        if let Some(l) = el.attr("loop") {
+            if l.value.trim() != "0" {
+                let pos = l.pos;
+                self.warn(
+                    pos,
+                    format!(
+                        "attribute 'loop' of <load> is not honoured: repeat the phases {} more time(s) in the converted file",
+                        l.value
+                    ),
+                );
+            }
+        }
+        let mut load = Load::default();
+        let mut statics: Vec<(String, u64)> = Vec::new();
+        for c in &el.children {
+            match c.name.as_str() {
+                "arrivalphase" => {
+                    if let Some(p) = self.phase(c) {
+                        load.phases.push(p);
+                    }
+                }
+                "user" => {
+                    self.check_attrs(c, &["session", "start_time", "unit"]);
+                    self.no_text(c);
+                    let Some(s) = self.required(c, "session") else {
+                        continue;
+                    };
+                    let name = s.value.clone();
+                    if !sessions.iter().any(|x| x.name == name) {
+                        self.error(
+                            s.pos,
+                            format!("<user> refers to session '{name}', which is not converted"),
+                        );
+                        continue;
+                    }
+                    self.warn(
+                        c.pos,
+                        format!("<user> becomes a closed user running session '{name}' back to back from the start (Tsung runs it once, at start_time)"),
+                    );
+                    match statics.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, count)) => *count += 1,
+                        None => statics.push((name, 1)),
+                    }
+                }
+                _ => self.unexpected(c, "load"),
+            }
+        }
+        load.users = statics
+            .into_iter()
+            .map(|(session, count)| Users {
+                count,
+                session: Some(session),
+            })
+            .collect();
+        if load.phases.is_empty() && load.users.is_empty() && self.errors.is_empty() {
+            self.error(el.pos, "<load> has no <arrivalphase> or <user>");
+        }
+        load
+    }
+
+    fn phase(&mut self, el: &El) -> Option<Phase> {
+        self.check_attrs(el, &["phase", "duration", "unit", "wait_all_sessions_end"]);
+        self.no_text(el);
+        self.ignored(
+            el,
+            "wait_all_sessions_end",
+            "the next phase starts when this one's duration is over",
+        );
+        let unit = self.unit(el, "second");
+        let duration = self
+            .required(el, "duration")
+            .and_then(|a| self.number(a).map(|v| (v, a.pos)));
+        let mut users = None;
+        for c in &el.children {
+            match c.name.as_str() {
+                "users" if users.is_none() => users = Some(c),
+                "session_setup" => self.warn(
+                    c.pos,
+                    "<session_setup> is not honoured: the sessions' weights apply in every phase",
+                ),
+                _ => self.unexpected(c, "arrivalphase"),
+            }
+        }
+        let Some(users) = users else {
+            self.error(el.pos, "<arrivalphase> needs a <users> element");
+            return None;
+        };
+        let rate = self.users(users);
+        let (d, pos) = duration?;
+        let duration = self.secs(d * unit?, pos, "duration")?;
+        let (rate, max_users) = rate?;
+        Some(Phase {
+            duration,
+            rate: Rate::Fixed(rate),
+            arrival: Arrival::Poisson,
+            max_users,
+        })
+    }
+
+    fn users(&mut self, el: &El) -> Option<(f64, Option<u64>)> {
+        self.check_attrs(el, &["arrivalrate", "interarrival", "unit", "maxnumber"]);
+        self.no_text(el);
+        for c in &el.children {
+            self.unexpected(c, "users");
+        }
+        let unit = self.unit(el, "second");
+        let rate = match (el.attr("arrivalrate"), el.attr("interarrival")) {
+            (Some(r), None) => {
+                let v = self.number(r)?;
+                (v > 0.0).then(|| v / unit.unwrap_or(1.0)).or_else(|| {
+                    self.error(r.pos, "arrivalrate must be positive");
+                    None
+                })
+            }
+            (None, Some(i)) => {
+                let v = self.number(i)?;
+                (v > 0.0)
+                    .then(|| 1.0 / (v * unit.unwrap_or(1.0)))
+                    .or_else(|| {
+                        self.error(i.pos, "interarrival must be positive");
+                        None
+                    })
+            }
+            (Some(_), Some(i)) => {
+                self.error(i.pos, "give arrivalrate or interarrival, not both");
+                None
+            }
+            (None, None) => {
+                self.error(el.pos, "<users> needs arrivalrate or interarrival");
+                None
+            }
+        };
+        let max = match el.attr("maxnumber") {
+            Some(m) => {
+                let n = self.positive_int(m)?;
+                self.warn(
+                    m.pos,
+                    format!("maxnumber=\"{n}\" becomes max_users: headroom caps the users alive at once, Tsung caps the users started in the phase"),
+                );
+                Some(n)
+            }
+            None => None,
+        };
+        unit?;
+        Some((rate?, max))
+    }
+
+    // ---- sessions ---------------------------------------------------------------------------
+
+    fn sessions(&mut self, el: &El) -> Vec<Session> {
+        self.check_attrs(el, &[]);
+        self.no_text(el);
+        let mut out: Vec<Session> = Vec::new();
+        for c in &el.children {
+            if c.name != "session" {
+                self.unexpected(c, "sessions");
+                continue;
+            }
+            if let Some(s) = self.session(c) {
+                if out.iter().any(|x| x.name == s.name) {
+                    self.error(c.pos, format!("a second session named '{}'", s.name));
+                    continue;
+                }
+                out.push(s);
+            }
+        }
+        if out.is_empty() && self.errors.is_empty() {
+            self.error(el.pos, "no session to convert");
+        }
+        out
+    }
+
+    fn session(&mut self, el: &El) -> Option<Session> {
+        self.check_attrs(
+            el,
+            &[
+                "name",
+                "probability",
+                "weight",
+                "type",
+                "persistent",
+                "bidi",
+            ],
+        );
+        self.no_text(el);
+        let name = self.required(el, "name").map(|a| a.value.clone());
+        match el.attr("type").map(|a| a.value.as_str()) {
+            Some("ts_http") => {}
+            None => {
+                self.error(el.pos, "<session> needs type=\"ts_http\"");
+                return None;
+            }
+            Some(other) => {
+                // One error per session, at its first element of the other protocol if any.
+                match el.find(&|e| PROTOCOL_ELEMENTS.contains(&e.name.as_str())) {
+                    Some(p) => self.error(
+                        p.pos,
+                        format!(
+                            "{}; session '{}' is of type {other}",
+                            not_yet(&format!("<{}>", p.name)),
+                            name.as_deref().unwrap_or("")
+                        ),
+                    ),
+                    None => self.error(el.pos, not_yet(&format!("<session type=\"{other}\">"))),
+                }
+                return None;
+            }
+        }
+        let name = name?;
+        if name.is_empty() {
+            self.error(el.pos, "session name must not be empty");
+            return None;
+        }
+        self.ignored(
+            el,
+            "persistent",
+            "headroom keeps connections alive in its own way",
+        );
+        self.ignored(el, "bidi", "it is for bidirectional protocols");
+        let weight = match (el.attr("probability"), el.attr("weight")) {
+            (Some(p), None) | (None, Some(p)) => {
+                let v = self.number(p)?;
+                if v < 0.0 {
+                    self.error(p.pos, format!("{} must not be negative", p.key));
+                    return None;
+                }
+                if v == 0.0 {
+                    self.warn(
+                        p.pos,
+                        format!("session '{name}' has {}=\"0\" and is skipped (headroom weights must be > 0)", p.key),
+                    );
+                    return None;
+                }
+                v
+            }
+            (Some(_), Some(w)) => {
+                self.error(w.pos, "give probability or weight, not both");
+                return None;
+            }
+            (None, None) => {
+                self.error(el.pos, "<session> needs probability (or weight)");
+                return None;
+            }
+        };
+        self.vars.clear();
+        self.for_vars.clear();
+        let steps = self.steps(&el.children, "session");
+        if steps.is_empty() {
+            self.error(
+                el.pos,
+                format!("session '{name}' has no step headroom can run"),
+            );
+            return None;
+        }
+        Some(Session {
+            name,
+            weight,
+            steps,
+            surge: None,
+        })
+    }
+
+    fn steps(&mut self, children: &[El], parent: &str) -> Vec<Step> {
+        let mut out = Vec::new();
+        for c in children {
+            match c.name.as_str() {
+                "request" => self.request(c, &mut out),
+                "thinktime" => {
+                    if let Some(d) = self.thinktime(c) {
+                        out.push(Step::Think(d));
+                    }
+                }
+                "transaction" => self.transaction(c, &mut out),
+                "setdynvars" => self.setdynvars(c, &mut out),
+                "for" => self.for_loop(c, &mut out),
+                "repeat" => self.repeat(c, &mut out),
+                "while" | "until" => self.error(
+                    c.pos,
+                    format!("<{}> must be the last element of a <repeat>", c.name),
+                ),
+                "if" => self.error(
+                    c.pos,
+                    "'<if>' is not supported: headroom scenarios have no conditional step",
+                ),
+                "foreach" => self.error(
+                    c.pos,
+                    "'<foreach>' is not supported: headroom loops have no per-item variable",
+                ),
+                "set_option" => self.warn(c.pos, "<set_option> is not honoured"),
+                _ => self.unexpected(c, parent),
+            }
+        }
+        out
+    }
+
+    fn transaction(&mut self, el: &El, out: &mut Vec<Step>) {
+        self.check_attrs(el, &["name"]);
+        self.no_text(el);
+        let name = self.required(el, "name").map(|a| a.value.clone());
+        let steps = self.steps(&el.children, "transaction");
+        let Some(name) = name else {
+            return;
+        };
+        if name.is_empty() {
+            self.error(el.pos, "transaction name must not be empty");
+        } else if steps.is_empty() {
+            self.warn(
+                el.pos,
+                format!("transaction '{name}' has no step headroom can run: skipped"),
+            );
+        } else {
+            out.push(Step::Transaction { name, steps });
+        }
+    }
+
+    fn thinktime(&mut self, el: &El) -> Option<Distribution> {
+        self.check_attrs(el, &["value", "random", "min", "max"]);
+        self.no_text(el);
+        for c in &el.children {
+            self.unexpected(c, "thinktime");
+        }
+        if let Some(v) = el.attr("value") {
+            if v.value.starts_with("%%") {
+                self.error(v.pos, "a think time from a variable is not supported");
+                return None;
+            }
+            if v.value == "wait_bidi" || v.value == "wait_global" {
+                self.error(v.pos, format!("value=\"{}\" is not supported", v.value));
+                return None;
+            }
+        }
+        let random = self.bool_attr(el, "random");
+        let (value, min, max) = (el.attr("value"), el.attr("min"), el.attr("max"));
+        let d = &self.think;
+        let (def_value, def_random, def_range) = (d.value, d.random, d.range);
+        if d.overrides {
+            // Tsung replaces every think time by the option's.
+            return self.think_of(def_value, def_random, def_range, el.pos);
+        }
+        match (value, min, max) {
+            (None, Some(a), Some(b)) => {
+                let (a, b) = (self.number(a)?, self.number(b)?);
+                self.think_of(0.0, false, Some((a, b)), el.pos)
+            }
+            (Some(v), None, None) => {
+                let v = self.number(v)?;
+                self.think_of(v, random.unwrap_or(def_random), None, el.pos)
+            }
+            (None, None, None) => {
+                self.think_of(def_value, random.unwrap_or(def_random), def_range, el.pos)
+            }
+            _ => {
+                self.error(el.pos, "<thinktime> takes value, or min and max");
+                None
+            }
+        }
+    }
+
+    fn think_of(
+        &mut self,
+        value: f64,
+        random: bool,
+        range: Option<(f64, f64)>,
+        pos: usize,
+    ) -> Option<Distribution> {
+        if let Some((a, b)) = range {
+            let (min, max) = (self.secs(a, pos, "min")?, self.secs(b, pos, "max")?);
+            if min > max {
+                self.error(pos, "thinktime min must not exceed max");
+                return None;
+            }
+            return Some(Distribution::Uniform { min, max });
+        }
+        let d = self.secs(value, pos, "thinktime")?;
+        Some(if random {
+            // Tsung draws random think times from an exponential distribution of that mean.
+            Distribution::Exponential { mean: d }
+        } else {
+            Distribution::Constant(d)
+        })
+    }
+
+    fn setdynvars(&mut self, el: &El, out: &mut Vec<Step>) {
+        const ALL: &[&str] = &[
+            "sourcetype",
+            "callback",
+            "code",
+            "fileid",
+            "order",
+            "delimiter",
+            "length",
+            "start",
+            "end",
+            "from",
+            "jsonpath",
+            "value",
+        ];
+        self.check_attrs(el, ALL);
+        self.no_text(el);
+        let mut vars = Vec::new();
+        for c in &el.children {
+            if c.name != "var" {
+                self.unexpected(c, "setdynvars");
+                continue;
+            }
+            self.check_attrs(c, &["name"]);
+            self.no_text(c);
+            if let Some(v) = self.required(c, "name").and_then(|a| self.var_name(a)) {
+                vars.push(v);
+            }
+        }
+        let kind = el
+            .attr("sourcetype")
+            .map(|a| a.value.clone())
+            .unwrap_or_else(|| "erlang".into());
+        let used: &[&str] = match kind.as_str() {
+            "random_number" => &["start", "end"],
+            "random_string" | "urandom_string" => &["length"],
+            "file" => &["fileid", "order", "delimiter"],
+            "value" => &["value"],
+            other => {
+                let why = match other {
+                    "erlang" | "eval" => "headroom scenarios run no Erlang code",
+                    "jsonpath" => "use a <dyn_variable jsonpath> on the request instead",
+                    _ => "headroom has no such source",
+                };
+                self.error(
+                    el.pos,
+                    format!("'<setdynvars sourcetype=\"{other}\">' is not supported: {why}"),
+                );
+                return;
+            }
+        };
+        for a in &el.attrs {
+            if a.key != "sourcetype"
+                && ALL.contains(&a.key.as_str())
+                && !used.contains(&a.key.as_str())
+            {
+                self.warn(
+                    a.pos,
+                    format!(
+                        "attribute '{}' of <setdynvars> does not apply to sourcetype=\"{kind}\": not honoured",
+                        a.key
+                    ),
+                );
+            }
+        }
+        let sources: Vec<SetSource> = match kind.as_str() {
+            "random_number" => {
+                let start = match el.attr("start") {
+                    Some(a) => self.int(a),
+                    None => Some(1),
+                };
+                let end = match el.attr("end") {
+                    Some(a) => self.int(a),
+                    None => Some(10),
+                };
+                let (Some(min), Some(max)) = (start, end) else {
+                    return;
+                };
+                if min > max {
+                    self.error(el.pos, "random_number: start must not exceed end");
+                    return;
+                }
+                vec![SetSource::RandomNumber { min, max }; vars.len()]
+            }
+            "random_string" | "urandom_string" => {
+                let length = match el.attr("length") {
+                    Some(a) => self.positive_int(a),
+                    None => Some(20),
+                };
+                let Some(length) = length else {
+                    return;
+                };
+                vec![
+                    SetSource::RandomString {
+                        length: length as usize
+                    };
+                    vars.len()
+                ]
+            }
+            "file" => {
+                let id = el
+                    .attr("fileid")
+                    .map(|a| a.value.clone())
+                    .unwrap_or_else(|| "default".into());
+                let Some(file) = self.files.get(&id).cloned() else {
+                    self.error(
+                        el.pos,
+                        format!("fileid '{id}' has no <option name=\"file_server\" id=\"{id}\">"),
+                    );
+                    return;
+                };
+                let order = match el.attr("order") {
+                    None => CsvOrder::Sequential,
+                    Some(o) => match o.value.as_str() {
+                        "iter" => CsvOrder::Sequential,
+                        "random" => CsvOrder::Random,
+                        _ => {
+                            let pos = o.pos;
+                            self.error(pos, "order: expected iter or random");
+                            return;
+                        }
+                    },
+                };
+                let delim = el.attr("delimiter");
+                let d = delim.map(|a| a.value.as_str()).unwrap_or(";");
+                if d != "," {
+                    let pos = delim.map(|a| a.pos).unwrap_or(el.pos);
+                    self.warn(
+                        pos,
+                        format!("headroom splits CSV lines on ','; Tsung splits this file on '{d}' (convert the file, or check it has one column)"),
+                    );
+                }
+                (0..vars.len())
+                    .map(|column| SetSource::Csv {
+                        file: file.clone(),
+                        column,
+                        order,
+                    })
+                    .collect()
+            }
+            _ => {
+                let v = el
+                    .attr("value")
+                    .map(|a| a.value.clone())
+                    .unwrap_or_default();
+                if v.contains("${") {
+                    self.error(
+                        el.pos,
+                        format!("'{v}' holds '${{', which headroom reads as a variable and cannot escape"),
+                    );
+                    return;
+                }
+                vec![SetSource::Value(v); vars.len()]
+            }
+        };
+        if vars.is_empty() {
+            self.warn(el.pos, "<setdynvars> without <var> sets nothing: skipped");
+        }
+        for (var, source) in vars.into_iter().zip(sources) {
+            self.vars.insert(var.clone());
+            out.push(Step::Set { var, source });
+        }
+    }
+
+    fn for_loop(&mut self, el: &El, out: &mut Vec<Step>) {
+        self.check_attrs(el, &["var", "from", "to", "incr"]);
+        self.no_text(el);
+        if let Some(v) = self.required(el, "var") {
+            let (pos, name) = (v.pos, v.value.clone());
+            self.warn(
+                pos,
+                format!(
+                    "loop variable '{name}' is not set: headroom loops have no counter variable"
+                ),
+            );
+            self.for_vars.insert(name);
+        }
+        let from = self.required(el, "from").and_then(|a| self.int(a));
+        let to = self.required(el, "to").and_then(|a| self.int(a));
+        let incr = match el.attr("incr") {
+            Some(a) => self.positive_int(a),
+            None => Some(1),
+        };
+        let steps = self.steps(&el.children, "for");
+        let (Some(from), Some(to), Some(incr)) = (from, to, incr) else {
+            return;
+        };
+        if to < from {
+            self.warn(el.pos, "<for> never runs (to < from): skipped");
+            return;
+        }
+        let count = ((to as i128 - from as i128) / incr as i128 + 1) as u64;
+        if steps.is_empty() {
+            self.warn(el.pos, "<for> has no step headroom can run: skipped");
+            return;
+        }
+        out.push(Step::Loop(Loop {
+            count: Some(count),
+            condition: None,
+            steps,
+        }));
+    }
+
+    fn repeat(&mut self, el: &El, out: &mut Vec<Step>) {
+        self.check_attrs(el, &["name", "max_repeat"]);
+        self.no_text(el);
+        let max = match el.attr("max_repeat") {
+            Some(a) => self.positive_int(a),
+            None => Some(20),
+        };
+        let Some((last, body)) = el
+            .children
+            .split_last()
+            .filter(|(l, _)| l.name == "while" || l.name == "until")
+        else {
+            self.error(
+                el.pos,
+                "the last element of a <repeat> must be <while> or <until>",
+            );
+            return;
+        };
+        let steps = self.steps(body, "repeat");
+        // The condition is checked after the body, which may define its variable.
+        let condition = self.condition(last);
+        let (Some(max), Some(condition)) = (max, condition) else {
+            return;
+        };
+        if steps.is_empty() {
+            self.warn(el.pos, "<repeat> has no step headroom can run: skipped");
+            return;
+        }
+        out.push(Step::Loop(Loop {
+            count: Some(max),
+            condition: Some(condition),
+            steps,
+        }));
+    }
+
+    /// `<while|until var eq|neq>` as a truth test of the variable, where that is what it means.
+    fn condition(&mut self, el: &El) -> Option<Condition> {
+        self.check_attrs(el, &["var", "eq", "neq", "gt", "lt", "gte", "lte"]);
+        self.no_text(el);
+        for c in &el.children {
+            self.unexpected(c, &el.name.clone());
+        }
+        let var = self.required(el, "var").and_then(|a| self.var_name(a))?;
+        let given: Vec<&Attr> = ["eq", "neq", "gt", "lt", "gte", "lte"]
+            .iter()
+            .filter_map(|k| el.attr(k))
+            .collect();
+        let [cmp] = given.as_slice() else {
+            self.error(el.pos, format!("<{}> takes one of eq or neq", el.name));
+            return None;
+        };
+        if cmp.key != "eq" && cmp.key != "neq" {
+            self.error(
+                cmp.pos,
+                format!("{}=\"{}\": numeric comparisons are not supported; headroom loops test whether a variable is true (set, non-empty, not 0 or false)", cmp.key, cmp.value),
+            );
+            return None;
+        }
+        let truthy = match cmp.value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" => true,
+            "" | "0" | "false" => false,
+            _ => {
+                self.error(
+                    cmp.pos,
+                    format!(
+                        "<{} var=\"{var}\" {}=\"{}\">: headroom loops test whether a variable is true (set, non-empty, not 0 or false), not whether it equals '{}'; compare with true, false, 1, 0 or \"\"",
+                        el.name, cmp.key, cmp.value, cmp.value
+                    ),
+                );
+                return None;
+            }
+        };
+        if !self.vars.contains(&var) && !BUILTINS.contains(&var.as_str()) {
+            self.use_var(&var, el.pos);
+            return None;
+        }
+        // The Tsung test holds when the variable is true (eq true / neq false) or false.
+        let holds_when_true = (cmp.key == "eq") == truthy;
+        let is_while = (el.name == "while") == holds_when_true;
+        Some(if is_while {
+            Condition::While(var)
+        } else {
+            Condition::Until(var)
+        })
+    }
+
+    // ---- requests ---------------------------------------------------------------------------
+
+    fn request(&mut self, el: &El, out: &mut Vec<Step>) {
+        self.check_attrs(el, &["subst", "tag"]);
+        self.no_text(el);
+        self.ignored(el, "tag", "headroom has no request tags to exclude");
+        let subst = self.bool_attr(el, "subst").unwrap_or(false);
+        let mut http = None;
+        let mut matches = Vec::new();
+        let mut dyns = Vec::new();
+        let mut other_protocol = false;
+        for c in &el.children {
+            match c.name.as_str() {
+                "http" if http.is_none() => http = Some(c),
+                "http" => self.error(c.pos, "a <request> takes one <http>"),
+                "match" => matches.push(c),
+                "dyn_variable" => dyns.push(c),
+                n if PROTOCOL_ELEMENTS.contains(&n) => {
+                    other_protocol = true;
+                    self.unexpected(c, "request");
+                }
+                _ => self.unexpected(c, "request"),
+            }
+        }
+        let Some(h) = http else {
+            if !other_protocol {
+                self.error(el.pos, "<request> without <http>");
+            }
+            return;
+        };
+        if let Some(r) = self.http(h, subst) {
+            out.push(Step::Request(r));
+        }
+        for m in matches {
+            if let Some(x) = self.matcher(m) {
+                out.push(Step::Match(x));
+            }
+        }
+        for d in dyns {
+            if let Some(e) = self.dyn_variable(d) {
+                out.push(Step::Extract(e));
+            }
+        }
+    }
+
+    fn http(&mut self, el: &El, subst: bool) -> Option<Request> {
+        self.check_attrs(
+            el,
+            &[
+                "url",
+                "method",
+                "version",
+                "contents",
+                "content_type",
+                "contents_from_file",
+                "if_modified_since",
+            ],
+        );
+        self.no_text(el);
+        let url = self.required(el, "url")?;
+        let method = match el.attr("method") {
+            None => "GET".to_string(),
+            Some(m) => {
+                let up = m.value.to_ascii_uppercase();
+                if up.is_empty() || !up.chars().all(|c| c.is_ascii_uppercase()) {
+                    let pos = m.pos;
+                    self.error(pos, format!("method=\"{}\" is not supported", m.value));
+                    return None;
+                }
+                up
+            }
+        };
+        if let Some(v) = el.attr("version") {
+            match v.value.as_str() {
+                "1.1" => {}
+                "1.0" => {
+                    let pos = v.pos;
+                    self.warn(
+                        pos,
+                        "version=\"1.0\" is not honoured: headroom sends HTTP/1.1 requests",
+                    );
+                }
+                other => {
+                    let pos = v.pos;
+                    self.error(pos, format!("version=\"{other}\": expected 1.0 or 1.1"));
+                }
+            }
+        }
+        if let Some(f) = el.attr("contents_from_file") {
+            let pos = f.pos;
+            self.error(
+                pos,
+                "contents_from_file is not supported: put the body in contents=\"...\"",
+            );
+            return None;
+        }
+        let raw_path = self.url_path(&url.value, url.pos)?;
+        let path = self.subst(&raw_path, url.pos, subst)?;
+        if !path.starts_with('/') && !path.starts_with("${") {
+            self.error(
+                url.pos,
+                format!(
+                    "url=\"{}\": expected an absolute path or an http:// URL",
+                    url.value
+                ),
+            );
+            return None;
+        }
+        let mut headers: Vec<(String, String)> = Vec::new();
+        let mut ok = true;
+        for c in &el.children {
+            match c.name.as_str() {
+                "http_header" => {
+                    self.check_attrs(c, &["name", "value", "encoding"]);
+                    self.no_text(c);
+                    let Some(name) = self.required(c, "name").map(|a| a.value.clone()) else {
+                        ok = false;
+                        continue;
+                    };
+                    let value = c.attr("value").map(|a| a.value.as_str()).unwrap_or("");
+                    let Some(mut value) = self.subst(value, c.pos, subst) else {
+                        ok = false;
+                        continue;
+                    };
+                    if let Some(enc) = c.attr("encoding") {
+                        if enc.value != "base64" {
+                            let pos = enc.pos;
+                            self.error(pos, format!("encoding=\"{}\": expected base64", enc.value));
+                            ok = false;
+                            continue;
+                        }
+                        if value.contains("${") {
+                            self.error(
+                                c.pos,
+                                "a base64-encoded header cannot hold variables in headroom",
+                            );
+                            ok = false;
+                            continue;
+                        }
+                        value = base64(value.as_bytes());
+                    }
+                    add_header(&mut headers, &name, value);
+                }
+                "soap" => {
+                    self.check_attrs(c, &["action"]);
+                    self.no_text(c);
+                    if let Some(a) = self.required(c, "action") {
+                        let v = a.value.clone();
+                        match self.subst(&v, a.pos, subst) {
+                            Some(v) => add_header(&mut headers, "SOAPAction", v),
+                            None => ok = false,
+                        }
+                    }
+                }
+                "www_authenticate" => {
+                    self.check_attrs(c, &["userid", "passwd", "type"]);
+                    self.no_text(c);
+                    if let Some(t) = c.attr("type") {
+                        if t.value != "basic" {
+                            let pos = t.pos;
+                            self.error(
+                                pos,
+                                format!(
+                                    "type=\"{}\": only basic authentication is supported",
+                                    t.value
+                                ),
+                            );
+                            ok = false;
+                            continue;
+                        }
+                    }
+                    let user = self.required(c, "userid").map(|a| a.value.clone());
+                    let pass = self.required(c, "passwd").map(|a| a.value.clone());
+                    let (Some(user), Some(pass)) = (user, pass) else {
+                        ok = false;
+                        continue;
+                    };
+                    let both = format!("{user}:{pass}");
+                    if both.contains("%%") || both.contains("${") {
+                        self.error(
+                            c.pos,
+                            "variables in <www_authenticate> are not supported (headroom cannot base64-encode at run time)",
+                        );
+                        ok = false;
+                        continue;
+                    }
+                    add_header(
+                        &mut headers,
+                        "Authorization",
+                        format!("Basic {}", base64(both.as_bytes())),
+                    );
+                }
+                "add_cookie" => {
+                    self.check_attrs(c, &["key", "value", "domain", "path"]);
+                    self.no_text(c);
+                    let key = self.required(c, "key").map(|a| a.value.clone());
+                    let value = self.required(c, "value").map(|a| a.value.clone());
+                    let (Some(key), Some(value)) = (key, value) else {
+                        ok = false;
+                        continue;
+                    };
+                    match self.subst(&format!("{key}={value}"), c.pos, subst) {
+                        Some(v) => add_header(&mut headers, "Cookie", v),
+                        None => ok = false,
+                    }
+                    self.warn(
+                        c.pos,
+                        "<add_cookie> becomes a Cookie header on this request only (Tsung also keeps it for later requests, by domain and path)",
+                    );
+                }
+                "oauth" => {
+                    self.error(c.pos, "'<oauth>' is not supported");
+                    ok = false;
+                }
+                _ => self.unexpected(c, "http"),
+            }
+        }
+        if let Some(a) = el.attr("if_modified_since") {
+            let v = a.value.clone();
+            match self.subst(&v, a.pos, subst) {
+                Some(v) => add_header(&mut headers, "If-Modified-Since", v),
+                None => ok = false,
+            }
+        }
+        let body = match el.attr("contents") {
+            Some(a) => {
+                let v = a.value.clone();
+                Some(self.subst(&v, a.pos, subst)?)
+            }
+            None => None,
+        };
+        let has_type = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+        match el.attr("content_type") {
+            Some(ct) if has_type => {
+                let pos = ct.pos;
+                self.warn(
+                    pos,
+                    "attribute 'content_type' of <http> is not honoured: an <http_header name=\"Content-Type\"> is given",
+                );
+            }
+            Some(ct) => {
+                let v = ct.value.clone();
+                match self.subst(&v, ct.pos, subst) {
+                    Some(v) => headers.push(("Content-Type".into(), v)),
+                    None => ok = false,
+                }
+            }
+            // Tsung's default content type for a request with a body.
+            None if !has_type && body.as_deref().is_some_and(|b| !b.is_empty()) => headers.push((
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            )),
+            None => {}
+        }
+        if !ok {
+            return None;
+        }
+        Some(Request {
+            name: format!("{method} {path}"),
+            method,
+            path,
+            headers,
+            body,
+        })
+    }
+
+    /// The path of `url`; an absolute `http://host:port/path` also names the server.
+    fn url_path(&mut self, url: &str, pos: usize) -> Option<String> {
+        if url.starts_with("https://") {
+            self.error(pos, format!("url=\"{url}\": TLS not yet supported"));
+            return None;
+        }
+        let Some(rest) = url.strip_prefix("http://") else {
+            return Some(url.to_string());
+        };
+        let split = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(split);
+        let (host, port) = match authority.strip_prefix('[') {
+            // [IPv6]:port
+            Some(r) => match r.split_once(']') {
+                Some((h, p)) => (h, p.strip_prefix(':')),
+                None => (authority, None),
+            },
+            None => match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            },
+        };
+        let port = match port {
+            None => 80,
+            Some(p) => match p.parse::<u16>() {
+                Ok(p) if p > 0 => p,
+                _ => {
+                    self.error(pos, format!("url=\"{url}\": bad port '{p}'"));
+                    return None;
+                }
+            },
+        };
+        let host = host.to_string();
+        if host.is_empty() {
+            self.error(pos, format!("url=\"{url}\": no host"));
+            return None;
+        }
+        if self.servers.is_empty() {
+            self.servers.push(Server {
+                host: host.clone(),
+                port,
+                protocol: Protocol::Http,
+            });
+        } else if !self
+            .servers
+            .iter()
+            .any(|s| s.host == host && s.port == port)
+            && self.other_hosts.insert((host.clone(), port))
+        {
+            self.warn(
+                pos,
+                format!("the host of url=\"{url}\" ({host}:{port}) is not honoured: headroom sends every request to the scenario's servers"),
+            );
+        }
+        let path = if path.is_empty() {
+            "/".to_string()
+        } else if path.starts_with('?') {
+            format!("/{path}")
+        } else {
+            path.to_string()
+        };
+        Some(path)
+    }
+
+    fn matcher(&mut self, el: &El) -> Option<Match> {
+        self.check_attrs(
+            el,
+            &[
+                "do",
+                "when",
+                "max_loop",
+                "loop_back",
+                "max_restart",
+                "sleep_loop",
+                "apply_to_content",
+                "skip_headers",
+                "subst",
+                "name",
+            ],
+        );
+        for c in &el.children {
+            self.unexpected(c, "match");
+        }
+        let re = el.text.trim().to_string();
+        if re.is_empty() {
+            self.error(el.pos, "<match> without a regular expression");
+            return None;
+        }
+        let action = match el.attr("do").map(|a| (a, a.value.as_str())) {
+            None | Some((_, "continue")) => MatchAction::Continue,
+            Some((_, "abort")) => MatchAction::Abort,
+            Some((_, "restart")) => MatchAction::Restart,
+            Some((_, "loop")) => MatchAction::Loop,
+            Some((a, v @ ("log" | "dump"))) => {
+                let pos = a.pos;
+                self.warn(
+                    pos,
+                    format!("do=\"{v}\" is not honoured: headroom counts each firing under the match's name and continues"),
+                );
+                MatchAction::Continue
+            }
+            Some((a, v)) => {
+                let pos = a.pos;
+                self.error(
+                    pos,
+                    format!("do=\"{v}\": expected continue, loop, abort, restart, log or dump"),
+                );
+                return None;
+            }
+        };
+        let when_matched = match el.attr("when").map(|a| (a, a.value.as_str())) {
+            None | Some((_, "match")) => true,
+            Some((_, "nomatch")) => false,
+            Some((a, v)) => {
+                let pos = a.pos;
+                self.error(pos, format!("when=\"{v}\": expected match or nomatch"));
+                return None;
+            }
+        };
+        let max_loops = match (action, el.attr("max_loop")) {
+            (MatchAction::Loop, Some(a)) => Some(self.positive_int(a)?),
+            (MatchAction::Loop, None) => Some(20),
+            (_, Some(a)) => {
+                let pos = a.pos;
+                self.warn(
+                    pos,
+                    "attribute 'max_loop' of <match> is not honoured: it only applies with do=\"loop\"",
+                );
+                None
+            }
+            (_, None) => None,
+        };
+        if action == MatchAction::Loop {
+            match el.attr("sleep_loop") {
+                Some(a) => {
+                    let pos = a.pos;
+                    self.warn(
+                        pos,
+                        "attribute 'sleep_loop' of <match> is not honoured: headroom repeats the request at once",
+                    );
+                }
+                None => {
+                    let pos = el.attr("do").map(|a| a.pos).unwrap_or(el.pos);
+                    self.warn(
+                        pos,
+                        "do=\"loop\": headroom repeats the request at once, without Tsung's default 5 s sleep_loop",
+                    );
+                }
+            }
+        } else {
+            self.ignored(el, "sleep_loop", "it only applies with do=\"loop\"");
+        }
+        self.ignored(el, "loop_back", "headroom repeats only the last request");
+        self.ignored(
+            el,
+            "max_restart",
+            "headroom restarts the session without a limit",
+        );
+        self.ignored(el, "apply_to_content", "headroom runs no Erlang code");
+        self.ignored(
+            el,
+            "skip_headers",
+            "headroom matches a body substring or a status",
+        );
+        if self.bool_attr(el, "subst") == Some(true) && re.contains("%%") {
+            self.error(el.pos, "variables in a <match> are not supported");
+            return None;
+        }
+        let (status, body) = if let Some(code) = status_of(&re) {
+            (Some(code), None)
+        } else if let Some((lit, dots)) = literal(&re) {
+            if dots {
+                self.warn(
+                    el.text_pos.unwrap_or(el.pos),
+                    format!("'.' in the regular expression '{re}' is taken literally: headroom's match takes a body substring"),
+                );
+            }
+            (None, Some(lit))
+        } else {
+            self.warn(
+                el.text_pos.unwrap_or(el.pos),
+                format!("the regular expression '{re}' cannot be checked: headroom's match takes a status or a body substring; match dropped"),
+            );
+            return None;
+        };
+        let name = match el.attr("name") {
+            Some(n) if !n.value.is_empty() => n.value.clone(),
+            _ => format!(
+                "match {}",
+                status
+                    .map(|s| s.to_string())
+                    .or(body.clone())
+                    .unwrap_or_default()
+            ),
+        };
+        Some(Match {
+            name,
+            status,
+            body,
+            when_matched,
+            action,
+            max_loops,
+        })
+    }
+
+    fn dyn_variable(&mut self, el: &El) -> Option<Extract> {
+        const SOURCES: &[&str] = &["re", "regexp", "jsonpath", "header", "xpath", "pgsql_expr"];
+        let mut known = vec!["name", "decode"];
+        known.extend(SOURCES);
+        self.check_attrs(el, &known);
+        self.no_text(el);
+        for c in &el.children {
+            self.unexpected(c, "dyn_variable");
+        }
+        let var = self.required(el, "name").and_then(|a| self.var_name(a));
+        self.ignored(
+            el,
+            "decode",
+            "the value is taken as it appears in the reply",
+        );
+        let given: Vec<&Attr> = SOURCES.iter().filter_map(|k| el.attr(k)).collect();
+        let from = match given.as_slice() {
+            [] => {
+                // Tsung's default: the value of the hidden form input of that name.
+                let name = var.clone()?;
+                ExtractFrom::Regex(format!(r#"name=["']{name}["'][^>]*value=["']([^"']*)["']"#))
+            }
+            [a] => match a.key.as_str() {
+                "re" | "regexp" if a.value.is_empty() => {
+                    self.error(a.pos, "an empty regular expression");
+                    return None;
+                }
+                "re" => ExtractFrom::Regex(a.value.clone()),
+                "regexp" => {
+                    self.warn(
+                        a.pos,
+                        "regexp= is Tsung's old regular expression syntax: check the pattern as a modern regular expression",
+                    );
+                    ExtractFrom::Regex(a.value.clone())
+                }
+                "jsonpath" => match json_pointer(&a.value) {
+                    Some(p) => ExtractFrom::JsonPointer(p),
+                    None => {
+                        self.error(
+                            a.pos,
+                            format!("jsonpath=\"{}\" cannot become a JSON pointer: only paths such as $.a.b[0] are supported", a.value),
+                        );
+                        return None;
+                    }
+                },
+                "header" if a.value.is_empty() => {
+                    self.error(a.pos, "header=\"\": expected a header name");
+                    return None;
+                }
+                "header" => ExtractFrom::Header(a.value.clone()),
+                "xpath" => {
+                    self.error(
+                        a.pos,
+                        "xpath extraction is not supported: use re or jsonpath",
+                    );
+                    return None;
+                }
+                _ => {
+                    self.error(a.pos, not_yet("pgsql_expr"));
+                    return None;
+                }
+            },
+            [_, second, ..] => {
+                self.error(
+                    second.pos,
+                    "a <dyn_variable> takes one of re, jsonpath, header",
+                );
+                return None;
+            }
+        };
+        let var = var?;
+        self.vars.insert(var.clone());
+        Some(Extract {
+            var,
+            from,
+            default: None,
+        })
+    }
+}
+
+fn add_header(headers: &mut Vec<(String, String)>, name: &str, value: String) {
+    match headers
+        .iter_mut()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+    {
+        Some((_, v)) => {
+            let sep = if name.eq_ignore_ascii_case("cookie") {
+                "; "
+            } else {
+                ", "
+            };
+            v.push_str(sep);
+            v.push_str(&value);
+        }
+        None => headers.push((name.to_string(), value)),
+    }
+}
+
+/// A status code from a regular expression on the status line, such as `^HTTP/1\.1 500`.
+fn status_of(re: &str) -> Option<u16> {
+    let r = re.strip_prefix('^').unwrap_or(re).strip_prefix("HTTP/1")?;
+    let versions = [
+        "\\.[01]", ".[01]", "\\.1", "\\.0", ".1", ".0", "\\.\\d", ".\\d", "\\..", "..",
+    ];
+    let rest = versions.iter().find_map(|v| r.strip_prefix(v))?;
+    let code = rest.strip_prefix(' ')?;
+    if code.len() != 3 || !code.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    code.parse().ok().filter(|c| (100..=599).contains(c))
+}
+
+/// The text a regular expression matches when it is a literal (escaped punctuation allowed).
+/// The flag tells that unescaped `.` were taken literally.
+fn literal(re: &str) -> Option<(String, bool)> {
+    let mut out = String::new();
+    let mut dots = false;
+    let mut chars = re.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let n = chars.next()?;
+                if n.is_ascii_alphanumeric() {
+                    return None;
+                }
+                out.push(n);
+            }
+            '.' => {
+                dots = true;
+                out.push('.');
+            }
+            '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' => return None,
+            c => out.push(c),
+        }
+    }
+    (!out.is_empty()).then_some((out, dots))
+}
+
+/// A simple JSONPath (`$`, `.key`, `[0]`, `['key']`) as an RFC 6901 JSON pointer.
+fn json_pointer(path: &str) -> Option<String> {
+    let mut rest = path.trim().strip_prefix('$')?;
+    let mut out = String::new();
+    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let key = &r[..end];
+            if key.is_empty() || key.contains(['*', '?', '@', '(', ')', ']', '\'', '"', ' ']) {
+                return None;
+            }
+            out.push('/');
+            out.push_str(&escape(key));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let inner = r[..end].trim();
+            if !inner.is_empty() && inner.chars().all(|c| c.is_ascii_digit()) {
+                out.push('/');
+                out.push_str(inner);
+            } else {
+                let q = inner.chars().next()?;
+                let key = inner
+                    .strip_prefix(q)
+                    .and_then(|k| k.strip_suffix(q))
+                    .filter(|k| (q == '\'' || q == '"') && !k.contains(q))?;
+                out.push('/');
+                out.push_str(&escape(key));
+            }
+            rest = &r[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// Standard base64 with padding (for basic authentication and `encoding="base64"` headers).
+fn base64(input: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+// ---- the XML tree ---------------------------------------------------------------------------
+
+/// An element with the byte offsets of its `<`, its attributes and its first non-blank text.
+struct El {
+    name: String,
+    pos: usize,
+    attrs: Vec<Attr>,
+    children: Vec<El>,
+    /// All character data of the element (text and CDATA), concatenated.
+    text: String,
+    text_pos: Option<usize>,
+}
+
+struct Attr {
+    key: String,
+    value: String,
+    pos: usize,
+}
+
+impl El {
+    fn attr(&self, key: &str) -> Option<&Attr> {
+        self.attrs.iter().find(|a| a.key == key)
+    }
+
+    /// The first descendant (depth first, document order) for which `f` holds.
+    fn find(&self, f: &dyn Fn(&El) -> bool) -> Option<&El> {
+        for c in &self.children {
+            if f(c) {
+                return Some(c);
+            }
+            if let Some(x) = c.find(f) {
+                return Some(x);
+            }
+        }
+        None
+    }
+}
+
+mod xml {
+    use super::{Attr, El};
+    use quick_xml::escape::resolve_predefined_entity;
+    use quick_xml::events::{BytesStart, Event};
+    use quick_xml::{Reader, XmlVersion};
+    use std::collections::HashMap;
+
+    pub(super) struct Doc {
+        pub root: El,
+        /// Offsets of processing instructions other than the `<?xml` declaration.
+        pub pis: Vec<usize>,
+    }
+
+    pub(super) struct XmlError {
+        pub pos: usize,
+        pub message: String,
+    }
+
+    fn err(pos: usize, message: impl Into<String>) -> XmlError {
+        XmlError {
+            pos,
+            message: message.into(),
+        }
+    }
+
+    /// Deep nesting is refused rather than risking the stack of the recursive walk.
+    const MAX_DEPTH: usize = 200;
+
+    pub(super) fn parse(text: &str) -> Result<Doc, XmlError> {
+        let mut reader = Reader::from_str(text);
+        let mut stack: Vec<El> = Vec::new();
+        let mut root: Option<El> = None;
+        let mut pis = Vec::new();
+        let mut entities: HashMap<String, String> = HashMap::new();
+        loop {
+            let pos = reader.buffer_position() as usize;
+            let event = match reader.read_event() {
+                Ok(e) => e,
+                Err(e) => {
+                    return Err(err(
+                        reader.error_position() as usize,
+                        format!("XML syntax: {e}"),
+                    ))
+                }
+            };
+            match event {
+                Event::Start(e) => {
+                    if stack.len() >= MAX_DEPTH {
+                        return Err(err(pos, format!("elements nested deeper than {MAX_DEPTH}")));
+                    }
+                    stack.push(element(&e, pos, &entities)?);
+                }
+                Event::Empty(e) => {
+                    let el = element(&e, pos, &entities)?;
+                    attach(&mut stack, &mut root, el)?;
+                }
+                Event::End(_) => {
+                    let Some(el) = stack.pop() else {
+                        return Err(err(pos, "a closing tag without an opening one"));
+                    };
+                    attach(&mut stack, &mut root, el)?;
+                }
+                Event::Text(t) => {
+                    let s = t
+                        .xml10_content()
+                        .map_err(|e| err(pos, format!("XML text: {e}")))?;
+                    add_text(&mut stack, pos, &s)?;
+                }
+                Event::CData(t) => {
+                    let s = t
+                        .xml10_content()
+                        .map_err(|e| err(pos, format!("XML CDATA: {e}")))?;
+                    add_text(&mut stack, pos, &s)?;
+                }
+                Event::GeneralRef(r) => {
+                    let resolved = if r.is_char_ref() {
+                        match r.resolve_char_ref() {
+                            Ok(Some(c)) => c.to_string(),
+                            _ => return Err(err(pos, "a bad character reference")),
+                        }
+                    } else {
+                        let name = r
+                            .decode()
+                            .map_err(|e| err(pos, format!("XML reference: {e}")))?;
+                        match resolve_predefined_entity(&name) {
+                            Some(v) => v.to_string(),
+                            None => match entities.get(name.as_ref()) {
+                                Some(v) => v.clone(),
+                                None => return Err(err(pos, format!("unknown entity '&{name};'"))),
+                            },
+                        }
+                    };
+                    add_text(&mut stack, pos, &resolved)?;
+                }
+                Event::DocType(d) => {
+                    let s = d.decode().map_err(|e| err(pos, format!("DOCTYPE: {e}")))?;
+                    entities.extend(internal_entities(&s));
+                }
+                Event::PI(p) => {
+                    if !p.target().eq_ignore_ascii_case(b"xml") {
+                        pis.push(pos);
+                    }
+                }
+                Event::Decl(_) | Event::Comment(_) => {}
+                Event::Eof => break,
+            }
+        }
+        if let Some(open) = stack.last() {
+            return Err(err(open.pos, format!("<{}> is not closed", open.name)));
+        }
+        match root {
+            Some(root) => Ok(Doc { root, pis }),
+            None => Err(err(text.len(), "no XML element in the file")),
+        }
+    }
+
+    fn attach(stack: &mut [El], root: &mut Option<El>, el: El) -> Result<(), XmlError> {
+        if let Some(parent) = stack.last_mut() {
+            parent.children.push(el);
+        } else if root.is_none() {
+            *root = Some(el);
+        } else {
+            return Err(err(el.pos, "a second root element"));
+        }
+        Ok(())
+    }
+
+    fn add_text(stack: &mut [El], pos: usize, s: &str) -> Result<(), XmlError> {
+        match stack.last_mut() {
+            Some(el) => {
+                if el.text_pos.is_none() {
+                    if let Some(i) = s.find(|c: char| !c.is_whitespace()) {
+                        el.text_pos = Some(pos + i);
+                    }
+                }
+                el.text.push_str(s);
+                Ok(())
+            }
+            None if s.trim().is_empty() => Ok(()),
+            None => Err(err(pos, "text outside the root element")),
+        }
+    }
+
+    fn element(
+        e: &BytesStart,
+        pos: usize,
+        entities: &HashMap<String, String>,
+    ) -> Result<El, XmlError> {
+        let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+        let offsets = attr_offsets(e);
+        let mut attrs: Vec<Attr> = Vec::new();
+        for (i, a) in e.attributes().enumerate() {
+            let a = a.map_err(|x| err(pos, format!("XML attribute in <{name}>: {x}")))?;
+            let key = String::from_utf8_lossy(a.key.as_ref()).into_owned();
+            let apos = offsets.get(i).map(|o| pos + 1 + o).unwrap_or(pos);
+            let value = a
+                .normalized_value_with(XmlVersion::Implicit1_0, 16, |n| {
+                    resolve_predefined_entity(n).or_else(|| entities.get(n).map(|s| s.as_str()))
+                })
+                .map_err(|x| {
+                    use quick_xml::escape::EscapeError;
+                    let msg = match x {
+                        quick_xml::Error::Escape(EscapeError::UnrecognizedEntity(_, n)) => {
+                            format!("unknown entity '&{n};' in attribute '{key}' of <{name}>")
+                        }
+                        x => format!("XML attribute '{key}' of <{name}>: {x}"),
+                    };
+                    err(apos, msg)
+                })?
+                .into_owned();
+            attrs.push(Attr {
+                key,
+                value,
+                pos: apos,
+            });
+        }
+        Ok(El {
+            name,
+            pos,
+            attrs,
+            children: Vec::new(),
+            text: String::new(),
+            text_pos: None,
+        })
+    }
+
+    /// Offsets (from just after `<`) of each attribute's name in a start tag.
+    fn attr_offsets(e: &BytesStart) -> Vec<usize> {
+        let raw: &[u8] = e;
+        let mut out = Vec::new();
+        let mut i = raw
+            .iter()
+            .position(|b| b.is_ascii_whitespace())
+            .unwrap_or(raw.len());
+        loop {
+            while i < raw.len() && raw[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if i >= raw.len() {
+                break;
+            }
+            out.push(i);
+            while i < raw.len() && !raw[i].is_ascii_whitespace() && raw[i] != b'=' {
+                i += 1;
+            }
+            while i < raw.len() && raw[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if i < raw.len() && raw[i] == b'=' {
+                i += 1;
+                while i < raw.len() && raw[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                if i < raw.len() && (raw[i] == b'"' || raw[i] == b'\'') {
+                    let q = raw[i];
+                    i += 1;
+                    while i < raw.len() && raw[i] != q {
+                        i += 1;
+                    }
+                    i += 1;
+                } else {
+                    while i < raw.len() && !raw[i].is_ascii_whitespace() {
+                        i += 1;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// `<!ENTITY name "value">` declarations of an internal DTD subset (general entities only).
+    fn internal_entities(doctype: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut rest = doctype;
+        while let Some(i) = rest.find("<!ENTITY") {
+            rest = &rest[i + 8..];
+            let t = rest.trim_start();
+            if t.starts_with('%') {
+                continue;
+            }
+            let end = t.find(char::is_whitespace).unwrap_or(t.len());
+            let (name, after) = t.split_at(end);
+            let after = after.trim_start();
+            let Some(q) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            if let Some(close) = after[1..].find(q) {
+                out.push((name.to_string(), after[1..1 + close].to_string()));
+            }
+        }
+        out
+    }
+}

@@ -20,6 +20,7 @@ use headroom_metrics::{Recorder, Snapshot};
 
 pub mod pacer;
 mod poller;
+mod session;
 mod worker;
 
 /// One merged interval, handed to the sink.
@@ -87,6 +88,13 @@ pub fn run(
     }
     let request: Arc<[u8]> = one.repeat(plan.pipeline as usize).into();
     let head_request = plan.request.method.eq_ignore_ascii_case("HEAD");
+    let program = match &plan.workload {
+        Some(w) => Some(Arc::new(
+            session::Program::new(w.clone(), &plan.request.host, plan.keepalive)
+                .map_err(EngineError::Request)?,
+        )),
+        None => None,
+    };
 
     let n = plan.threads;
     let (snap_tx, snap_rx) = mpsc::channel::<Snapshot>();
@@ -108,6 +116,7 @@ pub fn run(
             stop: stop.clone(),
             snapshots: snap_tx.clone(),
             recycled: rrx,
+            program: program.clone(),
         };
         let h = std::thread::Builder::new()
             .name(format!("headroom-w{id}"))

@@ -28,7 +28,8 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use headroom_core::{ErrorKind, LoadModel, Plan};
+use headroom_core::session::ArrivalPhase;
+use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan};
 use headroom_metrics::{micros, Recorder, Snapshot};
 use headroom_proto::http1::{Decoded, ResponseDecoder};
 use rand::rngs::SmallRng;
@@ -38,6 +39,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
+use crate::session::{Action, Env, Program, SessionState};
 
 /// Size of the per-worker receive buffer. Every connection reads into it, so an idle connection
 /// holds no buffer of its own.
@@ -48,6 +50,10 @@ const EVENTS: usize = 1024;
 const TIMER_BATCH: usize = 4096;
 /// Longest sleep, so the stop flag (Ctrl-C) is noticed promptly.
 const MAX_WAIT: Duration = Duration::from_millis(50);
+/// Most reply bytes kept for a scenario's `extract`/`match` (the rest is read, not kept).
+const CAPTURE_LIMIT: usize = 4 << 20;
+/// Sessions a closed user may start within one turn before yielding (a session without I/O).
+const SESSIONS_PER_TURN: usize = 64;
 
 /// Everything a worker is handed at start; read-only.
 pub(crate) struct WorkerSetup {
@@ -62,6 +68,8 @@ pub(crate) struct WorkerSetup {
     pub stop: Arc<AtomicBool>,
     pub snapshots: Sender<Snapshot>,
     pub recycled: Receiver<Recorder>,
+    /// The prepared session workload (scenario runs).
+    pub program: Option<Arc<Program>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +114,10 @@ struct User {
     outstanding: u32,
     /// Bytes of the batch written so far.
     written: u32,
+    /// The session being run (scenario runs); boxed so URL-mode users stay small.
+    sess: Option<Box<SessionState>>,
+    /// Arrived in an open phase: leaves after one session and counts against `max_users`.
+    arrived: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +165,13 @@ pub(crate) struct Worker {
     due: Vec<(usize, ErrorKind)>,
     /// Requests left in flight when the run stopped (not failures: the run ended under them).
     pub in_flight: u64,
+    /// Scenario runs: sequential CSV cursors by feeder, the phases and where we are in them.
+    cursors: Vec<usize>,
+    phases: Vec<ArrivalPhase>,
+    phase_idx: usize,
+    phase_start: Instant,
+    /// Users from open phases alive now.
+    open_alive: u64,
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -190,8 +209,17 @@ impl Worker {
             next_gen: 0,
             due: Vec::new(),
             in_flight: 0,
+            cursors: Vec::new(),
+            phases: Vec::new(),
+            phase_idx: 0,
+            phase_start: start,
+            open_alive: 0,
             s,
         };
+        if let Some(p) = w.s.program.clone() {
+            w.rec.ensure_names(p.names(), p.matches());
+            w.cursors = vec![0; p.w.feeders.len()];
+        }
         match plan.model {
             LoadModel::Closed {
                 users, per_user, ..
@@ -224,6 +252,15 @@ impl Worker {
                 let u = w.rng.gen::<f64>();
                 w.next_arrival = Some(start + pacer::first_arrival(process, rate, n, id, u));
             }
+            LoadModel::Sessions { users, ref phases } => {
+                let users = u64::from(users);
+                let (mine, first) = (pacer::share(users, n, id), pacer::first_index(users, n, id));
+                for g in first..first + mine {
+                    w.spawn_session_user(g, false, start);
+                }
+                w.phases = phases.clone();
+                w.next_arrival = w.next_phase_arrival(start);
+            }
         }
         Ok(w)
     }
@@ -234,6 +271,68 @@ impl Worker {
                 pacer::rate_offset(g, k, u64::from(connections), rate)
             }
             _ => Duration::ZERO,
+        }
+    }
+
+    /// A scenario user (closed, or arrived in a phase) whose session starts at `at`.
+    fn spawn_session_user(&mut self, global: u64, arrived: bool, at: Instant) {
+        let Some(prog) = self.s.program.clone() else {
+            return;
+        };
+        let key = self.add_user(global, None);
+        let fixed = if arrived {
+            None
+        } else {
+            prog.w.population_session(global)
+        };
+        let session = fixed.unwrap_or_else(|| prog.w.draw(self.rng.gen::<f64>()));
+        let mut st = Box::new(SessionState::new(&prog, global));
+        st.begin(&prog, session, &mut self.rng);
+        let u = &mut self.users[key];
+        u.sess = Some(st);
+        u.arrived = arrived;
+        if arrived {
+            self.open_alive += 1;
+        }
+        self.rec.counters.users_started += 1;
+        self.schedule(key, at, Wake::Next);
+    }
+
+    /// The next arrival after `from` over the phases, moving to later phases as they begin.
+    /// Poisson phases with a ramp use thinning (candidates at the peak rate, each kept with
+    /// probability rate(t)/peak), which gives an exact non-homogeneous Poisson process.
+    fn next_phase_arrival(&mut self, from: Instant) -> Option<Instant> {
+        let n = self.s.workers as f64;
+        let mut t = from;
+        loop {
+            let ph = *self.phases.get(self.phase_idx)?;
+            let end = self.phase_start + ph.duration;
+            let into = |at: Instant| at.saturating_duration_since(self.phase_start).as_secs_f64();
+            let gap = match ph.process {
+                ArrivalProcess::Poisson => {
+                    pacer::arrival_gap(ArrivalProcess::Poisson, ph.peak() / n, self.rng.gen())
+                }
+                ArrivalProcess::Constant => {
+                    let r = ph.rate_at(into(t)).max(ph.peak() * 1e-3) / n;
+                    pacer::arrival_gap(ArrivalProcess::Constant, r, 0.0)
+                }
+            };
+            let cand = t + gap;
+            if cand >= end {
+                // Memoryless: sampling afresh from the phase boundary keeps the process exact.
+                self.phase_idx += 1;
+                self.phase_start = end;
+                t = end;
+                continue;
+            }
+            t = cand;
+            if ph.process == ArrivalProcess::Poisson && ph.from != ph.to {
+                let keep = ph.rate_at(into(cand)) / ph.peak();
+                if self.rng.gen::<f64>() >= keep {
+                    continue;
+                }
+            }
+            return Some(cand);
         }
     }
 
@@ -256,6 +355,8 @@ impl Worker {
             batch: 0,
             outstanding: 0,
             written: 0,
+            sess: None,
+            arrived: false,
         })
     }
 
@@ -330,6 +431,10 @@ impl Worker {
     }
 
     fn arrivals(&mut self, now: Instant) {
+        if let LoadModel::Sessions { .. } = self.s.plan.model {
+            self.session_arrivals(now);
+            return;
+        }
         let LoadModel::Open {
             process, per_user, ..
         } = self.s.plan.model
@@ -357,6 +462,32 @@ impl Worker {
         }
     }
 
+    fn session_arrivals(&mut self, now: Instant) {
+        let mut n = 0;
+        while let Some(at) = self.next_arrival {
+            if at > now || n >= TIMER_BATCH {
+                break;
+            }
+            n += 1;
+            if self.budget == Some(0) {
+                self.next_arrival = None;
+                break;
+            }
+            let cap = self.phases[self.phase_idx]
+                .max_users
+                .map(|m| pacer::share(m, self.s.workers, self.s.id).max(1));
+            if cap.is_some_and(|c| self.open_alive >= c) {
+                self.rec.counters.users_dropped += 1;
+            } else {
+                let g = self.rec.counters.users_started * self.s.workers as u64
+                    + self.s.id as u64
+                    + (1 << 40);
+                self.spawn_session_user(g, true, at);
+            }
+            self.next_arrival = self.next_phase_arrival(at);
+        }
+    }
+
     fn run_timers(&mut self, now: Instant) {
         for _ in 0..TIMER_BATCH {
             match self.timers.peek() {
@@ -375,6 +506,7 @@ impl Worker {
             }
             match u.wake {
                 Wake::Send => self.start_request(key, t.at),
+                Wake::Next if u.sess.is_some() => self.session_next(key, t.at),
                 Wake::Next => self.next_request(key, Instant::now()),
             }
         }
@@ -408,6 +540,13 @@ impl Worker {
         let pipeline = u64::from(self.s.plan.pipeline);
         let u = &mut self.users[key];
         let mut batch = pipeline;
+        if let Some(st) = &u.sess {
+            // A session batch is all or nothing: its bytes are already encoded.
+            batch = st.names.len() as u64;
+            if self.budget.is_some_and(|b| b < batch) {
+                batch = 0;
+            }
+        }
         if let Some(r) = u.remaining {
             batch = batch.min(r);
         }
@@ -528,21 +667,35 @@ impl Worker {
         }
         self.rec.counters.connects += 1;
         self.rec.record_connect(micros(now - u.connect_start));
+        if u.sess.is_some() && u.batch == 0 {
+            // An explicit `connect` step: nothing to send yet.
+            u.state = State::Idle;
+            u.deadline = None;
+            self.session_next(key, now);
+            return;
+        }
         self.write_request(key);
     }
 
     fn write_request(&mut self, key: usize) {
-        let total = self.s.request_len * self.users[key].batch as usize;
         let u = &mut self.users[key];
+        let (bytes, head): (&[u8], bool) = match &u.sess {
+            Some(st) => (&st.out, st.head),
+            None => {
+                let total = self.s.request_len * u.batch as usize;
+                (&self.s.request[..total], self.s.head_request)
+            }
+        };
+        let total = bytes.len();
         let Some(sock) = u.sock.as_ref() else { return };
         let first = u.state != State::Writing;
         if first {
             u.written = 0;
-            u.decoder.set_head_request(self.s.head_request);
+            u.decoder.set_head_request(head);
         }
         let mut off = u.written as usize;
         while off < total {
-            match sock.send_with_flags(&self.s.request[off..total], libc::MSG_NOSIGNAL) {
+            match sock.send_with_flags(&bytes[off..total], libc::MSG_NOSIGNAL) {
                 Ok(n) => {
                     if off == 0 {
                         // First bytes of the batch on the wire: the requests now exist.
@@ -637,7 +790,13 @@ impl Worker {
                 self.close(key);
                 return;
             }
-            match u.decoder.decode(buf) {
+            let result = u.decoder.decode(buf);
+            if let (Some(st), Ok((used, _))) = (u.sess.as_mut(), &result) {
+                if st.capture && st.reply.len() < CAPTURE_LIMIT {
+                    st.reply.extend_from_slice(&buf[..*used]);
+                }
+            }
+            match result {
                 Ok((used, Decoded::NeedMore)) => {
                     if used == 0 {
                         return;
@@ -670,6 +829,7 @@ impl Worker {
     fn on_response(&mut self, key: usize, status: u16, keep_alive: bool) {
         let now = Instant::now();
         let u = &mut self.users[key];
+        let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
         let c = &mut self.rec.counters;
         c.responses += 1;
@@ -679,8 +839,18 @@ impl Worker {
             500..=599 => c.error(ErrorKind::Http5xx),
             _ => {}
         }
-        self.rec
-            .record_latency(micros(now - u.intended), micros(now - u.sent));
+        let corrected = micros(now - u.intended);
+        self.rec.record_latency(corrected, micros(now - u.sent));
+        if let Some(st) = u.sess.as_mut() {
+            let bad = status >= 400;
+            st.last_status = status;
+            if bad {
+                st.on_error_status();
+            }
+            if let Some(&id) = st.names.get(answered) {
+                self.rec.record_name(id as usize, corrected, bad);
+            }
+        }
         let reuse = keep_alive && self.s.plan.keepalive;
         if !reuse {
             if u.outstanding > 0 {
@@ -689,6 +859,12 @@ impl Worker {
                 u.outstanding = 0;
                 for _ in 0..lost {
                     self.rec.counters.error(ErrorKind::Closed);
+                }
+                if let Some(st) = u.sess.as_mut() {
+                    st.on_failure();
+                    for &id in st.names.iter().rev().take(lost as usize) {
+                        self.rec.name_error(id as usize);
+                    }
                 }
             }
             self.close(key);
@@ -707,6 +883,10 @@ impl Worker {
 
     /// After a completed or failed request: think, pace, or go again.
     fn next_request(&mut self, key: usize, now: Instant) {
+        if self.users[key].sess.is_some() {
+            self.session_next(key, now);
+            return;
+        }
         let u = &mut self.users[key];
         if u.remaining == Some(0) || self.budget == Some(0) {
             self.user_done(key);
@@ -728,6 +908,73 @@ impl Worker {
                 self.schedule(key, at, Wake::Send);
             }
             _ => self.start_request(key, now),
+        }
+    }
+
+    /// Run a scenario user's session until it needs the network or the clock.
+    fn session_next(&mut self, key: usize, now: Instant) {
+        let Some(prog) = self.s.program.clone() else {
+            return;
+        };
+        let mut sessions = 0;
+        loop {
+            let Some(st) = self.users[key].sess.as_mut() else {
+                return;
+            };
+            let mut env = Env {
+                rng: &mut self.rng,
+                rec: &mut self.rec,
+                cursors: &mut self.cursors,
+                now,
+            };
+            match st.advance(&prog, &mut env) {
+                Action::Send => {
+                    self.start_request(key, now);
+                    return;
+                }
+                Action::Think(d) => {
+                    self.schedule(key, now + d, Wake::Next);
+                    return;
+                }
+                Action::Connect => {
+                    let u = &mut self.users[key];
+                    if u.sock.is_none() {
+                        u.batch = 0;
+                        u.outstanding = 0;
+                        self.connect(key);
+                        return;
+                    }
+                }
+                Action::Close => self.close(key),
+                Action::Yield => {
+                    self.schedule(key, now, Wake::Next);
+                    return;
+                }
+                Action::Done { aborted } => {
+                    let c = &mut self.rec.counters;
+                    if aborted {
+                        c.sessions_aborted += 1;
+                    } else {
+                        c.sessions_completed += 1;
+                    }
+                    let u = &mut self.users[key];
+                    if u.arrived || self.budget == Some(0) {
+                        self.user_done(key);
+                        return;
+                    }
+                    // A closed user goes on with its next session, on the same connection.
+                    let fixed = prog.w.population_session(u.global);
+                    let s = fixed.unwrap_or_else(|| prog.w.draw(self.rng.gen::<f64>()));
+                    if let Some(st) = u.sess.as_mut() {
+                        st.begin(&prog, s, &mut self.rng);
+                    }
+                    sessions += 1;
+                    if sessions >= SESSIONS_PER_TURN {
+                        self.schedule(key, now, Wake::Next);
+                        return;
+                    }
+                }
+            }
         }
     }
 
@@ -754,6 +1001,18 @@ impl Worker {
         let n = u.outstanding.max(1);
         for _ in 0..n {
             self.rec.counters.error(kind);
+        }
+        if let Some(st) = u.sess.as_mut() {
+            // Unanswered requests of the batch (all of them if it was never written).
+            let lost = if u.outstanding > 0 {
+                u.outstanding as usize
+            } else {
+                st.names.len()
+            };
+            for &id in st.names.iter().rev().take(lost) {
+                self.rec.name_error(id as usize);
+            }
+            st.on_failure();
         }
     }
 
@@ -795,7 +1054,10 @@ impl Worker {
 
     fn user_done(&mut self, key: usize) {
         self.close(key);
-        self.users.remove(key);
+        let u = self.users.remove(key);
+        if u.arrived {
+            self.open_alive -= 1;
+        }
         self.rec.counters.users_finished += 1;
     }
 
@@ -810,6 +1072,10 @@ impl Worker {
             .try_recv()
             .unwrap_or_else(|_| Recorder::new());
         let recorder = std::mem::replace(&mut self.rec, fresh);
+        if let Some(p) = &self.s.program {
+            // A fresh recorder (none recycled yet) has no per-name tables.
+            self.rec.ensure_names(p.names(), p.matches());
+        }
         let snap = Snapshot {
             worker: self.s.id,
             index: self.interval_index,
@@ -917,6 +1183,7 @@ mod tests {
             keepalive: true,
             pipeline: 1,
             socket,
+            workload: None,
         }
     }
 

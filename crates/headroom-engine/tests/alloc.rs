@@ -61,6 +61,7 @@ fn allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
             nodelay: true,
             ..Default::default()
         },
+        workload: None,
     };
     let before = ALLOCS.load(Ordering::Relaxed);
     let out = headroom_engine::run(&plan, Arc::new(AtomicBool::new(false)), &mut |_| {}).unwrap();

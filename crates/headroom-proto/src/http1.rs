@@ -95,45 +95,69 @@ pub enum ProtoError {
 /// Header names and values are written as given: rejecting CR/LF in them is the scenario
 /// validator's job. Called once per run (the engine pre-encodes), so it may allocate.
 pub fn encode_request(req: &HttpRequest, keep_alive: bool, out: &mut Vec<u8>) {
+    let headers = req.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+    encode_parts(
+        &req.method,
+        &req.path,
+        &req.host,
+        headers,
+        &req.body,
+        keep_alive,
+        out,
+    );
+}
+
+/// [`encode_request`] from borrowed parts, for requests built per send (scenario templates).
+/// `headers` is walked more than once, hence `Clone`. Allocates nothing beyond growing `out`.
+pub fn encode_parts<'a, H>(
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: H,
+    body: &[u8],
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+) where
+    H: Iterator<Item = (&'a str, &'a str)> + Clone,
+{
     let user_has = |name: &str| {
-        req.headers
-            .iter()
+        headers
+            .clone()
             .any(|(n, _)| n.trim().eq_ignore_ascii_case(name))
     };
-    let path = if req.path.is_empty() {
-        "/"
-    } else {
-        req.path.as_str()
-    };
-    out.reserve(64 + req.method.len() + path.len() + req.host.len() + req.body.len());
+    let path = if path.is_empty() { "/" } else { path };
+    out.reserve(64 + method.len() + path.len() + host.len() + body.len());
 
-    out.extend_from_slice(req.method.as_bytes());
+    out.extend_from_slice(method.as_bytes());
     out.push(b' ');
     out.extend_from_slice(path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     if !user_has("host") {
-        put_header(out, "Host", &req.host);
+        put_header(out, "Host", host);
     }
     if !user_has("user-agent") {
         put_header(out, "User-Agent", USER_AGENT);
     }
-    for (name, value) in &req.headers {
+    for (name, value) in headers.clone() {
         put_header(out, name, value);
     }
     let method_has_body = ["POST", "PUT", "PATCH"]
         .iter()
-        .any(|m| req.method.eq_ignore_ascii_case(m));
-    if (!req.body.is_empty() || method_has_body)
+        .any(|m| method.eq_ignore_ascii_case(m));
+    if (!body.is_empty() || method_has_body)
         && !user_has("content-length")
         && !user_has("transfer-encoding")
     {
-        put_header(out, "Content-Length", &req.body.len().to_string());
+        use std::io::Write;
+        out.extend_from_slice(b"Content-Length: ");
+        let _ = write!(out, "{}", body.len());
+        out.extend_from_slice(b"\r\n");
     }
     if !keep_alive && !user_has("connection") {
         put_header(out, "Connection", "close");
     }
     out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(&req.body);
+    out.extend_from_slice(body);
 }
 
 fn put_header(out: &mut Vec<u8>, name: &str, value: &str) {
@@ -712,3 +736,59 @@ fn parse_content_length(value: &[u8]) -> Result<u64, ()> {
 
 #[cfg(test)]
 mod tests;
+
+/// A whole response kept for `extract` and `match` (its raw bytes as received).
+///
+/// Parsing happens only when a scenario step asks, so capturing costs one copy of the bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct RawResponse<'a> {
+    raw: &'a [u8],
+    head_len: usize,
+}
+
+impl<'a> RawResponse<'a> {
+    /// `None` when `raw` does not start with a complete response head.
+    pub fn parse(raw: &'a [u8]) -> Option<RawResponse<'a>> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut r = httparse::Response::new(&mut headers);
+        match r.parse(raw) {
+            Ok(httparse::Status::Complete(n)) => Some(RawResponse { raw, head_len: n }),
+            _ => None,
+        }
+    }
+
+    /// The value of the first header called `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&'a [u8]> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut r = httparse::Response::new(&mut headers);
+        r.parse(&self.raw[..self.head_len]).ok()?;
+        r.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    }
+
+    /// The body, de-chunked when the response was chunked (trailers dropped).
+    pub fn body(&self) -> std::borrow::Cow<'a, [u8]> {
+        let body = &self.raw[self.head_len..];
+        let chunked = self
+            .header("transfer-encoding")
+            .is_some_and(|v| v.windows(7).any(|w| w.eq_ignore_ascii_case(b"chunked")));
+        if !chunked {
+            return std::borrow::Cow::Borrowed(body);
+        }
+        let mut out = Vec::with_capacity(body.len());
+        let mut rest = body;
+        while let Ok(httparse::Status::Complete((used, size))) = httparse::parse_chunk_size(rest) {
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            rest = &rest[used..];
+            if size == 0 || rest.len() < size {
+                out.extend_from_slice(&rest[..size.min(rest.len())]);
+                break;
+            }
+            out.extend_from_slice(&rest[..size]);
+            rest = rest.get(size + 2..).unwrap_or(&[]);
+        }
+        std::borrow::Cow::Owned(out)
+    }
+}

@@ -1,0 +1,596 @@
+//! The session interpreter: what a scenario user does next.
+//!
+//! A [`SessionState`] walks a session's ops ([`headroom_core::session::Op`]) until it reaches one
+//! that needs the network or the clock, and returns it as an [`Action`]: send a request (already
+//! encoded into the state's own buffer), think, connect, close, or finish. The worker does the
+//! I/O and calls back in when it is done. Nothing here touches a socket, so every rule of the
+//! step language is unit-tested without one.
+//!
+//! Per request the interpreter allocates nothing in steady state: requests without `${var}` are
+//! encoded once per run ([`Program`]) and copied; templated ones are expanded into buffers the
+//! state keeps. Extracting (regex, JSON) allocates, and only runs when a scenario asks for it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use headroom_core::session::{
+    self, ExtractOp, MatchAction, NameId, Op, SessionBody, SetOp, Workload, VAR_SESSION,
+    VAR_USER_ID,
+};
+use headroom_core::surge::{Page, Zipf};
+use headroom_metrics::{micros, Recorder};
+use headroom_proto::http1::{encode_parts, RawResponse};
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+/// Ops run per `advance` call at most before yielding to the event loop, so a session of only
+/// `set` steps in an endless loop cannot stall the worker.
+const STEP_BUDGET: usize = 10_000;
+/// Default most repetitions of a request by a `match` with `do: loop`.
+const DEFAULT_MAX_LOOPS: u64 = 20;
+
+/// A workload prepared for running: regexes compiled and static requests encoded, once.
+pub(crate) struct Program {
+    pub w: Arc<Workload>,
+    /// Per session, per op: what was precomputed for it.
+    extra: Vec<Vec<Extra>>,
+    /// Per session: the Zipf popularity of a SURGE session.
+    zipf: Vec<Option<Zipf>>,
+    host: String,
+    keepalive: bool,
+}
+
+enum Extra {
+    None,
+    /// A request without variables, encoded.
+    Encoded(Box<[u8]>),
+    Regex(regex::Regex),
+}
+
+impl Program {
+    pub fn new(w: Arc<Workload>, host: &str, keepalive: bool) -> Result<Program, String> {
+        let mut extra = Vec::with_capacity(w.sessions.len());
+        let mut zipf = Vec::with_capacity(w.sessions.len());
+        for s in &w.sessions {
+            let mut ex = Vec::new();
+            match &s.body {
+                SessionBody::Ops { ops, .. } => {
+                    zipf.push(None);
+                    for op in ops {
+                        ex.push(match op {
+                            Op::Request(r) => match static_request(r, host, keepalive) {
+                                Some(b) => Extra::Encoded(b),
+                                None => Extra::None,
+                            },
+                            Op::Extract {
+                                from: ExtractOp::Regex(re),
+                                ..
+                            } => Extra::Regex(regex::Regex::new(re).map_err(|e| {
+                                format!("session '{}': bad regex {re:?}: {e}", s.name)
+                            })?),
+                            _ => Extra::None,
+                        });
+                    }
+                }
+                SessionBody::Surge { params, .. } => {
+                    params
+                        .validate()
+                        .map_err(|e| format!("session '{}': {e}", s.name))?;
+                    zipf.push(Some(Zipf::new(params.files, params.zipf_exponent)));
+                }
+            }
+            extra.push(ex);
+        }
+        Ok(Program {
+            w,
+            extra,
+            zipf,
+            host: host.to_string(),
+            keepalive,
+        })
+    }
+
+    pub fn names(&self) -> usize {
+        self.w.names.len()
+    }
+
+    pub fn matches(&self) -> usize {
+        self.w.matches.len()
+    }
+}
+
+fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option<Box<[u8]>> {
+    let path = r.path.as_literal()?;
+    let mut vals = Vec::with_capacity(r.headers.len());
+    for (_, v) in &r.headers {
+        vals.push(v.as_literal()?);
+    }
+    let body = match &r.body {
+        Some(b) => b.as_literal()?,
+        None => String::new(),
+    };
+    let mut out = Vec::new();
+    let headers = r
+        .headers
+        .iter()
+        .zip(vals.iter())
+        .map(|((n, _), v)| (n.as_str(), v.as_str()));
+    encode_parts(
+        &r.method,
+        &path,
+        host,
+        headers,
+        body.as_bytes(),
+        keepalive,
+        &mut out,
+    );
+    Some(out.into_boxed_slice())
+}
+
+/// What the worker must do next for a session user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Write `out` (holding `names.len()` requests back to back) and read as many replies.
+    Send,
+    /// Wait, then call `advance` again.
+    Think(Duration),
+    /// Open the connection (if not open), then call `advance` again.
+    Connect,
+    /// Close the connection, then call `advance` again.
+    Close,
+    /// Call `advance` again on a later loop turn (the step budget ran out).
+    Yield,
+    /// The session ended (normally, or aborted by a failure or a `match`).
+    Done { aborted: bool },
+}
+
+/// Where a SURGE session is in its current page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SurgeAt {
+    Base,
+    Embedded(usize),
+}
+
+/// One user's progress through its current session.
+pub(crate) struct SessionState {
+    pub session: usize,
+    pc: usize,
+    loops: Vec<u64>,
+    /// Variable values by slot; unset is empty.
+    vars: Vec<String>,
+    /// Open transactions: name, start, whether a request inside failed.
+    tx: Vec<(NameId, Instant, bool)>,
+    /// The encoded requests of the current batch.
+    pub out: Vec<u8>,
+    /// Metric ids of the batch's requests, in order.
+    pub names: Vec<NameId>,
+    /// The batch is a HEAD request (its replies have no body).
+    pub head: bool,
+    /// Keep the reply bytes for a following extract/match.
+    pub capture: bool,
+    pub reply: Vec<u8>,
+    /// Status of the last complete reply (0 before any).
+    pub last_status: u16,
+    /// A request of the session failed: the session ends at the next `advance`.
+    pub failed: bool,
+    last_request_pc: usize,
+    match_loops: u64,
+    /// Next values of `sequence` variables, by slot.
+    sequences: Vec<(u16, i64)>,
+    pages: VecDeque<Page>,
+    surge_at: SurgeAt,
+    // Reused expansion buffers.
+    path: String,
+    hvals: Vec<String>,
+    body: String,
+}
+
+/// What `advance` may use besides the state: the worker's randomness, clock and recorder.
+pub(crate) struct Env<'a> {
+    pub rng: &'a mut SmallRng,
+    pub rec: &'a mut Recorder,
+    /// Sequential CSV cursors of this worker, by feeder.
+    pub cursors: &'a mut [usize],
+    pub now: Instant,
+}
+
+impl SessionState {
+    pub fn new(prog: &Program, user_id: u64) -> SessionState {
+        let mut vars = vec![String::new(); prog.w.vars.len().max(2)];
+        vars[VAR_USER_ID as usize] = user_id.to_string();
+        SessionState {
+            session: 0,
+            pc: 0,
+            loops: Vec::new(),
+            vars,
+            tx: Vec::new(),
+            out: Vec::new(),
+            names: Vec::new(),
+            head: false,
+            capture: false,
+            reply: Vec::new(),
+            last_status: 0,
+            failed: false,
+            last_request_pc: 0,
+            match_loops: 0,
+            sequences: Vec::new(),
+            pages: VecDeque::new(),
+            surge_at: SurgeAt::Base,
+            path: String::new(),
+            hvals: Vec::new(),
+            body: String::new(),
+        }
+    }
+
+    /// Start session `session` from its first step.
+    pub fn begin(&mut self, prog: &Program, session: usize, rng: &mut SmallRng) {
+        self.session = session;
+        self.pc = 0;
+        self.tx.clear();
+        self.failed = false;
+        self.match_loops = 0;
+        self.last_status = 0;
+        self.reply.clear();
+        let s = &prog.w.sessions[session];
+        let name = &mut self.vars[VAR_SESSION as usize];
+        name.clear();
+        name.push_str(&s.name);
+        match &s.body {
+            SessionBody::Ops { loops, .. } => {
+                self.loops.clear();
+                self.loops.resize(*loops, 0);
+            }
+            SessionBody::Surge { params, .. } => {
+                let zipf = prog.zipf[session]
+                    .as_ref()
+                    .expect("zipf of a surge session");
+                let mut u = || rng.gen::<f64>();
+                self.pages = params.session(&mut u, zipf).into();
+                self.surge_at = SurgeAt::Base;
+            }
+        }
+    }
+
+    /// A request of the current batch failed: open transactions fail with it.
+    pub fn on_failure(&mut self) {
+        self.failed = true;
+        for t in &mut self.tx {
+            t.2 = true;
+        }
+    }
+
+    /// A reply with an error status (4xx/5xx): open transactions count an error.
+    pub fn on_error_status(&mut self) {
+        for t in &mut self.tx {
+            t.2 = true;
+        }
+    }
+
+    /// Run ops until one needs the worker.
+    pub fn advance(&mut self, prog: &Program, env: &mut Env<'_>) -> Action {
+        if self.failed {
+            self.end_transactions(env.rec);
+            return Action::Done { aborted: true };
+        }
+        let session = self.session;
+        match &prog.w.sessions[session].body {
+            SessionBody::Ops { ops, .. } => self.run_ops(prog, ops, env),
+            SessionBody::Surge {
+                params,
+                page,
+                object,
+            } => self.run_surge(prog, params, *page, *object),
+        }
+    }
+
+    fn end_transactions(&mut self, rec: &mut Recorder) {
+        // Transactions cut short by an aborted session are failures of that transaction.
+        for (id, _, _) in self.tx.drain(..) {
+            rec.name_error(id as usize);
+        }
+    }
+
+    fn run_ops(&mut self, prog: &Program, ops: &[Op], env: &mut Env<'_>) -> Action {
+        for _ in 0..STEP_BUDGET {
+            let Some(op) = ops.get(self.pc) else {
+                self.end_transactions(env.rec);
+                return Action::Done { aborted: false };
+            };
+            let pc = self.pc;
+            self.pc += 1;
+            match op {
+                Op::Request(r) => {
+                    self.last_request_pc = pc;
+                    self.out.clear();
+                    self.names.clear();
+                    self.names.push(r.name);
+                    self.head = r.method.eq_ignore_ascii_case("HEAD");
+                    self.capture = r.capture;
+                    self.reply.clear();
+                    match &prog.extra[self.session][pc] {
+                        Extra::Encoded(b) => self.out.extend_from_slice(b),
+                        _ => self.encode(prog, r),
+                    }
+                    return Action::Send;
+                }
+                Op::Think(d) => {
+                    let t = d.sample(env.rng.gen::<f64>());
+                    if !t.is_zero() {
+                        return Action::Think(t);
+                    }
+                }
+                Op::LoopInit { slot } => self.loops[*slot as usize] = 0,
+                Op::LoopTest {
+                    slot,
+                    count,
+                    condition,
+                    exit,
+                } => {
+                    let n = self.loops[*slot as usize];
+                    let mut go = count.is_none_or(|c| n < c);
+                    if let Some(c) = condition {
+                        let t = session::truthy(&self.vars[c.var as usize]);
+                        go &= if c.while_true { t } else { !t };
+                    }
+                    if go {
+                        self.loops[*slot as usize] = n + 1;
+                    } else {
+                        self.pc = *exit;
+                    }
+                }
+                Op::Jump(to) => self.pc = *to,
+                Op::TxBegin(id) => self.tx.push((*id, env.now, false)),
+                Op::TxEnd(id) => {
+                    if let Some(i) = self.tx.iter().rposition(|t| t.0 == *id) {
+                        let (_, start, err) = self.tx.remove(i);
+                        env.rec
+                            .record_name(*id as usize, micros(env.now - start), err);
+                    }
+                }
+                Op::Connect => return Action::Connect,
+                Op::Close => return Action::Close,
+                Op::Set { var, source } => self.set(prog, *var, source, env),
+                Op::Extract { var, from, default } => {
+                    let found = self.extract(&prog.extra[self.session][pc], from);
+                    let slot = *var as usize;
+                    match (found, default) {
+                        (Some(v), _) => self.vars[slot] = v,
+                        (None, Some(d)) => {
+                            let mut s = String::new();
+                            d.expand_into(&self.vars, &mut s);
+                            self.vars[slot] = s;
+                        }
+                        (None, None) => {}
+                    }
+                }
+                Op::Match(m) => {
+                    let mut hit = true;
+                    if let Some(st) = m.status {
+                        hit &= self.last_status == st;
+                    }
+                    if let Some(b) = &m.body {
+                        hit &= contains(&self.reply_body(), b.as_bytes());
+                    }
+                    if hit != m.when_matched {
+                        self.match_loops = 0;
+                        continue;
+                    }
+                    if let Some(c) = env.rec.matches.get_mut(m.id as usize) {
+                        *c += 1;
+                    }
+                    match m.action {
+                        MatchAction::Continue => {}
+                        MatchAction::Abort => {
+                            self.end_transactions(env.rec);
+                            return Action::Done { aborted: true };
+                        }
+                        MatchAction::Restart => {
+                            self.end_transactions(env.rec);
+                            let s = self.session;
+                            self.begin(prog, s, env.rng);
+                        }
+                        MatchAction::Loop => {
+                            let max = m.max_loops.unwrap_or(DEFAULT_MAX_LOOPS);
+                            if self.match_loops < max {
+                                self.match_loops += 1;
+                                self.pc = self.last_request_pc;
+                            } else {
+                                self.match_loops = 0;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Action::Yield
+    }
+
+    fn run_surge(
+        &mut self,
+        prog: &Program,
+        params: &headroom_core::surge::SurgeParams,
+        page_name: NameId,
+        object_name: NameId,
+    ) -> Action {
+        loop {
+            let Some(page) = self.pages.front() else {
+                return Action::Done { aborted: false };
+            };
+            match self.surge_at {
+                SurgeAt::Base => {
+                    self.out.clear();
+                    self.names.clear();
+                    self.head = false;
+                    self.capture = false;
+                    let rank = page.base;
+                    self.push_get(prog, params, rank, page_name);
+                    self.surge_at = SurgeAt::Embedded(0);
+                    return Action::Send;
+                }
+                SurgeAt::Embedded(i) if i < page.embedded.len() => {
+                    self.out.clear();
+                    self.names.clear();
+                    let end = (i + params.pipeline.max(1) as usize).min(page.embedded.len());
+                    let ranks: Vec<u64> = page.embedded[i..end].to_vec();
+                    for rank in ranks {
+                        self.push_get(prog, params, rank, object_name);
+                    }
+                    self.surge_at = SurgeAt::Embedded(end);
+                    return Action::Send;
+                }
+                SurgeAt::Embedded(_) => {
+                    let off = self.pages.pop_front().and_then(|p| p.off);
+                    self.surge_at = SurgeAt::Base;
+                    if let Some(d) = off {
+                        if !self.pages.is_empty() && !d.is_zero() {
+                            return Action::Think(d);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn push_get(
+        &mut self,
+        prog: &Program,
+        params: &headroom_core::surge::SurgeParams,
+        rank: u64,
+        name: NameId,
+    ) {
+        self.path.clear();
+        self.path.push_str(&params.file_name(rank));
+        encode_parts(
+            "GET",
+            &self.path,
+            &prog.host,
+            std::iter::empty(),
+            &[],
+            prog.keepalive,
+            &mut self.out,
+        );
+        self.names.push(name);
+    }
+
+    fn encode(&mut self, prog: &Program, r: &session::RequestOp) {
+        self.path.clear();
+        r.path.expand_into(&self.vars, &mut self.path);
+        self.hvals.resize(r.headers.len(), String::new());
+        for (slot, (_, t)) in self.hvals.iter_mut().zip(r.headers.iter()) {
+            slot.clear();
+            t.expand_into(&self.vars, slot);
+        }
+        self.body.clear();
+        if let Some(b) = &r.body {
+            b.expand_into(&self.vars, &mut self.body);
+        }
+        let headers = r
+            .headers
+            .iter()
+            .zip(self.hvals.iter())
+            .map(|((n, _), v)| (n.as_str(), v.as_str()));
+        encode_parts(
+            &r.method,
+            &self.path,
+            &prog.host,
+            headers,
+            self.body.as_bytes(),
+            prog.keepalive,
+            &mut self.out,
+        );
+    }
+
+    fn set(&mut self, prog: &Program, var: u16, source: &SetOp, env: &mut Env<'_>) {
+        let slot = var as usize;
+        let value = match source {
+            SetOp::Value(t) => {
+                let mut s = String::new();
+                t.expand_into(&self.vars, &mut s);
+                s
+            }
+            SetOp::Csv {
+                feeder,
+                column,
+                random,
+            } => {
+                let rows = &prog.w.feeders[*feeder];
+                if rows.is_empty() {
+                    String::new()
+                } else {
+                    let i = if *random {
+                        env.rng.gen_range(0..rows.len())
+                    } else {
+                        let c = &mut env.cursors[*feeder];
+                        let i = *c % rows.len();
+                        *c = c.wrapping_add(1);
+                        i
+                    };
+                    rows[i].get(*column).cloned().unwrap_or_default()
+                }
+            }
+            SetOp::RandomNumber { min, max } => env.rng.gen_range(*min..=*max).to_string(),
+            SetOp::RandomString { length } => {
+                const ALNUM: &[u8] =
+                    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+                (0..*length)
+                    .map(|_| ALNUM[env.rng.gen_range(0..ALNUM.len())] as char)
+                    .collect()
+            }
+            SetOp::Sequence { start, step } => {
+                let i = match self.sequences.iter().position(|s| s.0 == var) {
+                    Some(i) => i,
+                    None => {
+                        self.sequences.push((var, *start));
+                        self.sequences.len() - 1
+                    }
+                };
+                let v = self.sequences[i].1;
+                self.sequences[i].1 = v.wrapping_add(*step);
+                v.to_string()
+            }
+            SetOp::UserId => self.vars[VAR_USER_ID as usize].clone(),
+        };
+        self.vars[slot] = value;
+    }
+
+    fn reply_body(&self) -> std::borrow::Cow<'_, [u8]> {
+        match RawResponse::parse(&self.reply) {
+            Some(r) => r.body(),
+            None => std::borrow::Cow::Borrowed(&[][..]),
+        }
+    }
+
+    fn extract(&self, extra: &Extra, from: &ExtractOp) -> Option<String> {
+        let reply = RawResponse::parse(&self.reply)?;
+        match from {
+            ExtractOp::Header(name) => reply
+                .header(name)
+                .map(|v| String::from_utf8_lossy(v).trim().to_string()),
+            ExtractOp::Regex(_) => {
+                let Extra::Regex(re) = extra else { return None };
+                let body = reply.body();
+                let text = String::from_utf8_lossy(&body);
+                let caps = re.captures(&text)?;
+                let m = caps.get(1).or_else(|| caps.get(0))?;
+                Some(m.as_str().to_string())
+            }
+            ExtractOp::JsonPointer(ptr) => {
+                let body = reply.body();
+                let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+                match v.pointer(ptr)? {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    serde_json::Value::Null => None,
+                    other => Some(other.to_string()),
+                }
+            }
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests;

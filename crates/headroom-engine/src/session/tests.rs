@@ -1,0 +1,363 @@
+//! The step language, run without sockets: each test drives `advance` by hand, playing the
+//! worker's part (feeding replies) where a step needs one.
+
+use super::*;
+use rand::SeedableRng;
+
+fn program(yaml: &str) -> Program {
+    let s = headroom_scenario::parse_str(yaml, "t.yaml").expect("valid scenario");
+    let c = headroom_scenario::compile(&s, std::path::Path::new(".")).expect("compiles");
+    Program::new(Arc::new(c.workload), "example.test", true).expect("program")
+}
+
+struct Harness {
+    prog: Program,
+    st: SessionState,
+    rng: SmallRng,
+    rec: Recorder,
+    cursors: Vec<usize>,
+    now: Instant,
+}
+
+impl Harness {
+    fn new(yaml: &str) -> Harness {
+        let prog = program(yaml);
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut st = SessionState::new(&prog, 42);
+        st.begin(&prog, 0, &mut rng);
+        let mut rec = Recorder::new();
+        rec.ensure_names(prog.names(), prog.matches());
+        let cursors = vec![0; prog.w.feeders.len()];
+        Harness {
+            prog,
+            st,
+            rng,
+            rec,
+            cursors,
+            now: Instant::now(),
+        }
+    }
+
+    fn step(&mut self) -> Action {
+        let mut env = Env {
+            rng: &mut self.rng,
+            rec: &mut self.rec,
+            cursors: &mut self.cursors,
+            now: self.now,
+        };
+        self.st.advance(&self.prog, &mut env)
+    }
+
+    /// The request line of the batch just produced.
+    fn request_line(&self) -> String {
+        let text = String::from_utf8_lossy(&self.st.out).to_string();
+        text.lines().next().unwrap_or_default().to_string()
+    }
+
+    /// Play a reply to the batch (what the worker does on a complete response).
+    fn reply(&mut self, status: u16, headers: &str, body: &str) {
+        self.st.last_status = status;
+        self.st.reply.clear();
+        if self.st.capture {
+            let raw = format!(
+                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n{headers}\r\n{body}",
+                body.len()
+            );
+            self.st.reply.extend_from_slice(raw.as_bytes());
+        }
+    }
+}
+
+#[test]
+fn a_counted_loop_sends_its_request_count_times() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{loop: {count: 3, steps: [{request: GET /a}]}}, {request: GET /b}]}]\n",
+    );
+    let mut lines = Vec::new();
+    loop {
+        match h.step() {
+            Action::Send => {
+                lines.push(h.request_line());
+                h.reply(200, "", "");
+            }
+            Action::Done { aborted } => {
+                assert!(!aborted);
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        lines,
+        [
+            "GET /a HTTP/1.1",
+            "GET /a HTTP/1.1",
+            "GET /a HTTP/1.1",
+            "GET /b HTTP/1.1"
+        ]
+    );
+}
+
+#[test]
+fn variables_flow_from_set_and_extract_into_requests() {
+    let mut h = Harness::new(
+        r#"
+load: {users: [{count: 1}]}
+sessions:
+- name: s
+  steps:
+  - set: {var: who, value: "ann-${user_id}"}
+  - request: {name: login, method: POST, path: /login, body: '{"u": "${who}"}'}
+  - extract: {var: tok, json: /token}
+  - extract: {var: loc, header: Location}
+  - extract: {var: id, regex: 'id=(\d+)'}
+  - request: {name: next, path: "/x/${tok}/${id}${loc}", headers: {X-S: "${session}"}}
+"#,
+    );
+    assert_eq!(h.step(), Action::Send);
+    let first = String::from_utf8_lossy(&h.st.out).to_string();
+    assert!(first.starts_with("POST /login HTTP/1.1\r\n"), "{first}");
+    assert!(first.ends_with("\r\n\r\n{\"u\": \"ann-42\"}"), "{first}");
+    assert!(first.contains("Content-Length: 15\r\n"), "{first}");
+    assert!(h.st.capture, "extracts follow: the reply is kept");
+    h.reply(
+        200,
+        "Location: /here\r\n",
+        "{\"token\": \"T0K\", \"note\": \"id=981\"}",
+    );
+    assert_eq!(h.step(), Action::Send);
+    let second = String::from_utf8_lossy(&h.st.out).to_string();
+    assert!(
+        second.starts_with("GET /x/T0K/981/here HTTP/1.1\r\n"),
+        "{second}"
+    );
+    assert!(second.contains("X-S: s\r\n"), "{second}");
+}
+
+#[test]
+fn extract_defaults_apply_when_nothing_matches() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{request: GET /}, {extract: {var: t, regex: 'nope=(\\w+)', default: none}}, {request: \"GET /${t}\"}]}]\n",
+    );
+    assert_eq!(h.step(), Action::Send);
+    h.reply(200, "", "nothing here");
+    assert_eq!(h.step(), Action::Send);
+    assert_eq!(h.request_line(), "GET /none HTTP/1.1");
+}
+
+#[test]
+fn match_abort_ends_the_session_and_is_counted() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{request: GET /}, {match: {status: 500, do: abort, name: boom}}, {request: GET /never}]}]\n",
+    );
+    assert_eq!(h.step(), Action::Send);
+    h.reply(500, "", "");
+    assert_eq!(h.step(), Action::Done { aborted: true });
+    assert_eq!(h.rec.matches, vec![1]);
+}
+
+#[test]
+fn match_nomatch_continues_and_counts_only_firings() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{request: GET /}, {match: {body: welcome, when: nomatch, do: abort}}, {request: GET /ok}]}]\n",
+    );
+    assert_eq!(h.step(), Action::Send);
+    h.reply(200, "", "<h1>welcome</h1>");
+    assert_eq!(h.step(), Action::Send, "the body matched: no firing");
+    assert_eq!(h.request_line(), "GET /ok HTTP/1.1");
+    assert_eq!(h.rec.matches, vec![0]);
+}
+
+#[test]
+fn match_loop_repeats_the_request_up_to_max_loops() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{request: GET /poll}, {match: {status: 202, do: loop, max_loops: 2}}, {request: GET /done}]}]\n",
+    );
+    let mut lines = Vec::new();
+    for _ in 0..4 {
+        assert_eq!(h.step(), Action::Send);
+        lines.push(h.request_line());
+        h.reply(202, "", "");
+    }
+    assert_eq!(
+        lines,
+        [
+            "GET /poll HTTP/1.1",
+            "GET /poll HTTP/1.1",
+            "GET /poll HTTP/1.1",
+            "GET /done HTTP/1.1"
+        ]
+    );
+    assert_eq!(h.rec.matches, vec![3], "fired three times, looped twice");
+}
+
+#[test]
+fn while_loops_stop_when_the_variable_turns_false() {
+    let mut h = Harness::new(
+        r#"
+load: {users: [{count: 1}]}
+sessions:
+- name: s
+  steps:
+  - set: {var: more, value: '1'}
+  - loop:
+      while: more
+      count: 10
+      steps:
+      - request: GET /page
+      - extract: {var: more, header: X-More, default: '0'}
+"#,
+    );
+    let mut n = 0;
+    loop {
+        match h.step() {
+            Action::Send => {
+                n += 1;
+                let more = if n < 3 { "X-More: yes\r\n" } else { "" };
+                h.reply(200, more, "");
+            }
+            Action::Done { .. } => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(n, 3);
+}
+
+#[test]
+fn transactions_are_timed_and_failures_mark_them() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{transaction: {name: tx, steps: [{request: GET /a}, {request: GET /b}]}}, {transaction: {name: tx2, steps: [{request: GET /c}]}}]}]\n",
+    );
+    let tx = h.prog.w.names.iter().position(|n| n.name == "tx").unwrap();
+    let tx2 = h.prog.w.names.iter().position(|n| n.name == "tx2").unwrap();
+    assert_eq!(h.step(), Action::Send);
+    h.now += Duration::from_millis(30);
+    assert_eq!(h.step(), Action::Send);
+    h.now += Duration::from_millis(20);
+    assert_eq!(h.step(), Action::Send, "/c");
+    let t = &h.rec.names[tx];
+    assert_eq!((t.count, t.errors), (1, 0));
+    let ms = t.latency.max() / 1000;
+    assert!((49..=51).contains(&ms), "tx took {ms} ms");
+    // /c fails: the session ends aborted and tx2 counts an error, no latency.
+    h.st.on_failure();
+    assert_eq!(h.step(), Action::Done { aborted: true });
+    assert_eq!((h.rec.names[tx2].count, h.rec.names[tx2].errors), (0, 1));
+}
+
+#[test]
+fn think_times_and_connect_close_reach_the_worker() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [connect, {think: 2s}, {think: 0s}, {request: GET /}, close]}]\n",
+    );
+    assert_eq!(h.step(), Action::Connect);
+    assert_eq!(h.step(), Action::Think(Duration::from_secs(2)));
+    assert_eq!(h.step(), Action::Send, "a zero think is skipped");
+    assert_eq!(h.step(), Action::Close);
+    assert_eq!(h.step(), Action::Done { aborted: false });
+}
+
+#[test]
+fn an_endless_loop_without_io_yields() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{set: {var: x, value: '1'}}, {loop: {while: x, steps: [{set: {var: y, value: '2'}}]}}, {request: GET /}]}]\n",
+    );
+    assert_eq!(h.step(), Action::Yield);
+    assert_eq!(h.step(), Action::Yield);
+}
+
+#[test]
+fn sequences_count_per_user_and_csv_rows_go_round() {
+    let dir = std::env::temp_dir().join(format!("headroom-seq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("u.csv"), "ann,1\nbob,2\n").unwrap();
+    let s = headroom_scenario::parse_str(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{loop: {count: 3, steps: [{set: {var: n, sequence: {start: 5, step: 10}}}, {set: {var: u, csv: {file: u.csv, column: 0}}}, {request: \"GET /${u}/${n}\"}]}}]}]\n",
+        "t.yaml",
+    )
+    .unwrap();
+    let c = headroom_scenario::compile(&s, &dir).unwrap();
+    let prog = Program::new(Arc::new(c.workload), "h", true).unwrap();
+    let mut rng = SmallRng::seed_from_u64(1);
+    let mut st = SessionState::new(&prog, 1);
+    st.begin(&prog, 0, &mut rng);
+    let mut rec = Recorder::new();
+    let mut cursors = vec![0; 1];
+    let mut lines = Vec::new();
+    for _ in 0..3 {
+        let mut env = Env {
+            rng: &mut rng,
+            rec: &mut rec,
+            cursors: &mut cursors,
+            now: Instant::now(),
+        };
+        assert_eq!(st.advance(&prog, &mut env), Action::Send);
+        lines.push(
+            String::from_utf8_lossy(&st.out)
+                .lines()
+                .next()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert_eq!(
+        lines,
+        [
+            "GET /ann/5 HTTP/1.1",
+            "GET /bob/15 HTTP/1.1",
+            "GET /ann/25 HTTP/1.1"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_surge_session_pipelines_embedded_objects_and_thinks_between_pages() {
+    let mut h = Harness::new(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: web, surge: {files: 100, pipeline: 3, requests_per_session: 20}}]\n",
+    );
+    let (mut requests, mut pages, mut thinks, mut max_batch) = (0, 0, 0, 0);
+    loop {
+        match h.step() {
+            Action::Send => {
+                let n = h.st.names.len();
+                let text = String::from_utf8_lossy(&h.st.out).to_string();
+                assert_eq!(text.matches(" HTTP/1.1\r\n").count(), n);
+                assert!(text.starts_with("GET /surge/"), "{text}");
+                if n == 1 && h.st.names[0] == 0 {
+                    pages += 1;
+                }
+                max_batch = max_batch.max(n);
+                requests += n;
+            }
+            Action::Think(d) => {
+                assert!(d > Duration::ZERO);
+                thinks += 1;
+            }
+            Action::Done { aborted } => {
+                assert!(!aborted);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(pages >= 1 && requests >= pages);
+    assert!(
+        max_batch <= 3,
+        "pipeline depth 3, saw a batch of {max_batch}"
+    );
+    assert!(
+        thinks < pages,
+        "an OFF time between pages, none after the last"
+    );
+}

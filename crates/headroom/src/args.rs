@@ -51,6 +51,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Run a reference server (thread-per-conn, pool, reactor over select/poll/epoll, async).
     Serve(Box<crate::serve::ServeArgs>),
+    /// Convert a Tsung XML or httperf wsesslog file into a native scenario (YAML on stdout).
+    Import(crate::import::ImportArgs),
+    /// SURGE web workload tools: `headroom surge fileset DIR` writes a file set to serve.
+    Surge(crate::surge::SurgeArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -68,8 +72,13 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/path (http only for now).
+    /// Target URL, e.g. http://127.0.0.1:8080/path (http only for now), or a scenario file:
+    /// FILE.yaml (see docs/scenario.md) or a Tsung FILE.xml.
+    #[arg(value_name = "URL|SCENARIO")]
     pub url: String,
+    /// Scenario files: send to this server (HOST:PORT) instead of the file's `servers`.
+    #[arg(long, value_name = "HOST:PORT", help_heading = "Load")]
+    pub target: Option<String>,
 
     // ---- load model ----
     /// Users (closed model) or connections (--rate).
@@ -394,7 +403,7 @@ fn parse_header(h: &str) -> Result<(String, String), UsageError> {
     Ok((name.to_string(), value.to_string()))
 }
 
-fn default_threads() -> usize {
+pub fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -572,6 +581,7 @@ impl RunArgs {
                 nodelay: !self.no_nodelay,
                 bind,
             },
+            workload: None,
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)

@@ -13,8 +13,11 @@ use clap::Parser;
 use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
 
 mod args;
+mod import;
 mod output;
+mod scenario;
 mod serve;
+mod surge;
 
 use args::{Cli, Command, DemoArgs, RunArgs, UsageError};
 
@@ -33,6 +36,8 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run(&a),
         Command::Demo(a) => cmd_demo(&a),
         Command::Serve(a) => serve::cmd_serve(&a),
+        Command::Import(a) => import::cmd_import(&a),
+        Command::Surge(a) => Ok(surge::main(a)),
     };
     match result {
         Ok(code) => code,
@@ -136,6 +141,7 @@ fn check_fd_budget(plan: &Plan) -> anyhow::Result<()> {
         LoadModel::Closed { users, .. } => u64::from(users),
         LoadModel::Rate { connections, .. } => u64::from(connections),
         LoadModel::Open { .. } => 0,
+        LoadModel::Sessions { users, .. } => u64::from(users),
     };
     let limit = soft_fd_limit();
     if conns + 64 > limit {
@@ -149,12 +155,20 @@ fn check_fd_budget(plan: &Plan) -> anyhow::Result<()> {
 }
 
 fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let plan = a.to_plan()?;
+    let (plan, thresholds) = if scenario::is_scenario(&a.url) {
+        let s = scenario::plan(a)?;
+        (s.plan, s.thresholds)
+    } else {
+        if a.target.is_some() {
+            return Err(UsageError("--target applies to scenario files only".into()).into());
+        }
+        (a.to_plan()?, Vec::new())
+    };
     check_fd_budget(&plan)?;
     if !a.no_preflight {
         preflight(&plan)?;
     }
-    let summary = execute(&plan, a.out.clone(), a.quiet, a.json)?;
+    let (summary, broken) = execute(&plan, &thresholds, a.out.clone(), a.quiet, a.json)?;
     if a.json {
         let mut o = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut o, &summary)?;
@@ -171,17 +185,22 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_FAILED));
         }
     }
+    if broken > 0 {
+        eprintln!("headroom: {broken} threshold(s) broken (listed in the summary)");
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Run a plan with progress and an optional run directory; print the human summary unless
-/// `json`; return summary.json.
+/// `json`; return summary.json and how many thresholds broke.
 fn execute(
     plan: &Plan,
+    thresholds: &[headroom_scenario::model::Threshold],
     out: Option<PathBuf>,
     quiet: bool,
     json: bool,
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<(serde_json::Value, usize)> {
     let command = command_line();
     let stop = stop_flag();
     let mut dir = match &out {
@@ -198,7 +217,7 @@ fn execute(
             p.interval(iv);
         }
         if let Some(d) = dir.as_mut() {
-            if let Err(e) = d.interval(iv) {
+            if let Err(e) = d.interval(iv, plan) {
                 write_err.get_or_insert(e);
             }
         }
@@ -207,13 +226,22 @@ fn execute(
         p.finish();
     }
     let usage = output::self_usage();
-    let summary = output::summary_json(plan, &outcome, &usage, &command);
+    let mut summary = output::summary_json(plan, &outcome, &usage, &command);
+    let checked = scenario::check(plan, &outcome, thresholds);
+    let broken = checked.iter().filter(|c| !c.ok).count();
+    if !checked.is_empty() {
+        if let Some(obj) = summary.as_object_mut() {
+            obj.insert("thresholds".into(), serde_json::to_value(&checked)?);
+            obj.insert("thresholds_ok".into(), serde_json::json!(broken == 0));
+        }
+    }
     if let Some(d) = &dir {
         d.write_summary(&summary)
             .map_err(|e| anyhow::anyhow!("cannot write {}/summary.json: {e}", d.path.display()))?;
     }
     if !json {
         print!("{}", output::human_summary(plan, &outcome, &usage));
+        print!("{}", scenario::human(plan, &outcome.total, &checked));
         if let Some(d) = &dir {
             println!("  Run dir      {}", d.path.display());
         }
@@ -221,7 +249,7 @@ fn execute(
     if let Some(e) = write_err {
         anyhow::bail!("writing the run directory failed: {e}");
     }
-    Ok(summary)
+    Ok((summary, broken))
 }
 
 fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
@@ -274,6 +302,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             nodelay: true,
             ..Default::default()
         },
+        workload: None,
     };
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
@@ -281,7 +310,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             .replace(':', "");
         PathBuf::from("headroom-runs").join(format!("demo-{stamp}"))
     });
-    let result = execute(&plan, Some(out), false, false);
+    let result = execute(&plan, &[], Some(out), false, false);
     let stats = server.stats();
     server.stop();
     result?;

@@ -86,6 +86,14 @@ fn model_details(plan: &Plan) -> serde_json::Value {
             "name": "open", "arrival_rate": rate, "arrival": process, "per_user": per_user,
             "think": think.map(|d| format!("{d:?}")), "max_users": max_users,
         }),
+        LoadModel::Sessions { users, phases } => json!({
+            "name": "sessions", "users": users,
+            "phases": phases.iter().map(|p| json!({
+                "duration_s": p.duration.as_secs_f64(), "from": p.from, "to": p.to,
+                "arrival": p.process, "max_users": p.max_users,
+            })).collect::<Vec<_>>(),
+            "sessions": plan.workload.as_ref().map(|w| w.sessions.iter().map(|s| s.name.clone()).collect::<Vec<_>>()),
+        }),
     }
 }
 
@@ -100,7 +108,7 @@ pub fn summary_json(
     let t = &out.total;
     let c = &t.counters;
     let secs = out.elapsed.as_secs_f64().max(1e-9);
-    json!({
+    let mut summary = json!({
         "format_version": FORMAT_VERSION,
         "headroom_version": env!("CARGO_PKG_VERSION"),
         "command": command,
@@ -133,7 +141,14 @@ pub fn summary_json(
         "cpu_user_s": round3(usage.cpu_user_s),
         "cpu_sys_s": round3(usage.cpu_sys_s),
         "max_rss_kb": usage.max_rss_kb,
-    })
+    });
+    if let (Some(extra), Some(obj)) = (
+        crate::scenario::summary_sections(plan, t),
+        summary.as_object_mut(),
+    ) {
+        obj.insert("scenario".into(), extra);
+    }
+    summary
 }
 
 fn round3(v: f64) -> f64 {
@@ -144,7 +159,7 @@ fn round6(v: f64) -> f64 {
 }
 
 /// One line of intervals.jsonl.
-pub fn interval_json(iv: &Interval<'_>) -> serde_json::Value {
+pub fn interval_json(iv: &Interval<'_>, plan: &Plan) -> serde_json::Value {
     use serde_json::json;
     let r = iv.merged;
     let c = &r.counters;
@@ -153,7 +168,7 @@ pub fn interval_json(iv: &Interval<'_>) -> serde_json::Value {
         let s = LatencyStats::of(h);
         json!({"mean": s.mean, "p50": s.p50, "p90": s.p90, "p99": s.p99, "max": s.max})
     };
-    json!({
+    let mut line = json!({
         "index": iv.index,
         "t_s": round3(iv.start.as_secs_f64()),
         "length_s": round3(iv.length.as_secs_f64()),
@@ -174,7 +189,14 @@ pub fn interval_json(iv: &Interval<'_>) -> serde_json::Value {
         "users_finished": c.users_finished,
         "bytes_sent": c.bytes_sent,
         "bytes_received": c.bytes_received,
-    })
+    });
+    if let (Some(extra), Some(obj)) = (
+        crate::scenario::interval_sections(plan, r),
+        line.as_object_mut(),
+    ) {
+        obj.insert("scenario".into(), extra);
+    }
+    line
 }
 
 /// A run directory being written: intervals.jsonl and latency.hlog grow (and are flushed) each
@@ -201,8 +223,8 @@ impl RunDir {
         })
     }
 
-    pub fn interval(&mut self, iv: &Interval<'_>) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.intervals, &interval_json(iv))?;
+    pub fn interval(&mut self, iv: &Interval<'_>, plan: &Plan) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.intervals, &interval_json(iv, plan))?;
         self.intervals.write_all(b"\n")?;
         self.intervals.flush()?;
         let r: &Recorder = iv.merged;
@@ -360,6 +382,16 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
             ..
         } => {
             format!("open model, {rate} users/s ({process:?}), {per_user} requests each")
+        }
+        LoadModel::Sessions { users, phases } => {
+            let mut parts = Vec::new();
+            if *users > 0 {
+                parts.push(format!("{users} closed users"));
+            }
+            if !phases.is_empty() {
+                parts.push(format!("{} arrival phase(s)", phases.len()));
+            }
+            format!("sessions, {}", parts.join(" + "))
         }
     };
     let mut s = String::new();

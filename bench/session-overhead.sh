@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/session-overhead.sh [DURATION=10s] [CONNS=50] — what running sessions costs the generator.
+#
+# What it measures: requests completed per generator CPU-second of a scenario whose users run a
+# 3-step session with think time 0 (request, think 0s, request), against headroom's plain URL
+# mode, on the same nginx (1 worker, `return 200`) on 127.0.0.1, same connections, one generator
+# thread. Requests are counted from nginx's access-log delta; CPU from wait4's rusage. In the
+# table, `url` is `headroom run URL` and `headroom` is `headroom run session.yaml`; the printed
+# ratio is session/URL (goal >= 0.8).
+#
+# Output: a table on stdout; bench/runs/<YYYY-MM-DD>-<host>/session-overhead.{csv,txt,commands}.
+# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (2), PIN (1), PORT.
+
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+
+DURATION=${1:-10s}
+CONNS=${2:-50}
+ROUNDS=${ROUNDS:-2}
+DUR_S=$(dur_secs "$DURATION")
+PORT=${PORT:-$(free_port)}
+URL="http://127.0.0.1:$PORT/"
+
+have_headroom || die "headroom binary not found at $HEADROOM (cargo build --release -p headroom)"
+
+WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
+on_exit "rm -rf '$WORK'"
+cd "$WORK" || exit
+snapshot_headroom "$WORK"
+
+OUT=$(run_dir)
+RAW=$OUT/session-overhead.raw
+rm -rf "$RAW" && mkdir -p "$RAW"
+CSV=$OUT/session-overhead.csv
+echo "$CSV_HEADER" >"$CSV"
+: >"$OUT/session-overhead.commands"
+record_versions "$OUT/session-overhead.versions"
+
+cat >"$WORK/session.yaml" <<YAML
+# 3 steps, think 0: the interpreter's cost per request, nothing else.
+load: {users: [{count: $CONNS}]}
+sessions:
+  - name: three
+    steps:
+      - request: {name: first, path: /}
+      - think: 0s
+      - request: {name: second, path: /}
+YAML
+
+nginx_start "$WORK/nginx" "$PORT" 1
+
+URL_CMD=("$HEADROOM" run "$URL" -t 1 -c "$CONNS" -d "$DURATION" --json)
+SES_CMD=("$HEADROOM" run "$WORK/session.yaml" --target "127.0.0.1:$PORT" -t 1 -d "$DURATION" --json)
+{
+    echo "# nginx (pinned: ${SERVER_PIN[*]:-no}) with $WORK/nginx/nginx.conf"
+    echo "# session.yaml:"
+    sed 's/^/#   /' "$WORK/session.yaml"
+    echo "${GEN_PIN[*]} ${URL_CMD[*]}"
+    echo "${GEN_PIN[*]} ${SES_CMD[*]}"
+} >>"$OUT/session-overhead.commands"
+
+one() { # TOOL ROUND CMD...
+    local tool=$1 round=$2 j
+    shift 2
+    j=$RAW/$tool-$round.json
+    log "round $round/$ROUNDS: $tool"
+    measure "$WORK/nginx" "$j" "$@"
+    jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
+    csv_row "$tool" "$round" "$CONNS" "$DUR_S" \
+        "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
+    ((M_STATUS == 0)) || { log "$tool exited $M_STATUS:"; tail -n 20 "$j.err" >&2; }
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+    one url "$round" "${URL_CMD[@]}"
+    one headroom "$round" "${SES_CMD[@]}"
+done
+
+{
+    echo "session-overhead: 3-step session (think 0) vs URL mode, 1 generator thread, $CONNS users," \
+        "$DURATION per run, $ROUNDS rounds, nginx 1 worker; $(date -Is) on $(hostname -s)"
+    echo "(headroom = the session scenario; url = plain URL mode; ratio = session / URL)"
+    summarize "$CSV" url
+} | tee "$OUT/session-overhead.txt"
+echo
+echo "run dir: $OUT"

@@ -1,0 +1,116 @@
+//! `headroom import tsung|httperf FILE`: bring existing load files over as native scenarios.
+//! The YAML goes to stdout (or `-o FILE`); every warning (an element or attribute not honoured)
+//! goes to stderr with its line, so nothing is dropped silently.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::args::{parse_duration, UsageError};
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub format: ImportFormat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ImportFormat {
+    /// A Tsung XML file: servers, arrival phases, sessions with probabilities, requests, think
+    /// times, transactions, loops, dynamic variables, matches. (`headroom run FILE.xml` runs one
+    /// directly.)
+    Tsung(TsungArgs),
+    /// An httperf --wsesslog session file: sessions of request bursts with think times.
+    Httperf(HttperfArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TsungArgs {
+    /// The Tsung XML file.
+    pub file: PathBuf,
+    /// Write the scenario here instead of stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct HttperfArgs {
+    /// The wsesslog file.
+    pub file: PathBuf,
+    /// Write the scenario here instead of stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Server the sessions go to (httperf's --server/--port), HOST:PORT.
+    #[arg(long, default_value = "127.0.0.1:80", value_name = "HOST:PORT")]
+    pub server: String,
+    /// New sessions per second (httperf's --rate).
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Length of the arrival phase.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
+}
+
+fn emit(
+    imported: headroom_scenario::Imported,
+    output: &Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    for w in &imported.warnings {
+        eprintln!("headroom: warning: {w}");
+    }
+    let yaml = headroom_scenario::to_yaml(&imported.scenario);
+    match output {
+        Some(p) => std::fs::write(p, &yaml)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        None => print!("{yaml}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn usage_lines(errs: Vec<headroom_scenario::ScenarioError>) -> anyhow::Error {
+    let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    UsageError(lines.join("\nheadroom: ")).into()
+}
+
+pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
+    match &a.format {
+        ImportFormat::Tsung(t) => {
+            let name = t.file.display().to_string();
+            let text = std::fs::read_to_string(&t.file)
+                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let imported = headroom_scenario::import_tsung(&text, &name).map_err(usage_lines)?;
+            emit(imported, &t.output)
+        }
+        ImportFormat::Httperf(h) => {
+            let name = h.file.display().to_string();
+            let text = std::fs::read_to_string(&h.file)
+                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let (host, port) = h
+                .server
+                .rsplit_once(':')
+                .and_then(|(host, p)| Some((host.to_string(), p.parse::<u16>().ok()?)))
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "bad --server '{}': expected HOST:PORT such as 127.0.0.1:8080",
+                        h.server
+                    ))
+                })?;
+            if let Some(r) = h.rate {
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(UsageError(format!("bad --rate {r}: a positive number")).into());
+                }
+            }
+            let opts = headroom_scenario::HttperfOptions {
+                host,
+                port,
+                rate: h.rate,
+                duration: h.duration,
+            };
+            let imported =
+                headroom_scenario::import_httperf(&text, &name, &opts).map_err(usage_lines)?;
+            emit(imported, &h.output)
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! `headroom run FILE.yaml|FILE.xml`: a scenario file (or a Tsung XML, converted on the fly)
+//! becomes a sessions plan; after the run its thresholds are checked and its per-name figures
+//! reported.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use headroom_core::session::NameKind;
+use headroom_core::{LoadModel, Plan, StopCondition};
+use headroom_engine::RunOutcome;
+use headroom_metrics::{LatencyStats, Recorder};
+use headroom_scenario::model::{CmpOp, Metric, Threshold, ThresholdValue};
+use headroom_scenario::Scenario;
+
+use crate::args::{default_threads, RunArgs, UsageError};
+
+/// True when the positional argument names a scenario file rather than a URL.
+pub fn is_scenario(arg: &str) -> bool {
+    let lower = arg.to_ascii_lowercase();
+    !lower.starts_with("http://")
+        && !lower.starts_with("https://")
+        && (lower.ends_with(".yaml") || lower.ends_with(".yml") || lower.ends_with(".xml"))
+}
+
+/// A scenario run: the plan and the thresholds to check afterwards.
+pub struct ScenarioRun {
+    pub plan: Plan,
+    pub thresholds: Vec<Threshold>,
+}
+
+fn errors_to_usage(errs: Vec<headroom_scenario::ScenarioError>) -> UsageError {
+    let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    UsageError(lines.join("\nheadroom: "))
+}
+
+/// Reads the scenario (or Tsung XML), compiles it and builds the plan; flags that describe a
+/// load of their own are refused, since the file describes the load.
+pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
+    let path = Path::new(&a.url);
+    if !path.exists() {
+        return Err(UsageError(format!(
+            "scenario file '{}' not found (a URL must start with http://)",
+            a.url
+        )));
+    }
+    let conflicting = [
+        ("--rate", a.rate.is_some()),
+        ("--arrival-rate", a.arrival_rate.is_some()),
+        ("--per-user", a.per_user.is_some()),
+        ("--think", a.think.is_some()),
+        ("--max-users", a.max_users.is_some()),
+        ("--body", a.body.is_some()),
+        ("-H/--header", !a.headers.is_empty()),
+        ("--pipeline", a.pipeline != 1),
+    ];
+    if let Some((flag, _)) = conflicting.iter().find(|(_, set)| *set) {
+        return Err(UsageError(format!(
+            "{flag} does not apply to a scenario file: its load and requests come from the file"
+        )));
+    }
+    let scenario = read(path)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let compiled = headroom_scenario::compile(&scenario, base)
+        .map_err(|e| UsageError(format!("{}: {e}", a.url)))?;
+    // Thresholds naming no request or transaction would never be checked: refuse them now.
+    for t in &scenario.thresholds {
+        let name = match &t.metric {
+            Metric::Percentile { name, .. } | Metric::Mean { name } => name.as_ref(),
+            _ => None,
+        };
+        if let Some(n) = name {
+            if !compiled.workload.names.iter().any(|m| &m.name == n) {
+                let known: Vec<&str> = compiled
+                    .workload
+                    .names
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect();
+                return Err(UsageError(format!(
+                    "{}: threshold '{}' names '{n}', which is no request or transaction (names: {})",
+                    a.url,
+                    t.text,
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    let target_url = match (&a.target, scenario.servers.first()) {
+        (Some(t), _) => {
+            if t.starts_with("http://") {
+                t.clone()
+            } else {
+                format!("http://{t}/")
+            }
+        }
+        (None, Some(s)) => {
+            if s.host.contains(':') {
+                format!("http://[{}]:{}/", s.host, s.port)
+            } else {
+                format!("http://{}:{}/", s.host, s.port)
+            }
+        }
+        (None, None) => {
+            return Err(UsageError(format!(
+                "{}: the scenario names no server; add servers: [{{host: 127.0.0.1, port: 8080}}] or give --target HOST:PORT",
+                a.url
+            )))
+        }
+    };
+    // The URL machinery validates the network and output flags and builds the base plan.
+    let mut base_args = a.clone();
+    base_args.url = target_url;
+    base_args.duration = None;
+    let mut plan = base_args.to_plan()?;
+    plan.target_name = format!("{} ({})", a.url, plan.target_name);
+    let duration = match (a.duration, compiled.phases.is_empty()) {
+        (Some(d), _) => Some(d),
+        (None, false) => Some(compiled.phases_duration),
+        (None, true) if a.requests.is_some() => None,
+        (None, true) => Some(Duration::from_secs(10)),
+    };
+    plan.stop = StopCondition {
+        duration,
+        requests: a.requests,
+    };
+    let mut threads = a.threads.unwrap_or_else(default_threads);
+    if compiled.phases.is_empty() {
+        threads = threads.min(compiled.users.max(1) as usize);
+    }
+    plan.threads = threads.max(1);
+    plan.model = LoadModel::Sessions {
+        users: compiled.users,
+        phases: compiled.phases.clone(),
+    };
+    plan.workload = Some(Arc::new(compiled.workload));
+    plan.validate().map_err(|e| UsageError(e.0))?;
+    Ok(ScenarioRun {
+        plan,
+        thresholds: scenario.thresholds,
+    })
+}
+
+/// A native scenario, or a Tsung XML converted (its warnings go to stderr, one per line).
+fn read(path: &Path) -> Result<Scenario, UsageError> {
+    let is_xml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
+    if !is_xml {
+        return headroom_scenario::load(path).map_err(errors_to_usage);
+    }
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+    let imported = headroom_scenario::import_tsung(&text, &name).map_err(errors_to_usage)?;
+    for w in &imported.warnings {
+        eprintln!("headroom: warning: {w}");
+    }
+    Ok(imported.scenario)
+}
+
+/// One checked threshold.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Checked {
+    pub threshold: String,
+    pub condition: String,
+    /// The measured value (µs for latencies, a fraction for error_rate, per second for rps).
+    pub value: f64,
+    pub unit: &'static str,
+    pub ok: bool,
+}
+
+fn histogram_of<'a>(
+    plan: &Plan,
+    total: &'a Recorder,
+    name: Option<&String>,
+) -> Option<&'a hdrhistogram::Histogram<u64>> {
+    let Some(name) = name else {
+        return Some(&total.latency);
+    };
+    let w = plan.workload.as_ref()?;
+    // A request name first, then a transaction of that name.
+    let idx = w
+        .names
+        .iter()
+        .position(|m| &m.name == name && m.kind == NameKind::Request)
+        .or_else(|| w.names.iter().position(|m| &m.name == name))?;
+    total.names.get(idx).map(|n| &n.latency)
+}
+
+/// Checks every threshold against the run's totals.
+pub fn check(plan: &Plan, out: &RunOutcome, thresholds: &[Threshold]) -> Vec<Checked> {
+    let c = &out.total.counters;
+    let secs = out.elapsed.as_secs_f64().max(1e-9);
+    thresholds
+        .iter()
+        .map(|t| {
+            let (value, unit) = match &t.metric {
+                Metric::Percentile { p, name } => {
+                    let v = histogram_of(plan, &out.total, name.as_ref())
+                        .filter(|h| !h.is_empty())
+                        .map(|h| h.value_at_quantile(p / 100.0) as f64);
+                    (v, "us")
+                }
+                Metric::Mean { name } => {
+                    let v = histogram_of(plan, &out.total, name.as_ref())
+                        .filter(|h| !h.is_empty())
+                        .map(|h| h.mean());
+                    (v, "us")
+                }
+                Metric::ErrorRate => (Some(crate::output::error_rate(c)), "fraction"),
+                Metric::Rps => (Some(c.responses as f64 / secs), "per_s"),
+            };
+            let limit = match t.value {
+                ThresholdValue::Duration(d) => d.as_secs_f64() * 1e6,
+                ThresholdValue::Ratio(r) => r,
+                ThresholdValue::Number(n) => n,
+            };
+            // Nothing measured (no such reply ever came) fails the threshold: a check that
+            // cannot be made must not pass silently.
+            let ok = value.is_some_and(|v| match t.op {
+                CmpOp::Lt => v < limit,
+                CmpOp::Le => v <= limit,
+                CmpOp::Gt => v > limit,
+                CmpOp::Ge => v >= limit,
+            });
+            let op = match t.op {
+                CmpOp::Lt => "<",
+                CmpOp::Le => "<=",
+                CmpOp::Gt => ">",
+                CmpOp::Ge => ">=",
+            };
+            let shown = match t.value {
+                ThresholdValue::Duration(d) => format!("{d:?}"),
+                ThresholdValue::Ratio(r) => format!("{}%", r * 100.0),
+                ThresholdValue::Number(n) => format!("{n}"),
+            };
+            Checked {
+                threshold: t.text.clone(),
+                condition: format!("{op} {shown}"),
+                value: value.map(|v| (v * 1e6).round() / 1e6).unwrap_or(f64::NAN),
+                unit,
+                ok,
+            }
+        })
+        .collect()
+}
+
+fn name_json(n: &headroom_metrics::NameStats) -> serde_json::Value {
+    serde_json::json!({
+        "count": n.count,
+        "errors": n.errors,
+        "latency_us": LatencyStats::of(&n.latency),
+    })
+}
+
+/// The scenario sections of summary.json: per request and transaction name, matches, sessions.
+pub fn summary_sections(plan: &Plan, total: &Recorder) -> Option<serde_json::Value> {
+    let w = plan.workload.as_ref()?;
+    let mut requests = serde_json::Map::new();
+    let mut transactions = serde_json::Map::new();
+    for (m, n) in w.names.iter().zip(total.names.iter()) {
+        let target = match m.kind {
+            NameKind::Request => &mut requests,
+            NameKind::Transaction => &mut transactions,
+        };
+        target.insert(m.name.clone(), name_json(n));
+    }
+    let matches: serde_json::Map<String, serde_json::Value> = w
+        .matches
+        .iter()
+        .zip(total.matches.iter())
+        .map(|(m, c)| (m.clone(), serde_json::json!(c)))
+        .collect();
+    let c = &total.counters;
+    Some(serde_json::json!({
+        "by_request": requests,
+        "by_transaction": transactions,
+        "matches": matches,
+        "sessions": {
+            "completed": c.sessions_completed,
+            "aborted": c.sessions_aborted,
+            "users_dropped": c.users_dropped,
+        },
+    }))
+}
+
+/// Compact per-name figures for one interval line.
+pub fn interval_sections(plan: &Plan, r: &Recorder) -> Option<serde_json::Value> {
+    let w = plan.workload.as_ref()?;
+    let names: serde_json::Map<String, serde_json::Value> = w
+        .names
+        .iter()
+        .zip(r.names.iter())
+        .map(|(m, n)| {
+            let key = match m.kind {
+                NameKind::Request => m.name.clone(),
+                NameKind::Transaction => format!("tx:{}", m.name),
+            };
+            let s = LatencyStats::of(&n.latency);
+            (
+                key,
+                serde_json::json!({"count": n.count, "errors": n.errors, "p50": s.p50, "p99": s.p99}),
+            )
+        })
+        .collect();
+    Some(serde_json::json!({
+        "names": names,
+        "sessions_completed": r.counters.sessions_completed,
+        "sessions_aborted": r.counters.sessions_aborted,
+    }))
+}
+
+/// Human lines: one per name, then sessions and thresholds.
+pub fn human(plan: &Plan, total: &Recorder, checked: &[Checked]) -> String {
+    use crate::output::{fmt_us, thousands};
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let Some(w) = plan.workload.as_ref() else {
+        return s;
+    };
+    let width = w.names.iter().map(|m| m.name.len() + 3).max().unwrap_or(4);
+    let _ = writeln!(
+        s,
+        "  {:<width$}  {:>9} {:>7} {:>9} {:>9} {:>9}",
+        "Name", "count", "errors", "p50", "p99", "max"
+    );
+    for (m, n) in w.names.iter().zip(total.names.iter()) {
+        let label = match m.kind {
+            NameKind::Request => m.name.clone(),
+            NameKind::Transaction => format!("tx {}", m.name),
+        };
+        let st = LatencyStats::of(&n.latency);
+        let _ = writeln!(
+            s,
+            "  {label:<width$}  {:>9} {:>7} {:>9} {:>9} {:>9}",
+            thousands(n.count),
+            thousands(n.errors),
+            fmt_us(st.p50),
+            fmt_us(st.p99),
+            fmt_us(st.max)
+        );
+    }
+    for (m, c) in w.matches.iter().zip(total.matches.iter()) {
+        let _ = writeln!(s, "  match '{m}' fired {}", thousands(*c));
+    }
+    let c = &total.counters;
+    let _ = writeln!(
+        s,
+        "  Sessions     {} completed, {} aborted{}",
+        thousands(c.sessions_completed),
+        thousands(c.sessions_aborted),
+        if c.users_dropped > 0 {
+            format!(
+                ", {} arrivals dropped (max_users)",
+                thousands(c.users_dropped)
+            )
+        } else {
+            String::new()
+        }
+    );
+    for t in checked {
+        let shown = match t.unit {
+            "us" if t.value.is_finite() => fmt_us(t.value as u64),
+            "fraction" => format!("{:.3}%", t.value * 100.0),
+            _ => format!("{:.1}", t.value),
+        };
+        let _ = writeln!(
+            s,
+            "  Threshold    {} {}: {} ({})",
+            t.threshold,
+            t.condition,
+            if t.ok { "ok" } else { "BROKEN" },
+            shown
+        );
+    }
+    s
+}

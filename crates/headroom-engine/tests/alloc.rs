@@ -29,8 +29,16 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The counter is process-wide: the tests take turns so one's allocations never land in the
+/// other's count.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
-    let plan = Plan {
+    run_counted(plan_for(requests, addr), requests)
+}
+
+fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
+    Plan {
         target: addr,
         target_name: format!("http://{addr}/"),
         request: HttpRequest {
@@ -62,7 +70,10 @@ fn allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
             ..Default::default()
         },
         workload: None,
-    };
+    }
+}
+
+fn run_counted(plan: Plan, requests: u64) -> (u64, u64) {
     let before = ALLOCS.load(Ordering::Relaxed);
     let out = headroom_engine::run(&plan, Arc::new(AtomicBool::new(false)), &mut |_| {}).unwrap();
     let after = ALLOCS.load(Ordering::Relaxed);
@@ -73,6 +84,7 @@ fn allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
 
 #[test]
 fn steady_state_allocates_nothing_per_request() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = headroom_serve::start(headroom_serve::ServerConfig {
         workers: 1,
         ..Default::default()
@@ -86,6 +98,44 @@ fn steady_state_allocates_nothing_per_request() {
     assert!(
         extra < 100,
         "{n} requests made {large} allocations against {small} for 2,000: {extra} extra"
+    );
+    server.stop();
+}
+
+/// The same rule for scenario users: a session of static requests and a zero think, looped.
+fn session_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
+    let s = headroom_scenario::parse_str(
+        "load: {users: [{count: 4}]}\n\
+         sessions: [{name: s, steps: [{request: GET /}, {think: 0s}, {request: {name: two, path: /}}]}]\n",
+        "alloc.yaml",
+    )
+    .unwrap();
+    let c = headroom_scenario::compile(&s, std::path::Path::new(".")).unwrap();
+    let mut plan = plan_for(requests, addr);
+    plan.model = LoadModel::Sessions {
+        users: c.users,
+        phases: c.phases,
+    };
+    plan.workload = Some(Arc::new(c.workload));
+    run_counted(plan, requests)
+}
+
+#[test]
+fn sessions_allocate_nothing_per_request() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = headroom_serve::start(headroom_serve::ServerConfig {
+        workers: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let addr = server.local_addr();
+    session_allocations_for(500, addr);
+    let (small, _) = session_allocations_for(2_000, addr);
+    let (large, n) = session_allocations_for(40_000, addr);
+    let extra = large.saturating_sub(small);
+    assert!(
+        extra < 100,
+        "{n} session requests made {large} allocations against {small} for 2,000: {extra} extra"
     );
     server.stop();
 }

@@ -25,15 +25,19 @@ Three load models:
   open arrivals     --arrival-rate U new users/s (Poisson; --arrival constant), each doing
                     --per-user N requests with --think T between them, then leaving
 
+Scenario files: instead of URL give FILE.yaml (sessions, arrival phases, thresholds; see
+docs/scenario.md) or a Tsung FILE.xml; --target HOST:PORT overrides the file's server.
+
 Examples:
   headroom run http://127.0.0.1:8080/ -c 50 -d 30s
   headroom run http://127.0.0.1:8080/ -c 20 --per-user 500
   headroom run http://127.0.0.1:8080/ --rate 2000 -c 20 -d 1m --out runs/r2000
   headroom run http://127.0.0.1:8080/ --arrival-rate 50 --per-user 10 --think 2s -d 5m
   headroom run http://127.0.0.1:8080/api -m POST -H 'Content-Type: application/json' --body @req.json
+  headroom run scenarios/login.yaml --target 127.0.0.1:8080 --out runs/login
 
-Exit codes: 0 done; 1 the run failed a check (--max-error-rate) or could not reach the target;
-2 bad command line.";
+Exit codes: 0 done; 1 the run failed a check (--max-error-rate, a scenario threshold) or could
+not reach the target; 2 bad command line or scenario file.";
 
 #[derive(Parser, Debug)]
 #[command(name = "headroom", version, about = ABOUT, propagate_version = true)]

@@ -104,6 +104,8 @@ fn help_teaches_models_and_exit_codes() {
         "Examples:",
         "Exit codes",
         "coordinated",
+        "FILE.yaml",
+        "--target",
     ] {
         assert!(stdout.contains(needle), "help lacks {needle}");
     }

@@ -348,7 +348,11 @@ impl SessionState {
                             .record_name(*id as usize, micros(env.now - start), err);
                     }
                 }
-                Op::Connect => return Action::Connect,
+                Op::Connect => {
+                    // No request rides on a connect: a failed connect fails no name.
+                    self.names.clear();
+                    return Action::Connect;
+                }
                 Op::Close => return Action::Close,
                 Op::Set { var, source } => self.set(prog, *var, source, env),
                 Op::Extract { var, from, default } => {

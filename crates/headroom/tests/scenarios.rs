@@ -372,3 +372,54 @@ fn surge_sessions_average_their_configured_requests() {
     assert!((per - 6.5).abs() < 0.65, "{per:.2} requests per session");
     server.stop();
 }
+
+#[test]
+fn a_failed_request_aborts_its_session_and_counts_under_its_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Port 1 on loopback: nothing listens, every connect is refused at once.
+    let f = write_scenario(
+        tmp.path(),
+        "f.yaml",
+        "load: {users: [{count: 2}]}\n\
+         sessions:\n\
+         - {name: a, steps: [connect, {request: {name: never, path: /}}]}\n\
+         - {name: b, steps: [{transaction: {name: tx, steps: [{request: {name: refused, path: /}}]}}]}\n",
+    );
+    let out = headroom()
+        .arg("run")
+        .arg(&f)
+        .args([
+            "--target",
+            "127.0.0.1:1",
+            "--no-preflight",
+            "-d",
+            "500ms",
+            "--json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["scenario"];
+    let refused = v["errors"]["refused"].as_u64().unwrap();
+    let aborted = s["sessions"]["aborted"].as_u64().unwrap();
+    assert!(refused > 10, "{v}");
+    assert_eq!(v["errors_total"].as_u64().unwrap(), refused);
+    // Each refused connect ends its session; a user whose connect was refused just before the
+    // stop has not reached the end of its session yet (at most one per user).
+    assert!(
+        aborted <= refused && refused <= aborted + 2,
+        "{aborted} sessions aborted for {refused} refused"
+    );
+    assert_eq!(s["sessions"]["completed"], 0);
+    // A failed `connect` step fails no request; a failed request counts under its name, and its
+    // transaction counts an error without a latency.
+    assert_eq!(s["by_request"]["never"]["errors"], 0, "{s}");
+    let named = s["by_request"]["refused"]["errors"].as_u64().unwrap();
+    assert!(named > 0 && named < refused, "{s}");
+    // The transaction's error is counted when its session ends (again: up to one per user is
+    // still pending at the stop).
+    let tx_errors = s["by_transaction"]["tx"]["errors"].as_u64().unwrap();
+    assert!(tx_errors <= named && named <= tx_errors + 2, "{s}");
+    assert_eq!(s["by_transaction"]["tx"]["count"], 0);
+}

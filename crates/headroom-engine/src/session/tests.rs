@@ -333,7 +333,7 @@ fn a_surge_session_pipelines_embedded_objects_and_thinks_between_pages() {
                 let n = h.st.names.len();
                 let text = String::from_utf8_lossy(&h.st.out).to_string();
                 assert_eq!(text.matches(" HTTP/1.1\r\n").count(), n);
-                assert!(text.starts_with("GET /surge/"), "{text}");
+                assert!(text.starts_with("GET /file/"), "{text}");
                 if n == 1 && h.st.names[0] == 0 {
                     pages += 1;
                 }

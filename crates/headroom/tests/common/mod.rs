@@ -53,8 +53,12 @@ pub fn free_port() -> u16 {
 pub fn wait_port(addr: SocketAddr, within: Duration) {
     let t = Instant::now();
     while t.elapsed() < within {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return;
+        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            // A connect to a free port in the ephemeral range can pick that very port as its
+            // source and "succeed" by connecting to itself: that is nobody listening.
+            if s.local_addr().ok() != s.peer_addr().ok() {
+                return;
+            }
         }
         thread::sleep(Duration::from_millis(20));
     }
@@ -118,6 +122,15 @@ http {{
             .expect("start nginx");
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         wait_port(addr, Duration::from_secs(10));
+        let mut child = child;
+        if let Ok(Some(status)) = child.try_wait() {
+            // nginx could not start (the port was taken between free_port and its bind).
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("nginx exited at start ({status}): {err}");
+        }
         // The readiness probe connected but sent nothing: no access-log line.
         Nginx { addr, dir, child }
     }

@@ -579,15 +579,7 @@ impl SessionState {
                 let m = caps.get(1).or_else(|| caps.get(0))?;
                 Some(m.as_str().to_string())
             }
-            ExtractOp::JsonPointer(ptr) => {
-                let body = reply.body();
-                let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
-                match v.pointer(ptr)? {
-                    serde_json::Value::String(s) => Some(s.clone()),
-                    serde_json::Value::Null => None,
-                    other => Some(other.to_string()),
-                }
-            }
+            ExtractOp::JsonPointer(ptr) => headroom_proto::json::pointer(&reply.body(), ptr),
         }
     }
 }

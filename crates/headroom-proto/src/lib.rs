@@ -3,3 +3,4 @@
 //! it can be fuzzed and unit-tested on byte strings alone.
 
 pub mod http1;
+pub mod json;

@@ -10,14 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use headroom_core::session::{
-    ArrivalPhase, ExtractOp, LoopCondition, MatchAction as CoreAction, MatchOp, MetricName, NameId,
-    NameKind, Op, Piece, RequestOp, SessionBody, SessionProgram, SetOp, Template, VarId, Workload,
+    ArrivalPhase, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op, Piece, RequestOp,
+    SessionBody, SessionProgram, SetOp, Template, VarId, Workload,
 };
 use headroom_core::ArrivalProcess;
 
-use crate::model::{
-    Arrival, Condition, CsvOrder, ExtractFrom, MatchAction, Rate, Scenario, SetSource, Step,
-};
+use crate::model::{Arrival, Condition, CsvOrder, Rate, Scenario, SetSource, Step};
 
 /// A scenario ready for the engine.
 #[derive(Debug, Clone)]
@@ -293,11 +291,7 @@ impl Compiler<'_> {
                     ops.push(Op::Set { var, source });
                 }
                 Step::Extract(e) => {
-                    let from = match &e.from {
-                        ExtractFrom::Regex(r) => ExtractOp::Regex(r.clone()),
-                        ExtractFrom::JsonPointer(p) => ExtractOp::JsonPointer(p.clone()),
-                        ExtractFrom::Header(h) => ExtractOp::Header(h.clone()),
-                    };
+                    let from = e.from.clone();
                     let default = e.default.as_deref().map(|d| self.template(d));
                     let var = self.var(&e.var);
                     ops.push(Op::Extract { var, from, default });
@@ -315,12 +309,7 @@ impl Compiler<'_> {
                         status: m.status,
                         body: m.body.clone(),
                         when_matched: m.when_matched,
-                        action: match m.action {
-                            MatchAction::Continue => CoreAction::Continue,
-                            MatchAction::Abort => CoreAction::Abort,
-                            MatchAction::Restart => CoreAction::Restart,
-                            MatchAction::Loop => CoreAction::Loop,
-                        },
+                        action: m.action,
                         max_loops: m.max_loops,
                     }));
                 }

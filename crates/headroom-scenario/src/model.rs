@@ -171,15 +171,10 @@ pub struct Extract {
     pub default: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum ExtractFrom {
-    /// First capture group (or the whole match without a group).
-    Regex(String),
-    /// RFC 6901 JSON pointer into the reply body.
-    JsonPointer(String),
-    /// A reply header, by case-insensitive name.
-    Header(String),
-}
+/// Where an extract looks: `Regex` (first capture group, or the whole match without a group),
+/// `JsonPointer` (RFC 6901, into the reply body) or `Header` (by case-insensitive name). The
+/// engine's own type: the model and the compiled workload share it.
+pub use headroom_core::session::ExtractOp as ExtractFrom;
 
 /// A check on the last reply; every firing is counted under its name.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,13 +190,9 @@ pub struct Match {
     pub max_loops: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MatchAction {
-    Continue,
-    Abort,
-    Restart,
-    Loop,
-}
+/// What a firing match does (shared with the engine): continue, abort the session, restart it,
+/// or repeat the request before it.
+pub use headroom_core::session::MatchAction;
 
 /// A CI threshold such as `p99(login) < 200ms`.
 #[derive(Debug, Clone, PartialEq)]

@@ -59,6 +59,9 @@ pub enum Command {
     Import(crate::import::ImportArgs),
     /// SURGE web workload tools: `headroom surge fileset DIR` writes a file set to serve.
     Surge(crate::surge::SurgeArgs),
+    /// Sweep server configurations: start, load and sample the server per configuration, store
+    /// every run, print the tables.
+    Lab(crate::lab::LabArgs),
 }
 
 #[derive(Args, Debug, Clone)]

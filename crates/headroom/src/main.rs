@@ -14,6 +14,7 @@ use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
 
 mod args;
 mod import;
+mod lab;
 mod output;
 mod scenario;
 mod serve;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::cmd_serve(&a),
         Command::Import(a) => import::cmd_import(&a),
         Command::Surge(a) => Ok(surge::main(a)),
+        Command::Lab(a) => lab::cmd_lab(&a, stop_flag()),
     };
     match result {
         Ok(code) => code,

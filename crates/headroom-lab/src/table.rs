@@ -1,0 +1,478 @@
+//! Statistics over repetitions and the studies' pivot tables: rows are combinations of some
+//! factors' levels, columns of others', each cell the mean ± 95% confidence interval of one
+//! metric over the repetitions of the matching configurations.
+
+use std::collections::BTreeMap;
+
+use crate::store::RunRecord;
+
+/// A metric over the repetitions of one cell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cell {
+    pub mean: f64,
+    /// Half-width of the 95% confidence interval of the mean (Student t), None with one value.
+    pub ci95: Option<f64>,
+    /// How many values.
+    pub n: usize,
+}
+
+/// Two-sided 97.5% quantiles of Student's t for 1..=30 degrees of freedom.
+const T_975: [f64; 30] = [
+    12.706_204_7,
+    4.302_652_7,
+    3.182_446_3,
+    2.776_445_1,
+    2.570_581_8,
+    2.446_911_9,
+    2.364_624_3,
+    2.306_004_1,
+    2.262_157_2,
+    2.228_138_9,
+    2.200_985_2,
+    2.178_812_8,
+    2.160_368_7,
+    2.144_786_7,
+    2.131_449_5,
+    2.119_905_3,
+    2.109_815_6,
+    2.100_922_0,
+    2.093_024_1,
+    2.085_963_4,
+    2.079_613_8,
+    2.073_873_1,
+    2.068_657_6,
+    2.063_898_6,
+    2.059_538_6,
+    2.055_529_4,
+    2.051_830_5,
+    2.048_407_1,
+    2.045_229_6,
+    2.042_272_5,
+];
+
+/// The 97.5% quantile of Student's t with `df` degrees of freedom (df >= 1): from a table up to
+/// 30, then the Cornish-Fisher expansion around the normal 1.959964 (within 1e-4 of the exact
+/// quantile past 30, and tending to 1.96).
+pub fn t_975(df: usize) -> f64 {
+    assert!(df >= 1, "Student t needs at least one degree of freedom");
+    if df <= T_975.len() {
+        return T_975[df - 1];
+    }
+    let z: f64 = 1.959_963_984_540_054;
+    let n = df as f64;
+    let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
+    z + (z3 + z) / (4.0 * n)
+        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * n * n)
+        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * n * n * n)
+}
+
+/// Mean and 95% confidence interval of the mean (Student t, sample standard deviation) of
+/// `values`, all of them counted (the caller leaves out values it does not want, e.g. NaN).
+/// None for no values; `ci95` is None for a single value.
+pub fn mean_ci(values: &[f64]) -> Option<Cell> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let ci95 = (n > 1).then(|| {
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        t_975(n - 1) * (var / n as f64).sqrt()
+    });
+    Some(Cell { mean, ci95, n })
+}
+
+/// A pivot table of one metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub title: String,
+    /// The metric the cells hold (labels the single column of a table without column factors).
+    pub metric: String,
+    pub row_factors: Vec<String>,
+    pub col_factors: Vec<String>,
+    /// One level per row factor, for each row.
+    pub rows: Vec<Vec<String>>,
+    /// One level per column factor, for each column.
+    pub cols: Vec<Vec<String>>,
+    /// `cells[row][col]`: the metric over the cell's Ok runs that have it; None when none has.
+    pub cells: Vec<Vec<Option<Cell>>>,
+    /// `failed[row][col]`: how many of the cell's runs failed (server or load).
+    pub failed: Vec<Vec<usize>>,
+    /// `runs[row][col]`: how many runs the cell has, Ok or failed.
+    pub runs: Vec<Vec<usize>>,
+}
+
+/// Rows = combinations of the `rows` factors' levels, columns = combinations of the `cols`
+/// factors' levels (the first factor varying slowest), each factor's levels in the order of
+/// `level_order` (the experiment's own order: factor -> levels; levels found in runs but not
+/// there come after, in the order runs have them). A row or column without any run is left out;
+/// with no row (column) factors the table has a single row (column) holding every run.
+///
+/// A cell is `metric` over the Ok runs of the matching configurations. Factors that are neither
+/// rows nor columns are pooled: the cell takes the runs of every level of them together (the
+/// title says which). Ok runs without the metric, or with a non-finite value, give no value.
+/// Failed runs are counted per cell and rendered as "failed 2/3" when the cell has no value, or
+/// as a suffix "(1 failed)". Runs lacking one of the row or column factors are left out.
+pub fn pivot(
+    runs: &[RunRecord],
+    rows: &[String],
+    cols: &[String],
+    metric: &str,
+    level_order: &BTreeMap<String, Vec<String>>,
+) -> Table {
+    let placed: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| rows.iter().chain(cols).all(|f| r.factors.contains_key(f)))
+        .collect();
+    let levels_of = |factor: &String| -> Vec<String> {
+        let mut levels: Vec<String> = level_order.get(factor).cloned().unwrap_or_default();
+        for r in &placed {
+            let level = &r.factors[factor];
+            if !levels.contains(level) {
+                levels.push(level.clone());
+            }
+        }
+        levels
+    };
+    let combos = |factors: &[String]| -> Vec<Vec<String>> {
+        let mut out: Vec<Vec<String>> = vec![Vec::new()];
+        for f in factors {
+            let levels = levels_of(f);
+            out = out
+                .iter()
+                .flat_map(|prefix| {
+                    levels.iter().map(move |l| {
+                        let mut c = prefix.clone();
+                        c.push(l.clone());
+                        c
+                    })
+                })
+                .collect();
+        }
+        out
+    };
+    let key = |r: &RunRecord, factors: &[String]| -> Vec<String> {
+        factors.iter().map(|f| r.factors[f].clone()).collect()
+    };
+    let present = |factors: &[String]| -> Vec<Vec<String>> {
+        combos(factors)
+            .into_iter()
+            .filter(|c| placed.iter().any(|r| &key(r, factors) == c))
+            .collect()
+    };
+    let row_keys = present(rows);
+    let col_keys = present(cols);
+
+    let mut values = vec![vec![Vec::<f64>::new(); col_keys.len()]; row_keys.len()];
+    let mut failed = vec![vec![0usize; col_keys.len()]; row_keys.len()];
+    let mut counts = vec![vec![0usize; col_keys.len()]; row_keys.len()];
+    for r in &placed {
+        let (rk, ck) = (key(r, rows), key(r, cols));
+        let (Some(i), Some(j)) = (
+            row_keys.iter().position(|k| *k == rk),
+            col_keys.iter().position(|k| *k == ck),
+        ) else {
+            continue;
+        };
+        counts[i][j] += 1;
+        if !r.status.is_ok() {
+            failed[i][j] += 1;
+        } else if let Some(v) = r.metrics.get(metric).filter(|v| v.is_finite()) {
+            values[i][j].push(*v);
+        }
+    }
+    let cells = values
+        .iter()
+        .map(|row| row.iter().map(|vs| mean_ci(vs)).collect())
+        .collect();
+
+    let mut pooled: Vec<&String> = placed
+        .iter()
+        .flat_map(|r| r.factors.keys())
+        .filter(|f| !rows.contains(f) && !cols.contains(f))
+        .collect();
+    pooled.sort();
+    pooled.dedup();
+    let mut title = format!("{metric} (mean ± 95% CI over repetitions)");
+    if !pooled.is_empty() {
+        let names: Vec<&str> = pooled.iter().map(|s| s.as_str()).collect();
+        title.push_str(&format!(", pooled over {}", names.join(", ")));
+    }
+
+    Table {
+        title,
+        metric: metric.to_string(),
+        row_factors: rows.to_vec(),
+        col_factors: cols.to_vec(),
+        rows: row_keys,
+        cols: col_keys,
+        cells,
+        failed,
+        runs: counts,
+    }
+}
+
+/// Format a value with three significant digits, and every digit of its integer part from 100
+/// on, with thousands separators: 12345 -> "12,345", 12.345 -> "12.3", 0.01234 -> "0.0123".
+/// Below 1e-6 (in magnitude) it is written in scientific notation, e.g. "1.23e-7".
+pub fn fmt_value(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    let mut e = x.abs().log10().floor() as i32;
+    // Rounding to three significant digits may carry into the next decade (9.996 -> 10.0).
+    let scale = 10f64.powi(e - 2);
+    if ((x.abs() / scale).round() * scale) >= 10f64.powi(e + 1) {
+        e += 1;
+    }
+    if e >= 2 {
+        let digits = format!("{:.0}", x.abs());
+        let mut out = String::new();
+        for (i, ch) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        return if x < 0.0 { format!("-{out}") } else { out };
+    }
+    if e < -6 {
+        return format!("{x:.2e}");
+    }
+    format!("{:.*}", (2 - e) as usize, x)
+}
+
+/// A cell as "mean ± ci" (each as [`fmt_value`]), or just the mean when there is one value.
+pub fn fmt_cell(c: &Cell) -> String {
+    match c.ci95 {
+        Some(ci) => format!("{} ± {}", fmt_value(c.mean), fmt_value(ci)),
+        None => fmt_value(c.mean),
+    }
+}
+
+impl Table {
+    /// The text of cell (i, j): "mean ± ci", with " (1 failed)" when some runs failed,
+    /// "failed 2/3" when no run gave a value and some failed, "–" when the cell is empty.
+    pub fn cell_text(&self, i: usize, j: usize) -> String {
+        let failed = self.failed[i][j];
+        match (&self.cells[i][j], failed) {
+            (Some(c), 0) => fmt_cell(c),
+            (Some(c), f) => format!("{} ({f} failed)", fmt_cell(c)),
+            (None, 0) => "–".to_string(),
+            (None, f) => format!("failed {f}/{}", self.runs[i][j]),
+        }
+    }
+
+    /// Header labels: the row factors' names (or "" with none), then one per column:
+    /// "factor=level" joined by ", " (or the metric's name with no column factor).
+    fn header(&self) -> Vec<String> {
+        let mut h: Vec<String> = if self.row_factors.is_empty() {
+            vec![String::new()]
+        } else {
+            self.row_factors.clone()
+        };
+        for col in &self.cols {
+            if self.col_factors.is_empty() {
+                h.push(self.metric.clone());
+            } else {
+                let parts: Vec<String> = self
+                    .col_factors
+                    .iter()
+                    .zip(col)
+                    .map(|(f, l)| format!("{f}={l}"))
+                    .collect();
+                h.push(parts.join(", "));
+            }
+        }
+        h
+    }
+
+    /// Body lines: the row's levels (or "all" with no row factor), then the cells' texts.
+    fn body(&self) -> Vec<Vec<String>> {
+        self.rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let mut line: Vec<String> = if self.row_factors.is_empty() {
+                    vec!["all".to_string()]
+                } else {
+                    row.clone()
+                };
+                line.extend((0..self.cols.len()).map(|j| self.cell_text(i, j)));
+                line
+            })
+            .collect()
+    }
+
+    fn lead(&self) -> usize {
+        self.row_factors.len().max(1)
+    }
+
+    /// A Markdown table under its title in bold; level columns left-aligned, cells right-aligned.
+    pub fn markdown(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let line = |cells: &[String]| {
+            let cells: Vec<String> = cells.iter().map(|c| esc(c)).collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
+        let mut out = format!("**{}**\n\n", self.title);
+        out.push_str(&line(&self.header()));
+        let align: Vec<String> = (0..self.lead())
+            .map(|_| "---".to_string())
+            .chain(self.cols.iter().map(|_| "---:".to_string()))
+            .collect();
+        out.push_str(&format!("| {} |\n", align.join(" | ")));
+        for body in self.body() {
+            out.push_str(&line(&body));
+        }
+        out
+    }
+
+    /// CSV with a header line and one line per cell: the row factors' levels, the column
+    /// factors' levels, mean, ci95, n, failed (mean and ci95 empty when there is none; numbers
+    /// in full precision).
+    pub fn csv(&self) -> String {
+        let field = |s: &str| {
+            if s.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
+            }
+        };
+        let mut out = String::new();
+        let header: Vec<String> = self
+            .row_factors
+            .iter()
+            .chain(&self.col_factors)
+            .map(|f| field(f))
+            .chain(["mean", "ci95", "n", "failed"].map(String::from))
+            .collect();
+        out.push_str(&header.join(","));
+        out.push('\n');
+        for (i, row) in self.rows.iter().enumerate() {
+            for (j, col) in self.cols.iter().enumerate() {
+                let mut line: Vec<String> = row.iter().chain(col).map(|l| field(l)).collect();
+                let cell = self.cells[i][j];
+                line.push(cell.map(|c| c.mean.to_string()).unwrap_or_default());
+                line.push(
+                    cell.and_then(|c| c.ci95)
+                        .map(|c| c.to_string())
+                        .unwrap_or_default(),
+                );
+                line.push(cell.map_or(0, |c| c.n).to_string());
+                line.push(self.failed[i][j].to_string());
+                out.push_str(&line.join(","));
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Aligned for a terminal: the title, a header, a rule, the rows; levels left-aligned, cells
+    /// right-aligned, columns two spaces apart.
+    pub fn text(&self) -> String {
+        let header = self.header();
+        let body = self.body();
+        let width = |s: &str| s.chars().count();
+        let widths: Vec<usize> = (0..header.len())
+            .map(|k| {
+                body.iter()
+                    .map(|line| width(&line[k]))
+                    .chain([width(&header[k])])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let lead = self.lead();
+        let render = |cells: &[String]| {
+            let parts: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(k, c)| {
+                    let pad = " ".repeat(widths[k] - width(c));
+                    if k < lead {
+                        format!("{c}{pad}")
+                    } else {
+                        format!("{pad}{c}")
+                    }
+                })
+                .collect();
+            format!("{}\n", parts.join("  ").trim_end())
+        };
+        let mut out = format!("{}\n", self.title);
+        out.push_str(&render(&header));
+        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+        out.push_str(&format!("{}\n", rule.join("  ")));
+        for line in &body {
+            out.push_str(&render(line));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fmt_value_significant_digits() {
+        let cases = [
+            (12345.0, "12,345"),
+            (1234567.8, "1,234,568"),
+            (-12345.0, "-12,345"),
+            (100.0, "100"),
+            (99.96, "100"),
+            (99.94, "99.9"),
+            (12.345, "12.3"),
+            (9.996, "10.0"),
+            (3.0, "3.00"),
+            (1.2345, "1.23"),
+            (0.5, "0.500"),
+            (0.01234, "0.0123"),
+            (-0.01234, "-0.0123"),
+            (0.0000012345, "0.00000123"),
+            (0.00000012345, "1.23e-7"),
+            (0.0, "0"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "inf"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(fmt_value(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn t_quantiles_past_the_table_approach_the_normal() {
+        // Exact values from R's qt(0.975, df).
+        for (df, exact) in [
+            (31, 2.039513),
+            (40, 2.021075),
+            (60, 2.000298),
+            (120, 1.979930),
+        ] {
+            assert!((t_975(df) - exact).abs() < 1e-4, "df {df}: {}", t_975(df));
+        }
+        assert!((t_975(100_000) - 1.96).abs() < 1e-3);
+        // Continuous with the table at 30.
+        assert!((t_975(30) - 2.042272).abs() < 1e-6);
+        assert!(t_975(31) < t_975(30));
+    }
+
+    #[test]
+    fn mean_ci_edge_cases() {
+        assert_eq!(mean_ci(&[]), None);
+        assert_eq!(
+            mean_ci(&[7.0]),
+            Some(Cell {
+                mean: 7.0,
+                ci95: None,
+                n: 1
+            })
+        );
+        let c = mean_ci(&[5.0, 5.0, 5.0]).unwrap();
+        assert_eq!((c.mean, c.ci95, c.n), (5.0, Some(0.0), 3));
+    }
+}

@@ -1,0 +1,84 @@
+//! `headroom lab EXPERIMENT.yaml`: sweep server configurations, load and sample each, store every
+//! run, print the tables (see docs/lab.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::args::UsageError;
+
+const LAB_LONG: &str = "\
+Run an experiment: for each configuration of the factors (full factorial, or the listed
+combinations) and each repetition, start the server from its command template, wait until it is
+ready, warm up, load it with the scenario while sampling the server's process tree (CPU user and
+system, memory, threads, descriptors), check it survived, stop it, and store the run in
+OUTPUT/lab.sqlite. Then print the tables (mean ± 95% CI over repetitions) and write them to
+OUTPUT/tables.md and tables.csv.
+
+A lab started again skips the runs already stored: an interrupted lab resumes where it stopped.
+A server that fails to start, never becomes ready or dies mid-run is reported with the tail of
+its output, stored as a failed run, and the lab goes on.
+
+Examples:
+  headroom lab experiments/rudy.yaml --quick
+  headroom lab experiments/kernel-poll.yaml --output runs/kp
+
+Exit codes: 0 the lab ran (failed configurations are results, shown in the tables); 1 it could
+not run (bad scenario, store error); 2 bad command line or experiment file; 130 interrupted.";
+
+#[derive(Args, Debug)]
+#[command(long_about = LAB_LONG)]
+pub struct LabArgs {
+    /// The experiment file.
+    pub experiment: PathBuf,
+    /// Output directory (default: the file's `output`, else lab-runs/NAME).
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// The short variant from the file's `quick:` section.
+    #[arg(long)]
+    pub quick: bool,
+    /// Forget this experiment's stored runs and start over.
+    #[arg(long)]
+    pub fresh: bool,
+    /// No progress lines.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+pub fn cmd_lab(
+    a: &LabArgs,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<ExitCode> {
+    let loaded = headroom_lab::experiment::load(&a.experiment, a.quick).map_err(UsageError)?;
+    let opts = headroom_lab::runner::LabOptions {
+        output: a.output.clone(),
+        fresh: a.fresh,
+        headroom_bin: std::env::current_exe()?,
+        progress: !a.quiet,
+    };
+    if !a.quiet {
+        eprintln!(
+            "headroom lab: {} — {} configuration(s) x {} repetition(s)",
+            loaded.exp.name,
+            loaded.configurations.len(),
+            loaded.exp.repeat
+        );
+    }
+    let out = headroom_lab::runner::run(&loaded, &opts, stop).map_err(|e| anyhow::anyhow!(e))?;
+    for t in &out.tables {
+        println!("{}", t.text());
+    }
+    println!(
+        "{} run(s) now, {} found stored, {} failed; results in {}",
+        out.ran,
+        out.skipped,
+        out.failed,
+        out.output.display()
+    );
+    if out.interrupted {
+        eprintln!("headroom lab: interrupted; run the same command again to resume");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -136,7 +136,7 @@ pub struct Loaded {
 }
 
 /// The placeholders every template may use besides the factors.
-pub const BUILTINS: [&str; 2] = ["port", "headroom"];
+pub const BUILTINS: [&str; 3] = ["port", "headroom", "output"];
 
 fn dur(field: &str, v: &Option<String>) -> Result<Option<Duration>, String> {
     match v {

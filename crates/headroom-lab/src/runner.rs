@@ -304,6 +304,7 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
             let mut values = config.clone();
             values.insert("port".into(), free_port()?.to_string());
             values.insert("headroom".into(), opts.headroom_bin.display().to_string());
+            values.insert("output".into(), output.display().to_string());
             let started_at = now_rfc3339();
             let t0 = Instant::now();
             let record = |status: RunStatus, metrics, summary, intervals, samples| RunRecord {

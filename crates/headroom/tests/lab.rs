@@ -162,3 +162,31 @@ tables:
         "the table shows the failed cells: {stdout}"
     );
 }
+
+/// The other study experiments' quick variants run end to end with no failed configuration.
+#[test]
+fn study_experiments_quick_variants_run() {
+    for (file, title, runs) in [
+        (
+            "experiments/io-bound.yaml",
+            "mean duration of a 500-operation session (ms)",
+            4,
+        ),
+        ("experiments/event-vs-threads.yaml", "client timeouts", 2),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let exp = repo().join(file);
+        let o = lab(&[exp.to_str().unwrap(), "--quick"], tmp.path());
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{file}: {stdout}\n{stderr}");
+        assert!(stdout.contains(title), "{file}: {stdout}");
+        assert!(
+            stdout.contains(&format!("{runs} run(s) now, 0 found stored, 0 failed")),
+            "{file}: {stdout}\n{stderr}"
+        );
+        assert!(
+            !stdout.contains("failed "),
+            "{file}: a failed cell: {stdout}"
+        );
+    }
+}

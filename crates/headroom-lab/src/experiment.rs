@@ -35,6 +35,36 @@ pub struct Experiment {
     /// Overrides for `--quick` (a short version for tests and a first look).
     #[serde(default)]
     pub quick: Option<Quick>,
+    /// How capacity figures decide that the server broke.
+    #[serde(default)]
+    pub capacity: Option<Capacity>,
+}
+
+/// `capacity_connections` is the peak of connections open at once before the first interval
+/// whose error rate exceeds `max_error_rate` (default 1%) or that has a connect timeout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capacity {
+    /// A fraction (0.01) or a percentage ("1%").
+    #[serde(default)]
+    pub max_error_rate: Option<String>,
+}
+
+impl Experiment {
+    /// The error rate above which the server counts as broken (default 1%).
+    pub fn capacity_error_rate(&self) -> f64 {
+        self.capacity
+            .as_ref()
+            .and_then(|c| c.max_error_rate.as_deref())
+            .and_then(|v| {
+                let v = v.trim();
+                match v.strip_suffix('%') {
+                    Some(p) => p.trim().parse::<f64>().ok().map(|p| p / 100.0),
+                    None => v.parse::<f64>().ok(),
+                }
+            })
+            .unwrap_or(0.01)
+    }
 }
 
 fn one() -> u32 {

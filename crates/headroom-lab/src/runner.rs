@@ -225,8 +225,28 @@ fn interval_line(iv: &headroom_engine::Interval<'_>) -> serde_json::Value {
         "latency_p50_us": lat.p50,
         "latency_p99_us": lat.p99,
         "connections_open": c.connections_open,
+        "connections_peak": c.connections_peak,
+        "connect_timeouts": c.errors[ErrorKind::ConnectTimeout.index()],
         "sessions_completed": c.sessions_completed,
     })
+}
+
+/// Concurrent-connection capacity (seed 000): the most connections open at once before the first
+/// interval whose error rate passes `max_error_rate` or that has a connect timeout. Returns the
+/// capacity and whether such a break was reached (otherwise the load never found the limit and
+/// the figure is a lower bound).
+pub fn connection_capacity(intervals: &[serde_json::Value], max_error_rate: f64) -> (f64, bool) {
+    let mut best = 0u64;
+    for iv in intervals {
+        let n = |k: &str| iv[k].as_u64().unwrap_or(0);
+        let (ok, errors) = (n("responses"), n("errors"));
+        let rate = errors as f64 / (ok + errors).max(1) as f64;
+        if rate > max_error_rate || n("connect_timeouts") > 0 {
+            return (best as f64, true);
+        }
+        best = best.max(n("connections_peak"));
+    }
+    (best as f64, false)
 }
 
 /// Samples `pid`'s tree every `every` on its own thread until `stop` is set (or it exits).
@@ -407,7 +427,11 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                     )
                 }
                 (Ok(out), Ok(())) => {
-                    let m = metrics(&plan, &out, &samples);
+                    let mut m = metrics(&plan, &out, &samples);
+                    let (cap, reached) =
+                        connection_capacity(&intervals, l.exp.capacity_error_rate());
+                    m.insert("capacity_connections".into(), cap);
+                    m.insert("capacity_reached".into(), if reached { 1.0 } else { 0.0 });
                     if opts.progress {
                         eprintln!(
                             "[{n}/{total}] {} rep {rep}: {:.0} req/s, p99 {:.2} ms, errors {}, server CPU {:.0}% user {:.0}% sys ({stopped})",
@@ -486,4 +510,27 @@ fn indent(text: &str) -> String {
         .map(|l| format!("    | {l}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connection_capacity;
+    use serde_json::json;
+
+    #[test]
+    fn capacity_is_the_peak_before_the_first_bad_interval() {
+        let iv = |peak: u64, ok: u64, err: u64, ct: u64| json!({"connections_peak": peak, "responses": ok, "errors": err, "connect_timeouts": ct});
+        let good = [iv(100, 50, 0, 0), iv(250, 80, 0, 0), iv(240, 90, 0, 0)];
+        assert_eq!(connection_capacity(&good, 0.01), (250.0, false));
+        let errors = [
+            iv(100, 50, 0, 0),
+            iv(300, 80, 0, 0),
+            iv(350, 90, 10, 0),
+            iv(400, 1, 0, 0),
+        ];
+        assert_eq!(connection_capacity(&errors, 0.01), (300.0, true));
+        assert_eq!(connection_capacity(&errors, 0.2), (400.0, false));
+        let timeouts = [iv(100, 50, 0, 0), iv(200, 80, 0, 1)];
+        assert_eq!(connection_capacity(&timeouts, 0.5), (100.0, true));
+    }
 }

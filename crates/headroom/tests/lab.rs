@@ -173,6 +173,11 @@ fn study_experiments_quick_variants_run() {
             4,
         ),
         ("experiments/event-vs-threads.yaml", "client timeouts", 2),
+        (
+            "experiments/kernel-poll.yaml",
+            "most slow clients connected before a break",
+            2,
+        ),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let exp = repo().join(file);

@@ -533,15 +533,31 @@ impl SurgeParams {
     /// The file's name relative to the file set's directory: the zero-padded rank (at least six
     /// digits, more when `files` needs them) and `.html`, e.g. `000017.html`.
     pub fn file_rel_name(&self, rank: u64) -> String {
+        let mut s = String::new();
+        self.write_rel_name(rank, &mut s);
+        s
+    }
+
+    fn write_rel_name(&self, rank: u64, out: &mut String) {
+        use std::fmt::Write as _;
         let digits = self.files.saturating_sub(1).max(1).ilog10() as usize + 1;
         let width = digits.max(6);
-        format!("{rank:0width$}.html")
+        let _ = write!(out, "{rank:0width$}.html");
+    }
+
+    /// Append the URL path of rank `rank` to `out` ([`SurgeParams::file_name`] without the
+    /// allocation: the engine builds one per SURGE request into a buffer it keeps).
+    pub fn push_file_name(&self, rank: u64, out: &mut String) {
+        out.push_str(&self.prefix);
+        self.write_rel_name(rank, out);
     }
 
     /// URL path of the file of popularity rank `rank` (0 = most popular): the prefix and
     /// [`SurgeParams::file_rel_name`], e.g. `/file/000017.html`.
     pub fn file_name(&self, rank: u64) -> String {
-        format!("{}{}", self.prefix, self.file_rel_name(rank))
+        let mut s = String::new();
+        self.push_file_name(rank, &mut s);
+        s
     }
 }
 

@@ -436,8 +436,8 @@ impl SessionState {
                     self.out.clear();
                     self.names.clear();
                     let end = (i + params.pipeline.max(1) as usize).min(page.embedded.len());
-                    let ranks: Vec<u64> = page.embedded[i..end].to_vec();
-                    for rank in ranks {
+                    for k in i..end {
+                        let rank = self.pages[0].embedded[k];
                         self.push_get(prog, params, rank, object_name);
                     }
                     self.surge_at = SurgeAt::Embedded(end);
@@ -464,7 +464,7 @@ impl SessionState {
         name: NameId,
     ) {
         self.path.clear();
-        self.path.push_str(&params.file_name(rank));
+        params.push_file_name(rank, &mut self.path);
         encode_parts(
             "GET",
             &self.path,

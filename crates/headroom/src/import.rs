@@ -69,18 +69,14 @@ fn emit(
     Ok(ExitCode::SUCCESS)
 }
 
-fn usage_lines(errs: Vec<headroom_scenario::ScenarioError>) -> anyhow::Error {
-    let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-    UsageError(lines.join("\nheadroom: ")).into()
-}
-
 pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     match &a.format {
         ImportFormat::Tsung(t) => {
             let name = t.file.display().to_string();
             let text = std::fs::read_to_string(&t.file)
                 .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
-            let imported = headroom_scenario::import_tsung(&text, &name).map_err(usage_lines)?;
+            let imported = headroom_scenario::import_tsung(&text, &name)
+                .map_err(crate::scenario::errors_to_usage)?;
             emit(imported, &t.output)
         }
         ImportFormat::Httperf(h) => {
@@ -108,8 +104,8 @@ pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 rate: h.rate,
                 duration: h.duration,
             };
-            let imported =
-                headroom_scenario::import_httperf(&text, &name, &opts).map_err(usage_lines)?;
+            let imported = headroom_scenario::import_httperf(&text, &name, &opts)
+                .map_err(crate::scenario::errors_to_usage)?;
             emit(imported, &h.output)
         }
     }

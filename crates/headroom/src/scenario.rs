@@ -29,7 +29,8 @@ pub struct ScenarioRun {
     pub thresholds: Vec<Threshold>,
 }
 
-fn errors_to_usage(errs: Vec<headroom_scenario::ScenarioError>) -> UsageError {
+/// Every located error of a file, one `headroom: file:line:col: message` line each.
+pub fn errors_to_usage(errs: Vec<headroom_scenario::ScenarioError>) -> UsageError {
     let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
     UsageError(lines.join("\nheadroom: "))
 }

@@ -38,20 +38,9 @@ URL="http://127.0.0.1:$PORT/sleep/$SLEEP_MS"
 have_headroom || die "headroom binary not found at $HEADROOM (cargo build --release -p headroom)"
 command -v jq >/dev/null || die "jq not installed (apt-get install -y jq)"
 
-WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
-on_exit "rm -rf '$WORK'"
-cd "$WORK" || exit # headroom may write its run directory into the cwd; keep it out of the repo
-snapshot_headroom "$WORK"
-
 NAME=arches
 [[ $KEEPALIVE == 1 ]] && NAME=arches-keepalive
-OUT=$(run_dir)
-RAW=$OUT/$NAME.raw
-rm -rf "$RAW" && mkdir -p "$RAW"
-CSV=$OUT/$NAME.csv
-echo "handlers,clients,per_user,keepalive,sleep_ms,requests,duration_s,errors,status,expected_s" >"$CSV"
-: >"$OUT/$NAME.commands"
-record_versions "$OUT/$NAME.versions"
+bench_init "$NAME" "handlers,clients,per_user,keepalive,sleep_ms,requests,duration_s,errors,status,expected_s"
 
 KA_FLAG=(--no-keepalive)
 [[ $KEEPALIVE == 1 ]] && KA_FLAG=()

@@ -28,18 +28,7 @@ URL="http://127.0.0.1:$PORT/"
 ulimit -n 20000 || die "cannot raise the descriptor limit to 20000 (hard limit: $(ulimit -Hn))"
 have_headroom || die "headroom binary not found at $HEADROOM (cargo build --release -p headroom)"
 
-WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
-on_exit "rm -rf '$WORK'"
-cd "$WORK" || exit
-snapshot_headroom "$WORK"
-
-OUT=$(run_dir)
-RAW=$OUT/idle-conns.raw
-rm -rf "$RAW" && mkdir -p "$RAW"
-CSV=$OUT/idle-conns.csv
-echo "label,connections,sample_at_s,established,fds,vmrss_kb,vmhwm_kb,status,nginx_requests,max_rss_kb" >"$CSV"
-: >"$OUT/idle-conns.commands"
-record_versions "$OUT/idle-conns.versions"
+bench_init idle-conns "label,connections,sample_at_s,established,fds,vmrss_kb,vmhwm_kb,status,nginx_requests,max_rss_kb"
 
 nginx_start "$WORK/nginx" "$PORT" 1
 

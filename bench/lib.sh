@@ -243,6 +243,25 @@ snapshot_headroom() {
     HEADROOM=$1/headroom
 }
 
+# bench_init NAME CSV_HEADER_LINE — the setup every benchmark shares: a scratch WORK dir (removed
+# on exit, and the cwd, so a headroom run directory never lands in the repo) holding a snapshot of
+# the headroom binary; the day's run dir OUT with a fresh NAME.raw/ (RAW), NAME.csv (CSV, started
+# with the header line), an empty NAME.commands and NAME.versions. Call it from the top level.
+bench_init() {
+    local name=$1 header=$2
+    WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
+    on_exit "rm -rf '$WORK'"
+    cd "$WORK" || exit
+    snapshot_headroom "$WORK"
+    OUT=$(run_dir)
+    RAW=$OUT/$name.raw
+    rm -rf "$RAW" && mkdir -p "$RAW"
+    CSV=$OUT/$name.csv
+    echo "$header" >"$CSV"
+    : >"$OUT/$name.commands"
+    record_versions "$OUT/$name.versions"
+}
+
 # --- one generator run, counted by nginx -------------------------------------------------------
 
 # measure NGINX_DIR OUT CMD... — run CMD pinned to the generator core under cpu_of, stdout to OUT

@@ -55,21 +55,10 @@ for n in $CONNS; do
     ((n + 64 <= 20000)) || die "N=$n: one client process holds at most ~19,900 connections"
 done
 
-WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
-on_exit "rm -rf '$WORK'"
-cd "$WORK" || exit
-snapshot_headroom "$WORK"
 TCK=$(getconf CLK_TCK)
-
-OUT=$(run_dir)
 NAME=pollers # LOAD=think writes pollers-think.* beside the default's files
 [[ $LOAD == think ]] && NAME=pollers-think
-RAW=$OUT/$NAME.raw
-rm -rf "$RAW" && mkdir -p "$RAW"
-CSV=$OUT/$NAME.csv
-echo "poller,connections,load,established,window_s,sys_pct,user_pct,stime_ticks,utime_ticks,requests,req_per_s,client_requests,client_errors,status" >"$CSV"
-: >"$OUT/$NAME.commands"
-record_versions "$OUT/$NAME.versions"
+bench_init "$NAME" "poller,connections,load,established,window_s,sys_pct,user_pct,stime_ticks,utime_ticks,requests,req_per_s,client_requests,client_errors,status"
 
 server_cmd() { echo "$HEADROOM" serve --arch reactor --poller "$1" --workers 1 --listen "127.0.0.1:$2"; }
 client_cmd() { # N PORT DURATION_S

@@ -23,18 +23,7 @@ URL="http://127.0.0.1:$PORT/"
 
 have_headroom || die "headroom binary not found at $HEADROOM (cargo build --release -p headroom)"
 
-WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
-on_exit "rm -rf '$WORK'"
-cd "$WORK" || exit
-snapshot_headroom "$WORK"
-
-OUT=$(run_dir)
-RAW=$OUT/session-overhead.raw
-rm -rf "$RAW" && mkdir -p "$RAW"
-CSV=$OUT/session-overhead.csv
-echo "$CSV_HEADER" >"$CSV"
-: >"$OUT/session-overhead.commands"
-record_versions "$OUT/session-overhead.versions"
+bench_init session-overhead "$CSV_HEADER"
 
 cat >"$WORK/session.yaml" <<YAML
 # 3 steps, think 0: the interpreter's cost per request, nothing else.

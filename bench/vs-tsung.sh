@@ -57,18 +57,7 @@ stop_our_epmd() {
     fi
 }
 
-WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
-on_exit "rm -rf '$WORK'"
-cd "$WORK" || exit
-snapshot_headroom "$WORK"
-
-OUT=$(run_dir)
-RAW=$OUT/vs-tsung.raw
-rm -rf "$RAW" && mkdir -p "$RAW"
-CSV=$OUT/vs-tsung.csv
-echo "$CSV_HEADER" >"$CSV"
-: >"$OUT/vs-tsung.commands"
-record_versions "$OUT/vs-tsung.versions"
+bench_init vs-tsung "$CSV_HEADER"
 
 nginx_start "$WORK/nginx" "$PORT" 1
 

@@ -28,18 +28,7 @@ URL="http://127.0.0.1:$PORT/"
 
 command -v wrk >/dev/null || die "wrk not installed (apt-get install -y wrk)"
 
-WORK=$(mktemp -d /tmp/headroom-bench.XXXXXX)
-on_exit "rm -rf '$WORK'"
-cd "$WORK" || exit # headroom may write its run directory into the cwd; keep it out of the repo
-snapshot_headroom "$WORK"
-
-OUT=$(run_dir)
-RAW=$OUT/vs-wrk.raw
-rm -rf "$RAW" && mkdir -p "$RAW"
-CSV=$OUT/vs-wrk.csv
-echo "$CSV_HEADER" >"$CSV"
-: >"$OUT/vs-wrk.commands"
-record_versions "$OUT/vs-wrk.versions"
+bench_init vs-wrk "$CSV_HEADER"
 
 nginx_start "$WORK/nginx" "$PORT" 1
 

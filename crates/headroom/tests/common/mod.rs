@@ -65,6 +65,21 @@ pub fn wait_port(addr: SocketAddr, within: Duration) {
     panic!("nothing listening on {addr} after {within:?}");
 }
 
+/// GET /__headroom_ready on `addr` with a fresh connection; the whole reply, if any.
+fn probe_token(addr: SocketAddr) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+    // A connect to a free port can pick that very port as its source and connect to itself.
+    if s.local_addr().ok() == s.peer_addr().ok() {
+        return None;
+    }
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(b"GET /__headroom_ready HTTP/1.0\r\nHost: t\r\n\r\n")
+        .ok()?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).ok()?;
+    Some(reply)
+}
+
 /// nginx (Debian's) with one worker on 127.0.0.1, its own prefix and access log, killed on drop.
 pub struct Nginx {
     pub addr: SocketAddr,
@@ -85,11 +100,28 @@ fn find_nginx() -> PathBuf {
 }
 
 impl Nginx {
+    /// Start nginx on a free loopback port. The port comes from `free_port`, so another test
+    /// (or a client's ephemeral source port) can take it before nginx binds: nginx then exits,
+    /// or another server answers there. Readiness is therefore proved by asking
+    /// `/__headroom_ready` for a token only this instance knows; on a clash it retries on a new
+    /// port.
     pub fn start() -> Nginx {
+        let mut last = String::new();
+        for _ in 0..5 {
+            match Nginx::try_start() {
+                Ok(ng) => return ng,
+                Err(e) => last = e,
+            }
+        }
+        panic!("nginx did not start after 5 tries: {last}");
+    }
+
+    fn try_start() -> Result<Nginx, String> {
         let bin = find_nginx();
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let d = dir.path().display();
+        let token = format!("ready-{}-{port}", std::process::id());
         let conf = format!(
             r#"daemon off;
 worker_processes 1;
@@ -109,30 +141,41 @@ http {{
     location / {{ return 200 "hello from nginx\n"; }}
     location /missing {{ return 404; }}
     location /fail {{ return 503; }}
+    location = /__headroom_ready {{ access_log off; return 200 "{token}"; }}
   }}
 }}
 "#
         );
         std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-        let child = Command::new(bin)
+        let mut child = Command::new(bin)
             .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf")])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start nginx");
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        wait_port(addr, Duration::from_secs(10));
-        let mut child = child;
-        if let Ok(Some(status)) = child.try_wait() {
-            // nginx could not start (the port was taken between free_port and its bind).
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                return Err(format!("nginx exited at start on {addr} ({status}): {err}"));
             }
-            panic!("nginx exited at start ({status}): {err}");
+            match probe_token(addr) {
+                Some(body) if body.contains(&token) => {
+                    // The probe is not logged (access_log off): the log counts only load.
+                    return Ok(Nginx { addr, dir, child });
+                }
+                _ => thread::sleep(Duration::from_millis(20)),
+            }
         }
-        // The readiness probe connected but sent nothing: no access-log line.
-        Nginx { addr, dir, child }
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(format!(
+            "nginx on {addr} did not answer its ready token within 10 s"
+        ))
     }
 
     pub fn url(&self, path: &str) -> String {

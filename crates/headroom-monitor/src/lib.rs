@@ -11,6 +11,8 @@
 //! and were reaped). Summed over the live tree this counts each CPU second once: a child's time
 //! moves into its parent's `cutime` only after it is gone from the tree.
 
+pub mod prom;
+
 use std::collections::HashMap;
 use std::fs;
 use std::io;

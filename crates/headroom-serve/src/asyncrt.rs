@@ -358,7 +358,7 @@ async fn run_slow(sh: &Arc<Shared>, slow: Slow) -> Option<Vec<u8>> {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             handlers::sleep_done(&slow, &sh.ctx, &mut out);
         }
-        SlowRoute::Status => {
+        SlowRoute::Status | SlowRoute::Metrics => {
             handlers::run_blocking(&slow, &sh.ctx, &mut out);
         }
         SlowRoute::DbRead { .. } | SlowRoute::DbWrite { .. } | SlowRoute::File { .. } => {

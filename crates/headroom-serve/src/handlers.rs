@@ -8,7 +8,7 @@
 //! |---|---|---|---|
 //! | `/sleep/MS` | [`run_blocking`] (the thread sleeps) | a timer, then [`sleep_done`] | `tokio::time::sleep`, then [`sleep_done`] |
 //! | `/db/*`, `/file/*` | [`run_blocking`] (`/file` with sendfile(2)) | [`run_blocking`] on the loop's thread (the whole loop waits) | [`run_blocking`] in `spawn_blocking` |
-//! | `/status` | [`run_blocking`] | [`run_blocking`] | [`run_blocking`] (it never blocks) |
+//! | `/status`, `/metrics` | [`run_blocking`] | [`run_blocking`] | [`run_blocking`] (they never block) |
 //!
 //! Every response is complete and self-delimiting (`Content-Length`), carries the `Connection`
 //! header the request called for ([`http::Slow::keep_alive`], [`http::Slow::http10`]) and has no
@@ -163,6 +163,17 @@ pub fn run_blocking(slow: &Slow, ctx: &Ctx, out: &mut Vec<u8>) -> Outcome {
             respond(out, slow, "200 OK", "application/json", body.as_bytes());
             Outcome { status: 200 }
         }
+        SlowRoute::Metrics => {
+            let body = metrics_text(ctx);
+            respond(
+                out,
+                slow,
+                "200 OK",
+                "text/plain; version=0.0.4; charset=utf-8",
+                body.as_bytes(),
+            );
+            Outcome { status: 200 }
+        }
     }
 }
 
@@ -283,6 +294,71 @@ pub fn content_type(path: &str) -> &'static str {
         .iter()
         .find(|(e, _)| e.eq_ignore_ascii_case(ext))
         .map_or("application/octet-stream", |(_, t)| t)
+}
+
+/// The `/metrics` document: the `/status` counters in the Prometheus text exposition format
+/// (version 0.0.4), for a lab's `monitor.prometheus` or any scraper.
+pub fn metrics_text(ctx: &Ctx) -> String {
+    use std::fmt::Write as _;
+    let s = ctx.stats();
+    let mut t = String::with_capacity(1024);
+    let mut put = |name: &str, kind: &str, help: &str, v: u64| {
+        let _ = write!(
+            t,
+            "# HELP headroom_{name} {help}\n# TYPE headroom_{name} {kind}\nheadroom_{name} {v}\n"
+        );
+    };
+    put("connections_open", "gauge", "Connections open now.", s.open);
+    put(
+        "accepted_total",
+        "counter",
+        "Connections accepted.",
+        s.accepted,
+    );
+    put("requests_total", "counter", "Responses sent.", s.requests);
+    put(
+        "bad_requests_total",
+        "counter",
+        "Requests the server could not serve (400, 431, 501).",
+        s.bad_requests,
+    );
+    put(
+        "errors_total",
+        "counter",
+        "I/O errors other than resets.",
+        s.errors,
+    );
+    put(
+        "accept_errors_total",
+        "counter",
+        "Failed accepts.",
+        s.accept_errors,
+    );
+    put(
+        "resets_total",
+        "counter",
+        "Connections reset by the client.",
+        s.resets,
+    );
+    put(
+        "timeouts_total",
+        "counter",
+        "Connections closed by a server timeout.",
+        s.timeouts,
+    );
+    put(
+        "rejected_total",
+        "counter",
+        "Connections refused at --max-conns.",
+        s.rejected,
+    );
+    put(
+        "db_errors_total",
+        "counter",
+        "Failed database calls.",
+        s.db_errors,
+    );
+    t
 }
 
 /// The `/status` document: the architecture and the counters (a snapshot: counters are
@@ -481,6 +557,29 @@ mod tests {
             404
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn metrics_are_prometheus_text() {
+        let c = ctx(None);
+        let mut out = Vec::new();
+        run_blocking(&slow(SlowRoute::Metrics), &c, &mut out);
+        let t = text_of(&out);
+        assert!(t.contains("Content-Type: text/plain; version=0.0.4"), "{t}");
+        let body = &t[t.find("\r\n\r\n").unwrap() + 4..];
+        assert!(
+            body.contains("# TYPE headroom_requests_total counter\n"),
+            "{body}"
+        );
+        assert!(body.contains("\nheadroom_connections_open 0\n"), "{body}");
+        // Every line is a comment or `name value`.
+        for line in body.lines().filter(|l| !l.starts_with('#')) {
+            let (name, v) = line.split_once(' ').unwrap();
+            assert!(
+                name.starts_with("headroom_") && v.parse::<u64>().is_ok(),
+                "{line}"
+            );
+        }
     }
 
     #[test]

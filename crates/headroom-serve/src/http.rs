@@ -249,6 +249,8 @@ pub enum SlowRoute {
     File { path: String },
     /// `/status`: JSON counters.
     Status,
+    /// `/metrics`: the same counters in the Prometheus text format.
+    Metrics,
 }
 
 /// What one call to [`InputState::feed`] or [`InputState::resume`] did.
@@ -561,6 +563,9 @@ fn route<'r>(path: &str, responses: &'r Responses) -> Route<'r> {
     }
     if path == "/status" {
         return Route::Slow(SlowRoute::Status);
+    }
+    if path == "/metrics" {
+        return Route::Slow(SlowRoute::Metrics);
     }
     Route::NotFound
 }
@@ -907,6 +912,7 @@ mod tests {
             })
         );
         assert_eq!(route("/status"), Some(SlowRoute::Status));
+        assert_eq!(route("/metrics"), Some(SlowRoute::Metrics));
         for canned in [
             "/",
             "/bytes/3",

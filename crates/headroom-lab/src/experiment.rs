@@ -38,6 +38,22 @@ pub struct Experiment {
     /// How capacity figures decide that the server broke.
     #[serde(default)]
     pub capacity: Option<Capacity>,
+    /// Extra server series.
+    #[serde(default)]
+    pub monitor: Option<MonitorSection>,
+}
+
+/// `monitor`: series beside the /proc samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorSection {
+    /// A Prometheus / OpenMetrics text endpoint (template, e.g.
+    /// `http://127.0.0.1:{port}/metrics`), scraped at every server sample.
+    #[serde(default)]
+    pub prometheus: Option<String>,
+    /// Metric names to keep (default: every series, at most 64).
+    #[serde(default)]
+    pub series: Vec<String>,
 }
 
 /// `capacity_connections` is the peak of connections open at once before the first interval
@@ -48,6 +64,139 @@ pub struct Capacity {
     /// A fraction (0.01) or a percentage ("1%").
     #[serde(default)]
     pub max_error_rate: Option<String>,
+    /// Max sustainable rate: search the arrival rate instead of running the scenario's load.
+    #[serde(default)]
+    pub rate: Option<RateSection>,
+}
+
+/// `capacity.rate`: each run probes arrival rates (sessions per second of the scenario's
+/// sessions, arriving as an open phase) and bisects to the highest one that keeps the SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateSection {
+    /// The first rate probed.
+    pub from: f64,
+    /// The highest rate probed.
+    pub to: f64,
+    /// Stop when the gap between the best good and the worst bad rate is this fraction of the
+    /// good one ("10%" or 0.1; default 10%).
+    #[serde(default)]
+    pub precision: Option<String>,
+    /// At most this many probes per run (default 10).
+    #[serde(default)]
+    pub max_probes: Option<u32>,
+    /// `poisson` (default) or `constant` arrivals.
+    #[serde(default)]
+    pub arrival: Option<String>,
+    /// Most sessions alive at once during a probe; arrivals beyond it are dropped and fail the
+    /// probe (default 10000, well under one process's descriptor limit).
+    #[serde(default)]
+    pub max_users: Option<u64>,
+    /// Pause between probes, so the server drains what the last one left (default 1s).
+    #[serde(default)]
+    pub pause: Option<String>,
+    pub slo: SloSection,
+}
+
+/// What a probe must keep to count as sustained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloSection {
+    /// Highest p99 latency (e.g. `50ms`): of requests, or of the transaction named by `of`.
+    #[serde(default)]
+    pub p99: Option<String>,
+    /// Highest mean latency, of requests or of `of`.
+    #[serde(default)]
+    pub mean: Option<String>,
+    /// Highest error rate (default `capacity.max_error_rate`, else 1%).
+    #[serde(default)]
+    pub error_rate: Option<String>,
+    /// A transaction name: `p99` and `mean` then apply to it (e.g. a whole session's time).
+    #[serde(default)]
+    pub of: Option<String>,
+}
+
+/// `capacity.rate`, checked and in units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateSearch {
+    pub from: f64,
+    pub to: f64,
+    pub precision: f64,
+    pub max_probes: u32,
+    pub poisson: bool,
+    pub max_users: u64,
+    pub pause: Duration,
+    pub slo: Slo,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    pub p99: Option<Duration>,
+    pub mean: Option<Duration>,
+    pub error_rate: f64,
+    pub of: Option<String>,
+}
+
+/// A fraction (0.01) or a percentage ("1%").
+fn fraction(field: &str, v: &str) -> Result<f64, String> {
+    let t = v.trim();
+    let x = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match x {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!(
+            "{field}: '{v}' is not a fraction (0.01) or a percentage (1%)"
+        )),
+    }
+}
+
+impl RateSection {
+    fn check(&self, default_error_rate: f64) -> Result<RateSearch, String> {
+        if !(self.from.is_finite() && self.from > 0.0) {
+            return Err("capacity.rate.from must be a rate above 0".into());
+        }
+        if !(self.to.is_finite() && self.to >= self.from) {
+            return Err("capacity.rate.to must be at least capacity.rate.from".into());
+        }
+        let precision = match &self.precision {
+            Some(p) => fraction("capacity.rate.precision", p)?,
+            None => 0.1,
+        };
+        if precision <= 0.0 {
+            return Err("capacity.rate.precision must be above 0".into());
+        }
+        let poisson = match self.arrival.as_deref().unwrap_or("poisson") {
+            "poisson" => true,
+            "constant" => false,
+            other => {
+                return Err(format!(
+                    "capacity.rate.arrival: '{other}'; expected poisson or constant"
+                ))
+            }
+        };
+        let s = &self.slo;
+        let slo = Slo {
+            p99: dur("capacity.rate.slo.p99", &s.p99)?,
+            mean: dur("capacity.rate.slo.mean", &s.mean)?,
+            error_rate: match &s.error_rate {
+                Some(e) => fraction("capacity.rate.slo.error_rate", e)?,
+                None => default_error_rate,
+            },
+            of: s.of.clone(),
+        };
+        Ok(RateSearch {
+            from: self.from,
+            to: self.to,
+            precision,
+            max_probes: self.max_probes.unwrap_or(10).max(1),
+            poisson,
+            max_users: self.max_users.unwrap_or(10_000).max(1),
+            pause: dur("capacity.rate.pause", &self.pause)?.unwrap_or(Duration::from_secs(1)),
+            slo,
+        })
+    }
 }
 
 impl Experiment {
@@ -56,13 +205,7 @@ impl Experiment {
         self.capacity
             .as_ref()
             .and_then(|c| c.max_error_rate.as_deref())
-            .and_then(|v| {
-                let v = v.trim();
-                match v.strip_suffix('%') {
-                    Some(p) => p.trim().parse::<f64>().ok().map(|p| p / 100.0),
-                    None => v.parse::<f64>().ok(),
-                }
-            })
+            .and_then(|v| fraction("capacity.max_error_rate", v).ok())
             .unwrap_or(0.01)
     }
 }
@@ -150,6 +293,9 @@ pub struct Quick {
     pub warmup: Option<String>,
     #[serde(default)]
     pub duration: Option<String>,
+    /// Overrides `capacity.rate.max_probes`.
+    #[serde(default)]
+    pub max_probes: Option<u32>,
 }
 
 /// A loaded experiment with its location and what `--quick` changed already applied.
@@ -163,6 +309,8 @@ pub struct Loaded {
     pub server: ServerSpec,
     /// Every configuration to run, in order.
     pub configurations: Vec<Factors>,
+    /// `capacity.rate`: each run is a search for the max sustainable rate.
+    pub rate_search: Option<RateSearch>,
 }
 
 /// The placeholders every template may use besides the factors.
@@ -254,6 +402,28 @@ pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
             duration = Some(d);
         }
     }
+    if let Some(v) = exp
+        .capacity
+        .as_ref()
+        .and_then(|c| c.max_error_rate.as_deref())
+    {
+        fraction("capacity.max_error_rate", v).map_err(|e| format!("{name}: {e}"))?;
+    }
+    let mut rate_search = match exp.capacity.as_ref().and_then(|c| c.rate.as_ref()) {
+        Some(r) => Some(
+            r.check(exp.capacity_error_rate())
+                .map_err(|e| format!("{name}: {e}"))?,
+        ),
+        None => None,
+    };
+    if quick {
+        if let (Some(r), Some(n)) = (
+            rate_search.as_mut(),
+            exp.quick.as_ref().and_then(|q| q.max_probes),
+        ) {
+            r.max_probes = n.max(1);
+        }
+    }
     if exp.repeat == 0 {
         return Err(format!("{name}: repeat must be at least 1"));
     }
@@ -333,6 +503,7 @@ pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
         duration,
         server,
         configurations,
+        rate_search,
         exp,
     })
 }
@@ -452,5 +623,51 @@ mod tests {
         )
         .unwrap();
         assert!(load(&p, false).unwrap_err().contains("exactly one of"));
+    }
+
+    #[test]
+    fn rate_search_sections_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.yaml");
+        let with = |rate: &str| {
+            std::fs::write(
+                &p,
+                format!(
+                    "name: t\nserver: {{command: x, ready: {{port: 'h:1'}}}}\nload: {{scenario: s.yaml}}\n\
+                     capacity: {{max_error_rate: 2%, rate: {rate}}}\nquick: {{max_probes: 2}}\n"
+                ),
+            )
+            .unwrap();
+        };
+        with("{from: 10, to: 100, slo: {p99: 50ms, of: session}}");
+        let l = load(&p, false).unwrap();
+        let r = l.rate_search.unwrap();
+        assert_eq!(
+            (r.from, r.to, r.max_probes, r.poisson),
+            (10.0, 100.0, 10, true)
+        );
+        assert_eq!(r.precision, 0.1);
+        assert_eq!(r.slo.p99, Some(Duration::from_millis(50)));
+        assert_eq!(
+            r.slo.error_rate, 0.02,
+            "defaults to capacity.max_error_rate"
+        );
+        assert_eq!(r.slo.of.as_deref(), Some("session"));
+        assert_eq!(load(&p, true).unwrap().rate_search.unwrap().max_probes, 2);
+        for (bad, says) in [
+            ("{from: 0, to: 100, slo: {}}", "from must be"),
+            ("{from: 10, to: 5, slo: {}}", "to must be"),
+            (
+                "{from: 1, to: 5, arrival: burst, slo: {}}",
+                "poisson or constant",
+            ),
+            ("{from: 1, to: 5, precision: lots, slo: {}}", "precision"),
+            ("{from: 1, to: 5, slo: {p99: soon}}", "slo.p99"),
+            ("{from: 1, to: 5, slo: {error_rate: 1x}}", "slo.error_rate"),
+        ] {
+            with(bad);
+            let e = load(&p, false).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

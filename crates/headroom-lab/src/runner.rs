@@ -12,12 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 use headroom_core::{ErrorKind, HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
 use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
+use headroom_monitor::prom::Scraper;
 use headroom_monitor::{Sample, Sampler};
 
-use crate::experiment::{expand_known, Loaded};
-use crate::server::{self, Factors};
+use crate::experiment::{expand_known, Loaded, RateSearch};
+use crate::server::{self, Factors, RunningServer};
 use crate::store::{RunRecord, RunStatus, Store};
-use crate::table::{pivot, Table};
+use crate::table::{csv_field, fmt_value, pivot, Table};
 
 /// How `headroom lab` was asked to run.
 #[derive(Debug, Clone)]
@@ -41,6 +42,8 @@ pub struct LabOutcome {
     pub skipped: usize,
     pub failed: usize,
     pub tables: Vec<Table>,
+    /// One line per searched run: each probed rate with its mean latency, by rate.
+    pub curves: Vec<String>,
     pub interrupted: bool,
 }
 
@@ -56,7 +59,14 @@ fn now_rfc3339() -> String {
 }
 
 /// The plan of one run: the experiment's scenario with this configuration's values.
-fn plan_for(l: &Loaded, values: &Factors, duration: Option<Duration>) -> Result<Plan, String> {
+/// With `rate`, the load is instead one open phase of the scenario's sessions arriving at that
+/// rate for `duration` (a probe of the max-sustainable-rate search).
+fn plan_for(
+    l: &Loaded,
+    values: &Factors,
+    duration: Option<Duration>,
+    rate: Option<(f64, &RateSearch)>,
+) -> Result<Plan, String> {
     let file = l.dir.join(expand_known(&l.exp.load.scenario, values));
     let name = file.display().to_string();
     let text = std::fs::read_to_string(&file).map_err(|e| format!("load.scenario {name}: {e}"))?;
@@ -109,15 +119,31 @@ fn plan_for(l: &Loaded, values: &Factors, duration: Option<Duration>) -> Result<
             headers: Vec::new(),
             body: Vec::new(),
         },
-        model: LoadModel::Sessions {
-            users: c.users,
-            phases: c.phases,
+        model: match rate {
+            None => LoadModel::Sessions {
+                users: c.users,
+                phases: c.phases,
+            },
+            Some((r, rs)) => LoadModel::Sessions {
+                users: 0,
+                phases: vec![headroom_core::session::ArrivalPhase {
+                    duration,
+                    from: r,
+                    to: r,
+                    process: if rs.poisson {
+                        headroom_core::ArrivalProcess::Poisson
+                    } else {
+                        headroom_core::ArrivalProcess::Constant
+                    },
+                    max_users: Some(rs.max_users),
+                }],
+            },
         },
         stop: StopCondition {
             duration: Some(duration),
             requests: None,
         },
-        threads: if c.users > 0 {
+        threads: if c.users > 0 && rate.is_none() {
             threads.min(c.users as usize).max(1)
         } else {
             threads
@@ -249,30 +275,121 @@ pub fn connection_capacity(intervals: &[serde_json::Value], max_error_rate: f64)
     (best as f64, false)
 }
 
-/// Samples `pid`'s tree every `every` on its own thread until `stop` is set (or it exits).
+/// Where to scrape extra series, and which to keep.
+#[derive(Debug, Clone)]
+pub struct PromSource {
+    pub scraper: Scraper,
+    /// Metric names to keep; every series when empty (at most [`MAX_SERIES`]).
+    pub keep: Vec<String>,
+}
+
+/// Series kept from one scrape at most, so a chatty endpoint cannot flood the store.
+pub const MAX_SERIES: usize = 64;
+
+/// What the sampler thread read: the process tree, and the scraped series at the same instants.
+#[derive(Debug, Default)]
+struct Readings {
+    samples: Vec<Sample>,
+    /// One map per sample (empty when there is no endpoint or the scrape failed).
+    prom: Vec<BTreeMap<String, f64>>,
+    /// The last scrape error, if any.
+    prom_error: Option<String>,
+}
+
+fn scrape_into(src: &Option<PromSource>, r: &mut Readings) {
+    let mut m = BTreeMap::new();
+    if let Some(src) = src {
+        match src.scraper.scrape() {
+            Ok(v) => {
+                for x in v {
+                    if (src.keep.is_empty() || src.keep.contains(&x.name)) && m.len() < MAX_SERIES {
+                        m.insert(x.key(), x.value);
+                    }
+                }
+            }
+            Err(e) => r.prom_error = Some(e),
+        }
+    }
+    r.prom.push(m);
+}
+
+/// Samples `pid`'s tree (and scrapes `prom`) every `every` on its own thread until `stop` is
+/// set (or the process exits).
 fn sample_in_background(
     pid: u32,
     every: Duration,
     stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<Vec<Sample>> {
+    prom: Option<PromSource>,
+) -> std::thread::JoinHandle<Readings> {
     std::thread::spawn(move || {
         let mut s = Sampler::new(pid);
-        let mut out = Vec::new();
+        let mut r = Readings::default();
         while let Ok(x) = s.sample() {
-            out.push(x);
+            r.samples.push(x);
+            scrape_into(&prom, &mut r);
             let until = Instant::now() + every;
             while Instant::now() < until {
                 if stop.load(Ordering::Relaxed) {
                     if let Ok(x) = s.sample() {
-                        out.push(x);
+                        r.samples.push(x);
+                        scrape_into(&prom, &mut r);
                     }
-                    return out;
+                    return r;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        out
+        r
     })
+}
+
+/// A scraped series key as part of a figure name: `prom_` + its name and label values, with
+/// every other character made `_`.
+fn prom_figure(key: &str) -> String {
+    let mut out = String::from("prom_");
+    let mut last_us = true;
+    for c in key.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+            last_us = false;
+        } else if !last_us {
+            out.push('_');
+            last_us = true;
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+/// Figures of the scraped series: the last value and the highest; for counters (`_total`), the
+/// rate per second over the run.
+fn prom_metrics(m: &mut BTreeMap<String, f64>, samples: &[Sample], prom: &[BTreeMap<String, f64>]) {
+    let keys: std::collections::BTreeSet<&String> = prom.iter().flat_map(|p| p.keys()).collect();
+    for key in keys {
+        let points: Vec<(f64, f64)> = samples
+            .iter()
+            .zip(prom)
+            .filter_map(|(s, p)| p.get(key).map(|v| (s.t_s, *v)))
+            .collect();
+        let (Some(first), Some(last)) = (points.first(), points.last()) else {
+            continue;
+        };
+        let name = prom_figure(key);
+        m.insert(name.clone(), last.1);
+        m.insert(
+            format!("{name}_max"),
+            points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max),
+        );
+        let base = key.split('{').next().unwrap_or(key);
+        if base.ends_with("_total") && last.0 > first.0 {
+            m.insert(
+                format!("{name}_per_s"),
+                (last.1 - first.1) / (last.0 - first.0),
+            );
+        }
+    }
 }
 
 fn label(f: &Factors) -> String {
@@ -280,6 +397,233 @@ fn label(f: &Factors) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// One load against a running server: what the engine measured, its intervals, the server's
+/// samples on the same clock, and whether the server survived.
+struct Measured {
+    outcome: Result<RunOutcome, headroom_engine::EngineError>,
+    intervals: Vec<serde_json::Value>,
+    samples: Vec<Sample>,
+    prom: Vec<BTreeMap<String, f64>>,
+    prom_error: Option<String>,
+    alive: Result<(), server::ServerFailure>,
+}
+
+/// A run's figures: the load's, the server's, and the scraped series'.
+fn figures(
+    plan: &Plan,
+    out: &RunOutcome,
+    samples: &[Sample],
+    prom: &[BTreeMap<String, f64>],
+) -> BTreeMap<String, f64> {
+    let mut m = metrics(plan, out, samples);
+    prom_metrics(&mut m, samples, prom);
+    m
+}
+
+impl Measured {
+    /// The samples as stored: each with its scraped series under `prom`, when there are any.
+    fn samples_json(&self) -> Vec<serde_json::Value> {
+        self.samples
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let mut v = serde_json::to_value(s).ok()?;
+                if let Some(p) = self.prom.get(i).filter(|p| !p.is_empty()) {
+                    v["prom"] = serde_json::json!(p);
+                }
+                Some(v)
+            })
+            .collect()
+    }
+}
+
+fn measure(
+    plan: &Plan,
+    srv: &mut RunningServer,
+    stop: &Arc<AtomicBool>,
+    prom: Option<PromSource>,
+) -> Measured {
+    let sampling = Arc::new(AtomicBool::new(false));
+    let sampler = sample_in_background(srv.pid(), plan.interval, sampling.clone(), prom);
+    let mut intervals = Vec::new();
+    let outcome = headroom_engine::run(plan, stop.clone(), &mut |iv| {
+        intervals.push(interval_line(iv))
+    });
+    sampling.store(true, Ordering::Relaxed);
+    let r = sampler.join().unwrap_or_default();
+    let alive = srv.check_alive();
+    Measured {
+        outcome,
+        intervals,
+        samples: r.samples,
+        prom: r.prom,
+        prom_error: r.prom_error,
+        alive,
+    }
+}
+
+/// The outcome of a max-sustainable-rate search (see [`search_rate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateResult {
+    /// The highest rate that kept the SLO (None: not even `from`).
+    pub sustained: Option<f64>,
+    /// The lowest rate that broke it (None: none did up to `to`; `sustained` is a lower bound).
+    pub broke: Option<f64>,
+    pub probes: u32,
+}
+
+/// Why a search stopped before it converged.
+#[derive(Debug)]
+pub enum Abort {
+    Interrupted,
+    Server(server::ServerFailure),
+    Plan(String),
+}
+
+/// The max-sustainable-rate search: probe `from`, double while the SLO holds (up to `to`), then
+/// bisect between the best good rate and the lowest bad one until their gap is within
+/// `precision` of the good one, or `max_probes` ran. `probe(rate)` answers whether the SLO held.
+pub fn search_rate(
+    s: &RateSearch,
+    mut probe: impl FnMut(f64) -> Result<bool, Abort>,
+) -> Result<RateResult, Abort> {
+    let (mut good, mut bad): (Option<f64>, Option<f64>) = (None, None);
+    let mut rate = s.from;
+    let mut probes = 0;
+    while probes < s.max_probes {
+        probes += 1;
+        if probe(rate)? {
+            good = Some(good.map_or(rate, |g: f64| g.max(rate)));
+        } else {
+            bad = Some(bad.map_or(rate, |b: f64| b.min(rate)));
+        }
+        rate = match (good, bad) {
+            (None, Some(_)) => break, // below `from`
+            (Some(g), None) if g >= s.to => break,
+            (Some(g), None) => (g * 2.0).min(s.to),
+            (Some(g), Some(b)) if (b - g) / g <= s.precision => break,
+            (Some(g), Some(b)) => (g + b) / 2.0,
+            (None, None) => unreachable!("a probe was judged"),
+        };
+    }
+    Ok(RateResult {
+        sustained: good,
+        broke: bad,
+        probes,
+    })
+}
+
+/// Whether a probe kept the SLO; the reason when it did not.
+fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch, rate: f64) -> Result<(), String> {
+    let t = &out.total;
+    let c = &t.counters;
+    let attempts = (c.responses + c.errors_total()).max(1);
+    let error_rate = c.errors_total() as f64 / attempts as f64;
+    if error_rate > rs.slo.error_rate {
+        return Err(format!(
+            "error rate {:.2}% > {:.2}%",
+            error_rate * 100.0,
+            rs.slo.error_rate * 100.0
+        ));
+    }
+    if c.users_dropped > 0 {
+        return Err(format!(
+            "{} arrivals dropped at {} sessions alive (max_users)",
+            c.users_dropped, rs.max_users
+        ));
+    }
+    // Arrivals are random; a generator that cannot start users fast enough is no server limit,
+    // but the probe did not offer its rate either.
+    let offered = rate * out.elapsed.as_secs_f64();
+    if offered >= 20.0 && (c.users_started as f64) < 0.8 * offered {
+        return Err(format!(
+            "the load generator started {} of {offered:.0} sessions (client-bound)",
+            c.users_started
+        ));
+    }
+    let (what, hist) = match &rs.slo.of {
+        None => ("request".to_string(), &t.latency),
+        Some(name) => {
+            let i = of_index(plan, name).ok_or_else(|| format!("no transaction '{name}'"))?;
+            match t.names.get(i) {
+                Some(n) if n.count > 0 => (format!("'{name}'"), &n.latency),
+                _ => return Err(format!("no '{name}' transaction completed")),
+            }
+        }
+    };
+    if hist.is_empty() {
+        return Err("no response".into());
+    }
+    let ms = |us: f64| us / 1000.0;
+    if let Some(p99) = rs.slo.p99 {
+        let v = hist.value_at_quantile(0.99) as f64;
+        if v > p99.as_micros() as f64 {
+            return Err(format!(
+                "{what} p99 {:.1} ms > {:.1} ms",
+                ms(v),
+                p99.as_secs_f64() * 1000.0
+            ));
+        }
+    }
+    if let Some(mean) = rs.slo.mean {
+        let v = hist.mean();
+        if v > mean.as_micros() as f64 {
+            return Err(format!(
+                "{what} mean {:.1} ms > {:.1} ms",
+                ms(v),
+                mean.as_secs_f64() * 1000.0
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Index of transaction `name` among the workload's names.
+fn of_index(plan: &Plan, name: &str) -> Option<usize> {
+    plan.workload
+        .as_ref()?
+        .names
+        .iter()
+        .position(|n| n.kind == headroom_core::session::NameKind::Transaction && n.name == name)
+}
+
+/// The curve row of one probe.
+fn probe_line(
+    index: u32,
+    rate: f64,
+    verdict: &Result<(), String>,
+    m: &BTreeMap<String, f64>,
+    of: Option<&str>,
+) -> serde_json::Value {
+    let g = |k: &str| m.get(k).copied();
+    let mut v = serde_json::json!({
+        "probe": index,
+        "rate": rate,
+        "ok": verdict.is_ok(),
+        "reason": verdict.as_ref().err(),
+        "throughput_rps": g("throughput_rps"),
+        "sessions_per_s": g("sessions_per_s"),
+        "latency_mean_ms": g("latency_mean_ms"),
+        "latency_p99_ms": g("latency_p99_ms"),
+        "error_rate": g("error_rate"),
+        "server_cpu_user_pct": g("server_cpu_user_pct"),
+        "server_cpu_sys_pct": g("server_cpu_sys_pct"),
+    });
+    if let Some(name) = of {
+        v["of_mean_ms"] = serde_json::json!(g(&format!("tx_{name}_mean_ms")));
+        v["of_p99_ms"] = serde_json::json!(g(&format!("tx_{name}_p99_ms")));
+    }
+    v
+}
+
+/// Tag each JSON object with the probe it belongs to.
+fn tagged(items: Vec<serde_json::Value>, probe: u32) -> impl Iterator<Item = serde_json::Value> {
+    items.into_iter().map(move |mut v| {
+        v["probe"] = serde_json::json!(probe);
+        v
+    })
 }
 
 /// Runs the experiment. `stop` (Ctrl-C) ends it after stopping the current server; the run under
@@ -307,13 +651,14 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     'configs: for config in &l.configurations {
         for rep in 1..=l.exp.repeat {
             n += 1;
+            let tag = format!("[{n}/{total}] {} rep {rep}", label(config));
             if store
                 .has_run(exp_id, config, rep)
                 .map_err(|e| e.to_string())?
             {
                 skipped += 1;
                 if opts.progress {
-                    eprintln!("[{n}/{total}] {} rep {rep}: stored, skipped", label(config));
+                    eprintln!("{tag}: stored, skipped");
                 }
                 continue;
             }
@@ -338,123 +683,94 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                 intervals,
                 samples,
             };
-            let plan = match plan_for(l, &values, l.duration) {
-                Ok(p) => p,
-                Err(e) => return Err(format!("{}: {e}", label(config))),
+            let server_failed = |what: &str, f: server::ServerFailure, intervals, samples| {
+                if opts.progress {
+                    eprintln!("{tag}: {what}: {}\n{}", f.message, indent(&f.stderr_tail));
+                }
+                record(
+                    RunStatus::ServerFailed {
+                        reason: f.message,
+                        stderr_tail: f.stderr_tail,
+                    },
+                    BTreeMap::new(),
+                    serde_json::Value::Null,
+                    intervals,
+                    samples,
+                )
             };
-            let mut srv = match server::start(&l.server, &values) {
-                Ok(s) => s,
-                Err(f) => {
-                    failed += 1;
-                    if opts.progress {
-                        eprintln!(
-                            "[{n}/{total}] {} rep {rep}: server failed: {}\n{}",
-                            label(config),
-                            f.message,
-                            indent(&f.stderr_tail)
-                        );
+            let rec = if let Some(rs) = &l.rate_search {
+                match search_run(l, rs, &values, &stop, opts.progress, &tag) {
+                    Ok(r) => record(RunStatus::Ok, r.metrics, r.summary, r.intervals, r.samples),
+                    Err(Abort::Interrupted) => {
+                        interrupted = true;
+                        break 'configs;
                     }
-                    let rec = record(
-                        RunStatus::ServerFailed {
-                            reason: f.message.clone(),
-                            stderr_tail: f.stderr_tail.clone(),
-                        },
-                        BTreeMap::new(),
-                        serde_json::Value::Null,
-                        Vec::new(),
-                        Vec::new(),
-                    );
-                    store.save_run(exp_id, &rec).map_err(|e| e.to_string())?;
-                    ran += 1;
-                    continue;
+                    Err(Abort::Plan(e)) => return Err(format!("{}: {e}", label(config))),
+                    Err(Abort::Server(f)) => {
+                        server_failed("server failed", f, Vec::new(), Vec::new())
+                    }
+                }
+            } else {
+                let plan = plan_for(l, &values, l.duration, None)
+                    .map_err(|e| format!("{}: {e}", label(config)))?;
+                match server::start(&l.server, &values) {
+                    Err(f) => server_failed("server failed", f, Vec::new(), Vec::new()),
+                    Ok(mut srv) => {
+                        if !l.warmup.is_zero() {
+                            let mut w = plan.clone();
+                            w.stop.duration = Some(l.warmup);
+                            let _ = headroom_engine::run(&w, stop.clone(), &mut |_| {});
+                        }
+                        let prom = prom_source(l, &values)
+                            .map_err(|e| format!("{}: {e}", label(config)))?;
+                        let m = measure(&plan, &mut srv, &stop, prom);
+                        let stopped = srv.stop();
+                        if stop.load(Ordering::Relaxed) {
+                            interrupted = true;
+                            break 'configs;
+                        }
+                        if let (Some(e), true) = (&m.prom_error, opts.progress) {
+                            eprintln!("{tag}: warning: scraping {e}");
+                        }
+                        let sample_json = m.samples_json();
+                        match (m.outcome, m.alive) {
+                            (_, Err(f)) => server_failed(
+                                "server died during the run",
+                                f,
+                                m.intervals,
+                                sample_json,
+                            ),
+                            (Err(e), Ok(())) => record(
+                                RunStatus::LoadFailed {
+                                    reason: e.to_string(),
+                                },
+                                BTreeMap::new(),
+                                serde_json::Value::Null,
+                                m.intervals,
+                                sample_json,
+                            ),
+                            (Ok(out), Ok(())) => {
+                                let mut mx = figures(&plan, &out, &m.samples, &m.prom);
+                                let (cap, reached) =
+                                    connection_capacity(&m.intervals, l.exp.capacity_error_rate());
+                                mx.insert("capacity_connections".into(), cap);
+                                mx.insert(
+                                    "capacity_reached".into(),
+                                    if reached { 1.0 } else { 0.0 },
+                                );
+                                if opts.progress {
+                                    eprintln!("{tag}: {} ({stopped})", brief(&mx));
+                                }
+                                let summary = summary_json(&out, &stopped);
+                                record(RunStatus::Ok, mx, summary, m.intervals, sample_json)
+                            }
+                        }
+                    }
                 }
             };
-            if !l.warmup.is_zero() {
-                let mut w = plan.clone();
-                w.stop.duration = Some(l.warmup);
-                let _ = headroom_engine::run(&w, stop.clone(), &mut |_| {});
+            if !rec.status.is_ok() {
+                failed += 1;
             }
-            let sampling = Arc::new(AtomicBool::new(false));
-            let sampler = sample_in_background(srv.pid(), plan.interval, sampling.clone());
-            let mut intervals = Vec::new();
-            let outcome = headroom_engine::run(&plan, stop.clone(), &mut |iv| {
-                intervals.push(interval_line(iv))
-            });
-            sampling.store(true, Ordering::Relaxed);
-            let samples = sampler.join().unwrap_or_default();
-            let alive = srv.check_alive();
-            let stopped = srv.stop();
-            if stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                break 'configs;
-            }
-            let sample_json: Vec<serde_json::Value> = samples
-                .iter()
-                .filter_map(|s| serde_json::to_value(s).ok())
-                .collect();
-            let rec = match (outcome, alive) {
-                (_, Err(f)) => {
-                    failed += 1;
-                    if opts.progress {
-                        eprintln!(
-                            "[{n}/{total}] {} rep {rep}: server died during the run: {}\n{}",
-                            label(config),
-                            f.message,
-                            indent(&f.stderr_tail)
-                        );
-                    }
-                    record(
-                        RunStatus::ServerFailed {
-                            reason: f.message,
-                            stderr_tail: f.stderr_tail,
-                        },
-                        BTreeMap::new(),
-                        serde_json::Value::Null,
-                        intervals,
-                        sample_json,
-                    )
-                }
-                (Err(e), Ok(())) => {
-                    failed += 1;
-                    record(
-                        RunStatus::LoadFailed {
-                            reason: e.to_string(),
-                        },
-                        BTreeMap::new(),
-                        serde_json::Value::Null,
-                        intervals,
-                        sample_json,
-                    )
-                }
-                (Ok(out), Ok(())) => {
-                    let mut m = metrics(&plan, &out, &samples);
-                    let (cap, reached) =
-                        connection_capacity(&intervals, l.exp.capacity_error_rate());
-                    m.insert("capacity_connections".into(), cap);
-                    m.insert("capacity_reached".into(), if reached { 1.0 } else { 0.0 });
-                    if opts.progress {
-                        eprintln!(
-                            "[{n}/{total}] {} rep {rep}: {:.0} req/s, p99 {:.2} ms, errors {}, server CPU {:.0}% user {:.0}% sys ({stopped})",
-                            label(config),
-                            m["throughput_rps"],
-                            m["latency_p99_ms"],
-                            m["errors_total"],
-                            m.get("server_cpu_user_pct").copied().unwrap_or(0.0),
-                            m.get("server_cpu_sys_pct").copied().unwrap_or(0.0),
-                        );
-                    }
-                    let summary = serde_json::json!({
-                        "elapsed_s": out.elapsed.as_secs_f64(),
-                        "requests": out.total.counters.requests,
-                        "responses": out.total.counters.responses,
-                        "latency_us": LatencyStats::of(&out.total.latency),
-                        "connect_us": LatencyStats::of(&out.total.connect),
-                        "in_flight": out.in_flight,
-                        "server_stop": stopped,
-                    });
-                    record(RunStatus::Ok, m, summary, intervals, sample_json)
-                }
-            };
             store.save_run(exp_id, &rec).map_err(|e| e.to_string())?;
             ran += 1;
         }
@@ -462,14 +778,20 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     let runs = store.runs(exp_id).map_err(|e| e.to_string())?;
     let mut specs = l.exp.tables.clone();
     if specs.is_empty() {
-        // Default: throughput with the last factor across, the others down.
+        // Default: the search's figure, else throughput, with the last factor across, the
+        // others down.
         let names: Vec<String> = l.exp.factors.keys().cloned().collect();
         let (rows, cols) = match names.split_last() {
             Some((last, rest)) => (rest.to_vec(), vec![last.clone()]),
             None => (Vec::new(), Vec::new()),
         };
+        let metric = if l.rate_search.is_some() {
+            "capacity_rate"
+        } else {
+            "throughput_rps"
+        };
         specs.push(crate::experiment::TableSpec {
-            metric: "throughput_rps".into(),
+            metric: metric.into(),
             rows,
             cols,
             title: None,
@@ -495,14 +817,334 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     };
     write("tables.md", &md)?;
     write("tables.csv", &csv)?;
+    let factor_names: Vec<String> = l.exp.factors.keys().cloned().collect();
+    write(
+        "intervals.csv",
+        &curve_csv(&runs, &factor_names, Curve::Intervals),
+    )?;
+    let mut curves = Vec::new();
+    if let Some(rs) = &l.rate_search {
+        write(
+            "rate-curve.csv",
+            &curve_csv(&runs, &factor_names, Curve::Probes),
+        )?;
+        curves = rate_curves(&runs, rs.slo.of.as_deref());
+    }
     Ok(LabOutcome {
         output,
         ran,
         skipped,
         failed,
         tables,
+        curves,
         interrupted,
     })
+}
+
+/// The experiment's `monitor.prometheus` endpoint for this run, if it has one.
+fn prom_source(l: &Loaded, values: &Factors) -> Result<Option<PromSource>, String> {
+    let Some(mon) = &l.exp.monitor else {
+        return Ok(None);
+    };
+    let Some(url) = &mon.prometheus else {
+        return Ok(None);
+    };
+    let url = expand_known(url, values);
+    let scraper = Scraper::new(&url, Duration::from_secs(2))
+        .map_err(|e| format!("monitor.prometheus: {e}"))?;
+    Ok(Some(PromSource {
+        scraper,
+        keep: mon.series.clone(),
+    }))
+}
+
+fn summary_json(out: &RunOutcome, stopped: &str) -> serde_json::Value {
+    serde_json::json!({
+        "elapsed_s": out.elapsed.as_secs_f64(),
+        "requests": out.total.counters.requests,
+        "responses": out.total.counters.responses,
+        "latency_us": LatencyStats::of(&out.total.latency),
+        "connect_us": LatencyStats::of(&out.total.connect),
+        "in_flight": out.in_flight,
+        "server_stop": stopped,
+    })
+}
+
+/// A run's headline figures for a progress line.
+fn brief(m: &BTreeMap<String, f64>) -> String {
+    let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
+    format!(
+        "{:.0} req/s, p99 {:.2} ms, errors {}, server CPU {:.0}% user {:.0}% sys",
+        g("throughput_rps"),
+        g("latency_p99_ms"),
+        g("errors_total"),
+        g("server_cpu_user_pct"),
+        g("server_cpu_sys_pct"),
+    )
+}
+
+/// What one search run stores.
+struct SearchRun {
+    metrics: BTreeMap<String, f64>,
+    summary: serde_json::Value,
+    intervals: Vec<serde_json::Value>,
+    samples: Vec<serde_json::Value>,
+}
+
+/// One repetition of one configuration as a max-sustainable-rate search. The server starts
+/// once; a probe that breaks the SLO (or kills the server) gets a fresh server for the next
+/// one, so an overload's backlog does not spill into it.
+fn search_run(
+    l: &Loaded,
+    rs: &RateSearch,
+    values: &Factors,
+    stop: &Arc<AtomicBool>,
+    progress: bool,
+    tag: &str,
+) -> Result<SearchRun, Abort> {
+    let probe_len = l.duration.unwrap_or(Duration::from_secs(10));
+    let of = rs.slo.of.as_deref();
+    if let Some(name) = of {
+        let plan =
+            plan_for(l, values, Some(probe_len), Some((rs.from, rs))).map_err(Abort::Plan)?;
+        if of_index(&plan, name).is_none() {
+            return Err(Abort::Plan(format!(
+                "capacity.rate.slo.of: the scenario has no transaction '{name}'"
+            )));
+        }
+    }
+    let mut srv: Option<RunningServer> = None;
+    let mut warmed = false;
+    let mut probes = Vec::new();
+    let mut intervals = Vec::new();
+    let mut samples = Vec::new();
+    let mut best: Option<(f64, BTreeMap<String, f64>, serde_json::Value)> = None;
+    let mut index = 0u32;
+    let result = search_rate(rs, |rate| {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Abort::Interrupted);
+        }
+        index += 1;
+        let plan = plan_for(l, values, Some(probe_len), Some((rate, rs))).map_err(Abort::Plan)?;
+        if srv.is_none() {
+            srv = Some(server::start(&l.server, values).map_err(Abort::Server)?);
+        }
+        let s = srv.as_mut().expect("started above");
+        if !warmed && !l.warmup.is_zero() {
+            let mut w = plan.clone();
+            w.stop.duration = Some(l.warmup);
+            if let LoadModel::Sessions { phases, .. } = &mut w.model {
+                for p in phases.iter_mut() {
+                    p.duration = l.warmup;
+                    p.from = rs.from;
+                    p.to = rs.from;
+                }
+            }
+            let _ = headroom_engine::run(&w, stop.clone(), &mut |_| {});
+            warmed = true;
+        }
+        let prom = prom_source(l, values).map_err(Abort::Plan)?;
+        let m = measure(&plan, s, stop, prom);
+        if stop.load(Ordering::Relaxed) {
+            return Err(Abort::Interrupted);
+        }
+        if let (Some(e), true) = (&m.prom_error, progress) {
+            eprintln!("{tag}: warning: scraping {e}");
+        }
+        let (verdict, mx, summary) = match (&m.outcome, &m.alive) {
+            (_, Err(f)) => (
+                Err(format!("server died: {}", f.message)),
+                BTreeMap::new(),
+                serde_json::Value::Null,
+            ),
+            (Err(e), Ok(())) => (
+                Err(format!("load failed: {e}")),
+                BTreeMap::new(),
+                serde_json::Value::Null,
+            ),
+            (Ok(out), Ok(())) => {
+                let mut mx = figures(&plan, out, &m.samples, &m.prom);
+                if let Some(name) = of {
+                    if let Some(n) = of_index(&plan, name).and_then(|i| out.total.names.get(i)) {
+                        if n.count > 0 {
+                            mx.insert(
+                                format!("tx_{name}_p99_ms"),
+                                n.latency.value_at_quantile(0.99) as f64 / 1000.0,
+                            );
+                        }
+                    }
+                }
+                (judge(&plan, out, rs, rate), mx, summary_json(out, ""))
+            }
+        };
+        if progress {
+            match &verdict {
+                Ok(()) => eprintln!("{tag}: probe {index} at {rate:.1}/s: {}: held", brief(&mx)),
+                Err(why) => eprintln!("{tag}: probe {index} at {rate:.1}/s: broke ({why})"),
+            }
+        }
+        probes.push(probe_line(index, rate, &verdict, &mx, of));
+        samples.extend(tagged(m.samples_json(), index));
+        intervals.extend(tagged(m.intervals, index));
+        let held = verdict.is_ok();
+        if held {
+            if best.as_ref().is_none_or(|(r, _, _)| rate > *r) {
+                best = Some((rate, mx, summary));
+            }
+            std::thread::sleep(rs.pause);
+        } else if let Some(s) = srv.take() {
+            s.stop();
+        }
+        Ok(held)
+    });
+    if let Some(s) = srv.take() {
+        s.stop();
+    }
+    let r = result?;
+    let (mut metrics, mut summary) = match best {
+        Some((_, m, s)) => (m, s),
+        None => (BTreeMap::new(), serde_json::json!({})),
+    };
+    metrics.insert("capacity_rate".into(), r.sustained.unwrap_or(0.0));
+    metrics.insert(
+        "capacity_rate_reached".into(),
+        if r.broke.is_some() { 1.0 } else { 0.0 },
+    );
+    metrics.insert("probes".into(), r.probes as f64);
+    summary["probes"] = serde_json::Value::Array(probes);
+    summary["capacity_rate"] = serde_json::json!(r.sustained);
+    summary["broke_at"] = serde_json::json!(r.broke);
+    if progress {
+        match (r.sustained, r.broke) {
+            (Some(g), Some(b)) => eprintln!("{tag}: sustains {g:.1}/s (broke at {b:.1}/s)"),
+            (Some(g), None) if g >= rs.to => {
+                eprintln!("{tag}: sustains {g:.1}/s, the top of the range")
+            }
+            (Some(g), None) => eprintln!(
+                "{tag}: sustains {g:.1}/s; no probe broke within {} (a lower bound)",
+                r.probes
+            ),
+            (None, _) => eprintln!("{tag}: broke at the lowest rate {:.1}/s", rs.from),
+        }
+    }
+    Ok(SearchRun {
+        metrics,
+        summary,
+        intervals,
+        samples,
+    })
+}
+
+enum Curve {
+    /// Every load interval of every good run (the connection-capacity curve).
+    Intervals,
+    /// Every probe of every search (the rate curve).
+    Probes,
+}
+
+/// A CSV of per-interval or per-probe rows, one per line, with the factors first.
+fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
+    let cols: &[&str] = match kind {
+        Curve::Intervals => &[
+            "probe",
+            "t_s",
+            "responses",
+            "errors",
+            "latency_p99_us",
+            "connections_open",
+            "connections_peak",
+            "connect_timeouts",
+            "sessions_completed",
+        ],
+        Curve::Probes => &[
+            "probe",
+            "rate",
+            "ok",
+            "throughput_rps",
+            "sessions_per_s",
+            "latency_mean_ms",
+            "latency_p99_ms",
+            "of_mean_ms",
+            "of_p99_ms",
+            "error_rate",
+            "server_cpu_user_pct",
+            "server_cpu_sys_pct",
+            "reason",
+        ],
+    };
+    let mut out = String::new();
+    let header: Vec<&str> = factors
+        .iter()
+        .map(|s| s.as_str())
+        .chain(["repetition"])
+        .chain(cols.iter().copied())
+        .collect();
+    out.push_str(&header.join(","));
+    out.push('\n');
+    for r in runs.iter().filter(|r| r.status.is_ok()) {
+        let rows: Vec<&serde_json::Value> = match kind {
+            Curve::Intervals => r.intervals.iter().collect(),
+            Curve::Probes => r.summary["probes"]
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default(),
+        };
+        for row in rows {
+            let mut cells: Vec<String> = factors
+                .iter()
+                .map(|f| csv_field(r.factors.get(f).map(String::as_str).unwrap_or("")))
+                .collect();
+            cells.push(r.repetition.to_string());
+            for c in cols {
+                cells.push(match &row[*c] {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => csv_field(s),
+                    v => v.to_string(),
+                });
+            }
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Each searched run's probes by rate: "RATE/s MEAN ms" for a probe that held, "RATE/s broke"
+/// for one that did not. The mean is of the SLO's transaction when it names one.
+fn rate_curves(runs: &[RunRecord], of: Option<&str>) -> Vec<String> {
+    let key = if of.is_some() {
+        "of_mean_ms"
+    } else {
+        "latency_mean_ms"
+    };
+    let mut out = Vec::new();
+    for r in runs.iter().filter(|r| r.status.is_ok()) {
+        let Some(probes) = r.summary["probes"].as_array() else {
+            continue;
+        };
+        let mut points: Vec<(f64, String)> = probes
+            .iter()
+            .filter_map(|p| {
+                let rate = p["rate"].as_f64()?;
+                let text = match (p["ok"].as_bool(), p[key].as_f64()) {
+                    (Some(true), Some(ms)) => {
+                        format!("{}/s {} ms", fmt_value(rate), fmt_value(ms))
+                    }
+                    _ => format!("{}/s broke", fmt_value(rate)),
+                };
+                Some((rate, text))
+            })
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let texts: Vec<String> = points.into_iter().map(|(_, t)| t).collect();
+        out.push(format!(
+            "{} rep {}: {}",
+            label(&r.factors),
+            r.repetition,
+            texts.join(" · ")
+        ));
+    }
+    out
 }
 
 fn indent(text: &str) -> String {
@@ -514,8 +1156,71 @@ fn indent(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::connection_capacity;
+    use super::{connection_capacity, search_rate, Abort};
+    use crate::experiment::{RateSearch, Slo};
     use serde_json::json;
+    use std::time::Duration;
+
+    fn spec(from: f64, to: f64, precision: f64, max_probes: u32) -> RateSearch {
+        RateSearch {
+            from,
+            to,
+            precision,
+            max_probes,
+            poisson: true,
+            max_users: 100,
+            pause: Duration::ZERO,
+            slo: Slo {
+                p99: None,
+                mean: None,
+                error_rate: 0.01,
+                of: None,
+            },
+        }
+    }
+
+    /// Search a server that holds any rate up to `cap`; returns the result and the rates probed.
+    fn against(cap: f64, s: &RateSearch) -> (super::RateResult, Vec<f64>) {
+        let mut seen = Vec::new();
+        let r = search_rate(s, |rate| {
+            seen.push(rate);
+            Ok::<bool, Abort>(rate <= cap)
+        })
+        .unwrap_or_else(|_| panic!("no abort"));
+        (r, seen)
+    }
+
+    #[test]
+    fn rate_search_doubles_then_bisects_to_the_precision() {
+        let s = spec(10.0, 1000.0, 0.05, 20);
+        let (r, seen) = against(137.0, &s);
+        assert_eq!(&seen[..5], &[10.0, 20.0, 40.0, 80.0, 160.0]);
+        let (good, bad) = (r.sustained.unwrap(), r.broke.unwrap());
+        assert!(good <= 137.0 && bad > 137.0, "{r:?}");
+        assert!((bad - good) / good <= 0.05, "{r:?} {seen:?}");
+        assert_eq!(r.probes as usize, seen.len());
+        // Every probe is inside the range, and no rate is probed twice.
+        let mut sorted = seen.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted.dedup();
+        assert_eq!(sorted.len(), seen.len());
+        assert!(seen.iter().all(|&x| (10.0..=1000.0).contains(&x)));
+    }
+
+    #[test]
+    fn rate_search_reports_bounds_and_stops_at_its_budget() {
+        // Never breaks: the top of the range is a lower bound.
+        let (r, seen) = against(1e9, &spec(10.0, 100.0, 0.05, 20));
+        assert_eq!((r.sustained, r.broke), (Some(100.0), None));
+        assert_eq!(seen, [10.0, 20.0, 40.0, 80.0, 100.0]);
+        // Breaks at once: below the range.
+        let (r, seen) = against(5.0, &spec(10.0, 100.0, 0.05, 20));
+        assert_eq!((r.sustained, r.broke, seen.len()), (None, Some(10.0), 1));
+        // The probe budget ends it early, with the best known bracket.
+        let (r, seen) = against(137.0, &spec(10.0, 1000.0, 0.001, 6));
+        assert_eq!(seen.len(), 6);
+        assert_eq!((r.sustained, r.broke), (Some(120.0), Some(160.0)));
+    }
 
     #[test]
     fn capacity_is_the_peak_before_the_first_bad_interval() {

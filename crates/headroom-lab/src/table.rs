@@ -212,6 +212,15 @@ pub fn pivot(
     }
 }
 
+/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 /// Format a value with three significant digits, and every digit of its integer part from 100
 /// on, with thousands separators: 12345 -> "12,345", 12.345 -> "12.3", 0.01234 -> "0.0123".
 /// Below 1e-6 (in magnitude) it is written in scientific notation, e.g. "1.23e-7".
@@ -335,13 +344,7 @@ impl Table {
     /// factors' levels, mean, ci95, n, failed (mean and ci95 empty when there is none; numbers
     /// in full precision).
     pub fn csv(&self) -> String {
-        let field = |s: &str| {
-            if s.contains([',', '"', '\n', '\r']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
+        let field = csv_field;
         let mut out = String::new();
         let header: Vec<String> = self
             .row_factors

@@ -14,7 +14,12 @@ combinations) and each repetition, start the server from its command template, w
 ready, warm up, load it with the scenario while sampling the server's process tree (CPU user and
 system, memory, threads, descriptors), check it survived, stop it, and store the run in
 OUTPUT/lab.sqlite. Then print the tables (mean ± 95% CI over repetitions) and write them to
-OUTPUT/tables.md and tables.csv.
+OUTPUT/tables.md and tables.csv; every load interval goes to OUTPUT/intervals.csv.
+
+With `capacity: {rate: ...}` each run is a search for the max sustainable rate instead: sessions
+arrive at a rate that doubles from `from` while the SLO (p99, mean, error rate) holds, then
+bisects to the highest rate that holds it. The figure is `capacity_rate`; every probe (the
+curve that shows it) goes to OUTPUT/rate-curve.csv and to the progress lines.
 
 A lab started again skips the runs already stored: an interrupted lab resumes where it stopped.
 A server that fails to start, never becomes ready or dies mid-run is reported with the tail of
@@ -68,6 +73,19 @@ pub fn cmd_lab(
     let out = headroom_lab::runner::run(&loaded, &opts, stop).map_err(|e| anyhow::anyhow!(e))?;
     for t in &out.tables {
         println!("{}", t.text());
+    }
+    if !out.curves.is_empty() {
+        let of = loaded
+            .rate_search
+            .as_ref()
+            .and_then(|r| r.slo.of.as_deref())
+            .map(|n| format!("'{n}'"))
+            .unwrap_or_else(|| "request".into());
+        println!("rate curves (probed rate: mean {of} latency, or broke)");
+        for c in &out.curves {
+            println!("  {c}");
+        }
+        println!();
     }
     println!(
         "{} run(s) now, {} found stored, {} failed; results in {}",

@@ -169,7 +169,7 @@ fn study_experiments_quick_variants_run() {
     for (file, title, runs) in [
         (
             "experiments/io-bound.yaml",
-            "mean duration of a 500-operation session (ms)",
+            "mean duration of a 500-operation session at that rate (ms)",
             4,
         ),
         ("experiments/event-vs-threads.yaml", "client timeouts", 2),
@@ -194,4 +194,141 @@ fn study_experiments_quick_variants_run() {
             "{file}: a failed cell: {stdout}"
         );
     }
+}
+
+/// The max-sustainable-rate search against a server whose capacity is known: one handler thread
+/// serving 10 ms requests, one per connection, cannot sustain more than ~100 sessions/s. With
+/// constant arrivals and a 100 ms p99 SLO the search must bracket that figure.
+#[test]
+fn rate_search_finds_a_one_handler_pools_capacity() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("s.yaml"),
+        // The scenario's own load is what `headroom run s.yaml` would do; the search replaces it.
+        "load: {users: [{count: 1}]}\nsessions: [{name: one, steps: [{request: GET /sleep/10}]}]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("e.yaml"),
+        r#"name: rate
+server:
+  command: exec {headroom} serve --listen 127.0.0.1:{port} --arch pool --handlers {handlers}
+  ready: {port: "127.0.0.1:{port}"}
+factors:
+  handlers: ["1"]
+load: {scenario: s.yaml, duration: 3s}
+capacity:
+  rate:
+    from: 20
+    to: 640
+    precision: 10%
+    max_probes: 9
+    arrival: constant
+    pause: 500ms
+    slo: {p99: 100ms, error_rate: 1%}
+tables:
+  - {metric: capacity_rate, cols: [handlers], title: "sessions/s sustained"}
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = lab(&[tmp.path().join("e.yaml").to_str().unwrap()], &out);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("sessions/s sustained"), "{stdout}");
+    assert!(stderr.contains("probe 1 at 20.0/s"), "{stderr}");
+    assert!(stderr.contains("broke (request p99"), "{stderr}");
+    let curve = std::fs::read_to_string(out.join("rate-curve.csv")).unwrap();
+    let header: Vec<&str> = curve.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (mut held, mut broke) = (Vec::new(), Vec::new());
+    for line in curve.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let rate: f64 = cells[col("rate")].parse().unwrap();
+        match cells[col("ok")] {
+            "true" => {
+                let p99: f64 = cells[col("latency_p99_ms")].parse().unwrap();
+                assert!(
+                    (10.0..=100.0).contains(&p99),
+                    "held probe p99 {p99}: {line}"
+                );
+                held.push(rate)
+            }
+            "false" => broke.push(rate),
+            other => panic!("ok column {other}: {line}"),
+        }
+    }
+    let best = held.iter().cloned().fold(0.0, f64::max);
+    let worst = broke.iter().cloned().fold(f64::INFINITY, f64::min);
+    // 10 ms per request on one thread: at most ~100/s, and well above 50/s on any machine.
+    assert!(
+        (50.0..=115.0).contains(&best),
+        "sustained {best}/s\n{curve}\n{stderr}"
+    );
+    assert!(
+        worst > best && worst <= 2.0 * best,
+        "broke at {worst}\n{curve}"
+    );
+    assert!(held.len() + broke.len() <= 9, "{curve}");
+}
+
+/// A Prometheus endpoint is scraped at every server sample: headroom serve's own count of
+/// responses per second (`/metrics`) must agree with what the load measured.
+#[test]
+fn prometheus_series_are_scraped_beside_the_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("s.yaml"),
+        "load: {users: [{count: 4}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, steps: [{request: GET /sleep/2}]}}]}]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("e.yaml"),
+        r#"name: prom
+server:
+  command: exec {headroom} serve --listen 127.0.0.1:{port} --arch {arch}
+  ready: {port: "127.0.0.1:{port}"}
+factors:
+  arch: [reactor]
+load: {scenario: s.yaml, duration: 4s}
+monitor:
+  prometheus: "http://127.0.0.1:{port}/metrics"
+  series: [headroom_requests_total, headroom_connections_open]
+tables:
+  - {metric: throughput_rps, cols: [arch]}
+  - {metric: prom_headroom_requests_total_per_s, cols: [arch]}
+  - {metric: prom_headroom_connections_open_max, cols: [arch]}
+  - {metric: prom_headroom_accepted_total, cols: [arch]}
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = lab(&[tmp.path().join("e.yaml").to_str().unwrap()], &out);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("warning: scraping"), "{stderr}");
+    let csv = std::fs::read_to_string(out.join("tables.csv")).unwrap();
+    // Each table is "# title", a header, then "reactor,MEAN,...".
+    let value = |metric: &str| -> Option<f64> {
+        let mut lines = csv
+            .lines()
+            .skip_while(|l| !l.starts_with('#') || !l.contains(metric));
+        lines.next()?;
+        lines.next()?;
+        lines.next()?.split(',').nth(1)?.parse().ok()
+    };
+    let client = value("throughput_rps").expect("throughput");
+    let server = value("prom_headroom_requests_total_per_s").expect(&csv);
+    // 4 users, 2 ms each: a few hundred per second; the server's rate covers the samples'
+    // span (a second less than the load at most), so allow 15%.
+    assert!(client > 200.0, "{csv}");
+    assert!(
+        (server - client).abs() / client < 0.15,
+        "server {server}/s against client {client}/s\n{csv}"
+    );
+    // The 4 users, and the scrape's own connection while it is answered.
+    let open = value("prom_headroom_connections_open_max").expect(&csv);
+    assert!((4.0..=5.0).contains(&open), "{open}\n{csv}");
+    // Not in `series`: not kept.
+    assert_eq!(value("prom_headroom_accepted_total"), None, "{csv}");
 }

@@ -652,6 +652,23 @@ pub fn start(spec: &ServerSpec, factors: &Factors) -> Result<RunningServer, Serv
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // If the lab itself is killed (SIGKILL, a crash), the server must not outlive it: the kernel
+    // sends it SIGKILL when the thread that started it dies. The lab starts servers from its
+    // main thread (or a test's thread), which lives as long as the run. The getppid check covers
+    // a lab that died between the fork and the prctl.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
     cmd.envs(env);
     if let Some(dir) = &spec.cwd {
         cmd.current_dir(dir);

@@ -332,3 +332,70 @@ tables:
     // Not in `series`: not kept.
     assert_eq!(value("prom_headroom_accepted_total"), None, "{csv}");
 }
+
+/// A lab killed outright (SIGKILL: no chance to stop its server) takes its server with it.
+#[test]
+fn a_killed_lab_leaves_no_server_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("s.yaml"),
+        "load: {users: [{count: 1}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, steps: [{request: GET /sleep/5}]}}]}]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    std::fs::write(
+        tmp.path().join("e.yaml"),
+        r#"name: killed
+server:
+  command: "echo $$ > {output}/server.pid; exec {headroom} serve --listen 127.0.0.1:{port}"
+  ready: {port: "127.0.0.1:{port}"}
+load: {scenario: s.yaml, duration: 60s}
+"#,
+    )
+    .unwrap();
+    let mut child = headroom()
+        .args([
+            "lab",
+            tmp.path().join("e.yaml").to_str().unwrap(),
+            "-q",
+            "--output",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = out.join("server.pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the server never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+            .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
+    };
+    // Let the load run a moment, so the server is serving when the lab dies.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(alive(pid), "the server {pid} is not running");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survived = alive(pid);
+    if survived {
+        // SAFETY: cleaning up the process this test made.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!survived, "server {pid} outlived the killed lab");
+}

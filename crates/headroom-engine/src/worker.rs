@@ -170,6 +170,8 @@ pub(crate) struct Worker {
     phases: Vec<ArrivalPhase>,
     phase_idx: usize,
     phase_start: Instant,
+    /// No arrival drawn yet in the current phase (constant arrivals stagger their first one).
+    phase_fresh: bool,
     /// Users from open phases alive now.
     open_alive: u64,
 }
@@ -213,6 +215,7 @@ impl Worker {
             phases: Vec::new(),
             phase_idx: 0,
             phase_start: start,
+            phase_fresh: true,
             open_alive: 0,
             s,
         };
@@ -313,8 +316,20 @@ impl Worker {
                     pacer::arrival_gap(ArrivalProcess::Poisson, ph.peak() / n, self.rng.gen())
                 }
                 ArrivalProcess::Constant => {
-                    let r = ph.rate_at(into(t)).max(ph.peak() * 1e-3) / n;
-                    pacer::arrival_gap(ArrivalProcess::Constant, r, 0.0)
+                    let total = ph.rate_at(into(t)).max(ph.peak() * 1e-3);
+                    if self.phase_fresh {
+                        // Worker i of n takes global slots i, i + n, ...: the merged stream is
+                        // evenly spaced instead of n arrivals at once.
+                        pacer::first_arrival(
+                            ArrivalProcess::Constant,
+                            total,
+                            self.s.workers,
+                            self.s.id,
+                            0.0,
+                        )
+                    } else {
+                        pacer::arrival_gap(ArrivalProcess::Constant, total / n, 0.0)
+                    }
                 }
             };
             let cand = t + gap;
@@ -322,9 +337,11 @@ impl Worker {
                 // Memoryless: sampling afresh from the phase boundary keeps the process exact.
                 self.phase_idx += 1;
                 self.phase_start = end;
+                self.phase_fresh = true;
                 t = end;
                 continue;
             }
+            self.phase_fresh = false;
             t = cand;
             if ph.process == ArrivalProcess::Poisson && ph.from != ph.to {
                 let keep = ph.rate_at(into(cand)) / ph.peak();

@@ -315,6 +315,52 @@ fn poisson_phase_arrivals_pass_kolmogorov_smirnov() {
     assert!(ks_statistic(&even, |x| 1.0 - (-rate * x).exp()) > critical);
 }
 
+/// Constant arrivals from several generator threads interleave: the merged stream is evenly
+/// spaced, not one arrival per thread at the same instant.
+#[test]
+fn constant_phase_arrivals_are_evenly_spaced_across_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = Recorder::start();
+    let rate = 40.0;
+    let f = write_scenario(
+        tmp.path(),
+        "c.yaml",
+        &format!(
+            "load: {{phases: [{{duration: 3s, arrival_rate: {rate}, arrival: constant}}]}}\n\
+             sessions: [{{name: s, steps: [{{request: GET /}}]}}]\n"
+        ),
+    );
+    let (v, out) = run_file(&f, rec.addr, &["--no-preflight", "-t", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    let times = rec.accepts.lock().unwrap().clone();
+    assert!(
+        (118..=122).contains(&times.len()),
+        "{} arrivals",
+        times.len()
+    );
+    let gaps: Vec<f64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
+    // 25 ms apart; two threads firing together would leave gaps near 0 and 50 ms.
+    let close = gaps.iter().filter(|g| **g < 0.25 / rate).count();
+    let median = {
+        let mut g = gaps.clone();
+        g.sort_by(f64::total_cmp);
+        g[g.len() / 2]
+    };
+    eprintln!(
+        "constant: {} arrivals, median gap {median:.4} s, {close} under 6 ms",
+        times.len()
+    );
+    assert!(
+        close <= gaps.len() / 20,
+        "{close} of {} gaps under 6 ms",
+        gaps.len()
+    );
+    assert!((median - 1.0 / rate).abs() < 0.004, "median gap {median}");
+}
+
 #[test]
 fn session_weights_hold_over_ten_thousand_sessions() {
     let tmp = tempfile::tempdir().unwrap();

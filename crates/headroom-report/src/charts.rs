@@ -1,0 +1,264 @@
+//! The report's charts, built from a [`RunData`]. Each function returns one [`Chart`]; every
+//! chart is returned even when its data is missing (with a note), so a report always has the
+//! same six charts in the same order.
+//!
+//! x is the interval's end since the run start (`t_s + length_s`): a point stands for what
+//! happened up to that instant. It is in seconds, or in minutes for runs over 20 minutes.
+
+use crate::data::{Figures, Interval, RunData};
+use crate::svg::{Chart, Series};
+
+/// The `data-chart` names of [`all`], in order.
+pub const NAMES: [&str; 6] = [
+    "users",
+    "throughput",
+    "latency",
+    "errors",
+    "connect",
+    "percentiles",
+];
+
+/// Every chart of the report, in [`NAMES`] order.
+pub fn all(data: &RunData) -> Vec<Chart> {
+    vec![
+        users(&data.intervals),
+        throughput(&data.intervals),
+        latency(&data.intervals),
+        errors(&data.intervals),
+        connect(&data.intervals),
+        percentiles(data),
+    ]
+}
+
+/// Runs longer than this are charted in minutes: an hour reads 0, 10, ... 60 rather than
+/// 0, 500, ... 4k seconds.
+const MINUTES_AFTER_S: f64 = 1200.0;
+
+/// The x unit for these intervals: (seconds per unit, axis label).
+fn time_scale(intervals: &[Interval]) -> (f64, &'static str) {
+    let end = intervals
+        .iter()
+        .filter_map(Interval::t_end)
+        .fold(0.0, f64::max);
+    if end > MINUTES_AFTER_S {
+        (60.0, "minutes since start")
+    } else {
+        (1.0, "seconds since start")
+    }
+}
+
+fn time_chart(name: &str, title: &str, y_label: &str, intervals: &[Interval]) -> Chart {
+    let mut c = Chart::new(name, title, time_scale(intervals).1, y_label);
+    c.x_from_zero = true;
+    c
+}
+
+/// (x, f(interval)) for every interval with both, x in the unit of [`time_scale`].
+fn over_time(intervals: &[Interval], f: impl Fn(&Interval) -> Option<f64>) -> Vec<(f64, f64)> {
+    let unit = time_scale(intervals).0;
+    intervals
+        .iter()
+        .filter_map(|iv| Some((iv.t_end()? / unit, f(iv)?)))
+        .collect()
+}
+
+fn no_interval_note(c: &mut Chart, intervals: &[Interval]) {
+    if intervals.is_empty() {
+        c.note = Some("no intervals recorded".to_string());
+    }
+}
+
+/// Simultaneous users and open connections (Tsung's "simultaneous users").
+pub fn users(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart("users", "Users and connections", "count", intervals);
+    c.series = vec![
+        Series::new(
+            "users_active",
+            over_time(intervals, |i| i.users_active.map(|v| v as f64)),
+        ),
+        Series::new(
+            "connections_open",
+            over_time(intervals, |i| i.connections_open.map(|v| v as f64)),
+        ),
+    ];
+    no_interval_note(&mut c, intervals);
+    c
+}
+
+/// Responses per second.
+pub fn throughput(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart("throughput", "Throughput", "responses/s", intervals);
+    let rps = over_time(intervals, |i| {
+        i.rps.or(match (i.responses, i.length_s) {
+            (Some(r), Some(l)) if l > 0.0 => Some(r as f64 / l),
+            _ => None,
+        })
+    });
+    c.series = vec![Series::new("rps", rps)];
+    no_interval_note(&mut c, intervals);
+    c
+}
+
+/// The latency figures of an interval that had something to measure. An interval without a
+/// response (or connect) has all-zero figures: it is left out rather than drawn as a dip to 0.
+fn measured(count: Option<u64>, f: &Figures) -> bool {
+    let all_zero = [f.p50, f.p90, f.p99, f.max]
+        .iter()
+        .all(|v| v.unwrap_or(0.0) == 0.0);
+    !(count == Some(0) && all_zero)
+}
+
+fn ms(us: Option<f64>) -> Option<f64> {
+    us.map(|v| v / 1000.0)
+}
+
+/// One figure (`f`) of each interval's latency figures (`of`: the count measured and the
+/// figures) in ms, leaving out intervals that measured nothing.
+fn figure_ms(
+    intervals: &[Interval],
+    name: &str,
+    of: fn(&Interval) -> (Option<u64>, &Figures),
+    f: fn(&Figures) -> Option<f64>,
+) -> Series {
+    Series::new(
+        name,
+        over_time(intervals, |i| {
+            let (count, figs) = of(i);
+            if measured(count, figs) {
+                ms(f(figs))
+            } else {
+                None
+            }
+        }),
+    )
+}
+
+/// Corrected latency p50, p90, p99 and max per interval, in ms.
+pub fn latency(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart("latency", "Latency (corrected)", "ms", intervals);
+    let pick = |name: &str, f: fn(&Figures) -> Option<f64>| {
+        figure_ms(intervals, name, |i| (i.responses, &i.latency_us), f)
+    };
+    c.series = vec![
+        pick("p50", |f| f.p50),
+        pick("p90", |f| f.p90),
+        pick("p99", |f| f.p99),
+        pick("max", |f| f.max),
+    ];
+    no_interval_note(&mut c, intervals);
+    c
+}
+
+/// Errors per second, one series per kind that is non-zero in some interval. Without any error
+/// the chart still has one all-zero series and says so.
+pub fn errors(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart("errors", "Errors", "errors/s", intervals);
+    let mut kinds: Vec<&str> = intervals
+        .iter()
+        .flat_map(|i| {
+            i.errors
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(k, _)| k.as_str())
+        })
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let per_second = |iv: &Interval, n: u64| match iv.length_s {
+        Some(l) if l > 0.0 => Some(n as f64 / l),
+        _ => None,
+    };
+    c.series = kinds
+        .iter()
+        .map(|k| {
+            Series::new(
+                *k,
+                over_time(intervals, |i| {
+                    per_second(i, i.errors.get(*k).copied().unwrap_or(0))
+                }),
+            )
+        })
+        .collect();
+    if c.series.is_empty() {
+        c.series = vec![Series::new(
+            "errors",
+            over_time(intervals, |i| per_second(i, 0)),
+        )];
+        c.note = Some("no errors".to_string());
+    }
+    no_interval_note(&mut c, intervals);
+    c
+}
+
+/// TCP connect time p50 and p99 per interval, in ms; a series with no non-zero value is left
+/// out (keep-alive runs connect once), the chart stays.
+pub fn connect(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart("connect", "Connect time", "ms", intervals);
+    let pick = |name: &str, f: fn(&Figures) -> Option<f64>| {
+        figure_ms(intervals, name, |i| (i.connects, &i.connect_us), f)
+    };
+    c.series = [pick("p50", |f| f.p50), pick("p99", |f| f.p99)]
+        .into_iter()
+        .filter(|s| s.points.iter().any(|p| p.1 != 0.0))
+        .collect();
+    if c.series.is_empty() {
+        c.note = Some("no connect times measured".to_string());
+    }
+    no_interval_note(&mut c, intervals);
+    c
+}
+
+/// Where a percentile sits on the "1/(1-q)" axis: 50% at 2, 90% at 10, 99% at 100, 99.9% at
+/// 1000, and the maximum one decade further.
+const PERCENTILE_X: [(f64, &str); 5] = [
+    (2.0, "50%"),
+    (10.0, "90%"),
+    (100.0, "99%"),
+    (1000.0, "99.9%"),
+    (10000.0, "max"),
+];
+
+fn percentile_points(f: &Figures) -> Vec<(f64, f64)> {
+    let values = [f.p50, f.p90, f.p99, f.p999, f.max];
+    PERCENTILE_X
+        .iter()
+        .zip(values)
+        .filter_map(|((x, _), v)| Some((*x, v? / 1000.0)))
+        .collect()
+}
+
+/// The corrected (and uncorrected) latency distribution over the whole run from summary.json's
+/// percentiles, on the usual log "1/(1-q)" axis.
+// TODO(issue 6): read latency.hlog and draw the full distribution (every percentile the merged
+// histogram holds), as HdrHistogram's plotter does, instead of these five points.
+pub fn percentiles(data: &RunData) -> Chart {
+    let mut c = Chart::new("percentiles", "Latency by percentile", "percentile", "ms");
+    c.log_x = true;
+    c.x_ticks = PERCENTILE_X
+        .iter()
+        .map(|(x, l)| (*x, l.to_string()))
+        .collect();
+    match &data.summary {
+        Some(s) => {
+            let mut series = Vec::new();
+            for (name, f) in [
+                ("corrected", &s.latency_us),
+                ("uncorrected", &s.latency_uncorrected_us),
+            ] {
+                let points = percentile_points(f);
+                if f.count != Some(0) && !points.is_empty() {
+                    series.push(Series::new(name, points));
+                }
+            }
+            if series.is_empty() {
+                c.note = Some("no responses: no latency".to_string());
+            }
+            c.series = series;
+        }
+        None => {
+            c.series = vec![Series::new("corrected", Vec::new())];
+            c.note = Some("no summary.json: percentiles not available".to_string());
+        }
+    }
+    c
+}

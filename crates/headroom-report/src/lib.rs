@@ -1,0 +1,64 @@
+//! HTML reports from stored runs.
+//!
+//! A run directory (written by `headroom run --out DIR`, see `docs/summary-json.md`) becomes one
+//! self-contained HTML file: settings and headline tables from `summary.json`, line charts over
+//! time from `intervals.jsonl`, and the per-name tables of scenario runs. The file needs nothing
+//! else to be read: CSS is inline, charts are inline SVG drawn by [`svg`], there is no script
+//! and no external URL, so it can be mailed, archived next to the run, or opened offline.
+//!
+//! This crate reads files and never touches the engine: a report can be made from a run done
+//! on another machine or by another version (unknown fields are ignored, missing ones shown as
+//! "–"). A run killed before `summary.json` was written still gives a report from its
+//! intervals.
+//!
+//! ```no_run
+//! let html = headroom_report::render_run(std::path::Path::new("headroom-runs/some-run"))?;
+//! std::fs::write("headroom-runs/some-run/report.html", html)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The pieces are public for other reports (comparisons, lab reports): [`load_run`] gives the
+//! plain [`RunData`], [`charts`] builds the charts from it, [`render`] the page.
+
+pub mod charts;
+pub mod data;
+mod html;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+pub use data::{load_run, Figures, Interval, NameStats, RunData, Scenario, Summary, Threshold};
+pub use svg::{escape, Chart, Series};
+
+/// Why a run directory could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file (or the directory) could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A file is not valid JSON (JSON lines) at `line` (1-based) and `column`.
+    #[error("{}:{line}:{column}: {message}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// Neither summary.json nor intervals.jsonl is in the directory.
+    #[error("{}: not a run directory (no summary.json and no intervals.jsonl)", dir.display())]
+    NotARun { dir: PathBuf },
+}
+
+/// The report of one run as a whole HTML document.
+pub fn render(data: &RunData) -> String {
+    html::page(data)
+}
+
+/// Reads the run directory `dir` and renders its report; the caller writes it (usually to
+/// `DIR/report.html`).
+pub fn render_run(dir: &Path) -> Result<String, ReportError> {
+    Ok(render(&load_run(dir)?))
+}

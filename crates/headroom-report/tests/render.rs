@@ -1,0 +1,406 @@
+//! Reports from synthetic run directories written into a temporary directory.
+
+use std::path::Path;
+use std::time::Instant;
+
+use headroom_report::{load_run, render, render_run, ReportError};
+use serde_json::{json, Value};
+
+const KINDS: [&str; 10] = [
+    "connect_timeout",
+    "refused",
+    "reset",
+    "closed",
+    "timeout",
+    "protocol",
+    "http_4xx",
+    "http_5xx",
+    "local_resource",
+    "other",
+];
+
+const COMMAND: &str = "headroom run http://127.0.0.1:39555/ -H 'X: <script>alert(1)</script>' & co";
+const TARGET: &str = "http://127.0.0.1:39555/";
+
+fn figures(base: u64) -> Value {
+    json!({"count": 35990, "mean": base as f64 * 1.1, "stdev": 12.5, "min": base / 2,
+           "p50": base, "p90": base * 2, "p99": 12345, "p999": 23456, "max": 45678})
+}
+
+fn summary() -> Value {
+    let errors: serde_json::Map<String, Value> = KINDS
+        .iter()
+        .map(|k| (k.to_string(), json!(if *k == "reset" { 7 } else { 0 })))
+        .collect();
+    // Built apart: one json! this size exceeds the macro recursion limit.
+    let scenario = json!({
+        "by_request": {
+            "login": {"count": 100, "errors": 1, "latency_us": figures(900)},
+            "search <b>": {"count": 400, "errors": 0, "latency_us": figures(700)},
+        },
+        "by_transaction": {
+            "checkout": {"count": 50, "errors": 2, "latency_us": figures(5000)},
+        },
+        "matches": {"logged_in": 99},
+        "sessions": {"completed": 48, "aborted": 2, "users_dropped": 0},
+    });
+    let thresholds = json!([
+        {"threshold": "p99(login)", "condition": "< 10ms", "value": 12345.0, "unit": "us",
+         "ok": false},
+        {"threshold": "error_rate", "condition": "< 1%", "value": 0.000194,
+         "unit": "fraction", "ok": true},
+    ]);
+    json!({
+        "format_version": 1,
+        "headroom_version": "0.1.0",
+        "command": COMMAND,
+        "target": TARGET,
+        "model": "closed",
+        "load": {"name": "closed", "users": 10, "per_user": null, "think": null},
+        "threads": 2,
+        "keepalive": true,
+        "pipeline": 1,
+        "started_at": "2026-11-22T13:00:00.000Z",
+        "duration_s": 30.001,
+        "interrupted": false,
+        "requests": 36000,
+        "responses": 35990,
+        "in_flight": 3,
+        "errors": errors,
+        "errors_total": 7,
+        "error_rate": 0.000194,
+        "status": {"other": 0, "1xx": 0, "2xx": 35990, "3xx": 0, "4xx": 0, "5xx": 0},
+        "users_started": 10,
+        "users_finished": 10,
+        "throughput_rps": 1199.627,
+        "latency_us": figures(812),
+        "latency_uncorrected_us": figures(790),
+        "connect_us": {"count": 10, "mean": 80.0, "stdev": 3.0, "min": 70, "p50": 81,
+                       "p90": 90, "p99": 95, "p999": 95, "max": 95},
+        "connects": 10,
+        "connections_peak": 10,
+        "bytes_sent": 3_600_000,
+        "bytes_received": 7_654_321,
+        "cpu_user_s": 1.25,
+        "cpu_sys_s": 4.5,
+        "max_rss_kb": 51200,
+        "a_field_from_the_future": {"x": 1},
+        "thresholds": thresholds,
+        "thresholds_ok": false,
+        "scenario": scenario,
+    })
+}
+
+/// One interval line; `errors` lists the non-zero kinds.
+fn interval(i: u64, errors: &[(&str, u64)]) -> Value {
+    let errs: serde_json::Map<String, Value> = KINDS
+        .iter()
+        .map(|k| {
+            let n = errors.iter().find(|e| e.0 == *k).map_or(0, |e| e.1);
+            (k.to_string(), json!(n))
+        })
+        .collect();
+    let lat = |base: u64| {
+        json!({"mean": base as f64 + 0.5, "p50": base, "p90": base * 2, "p99": base * 4,
+               "max": base * 9 + i % 17 * 100})
+    };
+    let connects = if i == 0 { 10 } else { 0 };
+    json!({
+        "index": i,
+        "t_s": i as f64,
+        "length_s": 1.0,
+        "requests": 1200,
+        "responses": 1199,
+        "rps": 1199.0 + (i % 7) as f64,
+        "errors": errs,
+        "status": {"other": 0, "1xx": 0, "2xx": 1199, "3xx": 0, "4xx": 0, "5xx": 0},
+        "latency_us": lat(800 + i % 50),
+        "latency_uncorrected_us": lat(780),
+        // An interval without a connect has all-zero connect figures, as headroom writes them.
+        "connect_us": if i == 0 { lat(80) } else {
+            json!({"mean": 0.0, "p50": 0, "p90": 0, "p99": 0, "max": 0})
+        },
+        "connects": connects,
+        "disconnects": 0,
+        "connections_open": 10,
+        "connections_peak": 10,
+        "users_active": 10 - (i % 3),
+        "users_started": connects,
+        "users_finished": 0,
+        "bytes_sent": 120_000,
+        "bytes_received": 255_000,
+    })
+}
+
+fn write_run(dir: &Path, summary: Option<&Value>, lines: &[Value]) {
+    if let Some(s) = summary {
+        std::fs::write(
+            dir.join("summary.json"),
+            serde_json::to_string_pretty(s).unwrap(),
+        )
+        .unwrap();
+    }
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(&l.to_string());
+        text.push('\n');
+    }
+    std::fs::write(dir.join("intervals.jsonl"), text).unwrap();
+}
+
+fn thirty_lines() -> Vec<Value> {
+    (0..30)
+        .map(|i| {
+            if i == 12 {
+                interval(i, &[("reset", 7)])
+            } else {
+                interval(i, &[])
+            }
+        })
+        .collect()
+}
+
+/// (chart name, the `data-points` of each series) for every chart in the page.
+fn charts(html: &str) -> Vec<(String, Vec<usize>)> {
+    let marker = "<svg class=\"chart\" data-chart=\"";
+    html.match_indices(marker)
+        .map(|(at, _)| {
+            let rest = &html[at + marker.len()..];
+            let name = rest[..rest.find('"').unwrap()].to_string();
+            let body = &rest[..rest.find("</svg>").expect("svg closed")];
+            let points = body
+                .match_indices("data-points=\"")
+                .map(|(p, m)| {
+                    let v = &body[p + m.len()..];
+                    v[..v.find('"').unwrap()].parse().unwrap()
+                })
+                .collect();
+            (name, points)
+        })
+        .collect()
+}
+
+#[test]
+fn every_chart_is_present_once_and_not_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), Some(&summary()), &thirty_lines());
+    let html = render_run(dir.path()).unwrap();
+    let found = charts(&html);
+    let names: Vec<&str> = found.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, headroom_report::charts::NAMES);
+    for (name, points) in &found {
+        assert!(
+            points.iter().any(|n| *n > 0),
+            "chart {name} has no non-empty series: {points:?}"
+        );
+    }
+    // 30 intervals drawn in each time series; the connect chart has the one interval that
+    // connected; the percentile chart five points per series.
+    let by_name = |n: &str| found.iter().find(|c| c.0 == n).unwrap().1.clone();
+    assert_eq!(by_name("users"), [30, 30]);
+    assert_eq!(by_name("throughput"), [30]);
+    assert_eq!(by_name("latency"), [30, 30, 30, 30]);
+    assert_eq!(
+        by_name("errors"),
+        [30],
+        "one series: the only kind that occurred"
+    );
+    assert!(html.contains("data-series=\"reset\""));
+    assert_eq!(by_name("connect"), [1, 1]);
+    assert_eq!(by_name("percentiles"), [5, 5]);
+}
+
+#[test]
+fn summary_figures_appear_in_the_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), Some(&summary()), &thirty_lines());
+    let html = render_run(dir.path()).unwrap();
+    for expected in [
+        "36000",                                // requests
+        "35990",                                // responses
+        "1199.627 responses/s",                 // throughput
+        "0.000194 (0.0194%)",                   // error rate
+        "<td>reset</td><td class=\"n\">7</td>", // errors by kind
+        "12.345",                               // p99 in ms
+        "23.456",                               // p99.9 in ms
+        "45.678",                               // max in ms
+        "0.812",                                // p50 in ms
+        "51200 KiB",                            // RSS
+        "1.25 s user, 4.5 s system",            // CPU
+        "30.001 s",                             // duration
+        "users=10",                             // load
+        "2026-11-22T13:00:00.000Z",             // started_at
+        "checkout",                             // by transaction
+        "<td>login</td>",                       // by request
+        "logged_in",                            // matches
+        "Thresholds (some failed)",
+        "<td>p99(login)</td><td>&lt; 10ms</td><td class=\"n\">12.345 ms</td><td><strong>FAILED",
+    ] {
+        assert!(html.contains(expected), "missing {expected:?}");
+    }
+    assert!(
+        !html.contains("per_user=null"),
+        "null load parameters are left out"
+    );
+}
+
+#[test]
+fn strings_from_the_files_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), Some(&summary()), &thirty_lines());
+    let html = render_run(dir.path()).unwrap();
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("&amp; co"));
+    assert!(!html.contains("<script"), "no script element at all");
+    assert!(html.contains("search &lt;b&gt;"));
+    assert!(!html.contains("search <b>"));
+}
+
+#[test]
+fn no_external_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), Some(&summary()), &thirty_lines());
+    let html = render_run(dir.path()).unwrap();
+    let stripped = html
+        .replace("xmlns=\"http://www.w3.org/2000/svg\"", "")
+        .replace(&headroom_report::escape(TARGET), "");
+    assert!(!stripped.contains("http://"), "an http:// URL crept in");
+    assert!(!stripped.contains("https://"), "an https:// URL crept in");
+    assert!(
+        !stripped.contains("src="),
+        "nothing is loaded from elsewhere"
+    );
+}
+
+#[test]
+fn render_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), Some(&summary()), &thirty_lines());
+    let data = load_run(dir.path()).unwrap();
+    assert_eq!(render(&data), render(&data));
+}
+
+#[test]
+fn no_errors_still_draws_the_errors_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<Value> = (0..5).map(|i| interval(i, &[])).collect();
+    write_run(dir.path(), Some(&summary()), &lines);
+    let html = render_run(dir.path()).unwrap();
+    let errors = charts(&html).into_iter().find(|c| c.0 == "errors").unwrap();
+    assert_eq!(errors.1, [5], "one all-zero series");
+    assert!(html.contains(">no errors</text>"));
+}
+
+#[test]
+fn one_hour_run_is_small_and_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<Value> = (0..3600)
+        .map(|i| {
+            interval(
+                i,
+                &[
+                    ("reset", i % 5),
+                    ("timeout", u64::from(i % 600 == 0)),
+                    ("http_5xx", i % 3),
+                ],
+            )
+        })
+        .collect();
+    write_run(dir.path(), Some(&summary()), &lines);
+    let started = Instant::now();
+    let html = render_run(dir.path()).unwrap();
+    let took = started.elapsed();
+    eprintln!(
+        "one-hour report: {} bytes ({:.2} MB), rendered in {:?}",
+        html.len(),
+        html.len() as f64 / 1e6,
+        took
+    );
+    assert!(html.len() < 5_000_000, "report is {} bytes", html.len());
+    if !cfg!(debug_assertions) {
+        assert!(took.as_secs_f64() < 2.0, "took {took:?}");
+    }
+    assert!(
+        html.contains(">minutes since start<"),
+        "an hour is charted in minutes"
+    );
+    let found = charts(&html);
+    assert_eq!(found.len(), 6);
+    for (name, points) in &found {
+        assert!(
+            points
+                .iter()
+                .all(|n| *n <= headroom_report::svg::MAX_POINTS),
+            "{name}: {points:?}"
+        );
+    }
+    let errors = found.iter().find(|c| c.0 == "errors").unwrap();
+    assert_eq!(errors.1.len(), 3, "one series per error kind that occurred");
+    // The rare timeouts (one interval in 600) survive downsampling.
+    let timeout_at = html.find("data-series=\"timeout\"").unwrap();
+    let points = &html[timeout_at..timeout_at + html[timeout_at..].find("/>").unwrap()];
+    let ys: std::collections::BTreeSet<&str> = points
+        .split(" points=\"")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('"')
+        .split(' ')
+        .map(|p| p.split(',').nth(1).unwrap())
+        .collect();
+    assert!(ys.len() >= 2, "spikes kept: {ys:?}");
+}
+
+#[test]
+fn missing_summary_renders_from_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), None, &thirty_lines());
+    let html = render_run(dir.path()).unwrap();
+    assert!(html.contains("summary.json is missing"));
+    let found = charts(&html);
+    assert_eq!(found.len(), 6);
+    for (name, points) in &found {
+        if name != "percentiles" {
+            assert!(points.iter().any(|n| *n > 0), "{name}: {points:?}");
+        }
+    }
+    // Counters summed from the 30 lines: 30 x 1199 responses, 30 x 1200 requests.
+    assert!(html.contains("35970"));
+    assert!(html.contains("36000"));
+    assert!(html.contains("no summary.json: percentiles not available"));
+}
+
+#[test]
+fn bad_json_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), Some(&summary()), &thirty_lines()[..5]);
+    let path = dir.path().join("intervals.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{\"index\": 2, \"t_s\": oops}";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let err = render_run(dir.path()).unwrap_err();
+    assert!(matches!(err, ReportError::Json { line: 3, .. }), "{err:?}");
+    assert!(err.to_string().contains("intervals.jsonl:3"), "{err}");
+}
+
+#[test]
+fn torn_last_line_is_left_out_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), None, &thirty_lines()[..4]);
+    let path = dir.path().join("intervals.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("{\"index\": 4, \"t_s\": 4.0, \"len");
+    std::fs::write(&path, text).unwrap();
+    let data = load_run(dir.path()).unwrap();
+    assert_eq!(data.intervals.len(), 4);
+    assert!(render(&data).contains("line 5 is incomplete"));
+}
+
+#[test]
+fn empty_directory_is_not_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = render_run(dir.path()).unwrap_err();
+    assert!(matches!(err, ReportError::NotARun { .. }), "{err:?}");
+    let err = render_run(&dir.path().join("nope")).unwrap_err();
+    assert!(matches!(err, ReportError::Io { .. }), "{err:?}");
+}

@@ -62,6 +62,8 @@ pub enum Command {
     /// Sweep server configurations: start, load and sample the server per configuration, store
     /// every run, print the tables.
     Lab(crate::lab::LabArgs),
+    /// Write a self-contained HTML report (inline SVG charts) of a run directory.
+    Report(crate::report::ReportArgs),
 }
 
 #[derive(Args, Debug, Clone)]

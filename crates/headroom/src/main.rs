@@ -16,6 +16,7 @@ mod args;
 mod import;
 mod lab;
 mod output;
+mod report;
 mod scenario;
 mod serve;
 mod surge;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Import(a) => import::cmd_import(&a),
         Command::Surge(a) => Ok(surge::main(a)),
         Command::Lab(a) => lab::cmd_lab(&a, stop_flag()),
+        Command::Report(a) => report::cmd_report(&a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,61 @@
+//! `headroom report RUN_DIR`: one self-contained HTML page (inline SVG charts, no network) from a
+//! run directory, written into it as `report.html` (see docs/report.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::args::UsageError;
+
+const REPORT_LONG: &str = "\
+Write a self-contained HTML report of a run directory (made by `headroom run --out DIR` or
+`headroom demo`): users and connections, throughput, latency percentiles, errors per second by
+kind and connect time over time, the latency percentile distribution, the run's settings and
+figures, and per-request and per-transaction tables for scenarios. Charts are inline SVG: the
+page needs no network and can be mailed or attached to a ticket.
+
+Examples:
+  headroom run http://127.0.0.1:8080/ -d 30s --out runs/a && headroom report runs/a
+  headroom report runs/a -o /tmp/a.html
+
+Exit codes: 0 written; 1 the directory could not be read; 2 bad command line.
+
+Not yet: comparing several runs, lab reports, writing the report after every run.";
+
+#[derive(Args, Debug)]
+#[command(long_about = REPORT_LONG)]
+pub struct ReportArgs {
+    /// The run directory.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the page (default: DIR/report.html).
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+pub fn cmd_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if a.dirs.len() > 1 {
+        return Err(UsageError(
+            "comparing several runs is not built yet; give one run directory".into(),
+        )
+        .into());
+    }
+    let dir = &a.dirs[0];
+    if dir.join("lab.sqlite").exists() && !dir.join("intervals.jsonl").exists() {
+        return Err(UsageError(format!(
+            "{} is a lab's output: lab reports are not built yet (its tables are in tables.md)",
+            dir.display()
+        ))
+        .into());
+    }
+    if !dir.is_dir() {
+        return Err(UsageError(format!("{} is not a directory", dir.display())).into());
+    }
+    let html = headroom_report::render_run(dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let out = a.output.clone().unwrap_or_else(|| dir.join("report.html"));
+    std::fs::write(&out, html)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+    println!("{}", out.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -311,6 +311,8 @@ pub struct Loaded {
     pub configurations: Vec<Factors>,
     /// `capacity.rate`: each run is a search for the max sustainable rate.
     pub rate_search: Option<RateSearch>,
+    /// Loaded with `--quick`.
+    pub quick: bool,
 }
 
 /// The placeholders every template may use besides the factors.
@@ -504,6 +506,7 @@ pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
         server,
         configurations,
         rate_search,
+        quick,
         exp,
     })
 }

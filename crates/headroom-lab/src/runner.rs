@@ -629,10 +629,20 @@ fn tagged(items: Vec<serde_json::Value>, probe: u32) -> impl Iterator<Item = ser
 /// Runs the experiment. `stop` (Ctrl-C) ends it after stopping the current server; the run under
 /// way is not stored, so the next start redoes only that one.
 pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOutcome, String> {
+    // A quick variant keeps its runs apart from the full experiment's: NAME-quick.
+    let default = |p: PathBuf| {
+        if l.quick {
+            let mut s = p.into_os_string();
+            s.push("-quick");
+            PathBuf::from(s)
+        } else {
+            p
+        }
+    };
     let output = match (&opts.output, &l.exp.output) {
         (Some(o), _) => o.clone(),
-        (None, Some(o)) => l.dir.join(o),
-        (None, None) => PathBuf::from("lab-runs").join(&l.exp.name),
+        (None, Some(o)) => default(l.dir.join(o)),
+        (None, None) => default(PathBuf::from("lab-runs").join(&l.exp.name)),
     };
     std::fs::create_dir_all(&output)
         .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
@@ -641,7 +651,15 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     if opts.fresh {
         store.reset(&l.exp.name).map_err(|e| e.to_string())?;
     }
-    let spec = serde_json::to_value(&l.exp).map_err(|e| e.to_string())?;
+    // The spec is the file as loaded plus what `--quick` changed outside it, so runs of another
+    // length are never mixed into the same tables.
+    let mut spec = serde_json::to_value(&l.exp).map_err(|e| e.to_string())?;
+    spec["run"] = serde_json::json!({
+        "quick": l.quick,
+        "duration_s": l.duration.map(|d| d.as_secs_f64()),
+        "warmup_s": l.warmup.as_secs_f64(),
+        "max_probes": l.rate_search.as_ref().map(|r| r.max_probes),
+    });
     let exp_id = store
         .experiment(&l.exp.name, &spec)
         .map_err(|e| e.to_string())?;

@@ -40,7 +40,7 @@ pub struct LabArgs {
     /// Output directory (default: the file's `output`, else lab-runs/NAME).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
-    /// The short variant from the file's `quick:` section.
+    /// The short variant from the file's `quick:` section (default output: OUTPUT-quick).
     #[arg(long)]
     pub quick: bool,
     /// Forget this experiment's stored runs and start over.

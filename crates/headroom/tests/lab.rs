@@ -333,9 +333,10 @@ tables:
     assert_eq!(value("prom_headroom_accepted_total"), None, "{csv}");
 }
 
-/// A lab killed outright (SIGKILL: no chance to stop its server) takes its server with it.
+/// A lab killed outright (SIGKILL: no chance to stop its server) takes its server with it, and
+/// started again it redoes only the run that was cut.
 #[test]
-fn a_killed_lab_leaves_no_server_behind() {
+fn a_killed_lab_leaves_no_server_behind_and_resumes() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
         tmp.path().join("s.yaml"),
@@ -343,30 +344,35 @@ fn a_killed_lab_leaves_no_server_behind() {
     )
     .unwrap();
     let out = tmp.path().join("out");
+    let exp = tmp.path().join("e.yaml");
     std::fs::write(
-        tmp.path().join("e.yaml"),
+        &exp,
         r#"name: killed
 server:
-  command: "echo $$ > {output}/server.pid; exec {headroom} serve --listen 127.0.0.1:{port}"
+  command: "echo $$ > {output}/server-{mode}.pid; exec {headroom} serve --listen 127.0.0.1:{port}"
   ready: {port: "127.0.0.1:{port}"}
-load: {scenario: s.yaml, duration: 60s}
+factors:
+  mode: [a, b]
+load: {scenario: s.yaml, duration: 3s}
 "#,
     )
     .unwrap();
     let mut child = headroom()
-        .args([
-            "lab",
-            tmp.path().join("e.yaml").to_str().unwrap(),
-            "-q",
-            "--output",
-        ])
+        .args(["lab", exp.to_str().unwrap(), "--output"])
         .arg(&out)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid_file = out.join("server.pid");
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Wait until run a is stored and b's server has started.
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut all);
+        all
+    });
+    let pid_file = out.join("server-b.pid");
+    let deadline = Instant::now() + Duration::from_secs(30);
     let pid: i32 = loop {
         if let Some(p) = std::fs::read_to_string(&pid_file)
             .ok()
@@ -374,8 +380,8 @@ load: {scenario: s.yaml, duration: 60s}
         {
             break p;
         }
-        assert!(Instant::now() < deadline, "the server never started");
-        std::thread::sleep(Duration::from_millis(50));
+        assert!(Instant::now() < deadline, "the second server never started");
+        std::thread::sleep(Duration::from_millis(20));
     };
     let alive = |pid: i32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -383,11 +389,17 @@ load: {scenario: s.yaml, duration: 60s}
             .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
             .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
     };
-    // Let the load run a moment, so the server is serving when the lab dies.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Into b's load, so the server is serving when the lab dies.
+    std::thread::sleep(Duration::from_millis(1000));
     assert!(alive(pid), "the server {pid} is not running");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+    let progress = reader.join().unwrap();
+    assert!(progress.contains("[1/2] mode=a rep 1:"), "{progress}");
+    assert!(
+        !progress.contains("[2/2] mode=b rep 1:"),
+        "b finished: {progress}"
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -398,4 +410,56 @@ load: {scenario: s.yaml, duration: 60s}
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     assert!(!survived, "server {pid} outlived the killed lab");
+    // Started again: a is stored, only b runs.
+    let o = lab(&[exp.to_str().unwrap()], &out);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("1 run(s) now, 1 found stored, 0 failed"),
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// A quick variant and the full experiment never share stored runs: by default they go to
+/// different directories, and in one directory a different duration is a changed spec.
+#[test]
+fn quick_and_full_runs_are_kept_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("s.yaml"),
+        "load: {users: [{count: 1}]}\nsessions: [{name: s, steps: [{request: GET /}]}]\n",
+    )
+    .unwrap();
+    let exp = tmp.path().join("e.yaml");
+    std::fs::write(
+        &exp,
+        r#"name: apart
+server:
+  command: "exec {headroom} serve --listen 127.0.0.1:{port}"
+  ready: {port: "127.0.0.1:{port}"}
+load: {scenario: s.yaml, duration: 2s}
+output: runs/apart
+quick: {duration: 1s}
+"#,
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        headroom()
+            .arg("lab")
+            .arg(&exp)
+            .args(args)
+            .arg("-q")
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--quick"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(tmp.path().join("runs/apart-quick/lab.sqlite").exists());
+    assert!(!tmp.path().join("runs/apart").exists());
+    // The same directory, another duration: refused, nothing mixed.
+    let dir = tmp.path().join("runs/apart-quick");
+    let o = run(&["--output", dir.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("run.duration_s"), "{stderr}");
 }

@@ -534,10 +534,10 @@ fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch, rate: f64) -> Result<()
             c.users_dropped, rs.max_users
         ));
     }
-    // Arrivals are random; a generator that cannot start users fast enough is no server limit,
-    // but the probe did not offer its rate either.
+    // A generator that cannot start users fast enough is no server limit, but the probe did
+    // not offer its rate either.
     let offered = rate * out.elapsed.as_secs_f64();
-    if offered >= 20.0 && (c.users_started as f64) < 0.8 * offered {
+    if client_bound(c.users_started, offered) {
         return Err(format!(
             "the load generator started {} of {offered:.0} sessions (client-bound)",
             c.users_started
@@ -578,6 +578,14 @@ fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch, rate: f64) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Whether `started` arrivals fall short of the `offered` mean by more than chance explains:
+/// under 80% of it and more than 4 standard deviations (√offered, Poisson) below it. A probe of
+/// 48 sessions at 8/s then fails only below 20, where 0.8 × 48 alone would fail 8% of honest
+/// probes.
+fn client_bound(started: u64, offered: f64) -> bool {
+    (started as f64) < (0.8 * offered).min(offered - 4.0 * offered.sqrt())
 }
 
 /// Index of transaction `name` among the workload's names.
@@ -1206,6 +1214,18 @@ mod tests {
         })
         .unwrap_or_else(|_| panic!("no abort"));
         (r, seen)
+    }
+
+    #[test]
+    fn client_bound_only_beyond_chance() {
+        use super::client_bound;
+        // Small probes: Poisson noise is large, so only a gross shortfall counts.
+        assert!(!client_bound(39, 48.0) && !client_bound(21, 48.0));
+        assert!(client_bound(19, 48.0));
+        assert!(!client_bound(0, 10.0), "too few to judge");
+        // Large probes: 80% is the line.
+        assert!(!client_bound(8_100, 10_000.0));
+        assert!(client_bound(7_900, 10_000.0));
     }
 
     #[test]

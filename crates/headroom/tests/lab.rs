@@ -24,6 +24,14 @@ fn lab(args: &[&str], out: &Path) -> Output {
         .expect("run headroom lab")
 }
 
+/// Writes the scenario `s.yaml` and the experiment `e.yaml` into `dir`; the experiment's path.
+fn write_experiment(dir: &Path, scenario: &str, experiment: &str) -> PathBuf {
+    std::fs::write(dir.join("s.yaml"), scenario).unwrap();
+    let e = dir.join("e.yaml");
+    std::fs::write(&e, experiment).unwrap();
+    e
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).to_string(),
@@ -112,13 +120,9 @@ fn an_interrupted_lab_resumes_where_it_stopped() {
 #[test]
 fn failing_servers_are_reported_and_the_lab_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("s.yaml"),
+    let exp = write_experiment(
+        tmp.path(),
         "load: {users: [{count: 2}]}\nsessions: [{name: s, steps: [{request: GET /}]}]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tmp.path().join("e.yaml"),
         r#"name: failing
 server:
   command: >-
@@ -134,10 +138,9 @@ load: {scenario: s.yaml, duration: 2s}
 tables:
   - {metric: throughput_rps, cols: [mode]}
 "#,
-    )
-    .unwrap();
+    );
     let out = tmp.path().join("out");
-    let o = lab(&[tmp.path().join("e.yaml").to_str().unwrap()], &out);
+    let o = lab(&[exp.to_str().unwrap()], &out);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
@@ -202,14 +205,10 @@ fn study_experiments_quick_variants_run() {
 #[test]
 fn rate_search_finds_a_one_handler_pools_capacity() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("s.yaml"),
-        // The scenario's own load is what `headroom run s.yaml` would do; the search replaces it.
+    // The scenario's own load is what `headroom run s.yaml` would do; the search replaces it.
+    let exp = write_experiment(
+        tmp.path(),
         "load: {users: [{count: 1}]}\nsessions: [{name: one, steps: [{request: GET /sleep/10}]}]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tmp.path().join("e.yaml"),
         r#"name: rate
 server:
   command: exec {headroom} serve --listen 127.0.0.1:{port} --arch pool --handlers {handlers}
@@ -229,10 +228,9 @@ capacity:
 tables:
   - {metric: capacity_rate, cols: [handlers], title: "sessions/s sustained"}
 "#,
-    )
-    .unwrap();
+    );
     let out = tmp.path().join("out");
-    let o = lab(&[tmp.path().join("e.yaml").to_str().unwrap()], &out);
+    let o = lab(&[exp.to_str().unwrap()], &out);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("sessions/s sustained"), "{stdout}");
@@ -277,13 +275,9 @@ tables:
 #[test]
 fn prometheus_series_are_scraped_beside_the_samples() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("s.yaml"),
+    let exp = write_experiment(
+        tmp.path(),
         "load: {users: [{count: 4}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, steps: [{request: GET /sleep/2}]}}]}]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tmp.path().join("e.yaml"),
         r#"name: prom
 server:
   command: exec {headroom} serve --listen 127.0.0.1:{port} --arch {arch}
@@ -300,10 +294,9 @@ tables:
   - {metric: prom_headroom_connections_open_max, cols: [arch]}
   - {metric: prom_headroom_accepted_total, cols: [arch]}
 "#,
-    )
-    .unwrap();
+    );
     let out = tmp.path().join("out");
-    let o = lab(&[tmp.path().join("e.yaml").to_str().unwrap()], &out);
+    let o = lab(&[exp.to_str().unwrap()], &out);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(!stderr.contains("warning: scraping"), "{stderr}");
@@ -338,15 +331,10 @@ tables:
 #[test]
 fn a_killed_lab_leaves_no_server_behind_and_resumes() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("s.yaml"),
-        "load: {users: [{count: 1}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, steps: [{request: GET /sleep/5}]}}]}]\n",
-    )
-    .unwrap();
     let out = tmp.path().join("out");
-    let exp = tmp.path().join("e.yaml");
-    std::fs::write(
-        &exp,
+    let exp = write_experiment(
+        tmp.path(),
+        "load: {users: [{count: 1}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, steps: [{request: GET /sleep/5}]}}]}]\n",
         r#"name: killed
 server:
   command: "echo $$ > {output}/server-{mode}.pid; exec {headroom} serve --listen 127.0.0.1:{port}"
@@ -355,8 +343,7 @@ factors:
   mode: [a, b]
 load: {scenario: s.yaml, duration: 3s}
 "#,
-    )
-    .unwrap();
+    );
     let mut child = headroom()
         .args(["lab", exp.to_str().unwrap(), "--output"])
         .arg(&out)
@@ -425,14 +412,9 @@ load: {scenario: s.yaml, duration: 3s}
 #[test]
 fn quick_and_full_runs_are_kept_apart() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("s.yaml"),
+    let exp = write_experiment(
+        tmp.path(),
         "load: {users: [{count: 1}]}\nsessions: [{name: s, steps: [{request: GET /}]}]\n",
-    )
-    .unwrap();
-    let exp = tmp.path().join("e.yaml");
-    std::fs::write(
-        &exp,
         r#"name: apart
 server:
   command: "exec {headroom} serve --listen 127.0.0.1:{port}"
@@ -441,8 +423,7 @@ load: {scenario: s.yaml, duration: 2s}
 output: runs/apart
 quick: {duration: 1s}
 "#,
-    )
-    .unwrap();
+    );
     let run = |args: &[&str]| {
         headroom()
             .arg("lab")

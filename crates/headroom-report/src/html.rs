@@ -40,18 +40,20 @@ pub fn page(data: &RunData) -> String {
             &derived
         }
     };
-    let mut out = String::with_capacity(64 * 1024);
     let target = summary.target.as_deref().unwrap_or("");
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>headroom report{}{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
-         <h1>headroom report</h1>\n<p class=\"sub\">{} &middot; {}</p>\n",
-        if target.is_empty() { "" } else { " – " },
-        escape(target),
-        text(summary.target.as_deref()),
-        text(summary.started_at.as_deref()),
+    let title = if target.is_empty() {
+        "headroom report".to_string()
+    } else {
+        format!("headroom report – {target}")
+    };
+    let mut out = open_page(
+        &title,
+        "headroom report",
+        &format!(
+            "{} &middot; {}",
+            text(summary.target.as_deref()),
+            text(summary.started_at.as_deref())
+        ),
     );
     for note in &data.notes {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
@@ -79,17 +81,37 @@ pub fn page(data: &RunData) -> String {
         pairs_table(&mut out, "Matches", &sc.matches);
     }
 
+    close_page(&mut out, &data.dir.display().to_string());
+    out
+}
+
+/// The start of a report page: doctype, head with the inline style, `<h1>` and a subtitle line.
+/// `title` and `h1` are plain text (escaped here); `sub_html` is HTML the caller escaped.
+pub(crate) fn open_page(title: &str, h1: &str, sub_html: &str) -> String {
+    let mut out = String::with_capacity(64 * 1024);
     let _ = write!(
         out,
-        "<footer>headroom-report {} &middot; run directory <code>{}</code></footer>\n\
-         </body>\n</html>\n",
-        env!("CARGO_PKG_VERSION"),
-        escape(&data.dir.display().to_string())
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
+         <h1>{}</h1>\n<p class=\"sub\">{sub_html}</p>\n",
+        escape(title),
+        escape(h1),
     );
     out
 }
 
-fn settings(out: &mut String, s: &Summary) {
+/// The end of a report page: a footer naming the directory, `</body></html>`.
+pub(crate) fn close_page(out: &mut String, dir: &str) {
+    let _ = write!(
+        out,
+        "<footer>headroom-report {} &middot; <code>{}</code></footer>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION"),
+        escape(dir)
+    );
+}
+
+pub(crate) fn settings(out: &mut String, s: &Summary) {
     out.push_str("<h2>Run settings</h2>\n<table class=\"settings\">\n");
     let load = if s.load.is_empty() {
         MISSING.to_string()
@@ -131,7 +153,7 @@ fn settings(out: &mut String, s: &Summary) {
     out.push_str("</table>\n");
 }
 
-fn headline(out: &mut String, s: &Summary) {
+pub(crate) fn headline(out: &mut String, s: &Summary) {
     out.push_str("<h2>Headline figures</h2>\n<table class=\"headline\">\n");
     let error_rate = match s.error_rate {
         Some(r) => format!("{} ({}%)", num(r), num((r * 1e6).round() / 1e4)),
@@ -202,7 +224,7 @@ const FIGURE_COLUMNS: &str = "<th class=\"n\">count</th><th class=\"n\">mean</th
 <th class=\"n\">stdev</th><th class=\"n\">min</th><th class=\"n\">p50</th><th class=\"n\">p90</th>\
 <th class=\"n\">p99</th><th class=\"n\">p99.9</th><th class=\"n\">max</th>";
 
-fn figure_cells(f: &Figures) -> String {
+pub(crate) fn figure_cells(f: &Figures) -> String {
     let mut row = format!("<td class=\"n\">{}</td>", int(f.count));
     for v in [f.mean, f.stdev, f.min, f.p50, f.p90, f.p99, f.p999, f.max] {
         let _ = write!(row, "<td class=\"n\">{}</td>", ms(v));
@@ -210,7 +232,7 @@ fn figure_cells(f: &Figures) -> String {
     row
 }
 
-fn figures_table(out: &mut String, rows: &[(&str, &Figures)]) {
+pub(crate) fn figures_table(out: &mut String, rows: &[(&str, &Figures)]) {
     let _ = writeln!(
         out,
         "<table class=\"latency\">\n<tr><th></th>{FIGURE_COLUMNS}</tr>"
@@ -221,7 +243,7 @@ fn figures_table(out: &mut String, rows: &[(&str, &Figures)]) {
     out.push_str("</table>\n");
 }
 
-fn counts_table(out: &mut String, title: &str, key: &str, m: &BTreeMap<String, u64>, empty: &str) {
+pub(crate) fn counts_table(out: &mut String, title: &str, key: &str, m: &BTreeMap<String, u64>, empty: &str) {
     let _ = writeln!(out, "<h3>{title}</h3>");
     if m.is_empty() {
         let _ = writeln!(out, "<p>{empty}</p>");
@@ -242,7 +264,7 @@ fn counts_table(out: &mut String, title: &str, key: &str, m: &BTreeMap<String, u
     out.push_str("</table>\n");
 }
 
-fn thresholds(out: &mut String, s: &Summary) {
+pub(crate) fn thresholds(out: &mut String, s: &Summary) {
     if s.thresholds.is_empty() {
         return;
     }
@@ -281,7 +303,7 @@ fn thresholds(out: &mut String, s: &Summary) {
     out.push_str("</table>\n");
 }
 
-fn names_table(out: &mut String, title: &str, rows: &[NameStats]) {
+pub(crate) fn names_table(out: &mut String, title: &str, rows: &[NameStats]) {
     if rows.is_empty() {
         return;
     }
@@ -308,7 +330,7 @@ fn names_table(out: &mut String, title: &str, rows: &[NameStats]) {
     out.push_str("</table>\n");
 }
 
-fn pairs_table(out: &mut String, title: &str, rows: &[(String, String)]) {
+pub(crate) fn pairs_table(out: &mut String, title: &str, rows: &[(String, String)]) {
     if rows.is_empty() {
         return;
     }
@@ -325,35 +347,35 @@ fn pairs_table(out: &mut String, title: &str, rows: &[(String, String)]) {
 }
 
 /// Escaped text or the missing mark.
-fn text(s: Option<&str>) -> String {
+pub(crate) fn text(s: Option<&str>) -> String {
     s.map_or(MISSING.to_string(), escape)
 }
 
-fn int(v: Option<u64>) -> String {
+pub(crate) fn int(v: Option<u64>) -> String {
     v.map_or(MISSING.to_string(), |v| v.to_string())
 }
 
-fn boolean(v: Option<bool>) -> String {
+pub(crate) fn boolean(v: Option<bool>) -> String {
     v.map_or(MISSING.to_string(), |v| {
         if v { "yes" } else { "no" }.to_string()
     })
 }
 
 /// A float as written in the file (shortest round-trip form): 1234.567, 0.000123.
-fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     format!("{v}")
 }
 
-fn opt_num(v: Option<f64>) -> String {
+pub(crate) fn opt_num(v: Option<f64>) -> String {
     v.map_or(MISSING.to_string(), num)
 }
 
 /// Microseconds shown as milliseconds with three decimals (exact for whole microseconds).
-fn ms(us: Option<f64>) -> String {
+pub(crate) fn ms(us: Option<f64>) -> String {
     us.map_or(MISSING.to_string(), |v| format!("{:.3}", v / 1000.0))
 }
 
-fn bytes(v: Option<u64>) -> String {
+pub(crate) fn bytes(v: Option<u64>) -> String {
     v.map_or(MISSING.to_string(), |b| {
         let mib = b as f64 / (1024.0 * 1024.0);
         if mib >= 0.1 {

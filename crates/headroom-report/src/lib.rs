@@ -21,13 +21,17 @@
 //! plain [`RunData`], [`charts`] builds the charts from it, [`render`] the page.
 
 pub mod charts;
+pub mod compare;
 pub mod data;
 mod html;
+pub mod lab;
 pub mod svg;
 
 use std::path::{Path, PathBuf};
 
+pub use compare::render_compare;
 pub use data::{load_run, Figures, Interval, NameStats, RunData, Scenario, Summary, Threshold};
+pub use lab::{is_lab_dir, render_lab};
 pub use svg::{escape, Chart, Series};
 
 /// Why a run directory could not be read.

@@ -35,24 +35,28 @@ pub struct ReportArgs {
 }
 
 pub fn cmd_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
-    if a.dirs.len() > 1 {
-        return Err(UsageError(
-            "comparing several runs is not built yet; give one run directory".into(),
-        )
-        .into());
+    for dir in &a.dirs {
+        if !dir.is_dir() {
+            return Err(UsageError(format!("{} is not a directory", dir.display())).into());
+        }
     }
     let dir = &a.dirs[0];
-    if dir.join("lab.sqlite").exists() && !dir.join("intervals.jsonl").exists() {
-        return Err(UsageError(format!(
-            "{} is a lab's output: lab reports are not built yet (its tables are in tables.md)",
-            dir.display()
-        ))
-        .into());
+    let html = if a.dirs.len() > 1 {
+        if let Some(lab) = a.dirs.iter().find(|d| headroom_report::is_lab_dir(d)) {
+            return Err(UsageError(format!(
+                "{} is a lab's output: compare run directories (a lab's report compares its \
+                 configurations already)",
+                lab.display()
+            ))
+            .into());
+        }
+        headroom_report::render_compare(&a.dirs)
+    } else if headroom_report::is_lab_dir(dir) {
+        headroom_report::render_lab(dir)
+    } else {
+        headroom_report::render_run(dir)
     }
-    if !dir.is_dir() {
-        return Err(UsageError(format!("{} is not a directory", dir.display())).into());
-    }
-    let html = headroom_report::render_run(dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let out = a.output.clone().unwrap_or_else(|| dir.join("report.html"));
     std::fs::write(&out, html)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;

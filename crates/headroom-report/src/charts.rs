@@ -218,6 +218,16 @@ const PERCENTILE_X: [(f64, &str); 5] = [
     (10000.0, "max"),
 ];
 
+/// Ticks of the full distribution's axis: x = 1/(1-q).
+const HLOG_X: [(f64, &str); 6] = [
+    (2.0, "50%"),
+    (10.0, "90%"),
+    (100.0, "99%"),
+    (1000.0, "99.9%"),
+    (10000.0, "99.99%"),
+    (100000.0, "99.999%"),
+];
+
 fn percentile_points(f: &Figures) -> Vec<(f64, f64)> {
     let values = [f.p50, f.p90, f.p99, f.p999, f.max];
     PERCENTILE_X
@@ -227,10 +237,9 @@ fn percentile_points(f: &Figures) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The corrected (and uncorrected) latency distribution over the whole run from summary.json's
-/// percentiles, on the usual log "1/(1-q)" axis.
-// TODO(issue 6): read latency.hlog and draw the full distribution (every percentile the merged
-// histogram holds), as HdrHistogram's plotter does, instead of these five points.
+/// The corrected (and uncorrected) latency distribution over the whole run, on the usual log
+/// "1/(1-q)" axis: every percentile step of the merged histograms in latency.hlog (as
+/// HdrHistogram's plotter draws it), else summary.json's five figures.
 pub fn percentiles(data: &RunData) -> Chart {
     let mut c = Chart::new("percentiles", "Latency by percentile", "percentile", "ms");
     c.log_x = true;
@@ -238,6 +247,33 @@ pub fn percentiles(data: &RunData) -> Chart {
         .iter()
         .map(|(x, l)| (*x, l.to_string()))
         .collect();
+    if let Some(d) = &data.distributions {
+        let series: Vec<Series> = [("corrected", &d.corrected), ("uncorrected", &d.uncorrected)]
+            .into_iter()
+            .filter_map(|(name, dist)| {
+                let dist = dist.as_ref()?;
+                let points = dist
+                    .points
+                    .iter()
+                    .map(|(q, us)| (1.0 / (1.0 - q), us / 1000.0))
+                    .collect();
+                Some(Series::new(name, points))
+            })
+            .collect();
+        if !series.is_empty() {
+            let x_max = series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.0))
+                .fold(1.0, f64::max);
+            c.x_ticks = HLOG_X
+                .iter()
+                .filter(|(x, _)| *x <= x_max * 1.0001)
+                .map(|(x, l)| (*x, l.to_string()))
+                .collect();
+            c.series = series;
+            return c;
+        }
+    }
     match &data.summary {
         Some(s) => {
             let mut series = Vec::new();

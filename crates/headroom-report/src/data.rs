@@ -24,6 +24,9 @@ pub struct RunData {
     pub summary: Option<Summary>,
     /// `intervals.jsonl`, in file order (empty when the file is missing).
     pub intervals: Vec<Interval>,
+    /// The whole run's latency distributions from `latency.hlog` (`None` when the file is
+    /// missing or unreadable; the percentile plot then uses summary.json's figures).
+    pub distributions: Option<crate::hlog::Distributions>,
     /// Things the reader should know about the input (a missing file, a torn last line).
     pub notes: Vec<String>,
 }
@@ -200,6 +203,13 @@ pub fn load_run(dir: &Path) -> Result<RunData, ReportError> {
         return Err(ReportError::NotARun {
             dir: dir.to_path_buf(),
         });
+    }
+    match crate::hlog::read(&dir.join("latency.hlog")) {
+        Ok(d) => data.distributions = d,
+        Err(e) => data.notes.push(format!(
+            "latency.hlog cannot be read ({e}): the percentile plot shows summary.json's \
+             figures only."
+        )),
     }
     Ok(data)
 }

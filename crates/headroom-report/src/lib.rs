@@ -20,9 +20,13 @@
 //! The pieces are public for other reports (comparisons, lab reports): [`load_run`] gives the
 //! plain [`RunData`], [`charts`] builds the charts from it, [`render`] the page.
 
+pub mod bars;
 pub mod charts;
 pub mod compare;
+mod csv;
 pub mod data;
+pub mod export;
+pub mod hlog;
 mod html;
 pub mod lab;
 pub mod svg;
@@ -31,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 pub use compare::render_compare;
 pub use data::{load_run, Figures, Interval, NameStats, RunData, Scenario, Summary, Threshold};
-pub use lab::{is_lab_dir, render_lab};
+pub use lab::{is_lab_dir, load_lab, render_lab, LabData};
 pub use svg::{escape, Chart, Series};
 
 /// Why a run directory could not be read.
@@ -51,6 +55,16 @@ pub enum ReportError {
         column: usize,
         message: String,
     },
+    /// A CSV file (a lab's intervals.csv, samples.csv...) is bad at `line` (1-based).
+    #[error("{}:{line}: {message}", path.display())]
+    Csv {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    /// A lab directory with neither tables.json nor tables.csv.
+    #[error("{}: not a lab's output (no tables.json and no tables.csv)", dir.display())]
+    NotALab { dir: PathBuf },
     /// Neither summary.json nor intervals.jsonl is in the directory.
     #[error("{}: not a run directory (no summary.json and no intervals.jsonl)", dir.display())]
     NotARun { dir: PathBuf },

@@ -77,6 +77,9 @@ pub struct DemoArgs {
     /// Run directory (default: headroom-runs/demo-<time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Do not write report.html into the run directory.
+    #[arg(long)]
+    pub no_report: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -172,9 +175,13 @@ pub struct RunArgs {
     /// Reporting interval.
     #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Output")]
     pub interval: Duration,
-    /// Write a run directory: summary.json, intervals.jsonl, latency.hlog (as the run goes).
+    /// Write a run directory: summary.json, intervals.jsonl, latency.hlog (as the run goes),
+    /// then intervals.csv and report.html (see docs/report.md).
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out: Option<PathBuf>,
+    /// With --out: do not write report.html at the end.
+    #[arg(long, help_heading = "Output")]
+    pub no_report: bool,
     /// Print summary.json to stdout instead of the human summary.
     #[arg(long, help_heading = "Output")]
     pub json: bool,

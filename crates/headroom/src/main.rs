@@ -172,7 +172,14 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if !a.no_preflight {
         preflight(&plan)?;
     }
-    let (summary, broken) = execute(&plan, &thresholds, a.out.clone(), a.quiet, a.json)?;
+    let (summary, broken) = execute(
+        &plan,
+        &thresholds,
+        a.out.clone(),
+        a.quiet,
+        a.json,
+        !a.no_report,
+    )?;
     if a.json {
         let mut o = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut o, &summary)?;
@@ -196,14 +203,16 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run a plan with progress and an optional run directory; print the human summary unless
-/// `json`; return summary.json and how many thresholds broke.
+/// Run a plan with progress and an optional run directory (closed with intervals.csv and, if
+/// `report`, report.html); print the human summary unless `json`; return summary.json and how
+/// many thresholds broke.
 fn execute(
     plan: &Plan,
     thresholds: &[headroom_scenario::model::Threshold],
     out: Option<PathBuf>,
     quiet: bool,
     json: bool,
+    report: bool,
 ) -> anyhow::Result<(serde_json::Value, usize)> {
     let command = command_line();
     let stop = stop_flag();
@@ -239,15 +248,24 @@ fn execute(
             obj.insert("thresholds_ok".into(), serde_json::json!(broken == 0));
         }
     }
+    let mut report_path = None;
     if let Some(d) = &dir {
         d.write_summary(&summary)
             .map_err(|e| anyhow::anyhow!("cannot write {}/summary.json: {e}", d.path.display()))?;
+        // The run's data is on disk; the derived files must not fail the run.
+        match output::finish_run_dir(&d.path, report) {
+            Ok(p) => report_path = p,
+            Err(e) => eprintln!("headroom: warning: {e}"),
+        }
     }
     if !json {
         print!("{}", output::human_summary(plan, &outcome, &usage));
         print!("{}", scenario::human(plan, &outcome.total, &checked));
         if let Some(d) = &dir {
             println!("  Run dir      {}", d.path.display());
+        }
+        if let Some(p) = &report_path {
+            println!("  Report       {}", p.display());
         }
     }
     if let Some(e) = write_err {
@@ -314,7 +332,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             .replace(':', "");
         PathBuf::from("headroom-runs").join(format!("demo-{stamp}"))
     });
-    let result = execute(&plan, &[], Some(out), false, false);
+    let result = execute(&plan, &[], Some(out), false, false, !a.no_report);
     let stats = server.stats();
     server.stop();
     result?;

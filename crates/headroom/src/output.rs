@@ -199,6 +199,25 @@ pub fn interval_json(iv: &Interval<'_>, plan: &Plan) -> serde_json::Value {
     line
 }
 
+/// Derived files of a finished run directory: intervals.csv always, report.html when `report`
+/// (returns its path). Both are made from the files on disk, as `headroom report` would.
+pub fn finish_run_dir(dir: &Path, report: bool) -> anyhow::Result<Option<PathBuf>> {
+    let data = headroom_report::load_run(dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let csv = dir.join("intervals.csv");
+    std::fs::write(
+        &csv,
+        headroom_report::export::intervals_csv(&data.intervals),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", csv.display()))?;
+    if !report {
+        return Ok(None);
+    }
+    let page = dir.join("report.html");
+    std::fs::write(&page, headroom_report::render(&data))
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", page.display()))?;
+    Ok(Some(page))
+}
+
 /// A run directory being written: intervals.jsonl and latency.hlog grow (and are flushed) each
 /// interval; summary.json is written at the end.
 pub struct RunDir {

@@ -1,13 +1,829 @@
 //! The comparison of several run directories: every chart with the runs overlaid on the same
 //! axes, and a table of figures with ratios against the first run.
+//!
+//! Each run is named by a label: its directory's file name (`runs/a` is `a`), qualified by the
+//! parent directory when two are equal (`x/run`, `y/run`), and numbered when that is not enough
+//! (`a`, `a (2)`). The charts are the single-run charts of [`charts::all`] for every run, with
+//! one series per run on each (the most telling one, see [`pick`]) named `LABEL: SERIES`: run
+//! i is drawn in colour i of [`PALETTE`] on every chart, and the runs table shows the colours.
+//! Time axes are each run's time since its own start. A note of every run's chart (`no
+//! errors`) stays in the plot; a note of some runs only goes under the chart, labelled.
+//!
+//! The figures table has one row per figure and one column per run, and for every run after the
+//! first its ratio to the first (`2.00×`; `–` when either value is missing or the first is 0).
+//! The settings table puts the runs' settings side by side and marks the cells that differ
+//! from the first run (class `diff`; the start time is never marked, the duration only when it
+//! differs by more than 1%, a missing value never).
+//!
+//! A run without summary.json (killed) is compared from its intervals
+//! ([`Summary::from_intervals`]): counters and throughput are there, latency figures are "–".
 
-use std::path::PathBuf;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
+use crate::charts;
+use crate::data::{load_run, Figures, RunData, Summary};
+use crate::html::{self, MISSING};
+use crate::svg::{escape, Chart, Series, PALETTE};
 use crate::ReportError;
 
-/// Reads the run directories and renders their comparison; the first is the baseline.
+/// Styles of the comparison page on top of the report's own.
+const STYLE: &str = "<style>\n\
+td.diff{background:#fff1c2;font-weight:600}\n\
+td.ratio{color:#555}\n\
+th.run{white-space:nowrap}\n\
+figcaption{color:#666;font-size:0.9em}\n\
+span.swatch{display:inline-block;width:1.8em;height:0.4em;margin-right:0.5em;vertical-align:middle}\n\
+</style>\n";
+
+/// Reads the run directories and renders their comparison; the first is the baseline. The
+/// first directory that cannot be read gives its error (an empty list: `NotARun` of "").
 pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
-    Err(ReportError::NotARun {
-        dir: dirs[0].clone(),
-    })
+    if dirs.is_empty() {
+        return Err(ReportError::NotARun {
+            dir: PathBuf::new(),
+        });
+    }
+    let runs = dirs
+        .iter()
+        .map(|d| load_run(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(render_runs(&run_labels(dirs), &runs))
+}
+
+/// One label per directory, unique: the directory's file name; names that occur more than once
+/// are qualified by their parent directory's name (`x/run`), and what is still equal gets a
+/// number from the second occurrence on (`a (2)`).
+pub fn run_labels(dirs: &[PathBuf]) -> Vec<String> {
+    let base: Vec<String> = dirs.iter().map(|d| dir_name(d)).collect();
+    let mut labels: Vec<String> = base
+        .iter()
+        .zip(dirs)
+        .map(|(b, d)| {
+            if base.iter().filter(|x| *x == b).count() > 1 {
+                match parent_name(d) {
+                    Some(p) => format!("{p}/{b}"),
+                    None => b.clone(),
+                }
+            } else {
+                b.clone()
+            }
+        })
+        .collect();
+    for i in 1..labels.len() {
+        if labels[..i].contains(&labels[i]) {
+            let stem = labels[i].clone();
+            let mut k = 2;
+            loop {
+                let candidate = format!("{stem} ({k})");
+                if !labels.contains(&candidate) {
+                    labels[i] = candidate;
+                    break;
+                }
+                k += 1;
+            }
+        }
+    }
+    labels
+}
+
+/// The last component of `dir` (of its canonical form for `.` and the like).
+fn dir_name(dir: &Path) -> String {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .or_else(|| {
+            std::fs::canonicalize(dir)
+                .ok()
+                .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        })
+        .unwrap_or_else(|| dir.display().to_string());
+    if name.is_empty() {
+        "run".to_string()
+    } else {
+        name
+    }
+}
+
+/// The file name of the directory holding `dir`.
+fn parent_name(dir: &Path) -> Option<String> {
+    let canonical = std::fs::canonicalize(dir).ok();
+    let path = canonical.as_deref().unwrap_or(dir);
+    path.parent()?
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+}
+
+/// The comparison page of loaded runs, `labels[i]` naming `runs[i]`; the first is the baseline.
+pub fn render_runs(labels: &[String], runs: &[RunData]) -> String {
+    let summaries: Vec<Summary> = runs
+        .iter()
+        .map(|r| {
+            r.summary
+                .clone()
+                .unwrap_or_else(|| Summary::from_intervals(&r.intervals))
+        })
+        .collect();
+    let title = format!("headroom comparison – {}", labels.join(", "));
+    let sub = format!(
+        "{} runs &middot; baseline <strong>{}</strong>",
+        runs.len(),
+        escape(labels.first().map_or("", String::as_str))
+    );
+    let mut out = html::open_page(&title, "headroom comparison", &sub);
+    out.push_str(STYLE);
+    for ((label, run), s) in labels.iter().zip(runs).zip(&summaries) {
+        for note in &run.notes {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{}: {}</p>",
+                escape(label),
+                escape(note)
+            );
+        }
+        if s.interrupted == Some(true) {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{}: the run was interrupted (Ctrl-C).</p>",
+                escape(label)
+            );
+        }
+    }
+
+    runs_table(&mut out, labels, runs);
+    settings_table(&mut out, labels, &summaries);
+    figures_table(&mut out, labels, &summaries);
+
+    out.push_str("<h2>Charts</h2>\n");
+    for o in overlay_charts(labels, runs) {
+        let _ = write!(out, "<figure>\n{}", o.chart.render());
+        if !o.notes.is_empty() {
+            let _ = writeln!(
+                out,
+                "<figcaption>{}</figcaption>",
+                escape(&o.notes.join(" · "))
+            );
+        }
+        out.push_str("</figure>\n");
+    }
+
+    let dirs: Vec<String> = runs.iter().map(|r| r.dir.display().to_string()).collect();
+    html::close_page(&mut out, &dirs.join(" · "));
+    out
+}
+
+/// The colour of run `i` on every chart: one series per run, in run order.
+fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+fn runs_table(out: &mut String, labels: &[String], runs: &[RunData]) {
+    out.push_str(
+        "<h2>Runs</h2>\n<table class=\"runs\">\n<tr><th>run</th><th>directory</th><th></th></tr>\n",
+    );
+    for (i, (label, run)) in labels.iter().zip(runs).enumerate() {
+        let _ = writeln!(
+            out,
+            "<tr><th class=\"run\"><span class=\"swatch\" style=\"background:{}\"></span>{}</th>\
+             <td><code>{}</code></td><td>{}</td></tr>",
+            colour(i),
+            escape(label),
+            escape(&run.dir.display().to_string()),
+            if i == 0 { "baseline" } else { "" }
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// One header cell per run.
+fn run_headers(labels: &[String]) -> String {
+    labels
+        .iter()
+        .map(|l| format!("<th class=\"run\">{}</th>", escape(l)))
+        .collect()
+}
+
+fn settings_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
+    /// A row: its cells, and whether cell i differs from cell 0. A missing value (a killed
+    /// run's settings) is not known to differ.
+    type Row = (&'static str, Vec<String>, Vec<bool>);
+    fn by_text(name: &'static str, cells: Vec<String>) -> Row {
+        let known = |c: &String| {
+            let bare = c.trim_start_matches("<code>").trim_end_matches("</code>");
+            bare != MISSING
+        };
+        let differs = cells
+            .iter()
+            .map(|c| known(c) && known(&cells[0]) && *c != cells[0])
+            .collect();
+        (name, cells, differs)
+    }
+    let col = |f: &dyn Fn(&Summary) -> String| summaries.iter().map(f).collect::<Vec<_>>();
+    let load = |s: &Summary| {
+        if s.load.is_empty() {
+            MISSING.to_string()
+        } else {
+            escape(
+                &s.load
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        }
+    };
+    let duration = |s: &Summary| match (s.duration_s, s.interrupted) {
+        (Some(d), Some(true)) => format!("{} s (interrupted)", html::num(d)),
+        (Some(d), _) => format!("{} s", html::num(d)),
+        (None, _) => MISSING.to_string(),
+    };
+    let duration_differs: Vec<bool> = summaries
+        .iter()
+        .map(|s| match (s.duration_s, summaries[0].duration_s) {
+            (Some(d), Some(b)) => (d - b).abs() > 0.01 * b.abs().max(d.abs()),
+            _ => false,
+        })
+        .collect();
+    let code = |v: Option<&str>| format!("<code>{}</code>", html::text(v));
+    let rows: Vec<Row> = vec![
+        by_text("command", col(&|s| code(s.command.as_deref()))),
+        by_text("target", col(&|s| code(s.target.as_deref()))),
+        by_text("model", col(&|s| html::text(s.model.as_deref()))),
+        by_text("load", col(&load)),
+        by_text("threads", col(&|s| html::int(s.threads))),
+        by_text("keepalive", col(&|s| html::boolean(s.keepalive))),
+        by_text("pipeline", col(&|s| html::int(s.pipeline))),
+        ("duration", col(&duration), duration_differs),
+        (
+            "started at",
+            col(&|s| html::text(s.started_at.as_deref())),
+            vec![false; summaries.len()],
+        ),
+        by_text(
+            "headroom version",
+            col(&|s| html::text(s.headroom_version.as_deref())),
+        ),
+    ];
+    let _ = writeln!(
+        out,
+        "<h2>Settings</h2>\n<p>Cells that differ from the baseline are marked.</p>\n\
+         <table class=\"settings compare\">\n<tr><th></th>{}</tr>",
+        run_headers(labels)
+    );
+    for (name, cells, differs) in rows {
+        let _ = write!(out, "<tr><th>{name}</th>");
+        for (cell, d) in cells.iter().zip(differs) {
+            let class = if d { " class=\"diff\"" } else { "" };
+            let _ = write!(out, "<td{class}>{cell}</td>");
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+}
+
+/// `value / base` as `1.23×`; "–" when either is missing or the base is 0.
+pub fn ratio(value: Option<f64>, base: Option<f64>) -> String {
+    match (value, base) {
+        (Some(v), Some(b)) if b != 0.0 && (v / b).is_finite() => format!("{:.2}×", v / b),
+        _ => MISSING.to_string(),
+    }
+}
+
+/// The figures compared, as (row name, how a value is shown, the value of a summary).
+type Figure = (&'static str, fn(f64) -> String, fn(&Summary) -> Option<f64>);
+
+fn count(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+fn ms(us: f64) -> String {
+    html::ms(Some(us))
+}
+
+fn percent(fraction: f64) -> String {
+    format!("{}%", html::num((fraction * 1e6).round() / 1e4))
+}
+
+fn seconds(v: f64) -> String {
+    html::num((v * 1000.0).round() / 1000.0)
+}
+
+fn mib(kb: f64) -> String {
+    html::num((kb / 102.4).round() / 10.0)
+}
+
+/// Figures that measured something: a run without a response has all-zero latency figures
+/// with a count of 0, which are no latency at all.
+fn measured(f: &Figures) -> Option<&Figures> {
+    (f.count != Some(0)).then_some(f)
+}
+
+fn as_f64(v: Option<u64>) -> Option<f64> {
+    v.map(|v| v as f64)
+}
+
+const FIGURES: [Figure; 15] = [
+    ("throughput (responses/s)", html::num, |s| s.throughput_rps),
+    ("requests", count, |s| as_f64(s.requests)),
+    ("responses", count, |s| as_f64(s.responses)),
+    ("errors", count, |s| as_f64(s.errors_total)),
+    ("error rate", percent, |s| s.error_rate),
+    ("latency mean (ms)", ms, |s| measured(&s.latency_us)?.mean),
+    ("latency p50 (ms)", ms, |s| measured(&s.latency_us)?.p50),
+    ("latency p90 (ms)", ms, |s| measured(&s.latency_us)?.p90),
+    ("latency p99 (ms)", ms, |s| measured(&s.latency_us)?.p99),
+    ("latency p99.9 (ms)", ms, |s| measured(&s.latency_us)?.p999),
+    ("latency max (ms)", ms, |s| measured(&s.latency_us)?.max),
+    ("connect p99 (ms)", ms, |s| measured(&s.connect_us)?.p99),
+    ("peak connections", count, |s| as_f64(s.connections_peak)),
+    ("generator CPU, user + system (s)", seconds, |s| {
+        match (s.cpu_user_s, s.cpu_sys_s) {
+            (None, None) => None,
+            (u, y) => Some(u.unwrap_or(0.0) + y.unwrap_or(0.0)),
+        }
+    }),
+    ("generator max RSS (MiB)", mib, |s| as_f64(s.max_rss_kb)),
+];
+
+fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
+    let base = escape(&labels[0]);
+    let mut header = format!("<tr><th></th><th class=\"run n\">{base}</th>");
+    for l in &labels[1..] {
+        let l = escape(l);
+        let _ = write!(
+            header,
+            "<th class=\"run n\">{l}</th><th class=\"n\">{l} / {base}</th>"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<h2>Figures</h2>\n<p>Latency is corrected for coordinated omission; the ratio columns \
+         divide each run's value by the baseline's.</p>\n<table class=\"figures compare\">\n\
+         {header}</tr>"
+    );
+    for (name, show, of) in FIGURES {
+        let values: Vec<Option<f64>> = summaries.iter().map(of).collect();
+        let _ = write!(out, "<tr><th>{name}</th>");
+        for (i, v) in values.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<td class=\"n\">{}</td>",
+                v.map_or(MISSING.to_string(), show)
+            );
+            if i > 0 {
+                let _ = write!(out, "<td class=\"n ratio\">{}</td>", ratio(*v, values[0]));
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+}
+
+/// Every chart of [`charts::all`] with the runs overlaid: one series per run (see [`pick`]),
+/// named `LABEL: SERIES`, in run order. Title and axes are the first run's, labelled ticks
+/// those of every run. Time axes in seconds and minutes (a run over 20 minutes) are brought to
+/// the coarser unit. A note every run's chart has is the chart's note; other notes of a run go
+/// to [`Overlay::notes`] as `LABEL: note`.
+pub fn overlay_charts(labels: &[String], runs: &[RunData]) -> Vec<Overlay> {
+    let per_run: Vec<Vec<Chart>> = runs.iter().map(charts::all).collect();
+    let Some(first) = per_run.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .map(|base| {
+            let same: Vec<Option<&Chart>> = per_run
+                .iter()
+                .map(|cs| cs.iter().find(|c| c.name == base.name))
+                .collect();
+            overlay(base, labels, &same)
+        })
+        .collect()
+}
+
+/// A chart of the comparison, and the notes of single runs about it (`LABEL: no errors`),
+/// shown under the chart: the plot has room for one short note only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overlay {
+    pub chart: Chart,
+    pub notes: Vec<String>,
+}
+
+/// Seconds per unit of a time axis label written by [`charts`]; `None` for other axes.
+fn time_unit(x_label: &str) -> Option<f64> {
+    match x_label {
+        "seconds since start" => Some(1.0),
+        "minutes since start" => Some(60.0),
+        _ => None,
+    }
+}
+
+fn overlay(base: &Chart, labels: &[String], charts: &[Option<&Chart>]) -> Overlay {
+    let mut c = Chart {
+        series: Vec::new(),
+        note: None,
+        ..base.clone()
+    };
+    // The coarsest time unit of the runs, when every one is a time axis.
+    let units: Option<Vec<f64>> = charts
+        .iter()
+        .map(|ch| ch.and_then(|ch| time_unit(&ch.x_label)))
+        .collect();
+    let target = units
+        .as_ref()
+        .and_then(|u| u.iter().copied().reduce(f64::max));
+    if let Some(t) = target {
+        if let Some(i) = units.as_ref().and_then(|u| u.iter().position(|v| *v == t)) {
+            if let Some(ch) = charts[i] {
+                c.x_label = ch.x_label.clone();
+            }
+        }
+    }
+    // Labelled ticks (the percentile axis reaches as far as each run's samples): all of them.
+    let mut ticks: Vec<(f64, String)> = Vec::new();
+    for t in charts.iter().flatten().flat_map(|ch| &ch.x_ticks) {
+        if !ticks.iter().any(|u| u.0 == t.0) {
+            ticks.push(t.clone());
+        }
+    }
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    c.x_ticks = ticks;
+    let mut notes: Vec<(&str, &str)> = Vec::new();
+    for (i, (label, ch)) in labels.iter().zip(charts).enumerate() {
+        let Some(ch) = ch else {
+            c.series
+                .push(Series::new(format!("{label}: –"), Vec::new()));
+            notes.push((label, "chart not available"));
+            continue;
+        };
+        let mut s = pick(ch);
+        if let (Some(t), Some(u)) = (target, units.as_ref().map(|u| u[i])) {
+            if u != t {
+                for p in &mut s.points {
+                    p.0 = p.0 * u / t;
+                }
+            }
+        }
+        s.name = format!("{label}: {}", s.name);
+        c.series.push(s);
+        if let Some(n) = &ch.note {
+            notes.push((label, n));
+        }
+    }
+    let shared =
+        !notes.is_empty() && notes.len() == charts.len() && notes.iter().all(|n| n.1 == notes[0].1);
+    if shared {
+        c.note = Some(notes[0].1.to_string());
+        notes.clear();
+    }
+    Overlay {
+        chart: c,
+        notes: notes.iter().map(|(l, n)| format!("{l}: {n}")).collect(),
+    }
+}
+
+/// The series of one run's chart drawn in a comparison: `users_active` of the users chart
+/// (named `users`),
+/// `rps` of throughput, `p99` of latency and connect, `corrected` of percentiles, and of the
+/// errors chart the total of every kind (`errors`, summed at equal x). Another chart, or one
+/// without the series named, gives its first series; a chart without any an empty series.
+pub fn pick(chart: &Chart) -> Series {
+    let preferred: &[&str] = match chart.name.as_str() {
+        "users" => &["users_active", "users"],
+        "throughput" => &["rps"],
+        "latency" | "connect" => &["p99"],
+        "percentiles" => &["corrected"],
+        "errors" => return total(&chart.series, "errors"),
+        _ => &[],
+    };
+    let mut s = preferred
+        .iter()
+        .find_map(|p| chart.series.iter().find(|s| s.name == *p))
+        .or_else(|| chart.series.first())
+        .cloned()
+        .unwrap_or_else(|| Series::new(preferred.first().copied().unwrap_or(""), Vec::new()));
+    // The legend has room for about 20 characters: "LABEL: users" rather than "users_active".
+    if s.name == "users_active" {
+        s.name = "users".to_string();
+    }
+    s
+}
+
+/// The sum of `series` at equal x, in x order.
+fn total(series: &[Series], name: &str) -> Series {
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    for s in series {
+        for (x, y) in &s.points {
+            match points.iter_mut().find(|p| p.0 == *x) {
+                Some(p) => p.1 += y,
+                None => points.push((*x, *y)),
+            }
+        }
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Series::new(name, points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// A run directory `root/name` with these files (`None`: not written).
+    fn run_dir(root: &Path, name: &str, summary: Option<&str>, intervals: Option<&str>) -> PathBuf {
+        let dir = root.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        if let Some(s) = summary {
+            fs::write(dir.join("summary.json"), s).unwrap();
+        }
+        if let Some(i) = intervals {
+            fs::write(dir.join("intervals.jsonl"), i).unwrap();
+        }
+        dir
+    }
+
+    /// Two 1 s intervals; `k` scales the counts, errors are 1 reset + 2 timeouts in the first
+    /// and 4 resets in the second.
+    fn intervals(k: u64) -> String {
+        let line = |i: u64, errors: &str| {
+            format!(
+                "{{\"index\":{i},\"t_s\":{i}.0,\"length_s\":1.0,\"requests\":{r},\
+                 \"responses\":{r},\"rps\":{r}.0,\"errors\":{{{errors}}},\
+                 \"latency_us\":{{\"mean\":900,\"p50\":800,\"p90\":1500,\"p99\":{p99},\"max\":9000}},\
+                 \"connect_us\":{{\"p50\":100,\"p99\":300}},\"connects\":{k},\
+                 \"connections_open\":{k},\"connections_peak\":{k},\"users_active\":{k}}}\n",
+                r = 100 * k,
+                p99 = 4000 / k,
+            )
+        };
+        line(0, "\"reset\":1,\"timeout\":2") + &line(1, "\"reset\":4,\"timeout\":0")
+    }
+
+    fn summary(k: u64, extra: &str) -> String {
+        format!(
+            "{{\"command\":\"headroom run <x> -c {c}\",\"target\":\"http://127.0.0.1:1/\",\
+             \"model\":\"closed\",\"threads\":1,\"keepalive\":true,\"pipeline\":1,\
+             \"started_at\":\"2026-01-0{k}T00:00:00Z\",\"duration_s\":2.0,\
+             \"throughput_rps\":{t}.0,\"requests\":{r},\"responses\":{r},\"errors_total\":{e},\
+             \"latency_us\":{{\"mean\":1000,\"p50\":800,\"p90\":1500,\"p99\":{p99},\
+             \"p999\":6000,\"max\":9000}},\"connect_us\":{{\"p99\":500}},\
+             \"connections_peak\":{c},\"cpu_user_s\":0.25,\"cpu_sys_s\":0.75,\
+             \"max_rss_kb\":{rss}{extra}}}",
+            c = 10 * k,
+            t = 100 * k,
+            r = 200 * k,
+            e = 7 * (k - 1),
+            p99 = 4000 / k,
+            rss = 10240 * k,
+        )
+    }
+
+    /// The `<tr>` of the figures table whose header is `name`.
+    fn row<'a>(html: &'a str, name: &str) -> &'a str {
+        let start = html
+            .find(&format!("<tr><th>{name}</th>"))
+            .unwrap_or_else(|| panic!("no row {name}"));
+        let end = start + html[start..].find("</tr>").unwrap();
+        &html[start..end]
+    }
+
+    #[test]
+    fn overlays_one_series_per_run_in_run_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = run_dir(tmp.path(), "a", Some(&summary(1, "")), Some(&intervals(1)));
+        let b = run_dir(tmp.path(), "b", Some(&summary(2, "")), Some(&intervals(2)));
+        let runs = [load_run(&a).unwrap(), load_run(&b).unwrap()];
+        let labels = run_labels(&[a, b]);
+        assert_eq!(labels, ["a", "b"]);
+        let overlays = overlay_charts(&labels, &runs);
+        assert!(overlays.iter().all(|o| o.notes.is_empty()));
+        let charts: Vec<Chart> = overlays.into_iter().map(|o| o.chart).collect();
+        let names: Vec<&str> = charts.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, charts::NAMES);
+        let series = |name: &str| -> Vec<String> {
+            let c = charts.iter().find(|c| c.name == name).unwrap();
+            c.series.iter().map(|s| s.name.clone()).collect()
+        };
+        assert_eq!(series("users"), ["a: users", "b: users"]);
+        assert_eq!(series("throughput"), ["a: rps", "b: rps"]);
+        assert_eq!(series("latency"), ["a: p99", "b: p99"]);
+        assert_eq!(series("connect"), ["a: p99", "b: p99"]);
+        assert_eq!(series("errors"), ["a: errors", "b: errors"]);
+        assert_eq!(series("percentiles"), ["a: corrected", "b: corrected"]);
+        for c in &charts {
+            for s in &c.series {
+                assert!(!s.points.is_empty(), "{}: {} is empty", c.name, s.name);
+            }
+        }
+        // Errors: every kind summed per interval (x is the interval's end).
+        let errors = &charts.iter().find(|c| c.name == "errors").unwrap().series[0];
+        assert_eq!(errors.points, [(1.0, 3.0), (2.0, 4.0)]);
+        let latency = &charts.iter().find(|c| c.name == "latency").unwrap().series;
+        assert_eq!(latency[0].points, [(1.0, 4.0), (2.0, 4.0)]);
+        assert_eq!(latency[1].points, [(1.0, 2.0), (2.0, 2.0)]);
+
+        let html = render_runs(&labels, &runs);
+        for name in charts::NAMES {
+            assert_eq!(
+                html.matches(&format!("data-chart=\"{name}\"")).count(),
+                1,
+                "{name}"
+            );
+        }
+        assert!(html.contains("data-series=\"b: p99\" data-points=\"2\""));
+        assert_eq!(html, render_runs(&labels, &runs), "deterministic");
+    }
+
+    #[test]
+    fn ratios_against_the_first_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = run_dir(
+            tmp.path(),
+            "a",
+            Some(&summary(1, ",\"error_rate\":0.0")),
+            Some(&intervals(1)),
+        );
+        let b = run_dir(
+            tmp.path(),
+            "b",
+            Some(&summary(2, ",\"error_rate\":0.01")),
+            Some(&intervals(2)),
+        );
+        let html = render_compare(&[a, b]).unwrap();
+        let throughput = row(&html, "throughput (responses/s)");
+        assert!(
+            throughput.ends_with(
+                "<td class=\"n\">100</td><td class=\"n\">200</td>\
+                 <td class=\"n ratio\">2.00×</td>"
+            ),
+            "{throughput}"
+        );
+        assert!(row(&html, "requests").ends_with(">2.00×</td>"));
+        assert!(row(&html, "latency p99 (ms)").contains(">4.000<"));
+        assert!(row(&html, "latency p99 (ms)").ends_with(">0.50×</td>"));
+        assert!(row(&html, "latency p99.9 (ms)").ends_with(">1.00×</td>"));
+        assert!(row(&html, "peak connections").ends_with(">2.00×</td>"));
+        assert!(row(&html, "generator CPU, user + system (s)").contains(">1<"));
+        assert!(row(&html, "generator max RSS (MiB)").contains(">10<"));
+        // A base of 0: no ratio.
+        assert!(row(&html, "errors").ends_with(">7</td><td class=\"n ratio\">–</td>"));
+        assert!(row(&html, "error rate").ends_with(">1%</td><td class=\"n ratio\">–</td>"));
+        // The settings that differ are marked, the start time is not.
+        let command = row(&html, "command");
+        assert!(command.contains("<td class=\"diff\"><code>headroom run &lt;x&gt; -c 20"));
+        assert!(!row(&html, "model").contains("diff"));
+        assert!(!row(&html, "started at").contains("diff"));
+        assert!(!row(&html, "duration").contains("diff"));
+
+        assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50×");
+        assert_eq!(ratio(Some(1.0), Some(0.0)), "–");
+        assert_eq!(ratio(None, Some(2.0)), "–");
+        assert_eq!(ratio(Some(0.0), Some(2.0)), "0.00×");
+    }
+
+    #[test]
+    fn a_killed_run_compares_from_its_intervals_with_missing_figures() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = run_dir(tmp.path(), "a", Some(&summary(1, "")), Some(&intervals(1)));
+        let killed = run_dir(tmp.path(), "killed", None, Some(&intervals(2)));
+        let html = render_compare(&[a, killed]).unwrap();
+        // responses summed from the intervals: 200 + 200 over 2 s.
+        assert!(row(&html, "responses").ends_with(">400</td><td class=\"n ratio\">2.00×</td>"));
+        assert!(row(&html, "throughput (responses/s)").ends_with(">2.00×</td>"));
+        assert!(row(&html, "latency p99 (ms)")
+            .ends_with("<td class=\"n\">–</td><td class=\"n ratio\">–</td>"));
+        // The killed run's settings are unknown, not different.
+        assert!(
+            !row(&html, "command").contains("diff"),
+            "{}",
+            row(&html, "command")
+        );
+        assert!(row(&html, "duration").ends_with("<td>2 s</td><td>2 s</td>"));
+        assert!(html.contains("<p class=\"note\">killed: summary.json is missing"));
+        // The percentile chart has the killed run's (empty) series and its note.
+        assert!(html.contains("data-legend=\"killed: corrected\""));
+        assert!(!html.contains("data-series=\"killed: corrected\""));
+        assert!(html.contains(
+            "<figcaption>killed: no summary.json: percentiles not available</figcaption>"
+        ));
+        assert!(html.contains("data-series=\"killed: p99\" data-points=\"2\""));
+    }
+
+    #[test]
+    fn a_run_without_responses_has_no_latency_rather_than_zero() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = run_dir(tmp.path(), "a", Some(&summary(1, "")), Some(&intervals(1)));
+        let refused = run_dir(
+            tmp.path(),
+            "refused",
+            Some(
+                "{\"responses\":0,\"throughput_rps\":0.0,\"latency_us\":{\"count\":0,\"mean\":0.0,\
+                 \"p50\":0,\"p99\":0,\"max\":0},\"connect_us\":{\"count\":0,\"p99\":0}}",
+            ),
+            None,
+        );
+        let html = render_compare(&[a, refused]).unwrap();
+        assert!(row(&html, "throughput (responses/s)")
+            .ends_with(">0</td><td class=\"n ratio\">0.00×</td>"));
+        for figure in ["latency mean (ms)", "latency p99 (ms)", "connect p99 (ms)"] {
+            assert!(
+                row(&html, figure).ends_with("<td class=\"n\">–</td><td class=\"n ratio\">–</td>"),
+                "{}",
+                row(&html, figure)
+            );
+        }
+    }
+
+    #[test]
+    fn equal_directory_names_get_unique_labels() {
+        let tmp = tempfile::tempdir().unwrap();
+        let x = run_dir(tmp.path(), "x/run", None, Some(&intervals(1)));
+        let y = run_dir(tmp.path(), "y/run", None, Some(&intervals(2)));
+        let a = run_dir(tmp.path(), "a", None, Some(&intervals(1)));
+        let dirs = [x.clone(), y, a.clone(), a.clone(), x.join(".")];
+        let labels = run_labels(&dirs);
+        // The parent of `a` is the temporary directory, whatever its name.
+        let t = parent_name(&a).unwrap();
+        assert_eq!(
+            labels,
+            [
+                "x/run".to_string(),
+                "y/run".to_string(),
+                format!("{t}/a"),
+                format!("{t}/a (2)"),
+                "x/run (2)".to_string(),
+            ]
+        );
+        let html = render_compare(&dirs[..2]).unwrap();
+        assert!(html.contains("data-series=\"x/run: rps\""));
+        assert!(html.contains("data-series=\"y/run: rps\""));
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = run_dir(tmp.path(), "<a&b>", None, Some(&intervals(1)));
+        let b = run_dir(tmp.path(), "b\"", None, Some(&intervals(1)));
+        let html = render_compare(&[a, b]).unwrap();
+        assert!(!html.contains("<a&b>") && !html.contains("b\":"));
+        assert!(html.contains("data-series=\"&lt;a&amp;b&gt;: rps\""));
+        assert!(html.contains("data-series=\"b&quot;: rps\""));
+    }
+
+    #[test]
+    fn a_bad_directory_gives_its_own_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = run_dir(tmp.path(), "a", Some(&summary(1, "")), Some(&intervals(1)));
+        let empty = run_dir(tmp.path(), "empty", None, None);
+        let bad = run_dir(tmp.path(), "bad", Some("{\"requests\": 1,\n}"), None);
+        let missing = tmp.path().join("missing");
+
+        match render_compare(&[a.clone(), empty.clone()]) {
+            Err(ReportError::NotARun { dir }) => assert_eq!(dir, empty),
+            other => panic!("{other:?}"),
+        }
+        match render_compare(&[a.clone(), bad.clone()]) {
+            Err(ReportError::Json { path, line, .. }) => {
+                assert_eq!(path, bad.join("summary.json"));
+                assert_eq!(line, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        match render_compare(&[missing.clone(), a]) {
+            Err(ReportError::Io { path, .. }) => assert_eq!(path, missing),
+            other => panic!("{other:?}"),
+        }
+        assert!(render_compare(&[]).is_err());
+    }
+
+    #[test]
+    fn time_axes_in_seconds_and_minutes_share_the_coarser_unit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let short = run_dir(tmp.path(), "short", None, Some(&intervals(1)));
+        // 1800 s: charted in minutes.
+        let long_line = "{\"index\":0,\"t_s\":0.0,\"length_s\":1800.0,\"responses\":10,\
+                         \"users_active\":3}\n";
+        let long = run_dir(tmp.path(), "long", None, Some(long_line));
+        let runs = [load_run(&short).unwrap(), load_run(&long).unwrap()];
+        let overlays = overlay_charts(&run_labels(&[short, long]), &runs);
+        let of = |name: &str| overlays.iter().find(|o| o.chart.name == name).unwrap();
+        let users = &of("users").chart;
+        assert_eq!(users.x_label, "minutes since start");
+        assert_eq!(
+            users.series[0].points,
+            [(1.0 / 60.0, 1.0), (2.0 / 60.0, 1.0)]
+        );
+        assert_eq!(users.series[1].points, [(30.0, 3.0)]);
+        // The long run has no latency: an empty series keeps its colour and legend entry.
+        let latency = &of("latency").chart;
+        assert_eq!(latency.series[1].points, []);
+        // A note of one run goes under the chart with its label; a note of all runs in it.
+        assert_eq!(of("errors").chart.note, None);
+        assert_eq!(of("errors").notes, ["long: no errors"]);
+        assert_eq!(
+            of("percentiles").chart.note.as_deref(),
+            Some("no summary.json: percentiles not available")
+        );
+        assert!(of("percentiles").notes.is_empty());
+    }
 }

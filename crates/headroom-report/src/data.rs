@@ -89,6 +89,8 @@ pub struct Summary {
     pub model: Option<String>,
     /// The load model's parameters as (key, value text), in file order of keys (sorted).
     pub load: Vec<(String, String)>,
+    /// Where the run ran (`environment`: kernel, os, cpu, cores, memory_bytes, hostname).
+    pub environment: Vec<(String, String)>,
     pub threads: Option<u64>,
     pub keepalive: Option<bool>,
     pub pipeline: Option<u64>,
@@ -293,6 +295,7 @@ fn summary_from(o: &Map<String, Value>) -> Summary {
         target: str_of(o.get("target")),
         model: str_of(o.get("model")),
         load: pairs_of(o.get("load")),
+        environment: pairs_of(o.get("environment")),
         threads: u64_of(o.get("threads")),
         keepalive: o.get("keepalive").and_then(Value::as_bool),
         pipeline: u64_of(o.get("pipeline")),
@@ -361,6 +364,18 @@ fn scenario_from(o: &Map<String, Value>) -> Scenario {
         by_transaction: names(o.get("by_transaction")),
         matches: pairs_of(o.get("matches")),
         sessions: pairs_of(o.get("sessions")),
+    }
+}
+
+/// One interval line already parsed as JSON (as `headroom run` writes it to intervals.jsonl),
+/// numbered `line`; a value that is not an object gives an interval with every field missing.
+pub fn interval_from_value(v: &Value, line: usize) -> Interval {
+    match v {
+        Value::Object(o) => interval_from(o, line),
+        _ => Interval {
+            line,
+            ..Interval::default()
+        },
     }
 }
 

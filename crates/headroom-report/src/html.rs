@@ -151,6 +151,22 @@ pub(crate) fn settings(out: &mut String, s: &Summary) {
         let _ = writeln!(out, "<tr><th>{k}</th><td>{v}</td></tr>");
     }
     out.push_str("</table>\n");
+    if !s.environment.is_empty() {
+        out.push_str("<h3>Environment</h3>\n<table class=\"environment\">\n");
+        for (k, v) in &s.environment {
+            let v = match (k.as_str(), v.parse::<f64>()) {
+                ("memory_bytes", Ok(b)) => format!("{:.1} GiB", b / (1u64 << 30) as f64),
+                _ => v.clone(),
+            };
+            let _ = writeln!(
+                out,
+                "<tr><th>{}</th><td>{}</td></tr>",
+                escape(&k.replace('_', " ")),
+                escape(&v)
+            );
+        }
+        out.push_str("</table>\n");
+    }
 }
 
 pub(crate) fn headline(out: &mut String, s: &Summary) {
@@ -243,7 +259,13 @@ pub(crate) fn figures_table(out: &mut String, rows: &[(&str, &Figures)]) {
     out.push_str("</table>\n");
 }
 
-pub(crate) fn counts_table(out: &mut String, title: &str, key: &str, m: &BTreeMap<String, u64>, empty: &str) {
+pub(crate) fn counts_table(
+    out: &mut String,
+    title: &str,
+    key: &str,
+    m: &BTreeMap<String, u64>,
+    empty: &str,
+) {
     let _ = writeln!(out, "<h3>{title}</h3>");
     if m.is_empty() {
         let _ = writeln!(out, "<p>{empty}</p>");

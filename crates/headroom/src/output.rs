@@ -141,6 +141,7 @@ pub fn summary_json(
         "cpu_user_s": round3(usage.cpu_user_s),
         "cpu_sys_s": round3(usage.cpu_sys_s),
         "max_rss_kb": usage.max_rss_kb,
+        "environment": environment(),
     });
     if let (Some(extra), Some(obj)) = (
         crate::scenario::summary_sections(plan, t),
@@ -149,6 +150,69 @@ pub fn summary_json(
         obj.insert("scenario".into(), extra);
     }
     summary
+}
+
+/// Where the run ran: kernel, OS, CPU model and count, memory, host name (read from /proc and
+/// /etc; a value that cannot be read is left out).
+pub fn environment() -> serde_json::Value {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let mut env = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<serde_json::Value>| {
+        if let Some(v) = v {
+            env.insert(k.to_string(), v);
+        }
+    };
+    put(
+        "hostname",
+        read("/proc/sys/kernel/hostname").map(Into::into),
+    );
+    put(
+        "kernel",
+        read("/proc/sys/kernel/osrelease").map(|r| {
+            format!(
+                "{} {r}",
+                read("/proc/sys/kernel/ostype").unwrap_or_else(|| "Linux".into())
+            )
+            .into()
+        }),
+    );
+    put(
+        "os",
+        read("/etc/os-release").and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string().into())
+        }),
+    );
+    put(
+        "cpu",
+        read("/proc/cpuinfo").and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string().into())
+        }),
+    );
+    put(
+        "cores",
+        std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get().into()),
+    );
+    put(
+        "memory_bytes",
+        read("/proc/meminfo").and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map(|kb| (kb * 1024).into())
+        }),
+    );
+    serde_json::Value::Object(env)
 }
 
 fn round3(v: f64) -> f64 {

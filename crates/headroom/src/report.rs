@@ -9,24 +9,37 @@ use clap::Args;
 use crate::args::UsageError;
 
 const REPORT_LONG: &str = "\
-Write a self-contained HTML report of a run directory (made by `headroom run --out DIR` or
-`headroom demo`): users and connections, throughput, latency percentiles, errors per second by
-kind and connect time over time, the latency percentile distribution, the run's settings and
-figures, and per-request and per-transaction tables for scenarios. Charts are inline SVG: the
-page needs no network and can be mailed or attached to a ticket.
+Write a self-contained HTML report (inline SVG charts, no script, no network: it can be mailed or
+attached to a ticket).
+
+  One run directory (made by `headroom run --out DIR` or `headroom demo`): users and connections,
+  throughput, latency percentiles, errors per second by kind and connect time over time, the full
+  latency percentile distribution (from latency.hlog), settings, environment and figures, and
+  per-request and per-transaction tables for scenarios. `run --out` writes it by itself at the end.
+
+  A lab's output directory (made by `headroom lab`): the pivot tables, a bar chart per table with
+  95% confidence whiskers, each configuration's capacity curve and the server's CPU and memory
+  over time. `lab` writes it by itself at the end.
+
+  Several run directories: a comparison. Every chart with the runs overlaid on the same axes, and
+  the figures side by side with ratios against the first run (the baseline).
+
+The page goes to the first directory as report.html unless -o says otherwise.
 
 Examples:
-  headroom run http://127.0.0.1:8080/ -d 30s --out runs/a && headroom report runs/a
+  headroom run http://127.0.0.1:8080/ -d 30s --out runs/a      # writes runs/a/report.html
   headroom report runs/a -o /tmp/a.html
+  headroom report runs/a runs/b runs/c -o compare.html         # b and c against a
+  headroom report lab-runs/kernel-poll
 
-Exit codes: 0 written; 1 the directory could not be read; 2 bad command line.
-
-Not yet: comparing several runs, lab reports, writing the report after every run.";
+Exit codes: 0 written; 1 a directory could not be read (the message names file:line:column);
+2 bad command line (no such directory, a lab given to a comparison).";
 
 #[derive(Args, Debug)]
 #[command(long_about = REPORT_LONG)]
 pub struct ReportArgs {
-    /// The run directory.
+    /// A run directory, a lab's output directory, or several run directories to compare (the
+    /// first is the baseline).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
     /// Where to write the page (default: DIR/report.html).

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub mod chromium;
+
 pub fn headroom() -> Command {
     Command::new(env!("CARGO_BIN_EXE_headroom"))
 }

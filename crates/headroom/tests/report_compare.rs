@@ -1,0 +1,209 @@
+//! `headroom report A B`: two real runs against headroom serve (in this process, on loopback)
+//! compared on one page — every chart once with both runs on it, the figures with their
+//! ratios, nothing from the network — and the command lines it refuses.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::headroom;
+
+fn serve() -> headroom_serve::RunningServer {
+    headroom_serve::start(headroom_serve::ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        workers: 1,
+        ..Default::default()
+    })
+    .expect("start headroom serve")
+}
+
+/// `headroom run URL -c C -d 2s --out DIR`, which must succeed.
+fn run(url: &str, connections: &str, dir: &Path) {
+    let out = headroom()
+        .args(["run", url, "-c", connections, "-d", "2s", "-q", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `headroom report DIRS...`: exit code, stdout, stderr.
+fn report(dirs: &[&Path], extra: &[&str]) -> (Option<i32>, String, String) {
+    let out = headroom()
+        .arg("report")
+        .args(dirs)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The value of `attr="..."` in each tag of `html` that contains `marker`.
+fn attrs<'a>(html: &'a str, marker: &str, attr: &str) -> Vec<&'a str> {
+    html.match_indices(marker)
+        .filter_map(|(at, _)| {
+            let tag_end = html[at..].find('>')? + at;
+            let tag_start = html[..at].rfind('<')?;
+            let tag = &html[tag_start..tag_end];
+            let key = format!("{attr}=\"");
+            let v = tag.find(&key)? + key.len();
+            let end = tag[v..].find('"')? + v;
+            Some(&tag[v..end])
+        })
+        .collect()
+}
+
+/// The `<svg>` element of the chart `name`.
+fn chart<'a>(html: &'a str, name: &str) -> &'a str {
+    let start = html
+        .find(&format!("data-chart=\"{name}\""))
+        .unwrap_or_else(|| panic!("no chart {name}"));
+    let start = html[..start].rfind("<svg").unwrap();
+    let end = start + html[start..].find("</svg>").unwrap();
+    &html[start..end]
+}
+
+/// The `<tr>` whose header cell is `name`.
+fn row<'a>(html: &'a str, name: &str) -> &'a str {
+    let start = html
+        .find(&format!("<tr><th>{name}</th>"))
+        .unwrap_or_else(|| panic!("no row {name}"));
+    let end = start + html[start..].find("</tr>").unwrap();
+    &html[start..end]
+}
+
+/// Each chart holds a series with points of every label.
+fn assert_every_chart_has(html: &str, labels: &[&str]) {
+    let charts = attrs(html, "data-chart=", "data-chart");
+    for name in headroom_report::charts::NAMES {
+        assert_eq!(
+            charts.iter().filter(|c| **c == name).count(),
+            1,
+            "chart {name}: {charts:?}"
+        );
+        let svg = chart(html, name);
+        let series = attrs(svg, "data-series=", "data-series");
+        let points = attrs(svg, "data-series=", "data-points");
+        assert_eq!(series.len(), points.len());
+        for label in labels {
+            let prefix = format!("{label}: ");
+            assert!(
+                series
+                    .iter()
+                    .zip(&points)
+                    .any(|(s, p)| s.starts_with(&prefix) && p.parse::<usize>().unwrap() > 0),
+                "chart {name} has no series of {label}: {series:?} {points:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn two_real_runs_compare_on_one_page() {
+    let server = serve();
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    let url = format!("http://{}/sleep/1", server.local_addr());
+    run(&url, "2", &a);
+    run(&url, "6", &b);
+    server.stop();
+
+    let (code, stdout, stderr) = report(&[&a, &b], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let page = a.join("report.html");
+    assert_eq!(stdout.trim(), page.display().to_string());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_every_chart_has(&html, &["a", "b"]);
+
+    // The ratio table: every figure of b against a; both runs answered, so the throughput,
+    // request and latency ratios are numbers.
+    assert!(html.contains("<table class=\"figures compare\">"));
+    for figure in [
+        "throughput (responses/s)",
+        "requests",
+        "responses",
+        "latency p99 (ms)",
+        "peak connections",
+    ] {
+        let r = row(&html, figure);
+        let ratio = r
+            .rsplit("<td class=\"n ratio\">")
+            .next()
+            .unwrap()
+            .trim_end_matches("</td>");
+        let value: f64 = ratio
+            .strip_suffix('×')
+            .unwrap_or_else(|| panic!("{figure}: {r}"))
+            .parse()
+            .unwrap();
+        assert!(value > 0.0, "{figure}: {r}");
+    }
+    // -c 2 against -c 6: three times the connections.
+    assert!(row(&html, "peak connections").ends_with(">3.00×</td>"));
+    // The settings side by side, the command line differing.
+    assert!(row(&html, "command").contains("<td class=\"diff\">"));
+
+    // Self-contained: no script, no style or image from elsewhere.
+    assert!(!html.contains("<script"));
+    for bad in ["src=\"http", "href=\"http", "@import", "url(http"] {
+        assert!(!html.contains(bad), "the page loads {bad}…");
+    }
+
+    // -o, and a run killed before summary.json compares from its intervals.
+    let killed = tmp.path().join("killed");
+    std::fs::create_dir(&killed).unwrap();
+    std::fs::copy(b.join("intervals.jsonl"), killed.join("intervals.jsonl")).unwrap();
+    let out = tmp.path().join("cmp.html");
+    let (code, stdout, stderr) = report(&[&a, &killed], &["-o", out.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), out.display().to_string());
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("killed: summary.json is missing"));
+    assert!(row(&html, "responses").contains("×</td>"));
+    assert!(row(&html, "latency p99 (ms)").ends_with("<td class=\"n ratio\">–</td>"));
+}
+
+#[test]
+fn compare_refuses_a_missing_directory_and_a_lab() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    std::fs::write(
+        a.join("intervals.jsonl"),
+        "{\"index\":0,\"t_s\":0.0,\"length_s\":1.0,\"responses\":10,\"rps\":10.0}\n",
+    )
+    .unwrap();
+
+    let missing = PathBuf::from("/nonexistent/run");
+    let (code, _, stderr) = report(&[&a, &missing], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/run is not a directory"),
+        "{stderr}"
+    );
+
+    let lab = tmp.path().join("lab");
+    std::fs::create_dir(&lab).unwrap();
+    std::fs::write(lab.join("tables.csv"), "config,rate\nx,1\n").unwrap();
+    let (code, _, stderr) = report(&[&a, &lab], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is a lab's output"), "{stderr}");
+    assert!(!a.join("report.html").exists(), "nothing written");
+
+    // A directory that is not a run: exit 1, naming it.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, _, stderr) = report(&[&a, &empty], &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("not a run directory"), "{stderr}");
+    assert!(stderr.contains(&empty.display().to_string()), "{stderr}");
+}

@@ -307,9 +307,40 @@ fn one_hour_run_is_small_and_fast() {
         })
         .collect();
     write_run(dir.path(), Some(&summary()), &lines);
+    // And the hour's latency.hlog: 3,600 intervals of corrected, uncorrected and connect
+    // histograms of ~1,000 samples each, as `headroom run --out` writes them.
+    {
+        let file = std::fs::File::create(dir.path().join("latency.hlog")).unwrap();
+        let mut w = headroom_metrics::hlog::HlogWriter::new(
+            std::io::BufWriter::new(file),
+            std::time::SystemTime::now(),
+            "one hour",
+        )
+        .unwrap();
+        let mut h = headroom_metrics::new_histogram();
+        for i in 0..3600u64 {
+            h.reset();
+            for k in 0..1000u64 {
+                h.record(200 + (k * k * (i % 7 + 1)) % 50_000).unwrap();
+            }
+            let at = std::time::Duration::from_secs(i);
+            let len = std::time::Duration::from_secs(1);
+            w.write(None, at, len, &h).unwrap();
+            w.write(Some("uncorrected"), at, len, &h).unwrap();
+            w.write(Some("connect"), at, len, &h).unwrap();
+        }
+    }
     let started = Instant::now();
     let html = render_run(dir.path()).unwrap();
     let took = started.elapsed();
+    let pct = charts(&html)
+        .into_iter()
+        .find(|c| c.0 == "percentiles")
+        .unwrap();
+    assert!(
+        pct.1.iter().all(|n| *n > 50),
+        "the full distribution from latency.hlog: {pct:?}"
+    );
     eprintln!(
         "one-hour report: {} bytes ({:.2} MB), rendered in {:?}",
         html.len(),

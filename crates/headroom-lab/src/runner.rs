@@ -843,10 +843,16 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     };
     write("tables.md", &md)?;
     write("tables.csv", &csv)?;
+    let json = serde_json::to_string_pretty(&tables).map_err(|e| e.to_string())?;
+    write("tables.json", &format!("{json}\n"))?;
     let factor_names: Vec<String> = l.exp.factors.keys().cloned().collect();
     write(
         "intervals.csv",
         &curve_csv(&runs, &factor_names, Curve::Intervals),
+    )?;
+    write(
+        "samples.csv",
+        &curve_csv(&runs, &factor_names, Curve::Samples),
     )?;
     let mut curves = Vec::new();
     if let Some(rs) = &l.rate_search {
@@ -1061,14 +1067,18 @@ fn search_run(
     })
 }
 
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Curve {
     /// Every load interval of every good run (the connection-capacity curve).
     Intervals,
     /// Every probe of every search (the rate curve).
     Probes,
+    /// Every server sample of every run, failed ones too (a server's memory before it died is
+    /// worth seeing); `run_ok` tells them apart.
+    Samples,
 }
 
-/// A CSV of per-interval or per-probe rows, one per line, with the factors first.
+/// A CSV of per-interval, per-probe or per-sample rows, one per line, with the factors first.
 fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
     let cols: &[&str] = match kind {
         Curve::Intervals => &[
@@ -1097,6 +1107,16 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
             "server_cpu_sys_pct",
             "reason",
         ],
+        Curve::Samples => &[
+            "probe",
+            "t_s",
+            "cpu_user_pct",
+            "cpu_sys_pct",
+            "rss_bytes",
+            "fds",
+            "threads",
+            "run_ok",
+        ],
     };
     let mut out = String::new();
     let header: Vec<&str> = factors
@@ -1107,9 +1127,13 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
         .collect();
     out.push_str(&header.join(","));
     out.push('\n');
-    for r in runs.iter().filter(|r| r.status.is_ok()) {
+    for r in runs
+        .iter()
+        .filter(|r| kind == Curve::Samples || r.status.is_ok())
+    {
         let rows: Vec<&serde_json::Value> = match kind {
             Curve::Intervals => r.intervals.iter().collect(),
+            Curve::Samples => r.samples.iter().collect(),
             Curve::Probes => r.summary["probes"]
                 .as_array()
                 .map(|a| a.iter().collect())
@@ -1122,6 +1146,10 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
                 .collect();
             cells.push(r.repetition.to_string());
             for c in cols {
+                if *c == "run_ok" {
+                    cells.push(r.status.is_ok().to_string());
+                    continue;
+                }
                 cells.push(match &row[*c] {
                     serde_json::Value::Null => String::new(),
                     serde_json::Value::String(s) => csv_field(s),
@@ -1258,6 +1286,47 @@ mod tests {
         let (r, seen) = against(137.0, &spec(10.0, 1000.0, 0.001, 6));
         assert_eq!(seen.len(), 6);
         assert_eq!((r.sustained, r.broke), (Some(120.0), Some(160.0)));
+    }
+
+    #[test]
+    fn samples_csv_has_every_runs_samples_with_its_status() {
+        use super::{curve_csv, Curve};
+        use crate::store::{RunRecord, RunStatus};
+        let run = |level: &str, status: RunStatus, samples: Vec<serde_json::Value>| RunRecord {
+            factors: [("poller".to_string(), level.to_string())].into(),
+            repetition: 1,
+            status,
+            started_at: String::new(),
+            duration_s: 1.0,
+            metrics: Default::default(),
+            summary: serde_json::Value::Null,
+            intervals: vec![json!({"t_s": 0.0, "responses": 3})],
+            samples,
+        };
+        let sample = |t: f64, sys: f64| json!({"t_s": t, "cpu_user_pct": 1.5, "cpu_sys_pct": sys, "rss_bytes": 4096, "fds": 7, "threads": 2, "machine": {}});
+        let runs = [
+            run(
+                "poll",
+                RunStatus::Ok,
+                vec![sample(1.0, 60.0), sample(2.0, 61.0)],
+            ),
+            run(
+                "epoll",
+                RunStatus::LoadFailed { reason: "x".into() },
+                vec![sample(1.0, 3.0)],
+            ),
+        ];
+        let csv = curve_csv(&runs, &["poller".to_string()], Curve::Samples);
+        assert_eq!(
+            csv,
+            "poller,repetition,probe,t_s,cpu_user_pct,cpu_sys_pct,rss_bytes,fds,threads,run_ok\n\
+             poll,1,,1.0,1.5,60.0,4096,7,2,true\n\
+             poll,1,,2.0,1.5,61.0,4096,7,2,true\n\
+             epoll,1,,1.0,1.5,3.0,4096,7,2,false\n"
+        );
+        // Intervals keep to the good runs.
+        let iv = curve_csv(&runs, &["poller".to_string()], Curve::Intervals);
+        assert_eq!(iv.lines().count(), 2, "{iv}");
     }
 
     #[test]

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use crate::store::RunRecord;
 
-/// A metric over the repetitions of one cell.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A metric over the repetitions of one cell. Serialised (in `tables.json`) as
+/// `{"mean": .., "ci95": .. or null, "n": ..}`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Cell {
     pub mean: f64,
     /// Half-width of the 95% confidence interval of the mean (Student t), None with one value.
@@ -82,8 +83,9 @@ pub fn mean_ci(values: &[f64]) -> Option<Cell> {
     Some(Cell { mean, ci95, n })
 }
 
-/// A pivot table of one metric.
-#[derive(Debug, Clone, PartialEq)]
+/// A pivot table of one metric. Serialised (in `tables.json`) with these field names; an empty
+/// cell is `null`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Table {
     pub title: String,
     /// The metric the cells hold (labels the single column of a table without column factors).
@@ -462,6 +464,38 @@ mod tests {
         // Continuous with the table at 30.
         assert!((t_975(30) - 2.042272).abs() < 1e-6);
         assert!(t_975(31) < t_975(30));
+    }
+
+    #[test]
+    fn tables_serialise_with_null_for_empty_cells() {
+        let t = Table {
+            title: "t".into(),
+            metric: "m".into(),
+            row_factors: vec!["a".into()],
+            col_factors: vec!["b".into()],
+            rows: vec![vec!["1".into()]],
+            cols: vec![vec!["x".into()], vec!["y".into()]],
+            cells: vec![vec![
+                Some(Cell {
+                    mean: 2.5,
+                    ci95: None,
+                    n: 1,
+                }),
+                None,
+            ]],
+            failed: vec![vec![0, 2]],
+            runs: vec![vec![1, 2]],
+        };
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "title": "t", "metric": "m", "row_factors": ["a"], "col_factors": ["b"],
+                "rows": [["1"]], "cols": [["x"], ["y"]],
+                "cells": [[{"mean": 2.5, "ci95": null, "n": 1}, null]],
+                "failed": [[0, 2]], "runs": [[1, 2]],
+            })
+        );
     }
 
     #[test]

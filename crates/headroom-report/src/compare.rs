@@ -422,6 +422,8 @@ fn overlay(base: &Chart, labels: &[String], charts: &[Option<&Chart>]) -> Overla
     let mut c = Chart {
         series: Vec::new(),
         note: None,
+        // `LABEL: series` names are long: widen the picture rather than clip them.
+        wide_legend: true,
         ..base.clone()
     };
     // The coarsest time unit of the runs, when every one is a time axis.

@@ -1,7 +1,30 @@
-//! The report of a lab's output directory (written by `headroom lab`, see docs/lab.md).
+//! The report of a lab's output directory (written by `headroom lab`, see docs/lab.md): one
+//! self-contained page with each pivot table as an HTML table and a grouped bar chart, the
+//! capacity curves of every configuration, and the server's CPU, memory and descriptors over
+//! time.
+//!
+//! Read from the directory, each optional but the tables:
+//!
+//! - `tables.json` (else `tables.csv`): the pivot tables;
+//! - `rate-curve.csv`: every probe of a max-rate search (charts against the offered rate);
+//! - `intervals.csv`: every load interval (charts over time, when there is no rate curve);
+//! - `samples.csv`: every server sample.
+//!
+//! The SQLite store is not read: the page is made from the files the lab writes next to it.
+//! The experiment's name is the directory's.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
+use crate::bars::{Bar, BarChart};
+use crate::csv::{self, Csv, Record};
+use crate::html::{close_page, open_page};
+use crate::svg::{escape, Chart, Series};
 use crate::ReportError;
 
 /// Whether `dir` looks like a lab's output directory (it holds `lab.sqlite` or `tables.csv`
@@ -11,9 +34,1337 @@ pub fn is_lab_dir(dir: &Path) -> bool {
         && !dir.join("intervals.jsonl").exists()
 }
 
+/// One cell of a pivot table: the mean over the cell's good runs, the half-width of its 95%
+/// confidence interval (None with one run), and how many runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LabCell {
+    pub mean: f64,
+    pub ci95: Option<f64>,
+    pub n: usize,
+}
+
+/// A pivot table as the lab wrote it (`tables.json`; see `headroom_lab::table::Table`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabTable {
+    pub title: String,
+    pub metric: String,
+    pub row_factors: Vec<String>,
+    pub col_factors: Vec<String>,
+    /// One level per row factor, for each row.
+    pub rows: Vec<Vec<String>>,
+    /// One level per column factor, for each column.
+    pub cols: Vec<Vec<String>>,
+    /// `cells[row][col]`.
+    pub cells: Vec<Vec<Option<LabCell>>>,
+    /// `failed[row][col]`: failed runs of the cell.
+    pub failed: Vec<Vec<usize>>,
+    /// `runs[row][col]`: runs of the cell (None when read from tables.csv, which lacks it).
+    pub runs: Option<Vec<Vec<usize>>>,
+}
+
+/// A configuration and repetition: the factors' levels in the CSV files' column order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RunKey {
+    pub factors: Vec<(String, String)>,
+    pub repetition: u32,
+}
+
+impl RunKey {
+    /// "poller=poll sndbuf=8k workers=1".
+    pub fn config_label(&self) -> String {
+        self.factors
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// One probe of a rate search (a line of `rate-curve.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabProbe {
+    pub run: RunKey,
+    /// Offered rate (sessions/s).
+    pub rate: f64,
+    /// Whether the probe held the SLO.
+    pub ok: bool,
+    pub throughput_rps: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    /// p99 of the SLO's transaction (`slo.of`), when the search had one.
+    pub of_p99_ms: Option<f64>,
+}
+
+/// One load interval (a line of `intervals.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabInterval {
+    pub run: RunKey,
+    pub probe: Option<u32>,
+    pub t_s: f64,
+    pub responses: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    pub connections_open: Option<f64>,
+}
+
+/// One server sample (a line of `samples.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSample {
+    pub run: RunKey,
+    pub probe: Option<u32>,
+    pub t_s: f64,
+    pub cpu_user_pct: Option<f64>,
+    pub cpu_sys_pct: Option<f64>,
+    pub rss_bytes: Option<f64>,
+    pub fds: Option<f64>,
+    /// Whether the run was good (samples.csv has failed runs' samples too).
+    pub run_ok: bool,
+}
+
+/// Everything a lab report is made from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabData {
+    pub dir: PathBuf,
+    /// The experiment's name: the directory's.
+    pub name: String,
+    pub tables: Vec<LabTable>,
+    /// None: no rate-curve.csv (not a rate search).
+    pub probes: Option<Vec<LabProbe>>,
+    /// None: no intervals.csv.
+    pub intervals: Option<Vec<LabInterval>>,
+    /// None: no samples.csv.
+    pub samples: Option<Vec<LabSample>>,
+    /// Missing files and other things the reader should know, shown at the top.
+    pub notes: Vec<String>,
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, ReportError> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ReportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Reads the lab directory `dir`: tables.json (else tables.csv) must be there, the other files
+/// may be missing (a note says so); a bad file is an error naming its line.
+pub fn load_lab(dir: &Path) -> Result<LabData, ReportError> {
+    fs::metadata(dir).map_err(|source| ReportError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_os_string())
+        .or_else(|| {
+            dir.canonicalize()
+                .ok()?
+                .file_name()
+                .map(|n| n.to_os_string())
+        })
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let mut data = LabData {
+        dir: dir.to_path_buf(),
+        name,
+        ..LabData::default()
+    };
+    let json_path = dir.join("tables.json");
+    let csv_path = dir.join("tables.csv");
+    if let Some(text) = read_optional(&json_path)? {
+        data.tables = parse_tables_json(&text, &json_path)?;
+    } else if let Some(text) = read_optional(&csv_path)? {
+        data.tables = parse_tables_csv(&text, &csv_path)?;
+        data.notes.push(
+            "tables.json is missing (the lab was written by an older headroom): the tables come \
+             from tables.csv, with the last factor of each as its columns. Run the lab again \
+             with the same output: it finds its runs stored and rewrites every file."
+                .to_string(),
+        );
+    } else {
+        return Err(ReportError::NotALab {
+            dir: dir.to_path_buf(),
+        });
+    }
+
+    let path = dir.join("rate-curve.csv");
+    if let Some(text) = read_optional(&path)? {
+        data.probes = Some(parse_probes(&Csv::parse(&text, &path)?)?);
+    }
+    let path = dir.join("intervals.csv");
+    if let Some(text) = read_optional(&path)? {
+        data.intervals = Some(parse_intervals(&Csv::parse(&text, &path)?)?);
+    } else if data.probes.is_none() {
+        data.notes.push(
+            "intervals.csv is missing: no connection or latency curves over time.".to_string(),
+        );
+    }
+    let path = dir.join("samples.csv");
+    if let Some(text) = read_optional(&path)? {
+        data.samples = Some(parse_samples(&Csv::parse(&text, &path)?)?);
+    } else {
+        data.notes.push(
+            "samples.csv is missing (the lab was written by an older headroom): no server \
+             charts. Run the lab again with the same output: it finds its runs stored and \
+             writes it."
+                .to_string(),
+        );
+    }
+    Ok(data)
+}
+
 /// Reads the lab directory `dir` and renders its report.
 pub fn render_lab(dir: &Path) -> Result<String, ReportError> {
-    Err(ReportError::NotARun {
-        dir: dir.to_path_buf(),
+    Ok(page(&load_lab(dir)?))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+fn json_error(path: &Path, line: usize, column: usize, message: String) -> ReportError {
+    ReportError::Json {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+fn parse_tables_json(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+        json_error(path, e.line().max(1), e.column(), message)
+    })?;
+    let bad = |k: usize, what: &str| json_error(path, 1, 1, format!("table {}: {what}", k + 1));
+    let Value::Array(items) = v else {
+        return Err(json_error(path, 1, 1, "not an array of tables".into()));
+    };
+    let strings = |v: &Value| -> Option<Vec<String>> {
+        v.as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    let string_rows =
+        |v: &Value| -> Option<Vec<Vec<String>>> { v.as_array()?.iter().map(strings).collect() };
+    let count_rows = |v: &Value| -> Option<Vec<Vec<usize>>> {
+        v.as_array()?
+            .iter()
+            .map(|row| {
+                row.as_array()?
+                    .iter()
+                    .map(|n| n.as_u64().map(|n| n as usize))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut tables = Vec::new();
+    for (k, t) in items.iter().enumerate() {
+        let text_of = |key: &str| t[key].as_str().unwrap_or_default().to_string();
+        let list = |key: &str| {
+            strings(&t[key]).ok_or_else(|| bad(k, &format!("'{key}' is not a list of strings")))
+        };
+        let grid = |key: &str| {
+            string_rows(&t[key])
+                .ok_or_else(|| bad(k, &format!("'{key}' is not a list of lists of strings")))
+        };
+        let rows = grid("rows")?;
+        let cols = grid("cols")?;
+        let cells: Vec<Vec<Option<LabCell>>> = t["cells"]
+            .as_array()
+            .and_then(|rs| {
+                rs.iter()
+                    .map(|row| {
+                        row.as_array()?
+                            .iter()
+                            .map(|c| match c {
+                                Value::Null => Some(None),
+                                Value::Object(o) => Some(Some(LabCell {
+                                    // A NaN mean is written as null: no value.
+                                    mean: o.get("mean")?.as_f64().unwrap_or(f64::NAN),
+                                    ci95: o.get("ci95").and_then(Value::as_f64),
+                                    n: o.get("n").and_then(Value::as_u64).unwrap_or(0) as usize,
+                                })),
+                                _ => None,
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .ok_or_else(|| bad(k, "'cells' is not a list of lists of cells or nulls"))?;
+        let failed = match &t["failed"] {
+            Value::Null => vec![vec![0; cols.len()]; rows.len()],
+            v => {
+                count_rows(v).ok_or_else(|| bad(k, "'failed' is not a list of lists of counts"))?
+            }
+        };
+        let runs = match &t["runs"] {
+            Value::Null => None,
+            v => Some(
+                count_rows(v).ok_or_else(|| bad(k, "'runs' is not a list of lists of counts"))?,
+            ),
+        };
+        let fits =
+            |g: &[Vec<usize>]| g.len() == rows.len() && g.iter().all(|r| r.len() == cols.len());
+        if cells.len() != rows.len()
+            || cells.iter().any(|r| r.len() != cols.len())
+            || !fits(&failed)
+            || runs.as_deref().is_some_and(|r| !fits(r))
+        {
+            return Err(bad(
+                k,
+                &format!(
+                    "cells, failed and runs must be {} rows x {} columns",
+                    rows.len(),
+                    cols.len()
+                ),
+            ));
+        }
+        tables.push(LabTable {
+            title: text_of("title"),
+            metric: text_of("metric"),
+            row_factors: list("row_factors")?,
+            col_factors: list("col_factors")?,
+            rows,
+            cols,
+            cells,
+            failed,
+            runs,
+        });
+    }
+    Ok(tables)
+}
+
+/// tables.csv: per table a `# title` line, a header (the factors, then mean, ci95, n, failed)
+/// and a line per cell. Which factors were the columns is not written: the last one is taken
+/// (the lab's default layout).
+fn parse_tables_csv(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportError> {
+    let recs = csv::records(text, path, true)?;
+    let mut tables = Vec::new();
+    let mut i = 0;
+    while i < recs.len() {
+        let title_rec = &recs[i];
+        let Some(title) = title_rec.fields[0]
+            .strip_prefix('#')
+            .filter(|_| title_rec.fields.len() == 1)
+        else {
+            return Err(csv::error(
+                path,
+                title_rec.line,
+                "expected a '# title' line",
+            ));
+        };
+        let Some(header) = recs.get(i + 1).filter(|r| !r.fields[0].starts_with('#')) else {
+            return Err(csv::error(
+                path,
+                title_rec.line,
+                "a title without a header line",
+            ));
+        };
+        let h = &header.fields;
+        if h.len() < 4 || h[h.len() - 4..] != ["mean", "ci95", "n", "failed"] {
+            return Err(csv::error(
+                path,
+                header.line,
+                "the header does not end with mean,ci95,n,failed",
+            ));
+        }
+        let factors: Vec<String> = h[..h.len() - 4].to_vec();
+        let (row_factors, col_factors) = match factors.split_last() {
+            Some((last, rest)) => (rest.to_vec(), vec![last.clone()]),
+            None => (Vec::new(), Vec::new()),
+        };
+        let nr = row_factors.len();
+        let parser = Csv {
+            path: path.to_path_buf(),
+            header: h.clone(),
+            records: Vec::new(),
+        };
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut cols: Vec<Vec<String>> = Vec::new();
+        let mut values: BTreeMap<(usize, usize), (Option<LabCell>, usize)> = BTreeMap::new();
+        i += 2;
+        while i < recs.len() && !recs[i].fields[0].starts_with('#') {
+            let r: &Record = &recs[i];
+            if r.fields.len() != h.len() {
+                return Err(csv::error(
+                    path,
+                    r.line,
+                    format!("{} fields where the header has {}", r.fields.len(), h.len()),
+                ));
+            }
+            let rk = r.fields[..nr].to_vec();
+            let ck = r.fields[nr..factors.len()].to_vec();
+            let ri = rows.iter().position(|x| *x == rk).unwrap_or_else(|| {
+                rows.push(rk);
+                rows.len() - 1
+            });
+            let ci = cols.iter().position(|x| *x == ck).unwrap_or_else(|| {
+                cols.push(ck);
+                cols.len() - 1
+            });
+            let k = factors.len();
+            let mean = parser.num(r, Some(k))?;
+            let ci95 = parser.num(r, Some(k + 1))?;
+            let n = parser.num(r, Some(k + 2))?.unwrap_or(0.0) as usize;
+            let failed = parser.num(r, Some(k + 3))?.unwrap_or(0.0) as usize;
+            let cell = mean.map(|mean| LabCell { mean, ci95, n });
+            values.insert((ri, ci), (cell, failed));
+            i += 1;
+        }
+        let cells = (0..rows.len())
+            .map(|r| {
+                (0..cols.len())
+                    .map(|c| values.get(&(r, c)).and_then(|v| v.0))
+                    .collect()
+            })
+            .collect();
+        let failed = (0..rows.len())
+            .map(|r| {
+                (0..cols.len())
+                    .map(|c| values.get(&(r, c)).map_or(0, |v| v.1))
+                    .collect()
+            })
+            .collect();
+        tables.push(LabTable {
+            title: title.trim().to_string(),
+            metric: "mean".to_string(),
+            row_factors,
+            col_factors,
+            rows,
+            cols,
+            cells,
+            failed,
+            runs: None,
+        });
+    }
+    Ok(tables)
+}
+
+/// The run of a record: its factor columns (those before `repetition`) and repetition.
+fn run_key(c: &Csv, r: &Record) -> Result<RunKey, ReportError> {
+    let nf = c.factor_cols();
+    let repetition = c.num(r, c.col("repetition"))?.map_or(1, |v| v as u32);
+    Ok(RunKey {
+        factors: c.header[..nf]
+            .iter()
+            .cloned()
+            .zip(r.fields[..nf].iter().cloned())
+            .collect(),
+        repetition,
     })
+}
+
+fn require(c: &Csv, cols: &[&str]) -> Result<(), ReportError> {
+    for name in cols {
+        if c.col(name).is_none() {
+            return Err(csv::error(
+                &c.path,
+                1,
+                format!("no column '{name}' in the header"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_probes(c: &Csv) -> Result<Vec<LabProbe>, ReportError> {
+    require(c, &["repetition", "rate", "ok"])?;
+    let mut out = Vec::new();
+    for r in &c.records {
+        let Some(rate) = c.num(r, c.col("rate"))? else {
+            continue;
+        };
+        out.push(LabProbe {
+            run: run_key(c, r)?,
+            rate,
+            ok: c.boolean(r, c.col("ok"))?.unwrap_or(false),
+            throughput_rps: c.num(r, c.col("throughput_rps"))?,
+            latency_p99_ms: c.num(r, c.col("latency_p99_ms"))?,
+            of_p99_ms: c.num(r, c.col("of_p99_ms"))?,
+        });
+    }
+    Ok(out)
+}
+
+fn probe_of(c: &Csv, r: &Record) -> Result<Option<u32>, ReportError> {
+    Ok(c.num(r, c.col("probe"))?.map(|p| p as u32))
+}
+
+fn parse_intervals(c: &Csv) -> Result<Vec<LabInterval>, ReportError> {
+    require(c, &["repetition", "t_s"])?;
+    let mut out = Vec::new();
+    for r in &c.records {
+        let Some(t_s) = c.num(r, c.col("t_s"))? else {
+            continue;
+        };
+        out.push(LabInterval {
+            run: run_key(c, r)?,
+            probe: probe_of(c, r)?,
+            t_s,
+            responses: c.num(r, c.col("responses"))?,
+            latency_p99_us: c.num(r, c.col("latency_p99_us"))?,
+            connections_open: c.num(r, c.col("connections_open"))?,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_samples(c: &Csv) -> Result<Vec<LabSample>, ReportError> {
+    require(c, &["repetition", "t_s"])?;
+    let mut out = Vec::new();
+    for r in &c.records {
+        let Some(t_s) = c.num(r, c.col("t_s"))? else {
+            continue;
+        };
+        out.push(LabSample {
+            run: run_key(c, r)?,
+            probe: probe_of(c, r)?,
+            t_s,
+            cpu_user_pct: c.num(r, c.col("cpu_user_pct"))?,
+            cpu_sys_pct: c.num(r, c.col("cpu_sys_pct"))?,
+            rss_bytes: c.num(r, c.col("rss_bytes"))?,
+            fds: c.num(r, c.col("fds"))?,
+            run_ok: c.boolean(r, c.col("run_ok"))?.unwrap_or(true),
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+/// Three significant digits, every digit of the integer part from 100 on, thousands
+/// separators: 12345 -> "12,345", 12.345 -> "12.3", 0.01234 -> "0.0123" (as tables.md).
+pub fn fmt_value(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".to_string();
+    }
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    let mut e = x.abs().log10().floor() as i32;
+    let scale = 10f64.powi(e - 2);
+    if ((x.abs() / scale).round() * scale) >= 10f64.powi(e + 1) {
+        e += 1;
+    }
+    if e >= 2 {
+        let digits = format!("{:.0}", x.abs());
+        let mut out = String::new();
+        for (i, ch) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        return if x < 0.0 { format!("-{out}") } else { out };
+    }
+    if e < -6 {
+        return format!("{x:.2e}");
+    }
+    format!("{:.*}", (2 - e) as usize, x)
+}
+
+impl LabTable {
+    /// "mean ± ci", "mean" with one run, " (1 failed)" when some runs failed, "failed 2/3"
+    /// when no run gave a value and some failed, "–" for an empty cell.
+    pub fn cell_text(&self, i: usize, j: usize) -> String {
+        let failed = self.failed[i][j];
+        let value = self.cells[i][j]
+            .filter(|c| c.mean.is_finite())
+            .map(|c| match c.ci95 {
+                Some(ci) => format!("{} ± {}", fmt_value(c.mean), fmt_value(ci)),
+                None => fmt_value(c.mean),
+            });
+        match (value, failed) {
+            (Some(v), 0) => v,
+            (Some(v), f) => format!("{v} ({f} failed)"),
+            (None, 0) => "–".to_string(),
+            (None, f) => match &self.runs {
+                Some(runs) => format!("failed {f}/{}", runs[i][j]),
+                None => format!("failed {f}"),
+            },
+        }
+    }
+
+    /// Column header j: "factor=level, ..." or the metric with no column factor.
+    pub fn col_label(&self, j: usize) -> String {
+        if self.col_factors.is_empty() {
+            return self.metric.clone();
+        }
+        self.col_factors
+            .iter()
+            .zip(&self.cols[j])
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Row i's levels joined (or "all" with no row factor).
+    fn row_label(&self, i: usize) -> String {
+        if self.row_factors.is_empty() {
+            "all".to_string()
+        } else {
+            self.rows[i].join(" · ")
+        }
+    }
+
+    /// Row i as "factor=level ..." for hover texts.
+    fn row_names(&self, i: usize) -> String {
+        if self.row_factors.is_empty() {
+            return "all".to_string();
+        }
+        self.row_factors
+            .iter()
+            .zip(&self.rows[i])
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The table as an HTML `<table>`: level columns, then a cell per column level; cells with
+    /// failed runs are marked.
+    pub fn html(&self) -> String {
+        let mut out = String::from("<table class=\"pivot\">\n<tr>");
+        if self.row_factors.is_empty() {
+            out.push_str("<th></th>");
+        }
+        for f in &self.row_factors {
+            let _ = write!(out, "<th>{}</th>", escape(f));
+        }
+        for j in 0..self.cols.len() {
+            let _ = write!(out, "<th class=\"n\">{}</th>", escape(&self.col_label(j)));
+        }
+        out.push_str("</tr>\n");
+        for i in 0..self.rows.len() {
+            out.push_str("<tr>");
+            if self.row_factors.is_empty() {
+                out.push_str("<td>all</td>");
+            }
+            for level in &self.rows[i] {
+                let _ = write!(out, "<td>{}</td>", escape(level));
+            }
+            for j in 0..self.cols.len() {
+                let text = escape(&self.cell_text(i, j));
+                if self.failed[i][j] > 0 {
+                    let _ = write!(
+                        out,
+                        "<td class=\"n failed\" style=\"color:#b00000\">{text}</td>"
+                    );
+                } else {
+                    let _ = write!(out, "<td class=\"n\">{text}</td>");
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+        out
+    }
+
+    /// The table as a grouped bar chart named `name`: a group per row, a bar per column.
+    pub fn bars(&self, name: &str) -> BarChart {
+        let mut c = BarChart::new(
+            name,
+            &self.title,
+            &self.row_factors.join(" · "),
+            &self.metric,
+        );
+        c.groups = (0..self.rows.len()).map(|i| self.row_label(i)).collect();
+        c.series = (0..self.cols.len()).map(|j| self.col_label(j)).collect();
+        c.values = (0..self.rows.len())
+            .map(|i| {
+                (0..self.cols.len())
+                    .map(|j| {
+                        let cell = self.cells[i][j].filter(|c| c.mean.is_finite())?;
+                        let mut label = format!(
+                            "{} · {}: {}",
+                            self.row_names(i),
+                            self.col_label(j),
+                            self.cell_text(i, j)
+                        );
+                        if cell.n > 0 {
+                            let _ = write!(label, " (n={})", cell.n);
+                        }
+                        Some(Bar {
+                            value: cell.mean,
+                            ci95: cell.ci95,
+                            label: Some(label),
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        if c.values.iter().flatten().all(Option::is_none) {
+            c.note = Some("no cell has a value".to_string());
+        }
+        c
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Charts
+
+/// A series name: the configuration, with " #N" for a repetition other than the first.
+fn series_name(run: &RunKey) -> String {
+    let mut s = run.config_label();
+    if s.is_empty() {
+        s = "run".to_string();
+    }
+    if run.repetition != 1 {
+        let _ = write!(s, " #{}", run.repetition);
+    }
+    s
+}
+
+/// Distinct runs in order of first appearance.
+fn runs_in_order<'a>(keys: impl Iterator<Item = &'a RunKey>) -> Vec<RunKey> {
+    let mut out: Vec<RunKey> = Vec::new();
+    for k in keys {
+        if !out.contains(k) {
+            out.push(k.clone());
+        }
+    }
+    out
+}
+
+/// Per configuration, the run with the lowest repetition, in order of first appearance.
+fn first_repetitions<'a>(keys: impl Iterator<Item = &'a RunKey>) -> Vec<RunKey> {
+    let mut out: Vec<RunKey> = Vec::new();
+    for k in keys {
+        match out.iter_mut().find(|o| o.factors == k.factors) {
+            Some(o) if k.repetition < o.repetition => *o = k.clone(),
+            Some(_) => {}
+            None => out.push(k.clone()),
+        }
+    }
+    out
+}
+
+/// The p99 the search judged: the SLO transaction's when the file has it, else the requests'.
+fn uses_of(probes: &[LabProbe]) -> bool {
+    probes.iter().any(|p| p.of_p99_ms.is_some())
+}
+
+/// `capacity-latency` and `capacity-throughput` from the probes of a rate search.
+pub fn rate_charts(probes: &[LabProbe]) -> Vec<Chart> {
+    let of = uses_of(probes);
+    let p99 = |p: &LabProbe| if of { p.of_p99_ms } else { p.latency_p99_ms };
+    let runs = runs_in_order(probes.iter().map(|p| &p.run));
+    let mut configs: Vec<&Vec<(String, String)>> = Vec::new();
+    for r in &runs {
+        if !configs.contains(&&r.factors) {
+            configs.push(&r.factors);
+        }
+    }
+    let make = |name: &str, title: &str, y_label: &str, f: &dyn Fn(&LabProbe) -> Option<f64>| {
+        let mut c = Chart::new(name, title, "offered rate (sessions/s)", y_label);
+        c.x_from_zero = true;
+        c.wide_legend = true;
+        for run in &runs {
+            let mut points: Vec<(f64, f64)> = probes
+                .iter()
+                .filter(|p| &p.run == run)
+                .filter_map(|p| Some((p.rate, f(p)?)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            c.series.push(Series::new(series_name(run), points));
+            // Every repetition of a configuration in the configuration's colour.
+            c.colours
+                .push(configs.iter().position(|f| *f == &run.factors).unwrap_or(0));
+        }
+        let broken: Vec<(f64, f64)> = probes
+            .iter()
+            .filter(|p| !p.ok)
+            .filter_map(|p| Some((p.rate, f(p)?)))
+            .collect();
+        if !broken.is_empty() {
+            c.series.push(Series::new("broken probes", broken));
+            c.dots = vec!["broken probes".to_string()];
+        }
+        if probes.is_empty() {
+            c.note = Some("no probe recorded".to_string());
+        }
+        c
+    };
+    let (lat_title, lat_label) = if of {
+        ("p99 of the SLO's transaction by offered rate", "p99 (ms)")
+    } else {
+        ("Request p99 by offered rate", "p99 (ms)")
+    };
+    vec![
+        make("capacity-latency", lat_title, lat_label, &p99),
+        make(
+            "capacity-throughput",
+            "Throughput by offered rate",
+            "responses/s",
+            &|p: &LabProbe| p.throughput_rps,
+        ),
+    ]
+}
+
+/// `capacity-connections` and `capacity-p99` over time from the intervals, one series per
+/// configuration (its first repetition).
+pub fn interval_charts(intervals: &[LabInterval]) -> Vec<Chart> {
+    let runs = first_repetitions(intervals.iter().map(|i| &i.run));
+    let make = |name: &str, title: &str, y_label: &str, f: &dyn Fn(&LabInterval) -> Option<f64>| {
+        let mut c = Chart::new(name, title, "seconds since the load started", y_label);
+        c.x_from_zero = true;
+        c.wide_legend = true;
+        for run in &runs {
+            let points = intervals
+                .iter()
+                .filter(|i| &i.run == run)
+                .filter_map(|i| Some((i.t_s, f(i)?)))
+                .collect();
+            c.series.push(Series::new(series_name(run), points));
+        }
+        if intervals.is_empty() {
+            c.note = Some("no intervals recorded".to_string());
+        }
+        c
+    };
+    vec![
+        make(
+            "capacity-connections",
+            "Connections open",
+            "connections",
+            &|i: &LabInterval| i.connections_open,
+        ),
+        make("capacity-p99", "Latency p99", "ms", &|i: &LabInterval| {
+            // An interval without a response has no latency: a gap, not a dip to 0.
+            match i.responses {
+                Some(r) if r > 0.0 => i.latency_p99_us.map(|us| us / 1000.0),
+                _ => None,
+            }
+        }),
+    ]
+}
+
+/// The x of each sample of `run`: its time, with a search's probes laid end to end; and
+/// whether it is the first sample of its probe (whose CPU is 0 by construction).
+fn sample_times(samples: &[&LabSample]) -> Vec<(f64, bool)> {
+    let mut out = Vec::with_capacity(samples.len());
+    let mut offset = 0.0;
+    let mut last_probe: Option<Option<u32>> = None;
+    let mut probe_end: f64 = 0.0;
+    for s in samples {
+        let first = last_probe != Some(s.probe);
+        if first && last_probe.is_some() {
+            offset += probe_end;
+            probe_end = 0.0;
+        }
+        last_probe = Some(s.probe);
+        probe_end = probe_end.max(s.t_s);
+        out.push((offset + s.t_s, first));
+    }
+    out
+}
+
+/// `server-cpu-sys`, `server-cpu-user`, `server-rss` and `server-fds` over time, one series
+/// per configuration (its first repetition).
+pub fn server_charts(samples: &[LabSample]) -> Vec<Chart> {
+    let runs = first_repetitions(samples.iter().map(|s| &s.run));
+    let searched = samples.iter().any(|s| s.probe.is_some());
+    let x_label = if searched {
+        "seconds under load (probes end to end)"
+    } else {
+        "seconds since the load started"
+    };
+    let make = |name: &str,
+                title: &str,
+                y_label: &str,
+                cpu: bool,
+                f: &dyn Fn(&LabSample) -> Option<f64>| {
+        let mut c = Chart::new(name, title, x_label, y_label);
+        c.x_from_zero = true;
+        c.wide_legend = true;
+        for run in &runs {
+            let of_run: Vec<&LabSample> = samples.iter().filter(|s| &s.run == run).collect();
+            let points = of_run
+                .iter()
+                .zip(sample_times(&of_run))
+                .filter(|(_, (_, first))| !(cpu && *first))
+                .filter_map(|(s, (x, _))| Some((x, f(s)?)))
+                .collect();
+            let mut name = series_name(run);
+            if of_run.iter().any(|s| !s.run_ok) {
+                name.push_str(" (failed)");
+            }
+            c.series.push(Series::new(name, points));
+        }
+        if samples.is_empty() {
+            c.note = Some("no server samples recorded".to_string());
+        }
+        c
+    };
+    vec![
+        make(
+            "server-cpu-sys",
+            "Server system CPU",
+            "% of one core",
+            true,
+            &|s: &LabSample| s.cpu_sys_pct,
+        ),
+        make(
+            "server-cpu-user",
+            "Server user CPU",
+            "% of one core",
+            true,
+            &|s: &LabSample| s.cpu_user_pct,
+        ),
+        make(
+            "server-rss",
+            "Server memory (RSS)",
+            "MB",
+            false,
+            &|s: &LabSample| s.rss_bytes.map(|b| b / 1e6),
+        ),
+        make(
+            "server-fds",
+            "Server open file descriptors",
+            "descriptors",
+            false,
+            &|s: &LabSample| s.fds,
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page
+
+/// How to read each chart, by `data-chart` name.
+fn how_to_read(name: &str, data: &LabData, of: bool) -> String {
+    let searched = data
+        .samples
+        .as_deref()
+        .is_some_and(|s| s.iter().any(|x| x.probe.is_some()));
+    let probes_note = if searched {
+        " A search's probes are laid end to end (the pauses and warm-up between them left out)."
+    } else {
+        ""
+    };
+    match name {
+        "capacity-latency" => format!(
+            "Each line is one run's search (the configuration; #N for repetition N, in the same \
+             colour): the p99 {} \
+             measured by each probe, at the rate it offered. A ring marks a probe that broke the \
+             SLO; the capacity is the highest rate that held, below the first ring.",
+            if of {
+                "of the SLO's transaction (of_p99_ms)"
+            } else {
+                "of the requests"
+            }
+        ),
+        "capacity-throughput" => "Responses per second each probe got at the rate it offered: a \
+             server that keeps up climbs in step with the rate; where a line flattens or falls \
+             the server is saturated. Rings mark probes that broke the SLO."
+            .to_string(),
+        "capacity-connections" => "Connections open at the end of each second of the load, one \
+             line per configuration (its first repetition). Slow clients arrive at a steady rate \
+             and stay: a line climbs while the server accepts them, and stops climbing or falls \
+             where it breaks; capacity_connections is the peak before the first interval with \
+             errors."
+            .to_string(),
+        "capacity-p99" => "The p99 response time of each second of the load, in ms, one line per \
+             configuration (its first repetition); seconds without a response leave a gap."
+            .to_string(),
+        "server-cpu-sys" => format!(
+            "Kernel time of the server's process tree in percent of one core (200 = two cores \
+             busy), per sample, one line per configuration (its first repetition); the first \
+             sample of a load, always 0, is left out. Time in the kernel is where poll(), \
+             epoll_wait() and the socket calls are paid.{probes_note}"
+        ),
+        "server-cpu-user" => format!(
+            "User time of the server's process tree in percent of one core, per sample, one line \
+             per configuration (its first repetition); the first sample of a load is left out.\
+             {probes_note}"
+        ),
+        "server-rss" => format!(
+            "Resident memory of the server's process tree in MB (10^6 bytes), one line per \
+             configuration (its first repetition): a line that keeps rising under a steady load \
+             is memory held per connection or leaked.{probes_note}"
+        ),
+        "server-fds" => format!(
+            "Open file descriptors of the server's process tree: about one per connection, so \
+             it follows the connections the server holds.{probes_note}"
+        ),
+        _ => String::new(),
+    }
+}
+
+fn figure(out: &mut String, svg: &str, how: &str) {
+    let _ = write!(
+        out,
+        "<figure>\n{svg}<figcaption>{}</figcaption>\n</figure>\n",
+        escape(how)
+    );
+}
+
+/// The whole page for a lab.
+pub fn page(data: &LabData) -> String {
+    let factors: Vec<String> = {
+        let mut f: Vec<String> = Vec::new();
+        for t in &data.tables {
+            for name in t.row_factors.iter().chain(&t.col_factors) {
+                if !f.contains(name) {
+                    f.push(name.clone());
+                }
+            }
+        }
+        f
+    };
+    let runs: Option<usize> = data
+        .tables
+        .first()
+        .and_then(|t| t.runs.as_ref())
+        .map(|r| r.iter().flatten().sum());
+    let mut sub = format!("lab output <code>{}</code>", escape(&data.name));
+    if !factors.is_empty() {
+        let _ = write!(sub, " &middot; factors {}", escape(&factors.join(", ")));
+    }
+    if let Some(n) = runs {
+        let _ = write!(sub, " &middot; {n} run(s)");
+    }
+    if data.probes.is_some() {
+        sub.push_str(" &middot; max-rate search");
+    }
+    let title = if data.name.is_empty() {
+        "headroom lab report".to_string()
+    } else {
+        format!("headroom lab report – {}", data.name)
+    };
+    let mut out = open_page(&title, "headroom lab report", &sub);
+    for note in &data.notes {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
+    }
+
+    out.push_str("<h2>Tables</h2>\n");
+    if data.tables.is_empty() {
+        out.push_str("<p>The lab wrote no table.</p>\n");
+    }
+    for (k, t) in data.tables.iter().enumerate() {
+        let _ = writeln!(out, "<h3>{}</h3>", escape(&t.title));
+        out.push_str(&t.html());
+        let groups = if t.row_factors.is_empty() {
+            "one group".to_string()
+        } else {
+            format!("a group per {}", t.row_factors.join(" · "))
+        };
+        let colours = if t.col_factors.is_empty() {
+            String::new()
+        } else {
+            format!(", a colour per {}", t.col_factors.join(", "))
+        };
+        let how = format!(
+            "Bars: the mean of {} over each cell's good runs ({groups}{colours}); whiskers: the \
+             95% confidence interval of the mean (Student t; none with a single run), cut at the \
+             top of the chart when it reaches past twice the tallest bar. An empty slot has no \
+             good run. Hover a bar for its value.",
+            t.metric
+        );
+        figure(&mut out, &t.bars(&format!("bars-{k}")).render(), &how);
+    }
+
+    let of = data.probes.as_deref().is_some_and(uses_of);
+    let capacity: Vec<Chart> = match (&data.probes, &data.intervals) {
+        (Some(p), _) => rate_charts(p),
+        (None, Some(i)) => interval_charts(i),
+        (None, None) => Vec::new(),
+    };
+    if !capacity.is_empty() {
+        out.push_str("<h2>Capacity</h2>\n");
+        for c in &capacity {
+            figure(&mut out, &c.render(), &how_to_read(&c.name, data, of));
+        }
+    }
+    if let Some(s) = &data.samples {
+        out.push_str("<h2>Server</h2>\n");
+        for c in server_charts(s) {
+            figure(&mut out, &c.render(), &how_to_read(&c.name, data, of));
+        }
+    }
+    close_page(&mut out, &data.dir.display().to_string());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLES_JSON: &str = r#"[
+  {
+    "title": "throughput <rps>",
+    "metric": "throughput_rps",
+    "row_factors": ["poller"],
+    "col_factors": ["sndbuf"],
+    "rows": [["poll"], ["epoll"]],
+    "cols": [["8k"], ["6m"]],
+    "cells": [
+      [{"mean": 1234.6, "ci95": 10.0, "n": 2}, {"mean": 1000.0, "ci95": null, "n": 1}],
+      [null, {"mean": 2000.0, "ci95": 50.0, "n": 2}]
+    ],
+    "failed": [[0, 1], [2, 0]],
+    "runs": [[2, 2], [2, 2]]
+  }
+]
+"#;
+
+    const SAMPLES: &str =
+        "poller,sndbuf,repetition,probe,t_s,cpu_user_pct,cpu_sys_pct,rss_bytes,fds,threads,run_ok
+poll,8k,1,,0.0,0,0,5000000,10,3,true
+poll,8k,1,,1.0,1.5,60.0,6000000,200,3,true
+poll,8k,1,,2.0,1.0,65.0,7000000,400,3,true
+epoll,8k,1,,0.0,0,0,5000000,10,3,true
+epoll,8k,1,,1.0,1.0,3.0,5500000,200,3,true
+epoll,8k,2,,1.0,1.0,4.0,5500000,200,3,true
+";
+
+    const INTERVALS: &str = "poller,sndbuf,repetition,probe,t_s,responses,errors,latency_p99_us,connections_open,connections_peak,connect_timeouts,sessions_completed
+poll,8k,1,,0.0,100,0,900,100,100,0,0
+poll,8k,1,,1.0,0,0,0,200,200,0,0
+epoll,8k,1,,0.0,100,0,500,100,100,0,0
+";
+
+    fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            fs::write(dir.path().join(name), text).unwrap();
+        }
+        dir
+    }
+
+    /// The `<svg ...>...</svg>` whose data-chart is `name`.
+    fn chart<'a>(html: &'a str, name: &str) -> &'a str {
+        let start = html
+            .find(&format!("data-chart=\"{name}\""))
+            .unwrap_or_else(|| panic!("no chart {name}"));
+        let start = html[..start].rfind("<svg").unwrap();
+        let end = start + html[start..].find("</svg>").unwrap();
+        &html[start..end]
+    }
+
+    #[test]
+    fn a_full_lab_directory_renders_tables_bars_and_charts() {
+        let dir = fixture(&[
+            ("tables.json", TABLES_JSON),
+            ("samples.csv", SAMPLES),
+            ("intervals.csv", INTERVALS),
+        ]);
+        let html = render_lab(dir.path()).unwrap();
+        // The table, escaped, with its cells like tables.md.
+        assert!(html.contains("<h3>throughput &lt;rps&gt;</h3>"));
+        assert!(html.contains("<th class=\"n\">sndbuf=8k</th>"));
+        assert!(html.contains(">1,235 ± 10.0</td>"), "{html}");
+        assert!(html.contains(">1,000 (1 failed)</td>"));
+        assert!(html.contains("failed\" style=\"color:#b00000\">failed 2/2</td>"));
+        assert!(html.contains(">2,000 ± 50.0</td>"));
+        // Its bars: three cells have a value.
+        let bars = chart(&html, "bars-0");
+        assert_eq!(bars.matches("class=\"bar\"").count(), 3);
+        assert!(bars.contains("data-series=\"sndbuf=8k\" data-points=\"1\""));
+        assert!(bars.contains("data-series=\"sndbuf=6m\" data-points=\"2\""));
+        assert_eq!(bars.matches("class=\"whisker\"").count(), 2);
+        // Connections and p99 over time, one series per configuration (first repetition).
+        let conns = chart(&html, "capacity-connections");
+        assert!(conns.contains("data-series=\"poller=poll sndbuf=8k\" data-points=\"2\""));
+        assert!(conns.contains("data-series=\"poller=epoll sndbuf=8k\" data-points=\"1\""));
+        let p99 = chart(&html, "capacity-p99");
+        assert!(
+            p99.contains("data-series=\"poller=poll sndbuf=8k\" data-points=\"1\""),
+            "the interval without a response is a gap"
+        );
+        // Server charts: the first sample of a load (CPU 0 by construction) is left out.
+        let sys = chart(&html, "server-cpu-sys");
+        assert!(sys.contains("data-series=\"poller=poll sndbuf=8k\" data-points=\"2\""));
+        assert!(sys.contains("data-series=\"poller=epoll sndbuf=8k\" data-points=\"1\""));
+        assert!(!sys.contains("#2"), "repetition 2 is not drawn");
+        let rss = chart(&html, "server-rss");
+        assert!(rss.contains("data-series=\"poller=poll sndbuf=8k\" data-points=\"3\""));
+        assert!(chart(&html, "server-cpu-user").contains("data-points"));
+        assert!(chart(&html, "server-fds").contains("data-points"));
+        assert_eq!(html.matches("<figcaption>").count(), 1 + 2 + 4);
+        // Self-contained and deterministic.
+        assert!(
+            !html.contains("<script")
+                && !html.contains("src=\"http")
+                && !html.contains("href=\"http")
+        );
+        assert_eq!(html, render_lab(dir.path()).unwrap());
+        assert!(!html.contains("class=\"note\">"), "no file is missing");
+    }
+
+    #[test]
+    fn rate_curves_chart_against_the_offered_rate() {
+        let curve = "pool,repetition,probe,rate,ok,throughput_rps,sessions_per_s,latency_mean_ms,latency_p99_ms,of_mean_ms,of_p99_ms,error_rate,server_cpu_user_pct,server_cpu_sys_pct,reason
+1,1,1,8.0,true,4000,8,0.1,0.3,40,70,0,5,15,
+1,1,2,16.0,true,8000,16,0.1,0.3,50,90,0,10,30,
+1,1,3,32.0,false,9000,16,0.1,0.3,900,4000,0,10,30,\"'session' p99 4000 ms > 1000.0 ms, \"\"quoted\"\"\"
+1,1,4,24.0,true,8500,16,0.1,0.3,60,300,0,10,30,
+1,2,1,8.0,true,4000,8,0.1,0.3,40,70,0,5,15,
+";
+        let samples =
+            "pool,repetition,probe,t_s,cpu_user_pct,cpu_sys_pct,rss_bytes,fds,threads,run_ok
+1,1,1,0.0,0,0,1000000,10,2,true
+1,1,1,1.0,5,10,1000000,10,2,true
+1,1,2,0.0,0,0,1000000,10,2,true
+1,1,2,1.0,6,11,1000000,10,2,true
+";
+        let dir = fixture(&[
+            ("tables.json", TABLES_JSON),
+            ("rate-curve.csv", curve),
+            ("samples.csv", samples),
+        ]);
+        let html = render_lab(dir.path()).unwrap();
+        let lat = chart(&html, "capacity-latency");
+        assert!(
+            lat.contains("data-series=\"pool=1\" data-points=\"4\""),
+            "{lat}"
+        );
+        assert!(lat.contains("data-series=\"pool=1 #2\" data-points=\"1\""));
+        assert!(lat.contains("<g data-series=\"broken probes\" data-points=\"1\""));
+        // Sorted by rate: 8, 16, 24, 32 left to right, so x grows along the polyline.
+        let pts = lat.split("data-series=\"pool=1\"").nth(1).unwrap();
+        let pts = &pts[pts.find("points=\"").unwrap() + 8..];
+        let xs: Vec<f64> = pts[..pts.find('"').unwrap()]
+            .split(' ')
+            .map(|p| p.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+        assert!(chart(&html, "capacity-throughput").contains("data-points=\"4\""));
+        assert!(!html.contains("data-chart=\"capacity-connections\""));
+        // Probes end to end: 2 CPU points (each probe's first sample left out), x 1 and 2.
+        let sys = chart(&html, "server-cpu-sys");
+        assert!(
+            sys.contains("data-series=\"pool=1\" data-points=\"2\""),
+            "{sys}"
+        );
+        assert!(html.contains("probes end to end"));
+    }
+
+    #[test]
+    fn missing_files_are_notes() {
+        let dir = fixture(&[("tables.json", TABLES_JSON)]);
+        let html = render_lab(dir.path()).unwrap();
+        assert!(html.contains("samples.csv is missing"));
+        assert!(html.contains("intervals.csv is missing"));
+        assert!(html.contains("data-chart=\"bars-0\""));
+        assert!(!html.contains("data-chart=\"server-cpu-sys\""));
+        // No tables at all: not a lab.
+        let empty = fixture(&[("samples.csv", SAMPLES)]);
+        let e = render_lab(empty.path()).unwrap_err();
+        assert!(matches!(e, ReportError::NotALab { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn tables_csv_stands_in_for_tables_json() {
+        let csv = "# capacity, in connections
+poller,workers,sndbuf,mean,ci95,n,failed
+poll,1,8k,8984.6,584.2,2,0
+poll,1,6m,9104,,1,1
+epoll,1,8k,,,0,2
+epoll,1,6m,9042,178,2,0
+# p99
+poller,mean,ci95,n,failed
+poll,17.7,54.4,2,0
+";
+        let dir = fixture(&[("tables.csv", csv)]);
+        let data = load_lab(dir.path()).unwrap();
+        assert_eq!(data.tables.len(), 2);
+        let t = &data.tables[0];
+        assert_eq!(t.title, "capacity, in connections");
+        assert_eq!(
+            (t.row_factors.clone(), t.col_factors.clone()),
+            (
+                vec!["poller".to_string(), "workers".into()],
+                vec!["sndbuf".to_string()]
+            )
+        );
+        assert_eq!(t.cell_text(0, 0), "8,985 ± 584");
+        assert_eq!(t.cell_text(0, 1), "9,104 (1 failed)");
+        assert_eq!(t.cell_text(1, 0), "failed 2");
+        assert!(data.notes[0].contains("tables.json is missing"));
+        let html = page(&data);
+        assert_eq!(chart(&html, "bars-0").matches("class=\"bar\"").count(), 3);
+        assert_eq!(chart(&html, "bars-1").matches("class=\"bar\"").count(), 1);
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_line() {
+        let bad_csv = "poller,sndbuf,repetition,probe,t_s,cpu_user_pct,cpu_sys_pct,rss_bytes,fds,threads,run_ok
+poll,8k,1,,0.0,0,0,5000000,10,3,true
+poll,8k,1,,1.0,lots,60.0,6000000,200,3,true
+";
+        let dir = fixture(&[("tables.json", TABLES_JSON), ("samples.csv", bad_csv)]);
+        let e = render_lab(dir.path()).unwrap_err();
+        assert!(matches!(e, ReportError::Csv { line: 3, .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("samples.csv:3: column cpu_user_pct: 'lots' is not a number"),
+            "{text}"
+        );
+
+        let short = "poller,sndbuf,repetition,probe,t_s\npoll,8k,1,,0.0\npoll,8k\n";
+        let dir = fixture(&[("tables.json", TABLES_JSON), ("intervals.csv", short)]);
+        let e = render_lab(dir.path()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("intervals.csv:3: 2 fields where the header has 5"),
+            "{e}"
+        );
+
+        let dir = fixture(&[("tables.json", "[\n  {\"title\": \n")]);
+        let e = render_lab(dir.path()).unwrap_err();
+        assert!(matches!(e, ReportError::Json { line: 3, .. }), "{e:?}");
+        assert!(e.to_string().contains("tables.json:3:"), "{e}");
+
+        let dir = fixture(&[(
+            "tables.json",
+            r#"[{"rows": [["a"]], "cols": [["b"]], "cells": [[null, null]], "row_factors": [], "col_factors": []}]"#,
+        )]);
+        let e = render_lab(dir.path()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("table 1: cells, failed and runs must be 1 rows x 1 columns"),
+            "{e}"
+        );
+
+        let dir = fixture(&[(
+            "tables.csv",
+            "# t\npoller,mean,ci95,n,failed\npoll,x,,1,0\n",
+        )]);
+        let e = render_lab(dir.path()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("tables.csv:3: column mean: 'x' is not a number"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn names_and_levels_are_escaped() {
+        let json = TABLES_JSON.replace("\"poll\"", "\"<poll&>\"");
+        let samples = SAMPLES.replace("\npoll,8k", "\n\"<b>,x\",8k");
+        let dir = fixture(&[("tables.json", &json), ("samples.csv", &samples)]);
+        let html = render_lab(dir.path()).unwrap();
+        assert!(html.contains("<td>&lt;poll&amp;&gt;</td>"));
+        assert!(html.contains("data-series=\"poller=&lt;b&gt;,x sndbuf=8k\""));
+        assert!(!html.contains("<b>") && !html.contains("<poll"));
+    }
+
+    #[test]
+    fn values_format_like_tables_md() {
+        for (x, want) in [
+            (12345.0, "12,345"),
+            (99.96, "100"),
+            (12.345, "12.3"),
+            (0.01234, "0.0123"),
+            (3.0, "3.00"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(fmt_value(x), want);
+        }
+    }
 }

@@ -26,14 +26,17 @@ use std::fmt::Write;
 /// viewBox width and height.
 pub const WIDTH: f64 = 720.0;
 pub const HEIGHT: f64 = 300.0;
-const LEFT: f64 = 58.0;
-const RIGHT: f64 = 560.0;
-const TOP: f64 = 30.0;
-const BOTTOM: f64 = 256.0;
+pub(crate) const LEFT: f64 = 58.0;
+pub(crate) const RIGHT: f64 = 560.0;
+pub(crate) const TOP: f64 = 30.0;
+pub(crate) const BOTTOM: f64 = 256.0;
 /// Above this many points a series is downsampled (min and max per bucket).
 pub const MAX_POINTS: usize = 2000;
 /// Series with at most this many points also get a dot per point: a single point draws no line.
 const MARKER_LIMIT: usize = 30;
+
+/// The colour of [`Chart::dots`] series.
+const DOT_COLOUR: &str = "#333";
 
 /// Series colours, in order (Tableau 10: distinct, readable on white).
 pub const PALETTE: [&str; 10] = [
@@ -74,6 +77,15 @@ pub struct Chart {
     pub x_ticks: Vec<(f64, String)>,
     /// A line of text in the plot area ("no errors").
     pub note: Option<String>,
+    /// Names of series drawn as hollow rings without a line (marks on other series' points,
+    /// e.g. the probes that broke an SLO), in dark grey.
+    pub dots: Vec<String>,
+    /// Widen the viewBox past [`WIDTH`] when a series name is too long for the legend (the
+    /// plot keeps its size; the page scales the whole chart down a little).
+    pub wide_legend: bool,
+    /// The palette index of each series (for example the same colour for every repetition of
+    /// a configuration); a series past the end of this list takes its own position.
+    pub colours: Vec<usize>,
 }
 
 impl Chart {
@@ -128,10 +140,15 @@ impl Chart {
         let _ = write!(
             out,
             "<svg class=\"chart\" data-chart=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" \
-             viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" font-family=\"sans-serif\" \
+             viewBox=\"0 0 {} {HEIGHT}\" role=\"img\" font-family=\"sans-serif\" \
              font-size=\"11\">\n<title>{title}</title>\n\
              <text x=\"{LEFT}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{title}</text>\n",
             escape(&self.name),
+            if self.wide_legend {
+                fmt2(legend_width(self.series.iter().map(|s| s.name.as_str())))
+            } else {
+                fmt2(WIDTH)
+            },
         );
 
         // Grid and tick labels.
@@ -200,8 +217,37 @@ impl Chart {
 
         // Lines, dots and legend.
         for (i, (s, pts)) in self.series.iter().zip(&drawn).enumerate() {
-            let colour = PALETTE[i % PALETTE.len()];
             let name = escape(&s.name);
+            if self.dots.contains(&s.name) {
+                let ly = TOP + 8.0 + 16.0 * i as f64;
+                if !pts.is_empty() {
+                    let _ = write!(
+                        out,
+                        "<g data-series=\"{name}\" data-points=\"{}\" fill=\"none\" \
+                         stroke=\"{DOT_COLOUR}\" stroke-width=\"1.5\">",
+                        pts.len()
+                    );
+                    for (x, y) in pts {
+                        let _ = write!(
+                            out,
+                            "<circle cx=\"{}\" cy=\"{}\" r=\"5\"/>",
+                            fmt2(px(*x)),
+                            fmt2(py(*y))
+                        );
+                    }
+                    out.push_str("</g>\n");
+                }
+                let _ = writeln!(
+                    out,
+                    "<g data-legend=\"{name}\"><circle cx=\"{}\" cy=\"{ly}\" r=\"5\" fill=\"none\" \
+                     stroke=\"{DOT_COLOUR}\" stroke-width=\"1.5\"/><text x=\"{}\" y=\"{}\">{name}</text></g>",
+                    RIGHT + 21.0,
+                    RIGHT + 36.0,
+                    ly + 4.0
+                );
+                continue;
+            }
+            let colour = PALETTE[self.colours.get(i).copied().unwrap_or(i) % PALETTE.len()];
             if !pts.is_empty() {
                 let _ = write!(
                     out,
@@ -254,6 +300,13 @@ impl Chart {
         out.push_str("</svg>\n");
         out
     }
+}
+
+/// The viewBox width that fits a legend of these names right of the plot: at least [`WIDTH`].
+pub(crate) fn legend_width<'a>(names: impl Iterator<Item = &'a str>) -> f64 {
+    // About 6.4 units per character at font size 11, after the 36-unit swatch.
+    let longest = names.map(|n| n.chars().count()).max().unwrap_or(0) as f64;
+    WIDTH.max((RIGHT + 36.0 + longest * 6.4 + 8.0).ceil())
 }
 
 /// Lowest and highest value; (0, 0) when there is none.
@@ -489,7 +542,7 @@ fn trim(s: &str) -> String {
 }
 
 /// A coordinate with at most two decimals.
-fn fmt2(v: f64) -> String {
+pub(crate) fn fmt2(v: f64) -> String {
     trim(&format!("{v:.2}"))
 }
 
@@ -640,6 +693,63 @@ mod tests {
             let decimals = coord.split('.').nth(1).map_or(0, str::len);
             assert!(decimals <= 2, "{coord}");
         }
+    }
+
+    #[test]
+    fn dots_series_are_rings_without_a_line() {
+        let mut c = Chart::new("d", "D", "x", "y");
+        c.series
+            .push(Series::new("line", vec![(1.0, 1.0), (2.0, 4.0)]));
+        c.series.push(Series::new("broke", vec![(2.0, 4.0)]));
+        c.dots = vec!["broke".into()];
+        let svg = c.render();
+        assert!(svg.contains("<polyline data-series=\"line\" data-points=\"2\""));
+        assert!(svg.contains("<g data-series=\"broke\" data-points=\"1\""));
+        assert!(!svg.contains("<polyline data-series=\"broke\""));
+        assert!(svg.contains("data-legend=\"broke\""));
+    }
+
+    #[test]
+    fn a_wide_legend_widens_the_view_box() {
+        let mut c = Chart::new("w", "W", "x", "y");
+        c.series.push(Series::new(
+            "poller=poll sndbuf=8k workers=1",
+            vec![(1.0, 1.0)],
+        ));
+        assert!(
+            c.render().contains("viewBox=\"0 0 720 300\""),
+            "off by default"
+        );
+        c.wide_legend = true;
+        assert!(
+            c.render().contains("viewBox=\"0 0 803 300\""),
+            "{}",
+            c.render()
+        );
+        c.series[0].name = "short".into();
+        assert!(c.render().contains("viewBox=\"0 0 720 300\""));
+    }
+
+    #[test]
+    fn colours_can_be_chosen_per_series() {
+        let mut c = Chart::new("c", "C", "x", "y");
+        for name in ["a", "a #2", "b"] {
+            c.series
+                .push(Series::new(name, vec![(1.0, 1.0), (2.0, 2.0)]));
+        }
+        c.colours = vec![0, 0];
+        let svg = c.render();
+        let colour_of = |name: &str| {
+            let tag = svg
+                .split('<')
+                .find(|t| t.starts_with(&format!("polyline data-series=\"{name}\"")))
+                .unwrap();
+            let start = tag.find("stroke=\"").unwrap() + 8;
+            tag[start..start + 7].to_string()
+        };
+        assert_eq!(colour_of("a"), PALETTE[0]);
+        assert_eq!(colour_of("a #2"), PALETTE[0]);
+        assert_eq!(colour_of("b"), PALETTE[2], "past the list: its position");
     }
 
     #[test]

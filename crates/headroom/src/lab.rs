@@ -14,7 +14,11 @@ combinations) and each repetition, start the server from its command template, w
 ready, warm up, load it with the scenario while sampling the server's process tree (CPU user and
 system, memory, threads, descriptors), check it survived, stop it, and store the run in
 OUTPUT/lab.sqlite. Then print the tables (mean ± 95% CI over repetitions) and write them to
-OUTPUT/tables.md and tables.csv; every load interval goes to OUTPUT/intervals.csv.
+OUTPUT/tables.md, tables.csv and tables.json; every load interval goes to OUTPUT/intervals.csv
+and every server sample to OUTPUT/samples.csv. Last, the lab's HTML report (each table as a
+table and a bar chart with 95% CIs, the capacity curves, the server's CPU and memory over time;
+inline SVG, no network) goes to OUTPUT/report.html, also when some runs failed; --no-report
+skips it, and `headroom report OUTPUT` writes it again.
 
 With `capacity: {rate: ...}` each run is a search for the max sustainable rate instead: sessions
 arrive at a rate that doubles from `from` while the SLO (p99, mean, error rate) holds, then
@@ -49,6 +53,9 @@ pub struct LabArgs {
     /// No progress lines.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Do not write OUTPUT/report.html.
+    #[arg(long)]
+    pub no_report: bool,
 }
 
 pub fn cmd_lab(
@@ -97,6 +104,20 @@ pub fn cmd_lab(
     if out.interrupted {
         eprintln!("headroom lab: interrupted; run the same command again to resume");
         return Ok(ExitCode::from(130));
+    }
+    if !a.no_report {
+        // The results are stored and written already: a report that fails is a warning.
+        let path = out.output.join("report.html");
+        match headroom_report::render_lab(&out.output)
+            .map_err(|e| e.to_string())
+            .and_then(|html| std::fs::write(&path, html).map_err(|e| e.to_string()))
+        {
+            Ok(()) => println!("  Report       {}", path.display()),
+            Err(e) => eprintln!(
+                "headroom lab: warning: no report written to {}: {e}",
+                path.display()
+            ),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -164,6 +164,13 @@ tables:
         stdout.contains("failed"),
         "the table shows the failed cells: {stdout}"
     );
+    // The report is written all the same, with the failed cells and the dead server's samples.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(">failed 1/1</td>"), "{html}");
+    assert!(
+        html.contains("data-series=\"mode=dies (failed)\""),
+        "{html}"
+    );
 }
 
 /// The other study experiments' quick variants run end to end with no failed configuration.
@@ -443,4 +450,100 @@ quick: {duration: 1s}
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("run.duration_s"), "{stderr}");
+}
+
+/// Extracts the `<svg ...>...</svg>` whose `data-chart` is `name` from a report page.
+fn chart<'a>(html: &'a str, name: &str) -> &'a str {
+    let at = html
+        .find(&format!("data-chart=\"{name}\""))
+        .unwrap_or_else(|| panic!("no chart {name}"));
+    let start = html[..at].rfind("<svg").unwrap();
+    let end = start + html[start..].find("</svg>").unwrap();
+    &html[start..end]
+}
+
+/// The number in `data-points="N"` of the series `series` in `svg`.
+fn points(svg: &str, series: &str) -> usize {
+    let key = format!("data-series=\"{series}\" data-points=\"");
+    let at = svg
+        .find(&key)
+        .unwrap_or_else(|| panic!("no series {series} in {svg}"))
+        + key.len();
+    svg[at..at + svg[at..].find('"').unwrap()].parse().unwrap()
+}
+
+/// At the end of a lab its HTML report is written next to the tables (not with --no-report),
+/// and `headroom report OUTPUT` writes the same page again.
+#[test]
+fn a_lab_writes_its_report_and_report_rewrites_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = write_experiment(
+        tmp.path(),
+        "load: {users: [{count: 2}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, steps: [{request: GET /sleep/2}]}}]}]\n",
+        r#"name: report
+server:
+  command: exec {headroom} serve --listen 127.0.0.1:{port} --arch reactor --poller {poller}
+  ready: {port: "127.0.0.1:{port}"}
+factors:
+  poller: [poll, epoll]
+load: {scenario: s.yaml, duration: 2s}
+tables:
+  - {metric: throughput_rps, cols: [poller], title: "throughput <rps>"}
+"#,
+    );
+    let out = tmp.path().join("out");
+    let o = lab(&[exp.to_str().unwrap()], &out);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let report = out.join("report.html");
+    assert!(
+        stdout.contains(&format!("  Report       {}", report.display())),
+        "{stdout}"
+    );
+    for file in ["tables.json", "samples.csv"] {
+        assert!(out.join(file).exists(), "{file}");
+    }
+    let html = std::fs::read_to_string(&report).unwrap();
+    // The pivot table, escaped, with a cell per configuration.
+    assert!(html.contains("<h3>throughput &lt;rps&gt;</h3>"), "{html}");
+    assert!(html.contains("<table class=\"pivot\">"));
+    assert!(html.contains("<th class=\"n\">poller=poll</th><th class=\"n\">poller=epoll</th>"));
+    // Its bar chart: one group, a bar per configuration.
+    let bars = chart(&html, "bars-0");
+    assert_eq!(bars.matches("class=\"bar\"").count(), 2, "{bars}");
+    // The server's CPU: a series per configuration, each with points.
+    for name in ["server-cpu-sys", "server-cpu-user", "server-rss"] {
+        let svg = chart(&html, name);
+        for series in ["poller=poll", "poller=epoll"] {
+            assert!(points(svg, series) >= 1, "{name} {series}: {svg}");
+        }
+    }
+    // Connections over time, from intervals.csv.
+    assert!(points(chart(&html, "capacity-connections"), "poller=poll") >= 1);
+    // Self-contained.
+    for bad in [
+        "<script",
+        "src=\"http",
+        "href=\"http",
+        "src='http",
+        "href='http",
+    ] {
+        assert!(!html.contains(bad), "{bad}");
+    }
+
+    // Again with --no-report: every run is stored, no page is written.
+    std::fs::remove_file(&report).unwrap();
+    let o = lab(&[exp.to_str().unwrap(), "--no-report"], &out);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("0 run(s) now, 2 found stored"), "{stdout}");
+    assert!(!stdout.contains("Report"), "{stdout}");
+    assert!(!report.exists());
+
+    // `headroom report OUTPUT` writes the same page.
+    let o = headroom().arg("report").arg(&out).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), report.display().to_string());
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), html);
 }

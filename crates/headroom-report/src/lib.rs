@@ -29,6 +29,7 @@ pub mod export;
 pub mod hlog;
 mod html;
 pub mod lab;
+pub mod live;
 pub mod svg;
 
 use std::path::{Path, PathBuf};

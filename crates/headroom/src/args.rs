@@ -35,6 +35,7 @@ Examples:
   headroom run http://127.0.0.1:8080/ --arrival-rate 50 --per-user 10 --think 2s -d 5m
   headroom run http://127.0.0.1:8080/api -m POST -H 'Content-Type: application/json' --body @req.json
   headroom run scenarios/login.yaml --target 127.0.0.1:8080 --out runs/login
+  headroom run http://127.0.0.1:8080/ -c 50 -d 10m --dashboard 8089 --metrics-listen 9464
 
 Exit codes: 0 done; 1 the run failed a check (--max-error-rate, a scenario threshold) or could
 not reach the target; 2 bad command line or scenario file.";
@@ -80,6 +81,9 @@ pub struct DemoArgs {
     /// Do not write report.html into the run directory.
     #[arg(long)]
     pub no_report: bool,
+    /// Serve a live dashboard of the demo at ADDR: PORT (on 127.0.0.1) or HOST:PORT.
+    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen)]
+    pub dashboard: Option<SocketAddr>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -191,6 +195,17 @@ pub struct RunArgs {
     /// Exit 1 if the error rate exceeds this: a fraction (0.01) or a percentage (1%).
     #[arg(long, value_parser = parse_rate, value_name = "X", help_heading = "Output")]
     pub max_error_rate: Option<f64>,
+    /// Serve a live dashboard of the run at ADDR: PORT (on 127.0.0.1) or HOST:PORT
+    /// (0.0.0.0:PORT is reachable from the network). Its URL is printed on stderr.
+    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen, help_heading = "Output")]
+    pub dashboard: Option<SocketAddr>,
+    /// Serve the run's counters for Prometheus at http://ADDR/metrics (ADDR as for --dashboard).
+    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen, help_heading = "Output")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Keep --dashboard and --metrics-listen up this long after the run, so a browser or a
+    /// scraper gets the final figures (Ctrl-C ends it sooner).
+    #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION", help_heading = "Output")]
+    pub linger: Duration,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]

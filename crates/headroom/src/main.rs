@@ -15,6 +15,7 @@ use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
 mod args;
 mod import;
 mod lab;
+mod live;
 mod output;
 mod report;
 mod scenario;
@@ -169,16 +170,25 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         (a.to_plan()?, Vec::new())
     };
     check_fd_budget(&plan)?;
+    if a.linger > Duration::ZERO && a.dashboard.is_none() && a.metrics_listen.is_none() {
+        return Err(UsageError("--linger needs --dashboard or --metrics-listen".into()).into());
+    }
+    // Bound before the preflight and the load: a bad address fails at once, nothing else done.
+    let live = start_live(a.dashboard, a.metrics_listen, &plan.target_name)?;
     if !a.no_preflight {
         preflight(&plan)?;
     }
     let (summary, broken) = execute(
         &plan,
         &thresholds,
-        a.out.clone(),
-        a.quiet,
-        a.json,
-        !a.no_report,
+        Outputs {
+            out: a.out.clone(),
+            quiet: a.quiet,
+            json: a.json,
+            report: !a.no_report,
+            live,
+            linger: a.linger,
+        },
     )?;
     if a.json {
         let mut o = std::io::stdout().lock();
@@ -203,19 +213,53 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run a plan with progress and an optional run directory (closed with intervals.csv and, if
-/// `report`, report.html); print the human summary unless `json`; return summary.json and how
-/// many thresholds broke.
+/// Where a run's figures go besides the engine.
+struct Outputs {
+    /// The run directory (`--out`).
+    out: Option<PathBuf>,
+    /// No progress line.
+    quiet: bool,
+    /// summary.json on stdout instead of the human summary.
+    json: bool,
+    /// report.html at the end of the run directory.
+    report: bool,
+    /// The dashboard and metrics server, already listening.
+    live: Option<live::LiveServer>,
+    /// How long `live` keeps serving after the run.
+    linger: Duration,
+}
+
+/// The live server when either address is given.
+fn start_live(
+    dashboard: Option<std::net::SocketAddr>,
+    metrics: Option<std::net::SocketAddr>,
+    title: &str,
+) -> anyhow::Result<Option<live::LiveServer>> {
+    if dashboard.is_none() && metrics.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(live::LiveServer::start(dashboard, metrics, title)?))
+}
+
+/// Run a plan with progress, an optional run directory (closed with intervals.csv and, if
+/// `report`, report.html) and an optional live server; print the human summary unless `json`;
+/// return summary.json and how many thresholds broke.
 fn execute(
     plan: &Plan,
     thresholds: &[headroom_scenario::model::Threshold],
-    out: Option<PathBuf>,
-    quiet: bool,
-    json: bool,
-    report: bool,
+    outputs: Outputs,
 ) -> anyhow::Result<(serde_json::Value, usize)> {
+    let Outputs {
+        out,
+        quiet,
+        json,
+        report,
+        live,
+        linger,
+    } = outputs;
     let command = command_line();
     let stop = stop_flag();
+    let interrupt = stop.clone();
     let mut dir = match &out {
         Some(p) => Some(
             output::RunDir::create(p, std::time::SystemTime::now(), &command)
@@ -233,6 +277,9 @@ fn execute(
             if let Err(e) = d.interval(iv, plan) {
                 write_err.get_or_insert(e);
             }
+        }
+        if let Some(l) = &live {
+            l.push(&output::interval_json(iv, plan));
         }
     })?;
     if let Some(p) = &progress {
@@ -267,6 +314,10 @@ fn execute(
         if let Some(p) = &report_path {
             println!("  Report       {}", p.display());
         }
+    }
+    if let Some(l) = live {
+        let _ = std::io::stdout().flush();
+        l.finish(linger, &interrupt);
     }
     if let Some(e) = write_err {
         anyhow::bail!("writing the run directory failed: {e}");
@@ -332,7 +383,25 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             .replace(':', "");
         PathBuf::from("headroom-runs").join(format!("demo-{stamp}"))
     });
-    let result = execute(&plan, &[], Some(out), false, false, !a.no_report);
+    let live = match start_live(a.dashboard, None, &plan.target_name) {
+        Ok(l) => l,
+        Err(e) => {
+            server.stop();
+            return Err(e);
+        }
+    };
+    let result = execute(
+        &plan,
+        &[],
+        Outputs {
+            out: Some(out),
+            quiet: false,
+            json: false,
+            report: !a.no_report,
+            live,
+            linger: Duration::ZERO,
+        },
+    );
     let stats = server.stats();
     server.stop();
     result?;

@@ -1,0 +1,452 @@
+//! The live dashboard of a running load: the page, and the updates it is sent.
+//!
+//! `headroom run --dashboard ADDR` serves [`dashboard_page`] and a stream of server-sent events
+//! (`/events`); each event's data is [`Live::update_json`]: the run's current figures and the
+//! five time charts of the report ([`LIVE_CHARTS`]) drawn from every interval so far. The page
+//! is the report's look (same style, same charts, same `data-chart` / `data-series` /
+//! `data-points` attributes) plus one small inline script, the only script headroom ever
+//! serves: it opens `new EventSource('/events')`, puts each message's charts into their
+//! `data-slot` and its figures into the headline block, and says when the run has finished
+//! (an `end` event) or the connection is lost.
+//!
+//! This module holds no socket: the HTTP side is the binary's. Charts are downsampled by
+//! [`crate::svg`] as in a report, so an update stays small however long the run is (five charts
+//! of at most 2,000 points per series).
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use crate::charts;
+use crate::data::{interval_from_value, Interval};
+use crate::html::{close_page, open_page, MISSING};
+use crate::svg::escape;
+
+/// The charts of the dashboard, in page order: the report's time charts (the percentile plot
+/// needs the whole run's histograms, so it waits for the report).
+pub const LIVE_CHARTS: [&str; 5] = ["users", "throughput", "latency", "errors", "connect"];
+
+/// The headline figures: (element id suffix and `figures` key, label). The element of `NAME`
+/// has the id `fig-NAME`.
+pub const FIGURES: [(&str, &str); 6] = [
+    ("elapsed", "elapsed"),
+    ("throughput", "throughput"),
+    ("p99", "p99 latency"),
+    ("errors", "errors"),
+    ("connections", "connections"),
+    ("users", "users"),
+];
+
+/// Styles of the dashboard's own elements, added to the report's.
+const STYLE: &str = "\
+.figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5em,1fr));gap:0.6em;margin:1em 0}
+.fig{border:1px solid #ddd;border-radius:4px;padding:0.4em 0.8em}
+.fig .k{color:#555;font-size:0.85em}
+.fig .v{font-size:1.5em;font-variant-numeric:tabular-nums;white-space:nowrap}
+#status{display:inline-block;padding:0.15em 0.6em;border-radius:4px;background:#eee}
+#status.live{background:#d8f0d8}
+#status.done{background:#dde6f5}
+#status.lost{background:#f8d7d7}
+.slot{min-height:2em}
+.slot .wait{color:#777}
+";
+
+/// The script: everything the page does. Plain ES5, no external URL, nothing stored.
+const SCRIPT: &str = r#"(function () {
+  var status = document.getElementById('status');
+  var done = false;
+  function say(text, cls) { status.textContent = text; status.className = cls; }
+  if (!window.EventSource) { say('connection lost (this browser has no EventSource)', 'lost'); return; }
+  var es = new EventSource('/events');
+  es.onopen = function () { if (!done) { say('live', 'live'); } };
+  es.onmessage = function (e) {
+    var m;
+    try { m = JSON.parse(e.data); } catch (err) { return; }
+    var f = m.figures || {};
+    for (var k in f) {
+      var el = document.getElementById('fig-' + k);
+      if (el) { el.textContent = f[k]; }
+    }
+    var c = m.charts || {};
+    for (var n in c) {
+      var slot = document.querySelector('[data-slot="' + n + '"]');
+      if (slot) { slot.innerHTML = c[n]; }
+    }
+    if (!done) { say('live', 'live'); }
+  };
+  es.addEventListener('end', function () {
+    done = true;
+    es.close();
+    say('run finished', 'done');
+  });
+  es.onerror = function () {
+    if (done) { return; }
+    say(es.readyState === 2 ? 'connection lost' : 'connection lost (retrying…)', 'lost');
+  };
+})();
+"#;
+
+/// The dashboard page: the report's chrome, a status line (`#status`: "connecting…", "live",
+/// "run finished", "connection lost"), the headline figures (`#fig-elapsed`, `#fig-throughput`,
+/// `#fig-p99`, `#fig-errors`, `#fig-connections`, `#fig-users`), one `<div data-slot="NAME">`
+/// per chart of [`LIVE_CHARTS`], and the script that fills them from `/events`. `title` is
+/// plain text (the target, say); it is escaped here.
+pub fn dashboard_page(title: &str) -> String {
+    let page_title = if title.is_empty() {
+        "headroom live".to_string()
+    } else {
+        format!("headroom live – {title}")
+    };
+    let mut out = open_page(
+        &page_title,
+        "headroom live",
+        &format!(
+            "{} &middot; <span id=\"status\">connecting…</span>",
+            if title.is_empty() {
+                MISSING.to_string()
+            } else {
+                escape(title)
+            }
+        ),
+    );
+    // The dashboard's styles go with the report's; the empty icon spares the browser a
+    // /favicon.ico request (and its 404).
+    out = out.replacen(
+        "</style>\n</head>",
+        &format!("{STYLE}</style>\n<link rel=\"icon\" href=\"data:,\">\n</head>"),
+        1,
+    );
+    out.push_str("<div class=\"figs\">\n");
+    for (id, label) in FIGURES {
+        let _ = writeln!(
+            out,
+            "<div class=\"fig\"><div class=\"k\">{label}</div>\
+             <div class=\"v\" id=\"fig-{id}\">{MISSING}</div></div>"
+        );
+    }
+    out.push_str("</div>\n<h2>Charts</h2>\n");
+    for name in LIVE_CHARTS {
+        let _ = writeln!(
+            out,
+            "<figure class=\"slot\" data-slot=\"{name}\"><p class=\"wait\">waiting for the \
+             first interval…</p></figure>"
+        );
+    }
+    let _ = write!(out, "<script>\n{SCRIPT}</script>\n");
+    close_page(&mut out, "live dashboard");
+    out
+}
+
+/// The intervals of a running load, as they come, and the dashboard update they make.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    intervals: Vec<Interval>,
+}
+
+impl Live {
+    pub fn new() -> Live {
+        Live::default()
+    }
+
+    /// Adds one interval line (as written to intervals.jsonl). A value that is not an object
+    /// still counts as a line, with every field missing.
+    pub fn push(&mut self, line: &Value) {
+        let n = self.intervals.len() + 1;
+        self.intervals.push(interval_from_value(line, n));
+    }
+
+    /// The intervals so far.
+    pub fn intervals(&self) -> &[Interval] {
+        &self.intervals
+    }
+
+    /// The time charts of [`LIVE_CHARTS`] from every interval so far, in that order.
+    pub fn charts(&self) -> Vec<crate::svg::Chart> {
+        let ivs = &self.intervals;
+        vec![
+            charts::users(ivs),
+            charts::throughput(ivs),
+            charts::latency(ivs),
+            charts::errors(ivs),
+            charts::connect(ivs),
+        ]
+    }
+
+    /// One update of the dashboard as compact JSON on one line (no newline, so it is one SSE
+    /// `data:` line): `{"t_s", "intervals", "figures": {NAME: text}, "values": {NAME: number or
+    /// null}, "charts": {NAME: "<svg…>"}}`. `t_s` is the last interval's end (seconds since the
+    /// start; null before the first interval); the figures are the last interval's.
+    pub fn update_json(&self) -> String {
+        let last = self.intervals.last();
+        let t_s = last.and_then(Interval::t_end);
+        let rps = last.and_then(|i| {
+            i.rps.or(match (i.responses, i.length_s) {
+                (Some(r), Some(l)) if l > 0.0 => Some(r as f64 / l),
+                _ => None,
+            })
+        });
+        let p99_ms = last.and_then(|i| {
+            if i.responses == Some(0) {
+                None
+            } else {
+                i.latency_us.p99.map(|us| us / 1000.0)
+            }
+        });
+        let errors_per_s = last.and_then(|i| match i.length_s {
+            Some(l) if l > 0.0 => Some(i.errors.values().sum::<u64>() as f64 / l),
+            _ => None,
+        });
+        let connections = last.and_then(|i| i.connections_open);
+        let users = last.and_then(|i| i.users_active);
+        let figures = json!({
+            "elapsed": t_s.map_or(MISSING.to_string(), elapsed_text),
+            "throughput": rps.map_or(MISSING.to_string(), |r| format!("{} /s", per_second(r))),
+            "p99": p99_ms.map_or(MISSING.to_string(), |ms| format!("{ms:.3} ms")),
+            "errors": errors_per_s.map_or(MISSING.to_string(), |e| format!("{} /s", per_second(e))),
+            "connections": connections.map_or(MISSING.to_string(), grouped),
+            "users": users.map_or(MISSING.to_string(), grouped),
+        });
+        let values = json!({
+            "elapsed_s": t_s,
+            "throughput_rps": rps,
+            "p99_ms": p99_ms,
+            "errors_per_s": errors_per_s,
+            "connections": connections,
+            "users": users,
+        });
+        let charts: serde_json::Map<String, Value> = LIVE_CHARTS
+            .iter()
+            .zip(self.charts())
+            .map(|(name, chart)| (name.to_string(), Value::String(chart.render())))
+            .collect();
+        json!({
+            "t_s": t_s,
+            "intervals": self.intervals.len(),
+            "figures": figures,
+            "values": values,
+            "charts": charts,
+        })
+        .to_string()
+    }
+}
+
+/// Seconds since the start as read on a clock: `4 s`, `12.5 s`, `2 min 05 s`, `1 h 02 min 05 s`.
+pub fn elapsed_text(s: f64) -> String {
+    if !s.is_finite() || s < 0.0 {
+        return MISSING.to_string();
+    }
+    if s < 60.0 {
+        let t = format!("{s:.1}");
+        return format!("{} s", t.strip_suffix(".0").unwrap_or(&t));
+    }
+    let whole = s.round() as u64;
+    let (h, m, sec) = (whole / 3600, whole / 60 % 60, whole % 60);
+    if h > 0 {
+        format!("{h} h {m:02} min {sec:02} s")
+    } else {
+        format!("{m} min {sec:02} s")
+    }
+}
+
+/// A rate: whole with thousands separators from 100 up (`12,345`), one decimal below
+/// (`12.5`, `0`).
+fn per_second(v: f64) -> String {
+    if v >= 100.0 {
+        grouped(v.round() as u64)
+    } else {
+        let t = format!("{v:.1}");
+        t.strip_suffix(".0").unwrap_or(&t).to_string()
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn grouped(v: u64) -> String {
+    let digits = v.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(i: u64, responses: u64, reset: u64) -> Value {
+        json!({
+            "index": i, "t_s": i as f64, "length_s": 1.0,
+            "requests": responses, "responses": responses, "rps": responses as f64,
+            "errors": {"reset": reset, "refused": 0},
+            "status": {"2xx": responses},
+            "latency_us": {"mean": 900.0, "p50": 800, "p90": 1500, "p99": 2345 + i, "max": 9000},
+            "latency_uncorrected_us": {"mean": 900.0, "p50": 800, "p90": 1500, "p99": 2000, "max": 9000},
+            "connect_us": {"mean": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0},
+            "connects": if i == 0 { 4 } else { 0 },
+            "connections_open": 4, "connections_peak": 4,
+            "users_active": 4 + i, "users_started": if i == 0 { 4 } else { 0 }, "users_finished": 0,
+            "bytes_sent": 100 * responses, "bytes_received": 200 * responses,
+        })
+    }
+
+    /// The value of `attr="..."` in the tag of `svg` that holds `marker`.
+    fn attr_after<'a>(svg: &'a str, marker: &str, attr: &str) -> Option<&'a str> {
+        let at = svg.find(marker)?;
+        let tag_end = svg[at..].find('>')? + at;
+        let tag = &svg[at..tag_end];
+        let key = format!("{attr}=\"");
+        let v = tag.find(&key)? + key.len();
+        let end = tag[v..].find('"')? + v;
+        Some(&tag[v..end])
+    }
+
+    #[test]
+    fn update_after_three_intervals_has_every_chart_and_the_last_figures() {
+        let mut live = Live::new();
+        live.push(&line(0, 1000, 0));
+        live.push(&line(1, 1200, 3));
+        live.push(&line(2, 12345, 2));
+        let text = live.update_json();
+        assert!(!text.contains('\n'), "one line, so one SSE data: line");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["t_s"], json!(3.0));
+        assert_eq!(v["intervals"], json!(3));
+        let charts = v["charts"].as_object().unwrap();
+        assert_eq!(charts.len(), 5);
+        for name in LIVE_CHARTS {
+            let svg = charts[name].as_str().unwrap();
+            assert!(
+                svg.starts_with(&format!("<svg class=\"chart\" data-chart=\"{name}\"")),
+                "{name}: {}",
+                &svg[..80.min(svg.len())]
+            );
+        }
+        let tp = charts["throughput"].as_str().unwrap();
+        assert_eq!(
+            attr_after(tp, "data-series=\"rps\"", "data-points"),
+            Some("3")
+        );
+        let users = charts["users"].as_str().unwrap();
+        assert_eq!(
+            attr_after(users, "data-series=\"users_active\"", "data-points"),
+            Some("3")
+        );
+        // Figures are the last interval's.
+        let f = &v["figures"];
+        assert_eq!(f["elapsed"], "3 s");
+        assert_eq!(f["throughput"], "12,345 /s");
+        assert_eq!(f["p99"], "2.347 ms");
+        assert_eq!(f["errors"], "2 /s");
+        assert_eq!(f["connections"], "4");
+        assert_eq!(f["users"], "6");
+        let n = &v["values"];
+        assert_eq!(n["elapsed_s"], json!(3.0));
+        assert_eq!(n["throughput_rps"], json!(12345.0));
+        assert_eq!(n["p99_ms"], json!(2.347));
+        assert_eq!(n["errors_per_s"], json!(2.0));
+        assert_eq!(n["users"], json!(6));
+        // The error chart has the kind that occurred, not the one that never did.
+        let errors = charts["errors"].as_str().unwrap();
+        assert!(errors.contains("data-series=\"reset\""), "{errors}");
+        assert!(!errors.contains("data-series=\"refused\""));
+    }
+
+    #[test]
+    fn empty_update_has_the_charts_and_missing_figures() {
+        let v: Value = serde_json::from_str(&Live::new().update_json()).unwrap();
+        assert_eq!(v["t_s"], Value::Null);
+        assert_eq!(v["charts"].as_object().unwrap().len(), 5);
+        assert_eq!(v["figures"]["p99"], MISSING);
+        assert_eq!(v["values"]["throughput_rps"], Value::Null);
+    }
+
+    #[test]
+    fn an_interval_without_responses_has_no_p99() {
+        let mut live = Live::new();
+        let mut l = line(0, 0, 0);
+        l["latency_us"] = json!({"mean": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0});
+        live.push(&l);
+        let v: Value = serde_json::from_str(&live.update_json()).unwrap();
+        assert_eq!(v["figures"]["p99"], MISSING);
+        assert_eq!(v["figures"]["throughput"], "0 /s");
+    }
+
+    #[test]
+    fn text_from_the_run_is_escaped() {
+        let mut live = Live::new();
+        let mut l = line(0, 10, 0);
+        l["errors"] = json!({"<script>alert(\"x\")</script>\n": 5});
+        live.push(&l);
+        live.push(&json!("not an object"));
+        let text = live.update_json();
+        assert!(!text.contains('\n'));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let errors = v["charts"]["errors"].as_str().unwrap();
+        assert!(!errors.contains("<script"), "{errors}");
+        assert!(errors.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"));
+        let page = dashboard_page("http://h/<b>&\"");
+        assert!(page.contains("headroom live – http://h/&lt;b&gt;&amp;&quot;"));
+        assert!(!page.contains("<b>&"));
+    }
+
+    #[test]
+    fn page_has_slots_figures_status_and_one_inline_script() {
+        let page = dashboard_page("http://127.0.0.1:8080/");
+        for name in LIVE_CHARTS {
+            assert_eq!(
+                page.matches(&format!("data-slot=\"{name}\"")).count(),
+                1,
+                "{name}"
+            );
+        }
+        for (id, _) in FIGURES {
+            assert!(page.contains(&format!("id=\"fig-{id}\"")), "{id}");
+        }
+        assert!(page.contains("<span id=\"status\">connecting…</span>"));
+        assert!(page.contains("<link rel=\"icon\" href=\"data:,\">"));
+        assert!(page.contains("new EventSource('/events')"));
+        assert_eq!(page.matches("<script").count(), 1);
+        assert_eq!(page.matches("<style>").count(), 1, "one style element");
+        assert!(page.contains(".figs{"), "the dashboard's styles are in it");
+        for bad in ["src=", "http://", "https://"] {
+            let outside_title = page.replace("http://127.0.0.1:8080/", "");
+            assert!(!outside_title.contains(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_hours_update_stays_small() {
+        let mut live = Live::new();
+        for i in 0..3600 {
+            live.push(&line(i, 1000 + (i * 7919) % 500, i % 3));
+        }
+        let t = std::time::Instant::now();
+        let text = live.update_json();
+        let took = t.elapsed();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["intervals"], json!(3600));
+        // Four latency series of at most 2,000 points are the bulk.
+        assert!(text.len() < 400_000, "{} bytes", text.len());
+        eprintln!(
+            "one hour: update of {} bytes in {took:?}; an interval is {} bytes plus its maps",
+            text.len(),
+            std::mem::size_of::<Interval>()
+        );
+    }
+
+    #[test]
+    fn clock_and_rates_read_well() {
+        assert_eq!(elapsed_text(4.0), "4 s");
+        assert_eq!(elapsed_text(12.5), "12.5 s");
+        assert_eq!(elapsed_text(125.0), "2 min 05 s");
+        assert_eq!(elapsed_text(3725.0), "1 h 02 min 05 s");
+        assert_eq!(per_second(0.0), "0");
+        assert_eq!(per_second(12.34), "12.3");
+        assert_eq!(per_second(1234567.4), "1,234,567");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+    }
+}

@@ -530,6 +530,17 @@ tables:
     ] {
         assert!(!html.contains(bad), "{bad}");
     }
+    // As a reader sees it: no console error in Chromium, every chart drawn; a screenshot kept.
+    let mut b = common::chromium::Browser::launch();
+    b.open(&format!("file://{}", report.display()));
+    let empty = b.eval(
+        "Array.from(document.querySelectorAll('svg[data-chart]'))\
+         .filter(s => s.getBBox().width < 100 || s.querySelectorAll('[data-series]').length == 0)\
+         .map(s => s.dataset.chart)",
+    );
+    assert_eq!(empty, serde_json::json!([]), "charts without data");
+    b.screenshot(&common::chromium::artifact_dir().join("lab-report.png"));
+    assert_eq!(b.errors(), Vec::<String>::new());
 
     // Again with --no-report: every run is stored, no page is written.
     std::fs::remove_file(&report).unwrap();

@@ -18,16 +18,54 @@ pub const NAMES: [&str; 6] = [
     "percentiles",
 ];
 
-/// Every chart of the report, in [`NAMES`] order.
+/// The charts of the server under test, after [`NAMES`], in runs that sampled it
+/// (`run --server-pid`).
+pub const SERVER_NAMES: [&str; 2] = ["server-cpu", "server-memory"];
+
+/// Every chart of the report: [`NAMES`] in order, then [`SERVER_NAMES`] when any interval
+/// holds a server sample.
 pub fn all(data: &RunData) -> Vec<Chart> {
-    vec![
+    let mut charts = vec![
         users(&data.intervals),
         throughput(&data.intervals),
         latency(&data.intervals),
         errors(&data.intervals),
         connect(&data.intervals),
         percentiles(data),
-    ]
+    ];
+    if data.intervals.iter().any(|i| i.server.is_some()) {
+        charts.push(server_cpu(&data.intervals));
+        charts.push(server_memory(&data.intervals));
+    }
+    charts
+}
+
+/// The server's CPU, user and system, in percent of one core.
+pub fn server_cpu(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart("server-cpu", "Server CPU", "% of one core", intervals);
+    c.series = vec![
+        Series::new(
+            "user",
+            over_time(intervals, |i| i.server.as_ref()?.cpu_user_pct),
+        ),
+        Series::new(
+            "system",
+            over_time(intervals, |i| i.server.as_ref()?.cpu_sys_pct),
+        ),
+    ];
+    c
+}
+
+/// The server's resident memory in MB (10^6 bytes).
+pub fn server_memory(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart("server-memory", "Server memory", "MB", intervals);
+    c.series = vec![Series::new(
+        "rss",
+        over_time(intervals, |i| {
+            Some(i.server.as_ref()?.rss_bytes? as f64 / 1e6)
+        }),
+    )];
+    c
 }
 
 /// Runs longer than this are charted in minutes: an hour reads 0, 10, ... 60 rather than

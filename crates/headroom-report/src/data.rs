@@ -150,6 +150,19 @@ pub struct Interval {
     pub users_finished: Option<u64>,
     pub bytes_sent: Option<u64>,
     pub bytes_received: Option<u64>,
+    /// The server's process tree at the interval's end (`run --server-pid`), when sampled.
+    pub server: Option<ServerSample>,
+}
+
+/// One reading of the server's process tree in an interval line (`server`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerSample {
+    /// CPU over the interval, percent of one core (200 = two cores busy).
+    pub cpu_user_pct: Option<f64>,
+    pub cpu_sys_pct: Option<f64>,
+    pub rss_bytes: Option<u64>,
+    pub threads: Option<u64>,
+    pub fds: Option<u64>,
 }
 
 impl Interval {
@@ -402,6 +415,16 @@ fn interval_from(o: &Map<String, Value>, line: usize) -> Interval {
         users_finished: u64_of(o.get("users_finished")),
         bytes_sent: u64_of(o.get("bytes_sent")),
         bytes_received: u64_of(o.get("bytes_received")),
+        server: match o.get("server") {
+            Some(Value::Object(m)) => Some(ServerSample {
+                cpu_user_pct: f64_of(m.get("cpu_user_pct")),
+                cpu_sys_pct: f64_of(m.get("cpu_sys_pct")),
+                rss_bytes: u64_of(m.get("rss_bytes")),
+                threads: u64_of(m.get("threads")),
+                fds: u64_of(m.get("fds")),
+            }),
+            _ => None,
+        },
     }
 }
 

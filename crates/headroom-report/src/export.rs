@@ -8,8 +8,9 @@ use crate::data::{Figures, Interval};
 
 /// One row per interval. Columns: time and counts, one `errors_KIND` column per error kind any
 /// interval names, one `status_CLASS` column per status class, then latency (corrected and
-/// uncorrected) and connect-time figures in microseconds, connections, users, bytes. A missing
-/// value is an empty cell.
+/// uncorrected) and connect-time figures in microseconds, connections, users, bytes, and the
+/// server's CPU, memory, threads and descriptors when it was sampled. A missing value is an
+/// empty cell.
 pub fn intervals_csv(intervals: &[Interval]) -> String {
     let kinds: BTreeSet<&str> = intervals
         .iter()
@@ -34,8 +35,15 @@ pub fn intervals_csv(intervals: &[Interval]) -> String {
     }
     out.push_str(
         ",connects,disconnects,connections_open,connections_peak,users_active,users_started,\
-         users_finished,bytes_sent,bytes_received\n",
+         users_finished,bytes_sent,bytes_received",
     );
+    let server = intervals.iter().any(|iv| iv.server.is_some());
+    if server {
+        out.push_str(
+            ",server_cpu_user_pct,server_cpu_sys_pct,server_rss_bytes,server_threads,server_fds",
+        );
+    }
+    out.push('\n');
     for iv in intervals {
         let mut row: Vec<String> = vec![
             opt(iv.t_s),
@@ -68,6 +76,11 @@ pub fn intervals_csv(intervals: &[Interval]) -> String {
             ]
             .map(opt),
         );
+        if server {
+            let sm = iv.server.clone().unwrap_or_default();
+            row.extend([opt(sm.cpu_user_pct), opt(sm.cpu_sys_pct)]);
+            row.extend([sm.rss_bytes, sm.threads, sm.fds].map(opt));
+        }
         out.push_str(&row.join(","));
         out.push('\n');
     }

@@ -206,6 +206,10 @@ pub struct RunArgs {
     /// scraper gets the final figures (Ctrl-C ends it sooner).
     #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION", help_heading = "Output")]
     pub linger: Duration,
+    /// Sample this process and its children (the server under test, e.g. `$(pgrep -o nginx)`)
+    /// each interval: CPU user/system and memory go into intervals.jsonl and the report.
+    #[arg(long, value_name = "PID", help_heading = "Output")]
+    pub server_pid: Option<u32>,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]

@@ -188,6 +188,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             report: !a.no_report,
             live,
             linger: a.linger,
+            server_pid: a.server_pid,
         },
     )?;
     if a.json {
@@ -227,6 +228,8 @@ struct Outputs {
     live: Option<live::LiveServer>,
     /// How long `live` keeps serving after the run.
     linger: Duration,
+    /// The server's process to sample each interval (`--server-pid`).
+    server_pid: Option<u32>,
 }
 
 /// The live server when either address is given.
@@ -256,7 +259,19 @@ fn execute(
         report,
         live,
         linger,
+        server_pid,
     } = outputs;
+    let mut sampler = match server_pid {
+        Some(pid) => {
+            let mut s = headroom_monitor::Sampler::new(pid);
+            // The first reading is the baseline of the first interval's CPU.
+            s.sample()
+                .map_err(|e| UsageError(format!("--server-pid {pid}: cannot sample it ({e})")))?;
+            Some(s)
+        }
+        None => None,
+    };
+    let mut sampler_lost = false;
     let command = command_line();
     let stop = stop_flag();
     let interrupt = stop.clone();
@@ -273,13 +288,27 @@ fn execute(
         if let Some(p) = progress.as_mut() {
             p.interval(iv);
         }
+        let server = sampler.as_mut().and_then(|s| match s.sample() {
+            Ok(sample) => Some(sample),
+            Err(e) => {
+                if !sampler_lost {
+                    eprintln!("headroom: warning: --server-pid: {e}; no more server samples");
+                    sampler_lost = true;
+                }
+                None
+            }
+        });
+        if dir.is_none() && live.is_none() {
+            return;
+        }
+        let line = output::interval_json(iv, plan, server.as_ref());
         if let Some(d) = dir.as_mut() {
-            if let Err(e) = d.interval(iv, plan) {
+            if let Err(e) = d.interval(iv, &line) {
                 write_err.get_or_insert(e);
             }
         }
         if let Some(l) = &live {
-            l.push(&output::interval_json(iv, plan));
+            l.push(&line);
         }
     })?;
     if let Some(p) = &progress {
@@ -400,6 +429,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             report: !a.no_report,
             live,
             linger: Duration::ZERO,
+            server_pid: None,
         },
     );
     let stats = server.stats();

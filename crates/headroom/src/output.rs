@@ -223,7 +223,11 @@ fn round6(v: f64) -> f64 {
 }
 
 /// One line of intervals.jsonl.
-pub fn interval_json(iv: &Interval<'_>, plan: &Plan) -> serde_json::Value {
+pub fn interval_json(
+    iv: &Interval<'_>,
+    plan: &Plan,
+    server: Option<&headroom_monitor::Sample>,
+) -> serde_json::Value {
     use serde_json::json;
     let r = iv.merged;
     let c = &r.counters;
@@ -259,6 +263,19 @@ pub fn interval_json(iv: &Interval<'_>, plan: &Plan) -> serde_json::Value {
         line.as_object_mut(),
     ) {
         obj.insert("scenario".into(), extra);
+    }
+    if let (Some(sm), Some(obj)) = (server, line.as_object_mut()) {
+        obj.insert(
+            "server".into(),
+            json!({
+                "cpu_user_pct": round3(sm.cpu_user_pct),
+                "cpu_sys_pct": round3(sm.cpu_sys_pct),
+                "rss_bytes": sm.rss_bytes,
+                "threads": sm.threads,
+                "fds": sm.fds,
+                "processes": sm.processes,
+            }),
+        );
     }
     line
 }
@@ -306,8 +323,9 @@ impl RunDir {
         })
     }
 
-    pub fn interval(&mut self, iv: &Interval<'_>, plan: &Plan) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.intervals, &interval_json(iv, plan))?;
+    /// Append one interval: its line (from [`interval_json`]) and its histograms.
+    pub fn interval(&mut self, iv: &Interval<'_>, line: &serde_json::Value) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.intervals, line)?;
         self.intervals.write_all(b"\n")?;
         self.intervals.flush()?;
         let r: &Recorder = iv.merged;

@@ -129,13 +129,9 @@ fn a_real_runs_report_opens_in_chromium_with_every_chart_drawn() {
     let out = headroom()
         .arg("run")
         .arg(&scenario)
-        .args([
-            "--target",
-            &server.local_addr().to_string(),
-            "-d",
-            "4s",
-            "--out",
-        ])
+        .args(["--target", &server.local_addr().to_string(), "-d", "4s"])
+        // The server runs in this test process: sample it.
+        .args(["--server-pid", &std::process::id().to_string(), "--out"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -153,6 +149,12 @@ fn a_real_runs_report_opens_in_chromium_with_every_chart_drawn() {
     let csv = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
     let intervals = std::fs::read_to_string(dir.join("intervals.jsonl")).unwrap();
     assert_eq!(csv.lines().count(), intervals.lines().count() + 1);
+    assert!(
+        csv.lines().next().unwrap().ends_with(",server_fds"),
+        "{}\n{}",
+        csv.lines().next().unwrap(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let mut b = common::chromium::Browser::launch();
     b.open(&format!("file://{}", page.display()));
@@ -269,4 +271,24 @@ fn the_browser_harness_catches_console_errors_and_exceptions() {
         errors.iter().any(|e| e.contains("nonexistent.png")),
         "{errors:?}"
     );
+}
+
+#[test]
+fn a_server_pid_that_does_not_exist_is_a_usage_error_before_any_load() {
+    let o = headroom()
+        .args([
+            "run",
+            "http://127.0.0.1:1/",
+            "-d",
+            "1s",
+            "--no-preflight",
+            "--server-pid",
+            "999999999",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--server-pid 999999999"), "{stderr}");
+    assert!(o.stdout.is_empty());
 }

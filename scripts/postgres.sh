@@ -23,6 +23,16 @@
 # database "headroom", max_connections 300 (room for a 50-connection pool per server and then
 # some). The system's own cluster (Debian's "main", port 5432) is neither used nor touched.
 # PostgreSQL refuses to run as root, so as root the server runs as the "postgres" OS user.
+#
+# For the PostgreSQL protocol client's authentication tests (crates/headroom-proto/tests/
+# pg_server.rs, docs/pgsql.md), `start` also makes sure of three login roles, each with password
+# "headroom", and of pg_hba.conf lines (ahead of the general ones) that force their method over
+# TCP from 127.0.0.1:
+#   headroom_md5        md5            (its password is stored as MD5, so the server really asks
+#                                       for MD5: the md5 method would take SCRAM if it could)
+#   headroom_scram      scram-sha-256
+#   headroom_cleartext  password       (cleartext PasswordMessage)
+# An existing cluster gets them on its next `start` (the server reloads its pg_hba.conf).
 set -euo pipefail
 
 DIR=${HEADROOM_PG_DIR:-/tmp/headroom-pg}
@@ -140,7 +150,54 @@ start() {
   if [ "$exists" != 1 ]; then
     as_owner "$bin/createdb" -h "$DIR" -p "$PORT" -U "$PGUSER_NAME" "$PGDB"
   fi
+  auth_roles "$bin"
   url
+}
+
+# The roles and pg_hba.conf lines of the protocol client's auth tests (see the top). Idempotent:
+# the hba block is added once (found again by its marker line), a role is created when missing,
+# and its password set again only when it is not stored the way its method needs.
+HBA_MARK="# headroom (scripts/postgres.sh): auth-method test roles"
+auth_roles() {
+  local bin=$1 hba="$DATA/pg_hba.conf"
+  if ! grep -qxF "$HBA_MARK" "$hba"; then
+    say "adding the auth test roles' lines to $hba"
+    local tmp
+    tmp=$(mktemp)
+    {
+      echo "$HBA_MARK"
+      echo "host    all    headroom_md5          127.0.0.1/32    md5"
+      echo "host    all    headroom_scram        127.0.0.1/32    scram-sha-256"
+      echo "host    all    headroom_cleartext    127.0.0.1/32    password"
+      echo
+      cat "$hba"
+    } >"$tmp"
+    # Rewrite in place, so the file keeps its owner and mode.
+    cat "$tmp" >"$hba"
+    rm -f "$tmp"
+    as_owner "$bin/pg_ctl" -D "$DATA" reload >/dev/null
+  fi
+  as_owner "$bin/psql" -h "$DIR" -p "$PORT" -U "$PGUSER_NAME" -d postgres -XqAt -v ON_ERROR_STOP=1 \
+    >/dev/null <<'SQL'
+DO $$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN SELECT * FROM (VALUES ('headroom_md5', 'md5', 'md5%'),
+                                 ('headroom_scram', 'scram-sha-256', 'SCRAM-SHA-256$%'),
+                                 ('headroom_cleartext', 'scram-sha-256', 'SCRAM-SHA-256$%'))
+                 AS t(name, enc, stored) LOOP
+    PERFORM set_config('password_encryption', r.enc, true);
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r.name) THEN
+      EXECUTE format('CREATE ROLE %I LOGIN PASSWORD %L', r.name, 'headroom');
+    ELSIF NOT EXISTS (SELECT 1 FROM pg_authid
+                      WHERE rolname = r.name AND rolcanlogin AND rolpassword LIKE r.stored) THEN
+      EXECUTE format('ALTER ROLE %I LOGIN PASSWORD %L', r.name, 'headroom');
+    END IF;
+  END LOOP;
+END
+$$;
+SQL
 }
 
 stop() {

@@ -4,3 +4,6 @@
 
 pub mod http1;
 pub mod json;
+pub mod pg;
+pub mod raw;
+pub mod ws;

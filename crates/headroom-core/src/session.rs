@@ -117,6 +117,8 @@ pub enum SessionBody {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     Request(RequestOp),
+    /// Raw TCP: send bytes, then wait for a reply as `expect` says.
+    Send(SendOp),
     Think(Distribution),
     /// Reset loop counter `slot` to 0.
     LoopInit {
@@ -164,6 +166,38 @@ pub struct RequestOp {
     pub body: Option<Template>,
     /// Keep the reply's bytes: a later `extract` or `match` reads them.
     pub capture: bool,
+}
+
+/// Raw TCP: bytes to send (a template) and how the reply ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendOp {
+    pub name: NameId,
+    pub data: Template,
+    pub expect: ExpectSpec,
+    /// Keep the reply's bytes: a later `extract` or `match` reads them.
+    pub capture: bool,
+}
+
+/// How a raw reply ends (compiled by `headroom-proto::raw` at run start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectSpec {
+    /// Do not wait: the step is done once its bytes are written (Tsung's `ack="no_ack"`).
+    Nothing,
+    /// Exactly this many bytes.
+    Bytes(u64),
+    /// Up to and including this delimiter.
+    Delimiter(Vec<u8>),
+    /// A length header: `width` bytes after `offset`, counting itself (`includes_header`) or not,
+    /// plus `adjust`.
+    Length {
+        offset: u32,
+        width: u8,
+        big_endian: bool,
+        includes_header: bool,
+        adjust: i64,
+    },
+    /// The shortest prefix holding a match, searched in the first `window` bytes.
+    Regex { pattern: String, window: usize },
 }
 
 /// Text with `${var}` holes.

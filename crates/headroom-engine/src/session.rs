@@ -15,12 +15,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headroom_core::session::{
-    self, ExtractOp, MatchAction, NameId, Op, SessionBody, SetOp, Workload, VAR_SESSION,
-    VAR_USER_ID,
+    self, ExpectSpec, ExtractOp, MatchAction, NameId, Op, SessionBody, SetOp, Workload,
+    VAR_SESSION, VAR_USER_ID,
 };
 use headroom_core::surge::{Page, Zipf};
 use headroom_metrics::{micros, Recorder};
 use headroom_proto::http1::{encode_parts, RawResponse};
+use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -46,6 +47,9 @@ enum Extra {
     /// A request without variables, encoded.
     Encoded(Box<[u8]>),
     Regex(regex::Regex),
+    /// A raw send: its bytes when they have no variables, and its compiled reply matcher
+    /// (`None`: expect nothing).
+    Send(Option<Box<[u8]>>, Option<raw::Expect>),
 }
 
 impl Program {
@@ -63,6 +67,13 @@ impl Program {
                                 Some(b) => Extra::Encoded(b),
                                 None => Extra::None,
                             },
+                            Op::Send(x) => Extra::Send(
+                                x.data
+                                    .as_literal()
+                                    .map(|d| d.into_bytes().into_boxed_slice()),
+                                compile_expect(&x.expect)
+                                    .map_err(|e| format!("session '{}': expect: {e}", s.name))?,
+                            ),
                             Op::Extract {
                                 from: ExtractOp::Regex(re),
                                 ..
@@ -91,6 +102,14 @@ impl Program {
         })
     }
 
+    /// The reply matcher of the raw send at `session`/`pc` (`None`: expect nothing).
+    pub fn expect(&self, session: usize, pc: usize) -> Option<&raw::Expect> {
+        match self.extra.get(session)?.get(pc)? {
+            Extra::Send(_, e) => e.as_ref(),
+            _ => None,
+        }
+    }
+
     pub fn names(&self) -> usize {
         self.w.names.len()
     }
@@ -98,6 +117,32 @@ impl Program {
     pub fn matches(&self) -> usize {
         self.w.matches.len()
     }
+}
+
+fn compile_expect(spec: &ExpectSpec) -> Result<Option<raw::Expect>, raw::ExpectError> {
+    Ok(Some(match spec {
+        ExpectSpec::Nothing => return Ok(None),
+        ExpectSpec::Bytes(n) => raw::Expect::bytes(*n)?,
+        ExpectSpec::Delimiter(d) => raw::Expect::delimiter(d)?,
+        ExpectSpec::Regex { pattern, window } => raw::Expect::regex(pattern, *window)?,
+        ExpectSpec::Length {
+            offset,
+            width,
+            big_endian,
+            includes_header,
+            adjust,
+        } => raw::Expect::length_prefix(raw::LengthPrefix {
+            offset: *offset,
+            width: *width,
+            endian: if *big_endian {
+                raw::Endian::Big
+            } else {
+                raw::Endian::Little
+            },
+            includes_header: *includes_header,
+            adjust: *adjust,
+        })?,
+    }))
 }
 
 fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option<Box<[u8]>> {
@@ -145,6 +190,18 @@ pub(crate) enum Action {
     Done { aborted: bool },
 }
 
+/// What ends the reply of the batch being sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Awaiting {
+    /// HTTP responses, one per request of the batch.
+    Http,
+    /// A raw reply, as the matcher of the send op at (session, pc) says
+    /// ([`Program::expect`]).
+    Raw { session: usize, pc: usize },
+    /// Nothing: the send is done once written.
+    Nothing,
+}
+
 /// Where a SURGE session is in its current page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SurgeAt {
@@ -169,6 +226,10 @@ pub(crate) struct SessionState {
     pub head: bool,
     /// Keep the reply bytes for a following extract/match.
     pub capture: bool,
+    /// What ends the batch's reply.
+    pub awaiting: Awaiting,
+    /// Raw replies: where the current one stands.
+    pub raw: raw::ExpectState,
     pub reply: Vec<u8>,
     /// Status of the last complete reply (0 before any).
     pub last_status: u16,
@@ -209,6 +270,8 @@ impl SessionState {
             names: Vec::new(),
             head: false,
             capture: false,
+            awaiting: Awaiting::Http,
+            raw: raw::ExpectState::new(),
             reply: Vec::new(),
             last_status: 0,
             failed: false,
@@ -307,10 +370,40 @@ impl SessionState {
                     self.names.push(r.name);
                     self.head = r.method.eq_ignore_ascii_case("HEAD");
                     self.capture = r.capture;
+                    self.awaiting = Awaiting::Http;
                     self.reply.clear();
                     match &prog.extra[self.session][pc] {
                         Extra::Encoded(b) => self.out.extend_from_slice(b),
                         _ => self.encode(prog, r),
+                    }
+                    return Action::Send;
+                }
+                Op::Send(x) => {
+                    self.last_request_pc = pc;
+                    self.out.clear();
+                    self.names.clear();
+                    self.names.push(x.name);
+                    self.head = false;
+                    self.capture = x.capture;
+                    self.reply.clear();
+                    self.raw.reset();
+                    let Extra::Send(data, expect) = &prog.extra[self.session][pc] else {
+                        unreachable!("Program::new prepares every send");
+                    };
+                    self.awaiting = match expect {
+                        Some(_) => Awaiting::Raw {
+                            session: self.session,
+                            pc,
+                        },
+                        None => Awaiting::Nothing,
+                    };
+                    match data {
+                        Some(b) => self.out.extend_from_slice(b),
+                        None => {
+                            self.body.clear();
+                            x.data.expand_into(&self.vars, &mut self.body);
+                            self.out.extend_from_slice(self.body.as_bytes());
+                        }
                     }
                     return Action::Send;
                 }
@@ -559,6 +652,10 @@ impl SessionState {
     }
 
     fn reply_body(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.awaiting != Awaiting::Http {
+            // A raw reply is all body.
+            return std::borrow::Cow::Borrowed(&self.reply);
+        }
         match RawResponse::parse(&self.reply) {
             Some(r) => r.body(),
             None => std::borrow::Cow::Borrowed(&[][..]),
@@ -566,6 +663,20 @@ impl SessionState {
     }
 
     fn extract(&self, extra: &Extra, from: &ExtractOp) -> Option<String> {
+        if self.awaiting != Awaiting::Http {
+            let body = &self.reply;
+            return match from {
+                ExtractOp::Header(_) => None,
+                ExtractOp::Regex(_) => {
+                    let Extra::Regex(re) = extra else { return None };
+                    let text = String::from_utf8_lossy(body);
+                    let caps = re.captures(&text)?;
+                    let m = caps.get(1).or_else(|| caps.get(0))?;
+                    Some(m.as_str().to_string())
+                }
+                ExtractOp::JsonPointer(ptr) => headroom_proto::json::pointer(body, ptr),
+            };
+        }
         let reply = RawResponse::parse(&self.reply)?;
         match from {
             ExtractOp::Header(name) => reply

@@ -32,6 +32,7 @@ use headroom_core::session::ArrivalPhase;
 use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan};
 use headroom_metrics::{micros, Recorder, Snapshot};
 use headroom_proto::http1::{Decoded, ResponseDecoder};
+use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use slab::Slab;
@@ -39,7 +40,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
-use crate::session::{Action, Env, Program, SessionState};
+use crate::session::{Action, Awaiting, Env, Program, SessionState};
 
 /// Size of the per-worker receive buffer. Every connection reads into it, so an idle connection
 /// holds no buffer of its own.
@@ -126,6 +127,8 @@ enum Wake {
     Send,
     /// Decide what to do next (after a failure).
     Next,
+    /// A send that expects no reply was written: count it done.
+    Written,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -525,6 +528,7 @@ impl Worker {
                 Wake::Send => self.start_request(key, t.at),
                 Wake::Next if u.sess.is_some() => self.session_next(key, t.at),
                 Wake::Next => self.next_request(key, Instant::now()),
+                Wake::Written => self.on_reply(key, None, true),
             }
         }
     }
@@ -742,6 +746,16 @@ impl Worker {
         } else {
             State::Reading
         };
+        if u.state == State::Reading
+            && u.sess
+                .as_ref()
+                .is_some_and(|st| st.awaiting == Awaiting::Nothing)
+        {
+            // A send that expects nothing is done once written. It completes from the timer
+            // queue, not from here: a loop of such sends would otherwise recurse without end.
+            u.deadline = None;
+            self.schedule(key, Instant::now(), Wake::Written);
+        }
     }
 
     fn read(&mut self, key: usize, flags: u32) {
@@ -807,6 +821,30 @@ impl Worker {
                 self.close(key);
                 return;
             }
+            if let Some(Awaiting::Raw { session, pc }) = u.sess.as_ref().map(|st| st.awaiting) {
+                let prog = self.s.program.as_ref().expect("sessions have a program");
+                let Some(expect) = prog.expect(session, pc) else {
+                    return;
+                };
+                let st = u.sess.as_mut().expect("checked above");
+                match st.raw.feed(expect, buf) {
+                    Ok((used, progress)) => {
+                        if st.capture && st.reply.len() < CAPTURE_LIMIT {
+                            st.reply.extend_from_slice(&buf[..used]);
+                        }
+                        buf = buf.get(used..).unwrap_or(&[]);
+                        if let raw::Progress::Complete(_) = progress {
+                            self.on_reply(key, None, true);
+                        }
+                    }
+                    Err(_) => {
+                        st.raw.reset();
+                        self.fail(key, ErrorKind::Protocol, Instant::now());
+                        return;
+                    }
+                }
+                continue;
+            }
             let result = u.decoder.decode(buf);
             if let (Some(st), Ok((used, _))) = (u.sess.as_mut(), &result) {
                 if st.capture && st.reply.len() < CAPTURE_LIMIT {
@@ -833,6 +871,14 @@ impl Worker {
     }
 
     fn on_eof(&mut self, key: usize) {
+        if let Some(st) = self.users[key].sess.as_mut() {
+            if matches!(st.awaiting, Awaiting::Raw { .. }) {
+                // A raw reply ends only as its matcher says: a close before that fails it.
+                st.raw.reset();
+                self.fail(key, ErrorKind::Closed, Instant::now());
+                return;
+            }
+        }
         match self.users[key].decoder.eof() {
             Ok(Some(meta)) => {
                 // A body delimited by the close: complete. If more responses of a pipelined
@@ -844,23 +890,32 @@ impl Worker {
     }
 
     fn on_response(&mut self, key: usize, status: u16, keep_alive: bool) {
+        self.on_reply(key, Some(status), keep_alive);
+    }
+
+    /// A reply completed: an HTTP response (`status`), or a raw reply (`None`).
+    fn on_reply(&mut self, key: usize, status: Option<u16>, keep_alive: bool) {
         let now = Instant::now();
         let u = &mut self.users[key];
         let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
         let c = &mut self.rec.counters;
         c.responses += 1;
-        c.status(status);
-        match status {
-            400..=499 => c.error(ErrorKind::Http4xx),
-            500..=599 => c.error(ErrorKind::Http5xx),
-            _ => {}
+        if let Some(status) = status {
+            c.status(status);
+            match status {
+                400..=499 => c.error(ErrorKind::Http4xx),
+                500..=599 => c.error(ErrorKind::Http5xx),
+                _ => {}
+            }
         }
         let corrected = micros(now - u.intended);
         self.rec.record_latency(corrected, micros(now - u.sent));
         if let Some(st) = u.sess.as_mut() {
-            let bad = status >= 400;
-            st.last_status = status;
+            let bad = status.is_some_and(|s| s >= 400);
+            if let Some(status) = status {
+                st.last_status = status;
+            }
             if bad {
                 st.on_error_status();
             }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use headroom_core::session::{
     ArrivalPhase, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op, Piece, RequestOp,
-    SessionBody, SessionProgram, SetOp, Template, VarId, Workload,
+    SendOp, SessionBody, SessionProgram, SetOp, Template, VarId, Workload,
 };
 use headroom_core::ArrivalProcess;
 
@@ -225,6 +225,15 @@ impl Compiler<'_> {
                     };
                     ops.push(Op::Request(op));
                 }
+                Step::Send(x) => {
+                    let op = SendOp {
+                        name: self.name(&x.name, NameKind::Request),
+                        data: self.template(&x.data),
+                        expect: x.expect.clone(),
+                        capture: false,
+                    };
+                    ops.push(Op::Send(op));
+                }
                 Step::Think(d) => ops.push(Op::Think(*d)),
                 Step::Loop(l) => {
                     let slot = *loops;
@@ -329,6 +338,10 @@ fn mark_captures(ops: &mut [Op]) {
             Op::Match(m) if m.body.is_some() => needed = true,
             Op::Request(r) => {
                 r.capture = needed;
+                needed = false;
+            }
+            Op::Send(x) => {
+                x.capture = needed;
                 needed = false;
             }
             _ => {}

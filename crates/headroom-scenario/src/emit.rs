@@ -131,8 +131,9 @@ fn server(s: &Server) -> String {
     m.str("host", &s.host);
     m.raw("port", s.port.to_string());
     match s.protocol {
-        // `http` is the default and the only protocol so far.
+        // `http` is the default.
         Protocol::Http => {}
+        Protocol::Raw => m.raw("protocol", "raw".into()),
     }
     m.finish()
 }
@@ -173,6 +174,7 @@ fn step(out: &mut String, indent: usize, s: &Step) {
     let inner = indent + 4;
     match s {
         Step::Request(r) => request(out, indent, r),
+        Step::Send(x) => line(out, indent, &format!("- send: {}", send(x))),
         Step::Think(d) => line(out, indent, &format!("- think: {}", think(d))),
         Step::Loop(l) => {
             line(out, indent, "- loop:");
@@ -215,6 +217,43 @@ fn step(out: &mut String, indent: usize, s: &Step) {
         }
         Step::Match(x) => line(out, indent, &format!("- match: {}", matcher(x))),
     }
+}
+
+fn send(x: &Send) -> String {
+    use headroom_core::session::ExpectSpec;
+    let mut m = Flow::default();
+    m.str("name", &x.name);
+    m.str("data", &x.data);
+    match &x.expect {
+        ExpectSpec::Nothing => {}
+        ExpectSpec::Bytes(n) => m.raw("expect", format!("{{bytes: {n}}}")),
+        ExpectSpec::Delimiter(d) => m.raw(
+            "expect",
+            format!(
+                "{{delimiter: {}}}",
+                scalar(&String::from_utf8_lossy(d), true)
+            ),
+        ),
+        ExpectSpec::Regex { pattern, window } => m.raw(
+            "expect",
+            format!("{{regex: {}, window: {window}}}", scalar(pattern, true)),
+        ),
+        ExpectSpec::Length {
+            offset,
+            width,
+            big_endian,
+            includes_header,
+            adjust,
+        } => m.raw(
+            "expect",
+            format!(
+                "{{length: {{width: {width}, offset: {offset}, endian: {}, includes_header: \
+                 {includes_header}, adjust: {adjust}}}}}",
+                if *big_endian { "big" } else { "little" }
+            ),
+        ),
+    }
+    m.finish()
 }
 
 fn set(var: &str, source: &SetSource) -> String {

@@ -25,10 +25,23 @@ pub struct Server {
     pub protocol: Protocol,
 }
 
-/// Only HTTP for now; other protocols come with the protocol issue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the scenario's connections speak; it decides which steps a session may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
+    /// HTTP/1.1: `request` steps.
+    #[default]
     Http,
+    /// Raw TCP: `send` steps with an `expect`.
+    Raw,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Http => "http",
+            Protocol::Raw => "raw",
+        }
+    }
 }
 
 /// Open arrival phases and/or closed user populations. At least one of the two is non-empty.
@@ -95,14 +108,31 @@ pub struct Session {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     Request(Request),
+    /// Raw TCP: send bytes, wait for the reply `expect` describes.
+    Send(Send),
     Think(Distribution),
     Loop(Loop),
-    Transaction { name: String, steps: Vec<Step> },
+    Transaction {
+        name: String,
+        steps: Vec<Step>,
+    },
     Connect,
     Close,
-    Set { var: String, source: SetSource },
+    Set {
+        var: String,
+        source: SetSource,
+    },
     Extract(Extract),
     Match(Match),
+}
+
+/// A raw TCP exchange. `data` may hold `${var}` references.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Send {
+    /// Metric name (default: `send N` for the N-th send of the session, 1-based).
+    pub name: String,
+    pub data: String,
+    pub expect: headroom_core::session::ExpectSpec,
 }
 
 /// An HTTP request. `path`, header values and `body` may hold `${var}` references.

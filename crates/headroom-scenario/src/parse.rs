@@ -28,6 +28,7 @@ const STEP_KINDS: &[&str] = &[
     "set",
     "extract",
     "match",
+    "send",
     "include",
 ];
 /// Variables every session has without a `set`.
@@ -45,6 +46,8 @@ pub(crate) struct Parser {
     errors: Vec<ScenarioError>,
     /// Canonical paths of the files being included, outermost first.
     include_stack: Vec<PathBuf>,
+    /// The servers' protocol: which of `request` and `send` sessions may use.
+    protocol: Protocol,
 }
 
 impl Parser {
@@ -54,6 +57,7 @@ impl Parser {
             current: 0,
             errors: Vec::new(),
             include_stack: Vec::new(),
+            protocol: Protocol::Http,
         }
     }
 
@@ -354,16 +358,30 @@ impl Parser {
                     }
                 }
             });
+            let mut protocol = Protocol::Http;
             if let Some(p) = m.get_node("protocol") {
-                if p.as_scalar().map(|s| s.as_str()) != Some("http") {
-                    self.err(p.span(), "protocol: expected 'http' (others come later)");
+                match p.as_scalar().map(|s| s.as_str()) {
+                    Some("http") => {}
+                    Some("raw") | Some("tcp") => protocol = Protocol::Raw,
+                    _ => self.err(
+                        p.span(),
+                        "protocol: expected 'http' or 'raw' (raw TCP; xmpp, pgsql and websocket \
+                         come later)",
+                    ),
+                }
+                if !out.is_empty() && protocol != self.protocol {
+                    self.err(
+                        p.span(),
+                        "protocol: every server of a scenario speaks the same one",
+                    );
                 }
             }
+            self.protocol = protocol;
             if let (Some(host), Some(port)) = (host, port) {
                 out.push(Server {
                     host,
                     port,
-                    protocol: Protocol::Http,
+                    protocol,
                 });
             }
         }

@@ -114,7 +114,11 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     base_args.url = target_url;
     base_args.duration = None;
     let mut plan = base_args.to_plan()?;
-    plan.target_name = format!("{} ({})", a.url, plan.target_name);
+    let shown = match scenario.servers.first().map(|s| s.protocol) {
+        Some(headroom_scenario::model::Protocol::Raw) => format!("tcp://{}", plan.target),
+        _ => plan.target_name.clone(),
+    };
+    plan.target_name = format!("{} ({shown})", a.url);
     let duration = match (a.duration, compiled.phases.is_empty()) {
         (Some(d), _) => Some(d),
         (None, false) => Some(compiled.phases_duration),

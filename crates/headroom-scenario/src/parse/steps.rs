@@ -3,6 +3,7 @@
 
 use super::{Parser, Vars, BUILTINS, MAX_INCLUDE_DEPTH, STEP_KINDS};
 use crate::model::*;
+use headroom_core::session::ExpectSpec;
 use headroom_core::Distribution;
 use marked_yaml::{LoaderOptions, Node};
 use std::path::Path;
@@ -45,7 +46,30 @@ impl Parser {
             return;
         };
         let step = match k.as_str() {
-            "request" => self.request(v, vars).map(Step::Request),
+            "request" => {
+                if self.protocol != Protocol::Http {
+                    self.err(
+                        k.span(),
+                        format!(
+                            "request: the servers speak {}; use send steps",
+                            self.protocol.as_str()
+                        ),
+                    );
+                }
+                self.request(v, vars).map(Step::Request)
+            }
+            "send" => {
+                if self.protocol != Protocol::Raw {
+                    self.err(
+                        k.span(),
+                        format!(
+                            "send: raw TCP steps need servers with protocol: raw (these speak {})",
+                            self.protocol.as_str()
+                        ),
+                    );
+                }
+                self.send(v, vars).map(Step::Send)
+            }
             "think" => self.think(v).map(Step::Think),
             "loop" => self.looop(v, vars).map(Step::Loop),
             "transaction" => self.transaction(v, vars),
@@ -141,6 +165,139 @@ impl Parser {
             headers,
             body,
         })
+    }
+
+    /// `send: {data: "...", expect: ..., name: ...}` or `send: "..."` (expect nothing).
+    fn send(&mut self, node: &Node, vars: &Vars) -> Option<Send> {
+        if node.as_scalar().is_some() {
+            let data = self.string(node, "send")?;
+            self.refs(node, &data, vars);
+            return Some(Send {
+                name: default_send_name(&data),
+                data,
+                expect: ExpectSpec::Nothing,
+            });
+        }
+        let m = self.map(node, "send")?;
+        self.keys(m, "send", &["name", "data", "expect"]);
+        let dn = self.required(m, "data", "send")?;
+        let data = self.string(dn, "data")?;
+        self.refs(dn, &data, vars);
+        let name = match m.get_node("name") {
+            Some(n) => self.name(n, "name")?,
+            None => default_send_name(&data),
+        };
+        let expect = match m.get_node("expect") {
+            Some(e) => self.expect(e)?,
+            None => ExpectSpec::Nothing,
+        };
+        Some(Send { name, data, expect })
+    }
+
+    /// `expect: nothing | {bytes: N} | {delimiter: "\r\n"} | {regex: "...", window: N} |
+    /// {length: {width: 4, offset: 0, endian: big, includes_header: false, adjust: 0}}`.
+    fn expect(&mut self, node: &Node) -> Option<ExpectSpec> {
+        const FORMS: &str = "nothing, {bytes: N}, {delimiter: TEXT}, {regex: RE, window: N} \
+                             or {length: {width: 1|2|4|8, ...}}";
+        if let Some(s) = node.as_scalar() {
+            if s.as_str() == "nothing" {
+                return Some(ExpectSpec::Nothing);
+            }
+            self.err(node.span(), format!("expect: expected {FORMS}"));
+            return None;
+        }
+        let m = self.map(node, "expect")?;
+        self.keys(
+            m,
+            "expect",
+            &["bytes", "delimiter", "regex", "window", "length"],
+        );
+        let spec = if let Some(b) = m.get_node("bytes") {
+            let n = self.count(b, "bytes")?;
+            if n == 0 {
+                self.err(b.span(), "bytes: a reply is at least 1 byte");
+                return None;
+            }
+            ExpectSpec::Bytes(n)
+        } else if let Some(d) = m.get_node("delimiter") {
+            let text = self.string(d, "delimiter")?;
+            if text.is_empty() {
+                self.err(d.span(), "delimiter: must not be empty");
+                return None;
+            }
+            ExpectSpec::Delimiter(text.into_bytes())
+        } else if let Some(r) = m.get_node("regex") {
+            let pattern = self.string(r, "regex")?;
+            if let Err(e) = regex::bytes::Regex::new(&pattern) {
+                self.err(r.span(), format!("regex: {e}"));
+                return None;
+            }
+            let window = match m.get_node("window") {
+                Some(w) => self.count(w, "window")? as usize,
+                None => 64 * 1024,
+            };
+            ExpectSpec::Regex { pattern, window }
+        } else if let Some(l) = m.get_node("length") {
+            let lm = self.map(l, "length")?;
+            self.keys(
+                lm,
+                "length",
+                &["width", "offset", "endian", "includes_header", "adjust"],
+            );
+            let wn = self.required(lm, "width", "length")?;
+            let width = self.count(wn, "width")?;
+            if ![1, 2, 4, 8].contains(&width) {
+                self.err(wn.span(), "width: expected 1, 2, 4 or 8 (bytes)");
+                return None;
+            }
+            let offset = match lm.get_node("offset") {
+                Some(o) => match self.int(o, "offset")? {
+                    v @ 0..=65536 => v as u64,
+                    _ => {
+                        self.err(o.span(), "offset: expected 0 to 65536 (bytes)");
+                        return None;
+                    }
+                },
+                None => 0,
+            };
+            let big_endian = match lm.get_node("endian") {
+                Some(e) => match e.as_scalar().map(|s| s.as_str()) {
+                    Some("big") => true,
+                    Some("little") => false,
+                    _ => {
+                        self.err(e.span(), "endian: expected big or little");
+                        return None;
+                    }
+                },
+                None => true,
+            };
+            let includes_header = match lm.get_node("includes_header") {
+                Some(b) => match b.as_scalar().map(|s| s.as_str()) {
+                    Some("true") => true,
+                    Some("false") => false,
+                    _ => {
+                        self.err(b.span(), "includes_header: expected true or false");
+                        return None;
+                    }
+                },
+                None => false,
+            };
+            let adjust = match lm.get_node("adjust") {
+                Some(a) => self.int(a, "adjust")?,
+                None => 0,
+            };
+            ExpectSpec::Length {
+                offset: u32::try_from(offset).unwrap_or(u32::MAX),
+                width: width as u8,
+                big_endian,
+                includes_header,
+                adjust,
+            }
+        } else {
+            self.err(m.span(), format!("expect: expected {FORMS}"));
+            return None;
+        };
+        Some(spec)
     }
 
     fn think(&mut self, node: &Node) -> Option<Distribution> {
@@ -590,5 +747,16 @@ impl Parser {
         }
         self.include_stack.pop();
         self.current = saved;
+    }
+}
+
+/// A send step's metric name when it has none: its data's first line, at most 40 characters.
+fn default_send_name(data: &str) -> String {
+    let line = data.lines().next().unwrap_or("").trim();
+    let name: String = line.chars().take(40).collect();
+    if name.is_empty() {
+        "send".to_string()
+    } else {
+        name
     }
 }

@@ -1,0 +1,200 @@
+//! Raw TCP sessions against a real server: Debian's memcached (installed by scripts/test),
+//! started by the test on 127.0.0.1 with its text protocol, whose replies end with known
+//! delimiters. Every reply is matched by the scenario's `expect`; a reply that never ends right
+//! is an error, not a hang.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, headroom};
+
+const MEMCACHED: &str = "/usr/bin/memcached";
+
+/// A private memcached on 127.0.0.1, killed on drop.
+struct Memcached {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Memcached {
+    fn start() -> Memcached {
+        assert!(
+            Path::new(MEMCACHED).exists(),
+            "{MEMCACHED} is missing: install Debian's memcached (scripts/test does)"
+        );
+        // The port is free when picked but may be taken before memcached binds it: then
+        // memcached exits, and we try another. Readiness is its own answer to `version`.
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new(MEMCACHED);
+            cmd.args([
+                "-l",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-U",
+                "0",
+                "-t",
+                "1",
+            ]);
+            if unsafe { libc::geteuid() } == 0 {
+                cmd.args(["-u", "nobody"]);
+            }
+            let mut child = cmd
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start memcached");
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                if ask(addr, "version\r\n").starts_with("VERSION ") {
+                    return Memcached { child, addr };
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("memcached did not start on 127.0.0.1 in 5 tries");
+    }
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One request on a fresh connection; the reply up to its `\r\n` (empty if none).
+fn ask(addr: SocketAddr, request: &str) -> String {
+    let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
+        return String::new();
+    };
+    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+    if c.write_all(request.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !out.ends_with(b"\r\n") {
+        match c.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).to_string()
+}
+
+fn run(scenario: &str, addr: SocketAddr, extra: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yaml");
+    std::fs::write(&file, scenario).unwrap();
+    let out = headroom()
+        .arg("run")
+        .arg(&file)
+        .args(["--target", &addr.to_string(), "--json", "-q"])
+        .args(extra)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "summary JSON ({e}); exit {:?}; stderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn count(v: &serde_json::Value, name: &str) -> u64 {
+    v["scenario"]["by_request"][name]["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no count for {name}: {}", v["scenario"]))
+}
+
+const CACHE: &str = r#"
+servers: [{host: 127.0.0.1, port: 1, protocol: raw}]
+load: {users: [{count: 4}]}
+sessions:
+  - name: cache
+    steps:
+      - send: {name: set, data: "set k${user_id} 0 0 5\r\nv${user_id}xyz\r\n", expect: {delimiter: "\r\n"}}
+      - match: {body: STORED, when: nomatch, do: abort}
+      - send: {name: get, data: "get k${user_id}\r\n", expect: {delimiter: "END\r\n"}}
+      - extract: {var: value, regex: "VALUE k\\d+ 0 5\r\n(\\w+)\r\n"}
+      - send: {name: copy, data: "set copy${user_id} 0 0 5\r\n${value}\r\n", expect: {delimiter: "\r\n"}}
+      - send: {name: touch, data: "touch k${user_id} 100 noreply\r\n"}
+      - send: {name: version, data: "version\r\n", expect: {regex: "VERSION [0-9.]+\r\n", window: 64}}
+"#;
+
+/// Sessions of raw exchanges complete against memcached: every reply is matched by its
+/// delimiter or regex, an extracted value travels into a later send (checked in memcached
+/// afterwards), and a send that expects nothing is counted once written.
+#[test]
+fn raw_sessions_run_against_memcached_with_every_reply_matched() {
+    let mc = Memcached::start();
+    let v = run(CACHE, mc.addr, &["-d", "2s"]);
+    assert_eq!(v["errors_total"], 0, "{v}");
+    let sessions = v["scenario"]["sessions"]["completed"].as_u64().unwrap();
+    assert!(sessions > 100, "{}", v["scenario"]);
+    assert_eq!(v["scenario"]["sessions"]["aborted"], 0);
+    // Each name ran once per session (a session cut at the stop may hold one more).
+    for name in ["set", "get", "copy", "touch", "version"] {
+        let n = count(&v, name);
+        assert!(
+            n >= sessions && n <= sessions + 4,
+            "{name}: {n} for {sessions} sessions"
+        );
+    }
+    assert_eq!(v["scenario"]["matches"]["match STORED"], 0);
+    // No HTTP status on a raw reply.
+    assert_eq!(v["status"]["other"], 0);
+    assert_eq!(v["status"]["2xx"], 0);
+    // The value extracted from `get` was sent back by `copy`.
+    for user in 0..4 {
+        let reply = ask(mc.addr, &format!("get copy{user}\r\n"));
+        let want = format!("VALUE copy{user} 0 5\r\nv{user}xyz\r\n");
+        assert!(reply.starts_with(&want), "user {user}: {reply:?}");
+    }
+}
+
+/// A reply that does not end as expected fails its request: a connection closed by the
+/// server before the delimiter is `closed`; bytes past the window without a match are a
+/// `protocol` error. Both abort the session and count under the request's name.
+#[test]
+fn replies_that_never_end_right_are_errors_not_hangs() {
+    let mc = Memcached::start();
+    let quit = r#"
+servers: [{host: 127.0.0.1, port: 1, protocol: raw}]
+load: {users: [{count: 1}]}
+sessions:
+  - name: q
+    steps:
+      - send: {name: quit, data: "quit\r\n", expect: {delimiter: "\r\n"}}
+"#;
+    let v = run(quit, mc.addr, &["-n", "20"]);
+    assert_eq!(v["errors"]["closed"], 20, "{v}");
+    assert_eq!(v["scenario"]["by_request"]["quit"]["errors"], 20);
+    assert_eq!(v["scenario"]["sessions"]["aborted"], 20);
+
+    let window = r#"
+servers: [{host: 127.0.0.1, port: 1, protocol: raw}]
+load: {users: [{count: 1}]}
+sessions:
+  - name: w
+    steps:
+      - send: {name: stats, data: "stats\r\n", expect: {regex: "NEVER", window: 32}}
+"#;
+    let v = run(window, mc.addr, &["-n", "5"]);
+    assert_eq!(v["errors"]["protocol"], 5, "{v}");
+    assert_eq!(v["scenario"]["by_request"]["stats"]["errors"], 5);
+}

@@ -12,19 +12,10 @@ use std::sync::mpsc::{channel, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::headroom;
+use common::{headroom, serve};
 use serde_json::Value;
 
 const CHARTS: [&str; 5] = ["users", "throughput", "latency", "errors", "connect"];
-
-fn serve() -> headroom_serve::RunningServer {
-    headroom_serve::start(headroom_serve::ServerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        workers: 1,
-        ..Default::default()
-    })
-    .expect("start headroom serve")
-}
 
 /// A running `headroom run` whose stderr lines arrive on a channel (and are kept for messages).
 struct Run {

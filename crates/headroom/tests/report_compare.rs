@@ -6,16 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::headroom;
-
-fn serve() -> headroom_serve::RunningServer {
-    headroom_serve::start(headroom_serve::ServerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        workers: 1,
-        ..Default::default()
-    })
-    .expect("start headroom serve")
-}
+use common::{attrs, headroom, serve};
 
 /// `headroom run URL -c C -d 2s --out DIR`, which must succeed.
 fn run(url: &str, connections: &str, dir: &Path) {
@@ -44,21 +35,6 @@ fn report(dirs: &[&Path], extra: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// The value of `attr="..."` in each tag of `html` that contains `marker`.
-fn attrs<'a>(html: &'a str, marker: &str, attr: &str) -> Vec<&'a str> {
-    html.match_indices(marker)
-        .filter_map(|(at, _)| {
-            let tag_end = html[at..].find('>')? + at;
-            let tag_start = html[..at].rfind('<')?;
-            let tag = &html[tag_start..tag_end];
-            let key = format!("{attr}=\"");
-            let v = tag.find(&key)? + key.len();
-            let end = tag[v..].find('"')? + v;
-            Some(&tag[v..end])
-        })
-        .collect()
 }
 
 /// The `<svg>` element of the chart `name`.

@@ -13,6 +13,31 @@ use std::time::{Duration, Instant};
 
 pub mod chromium;
 
+/// headroom serve (reactor, one worker) in this process on 127.0.0.1, any free port.
+pub fn serve() -> headroom_serve::RunningServer {
+    headroom_serve::start(headroom_serve::ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        workers: 1,
+        ..Default::default()
+    })
+    .expect("start headroom serve")
+}
+
+/// The value of `attr="..."` in each tag of `html` that contains `marker`.
+pub fn attrs<'a>(html: &'a str, marker: &str, attr: &str) -> Vec<&'a str> {
+    html.match_indices(marker)
+        .filter_map(|(at, _)| {
+            let tag_end = html[at..].find('>')? + at;
+            let tag_start = html[..at].rfind('<')?;
+            let tag = &html[tag_start..tag_end];
+            let key = format!("{attr}=\"");
+            let v = tag.find(&key)? + key.len();
+            let end = tag[v..].find('"')? + v;
+            Some(&tag[v..end])
+        })
+        .collect()
+}
+
 pub fn headroom() -> Command {
     Command::new(env!("CARGO_BIN_EXE_headroom"))
 }

@@ -4,7 +4,7 @@
 
 pub mod http1;
 pub mod json;
-pub mod xmpp;
 pub mod pg;
 pub mod raw;
 pub mod ws;
+pub mod xmpp;

@@ -20,7 +20,8 @@
 use std::fmt::Write;
 
 use crate::svg::{
-    compact, escape, fmt2, legend_width, Axis, BOTTOM, HEIGHT, LEFT, PALETTE, RIGHT, TOP,
+    compact, escape, fmt2, grid_and_frame, legend_width, y_labels, Axis, BOTTOM, HEIGHT, LEFT,
+    PALETTE, RIGHT, TOP,
 };
 
 /// One bar: its value, the half-width of its 95% confidence interval, and the hover text
@@ -123,32 +124,10 @@ impl BarChart {
 
         // Horizontal grid, frame, y tick labels, axis labels.
         let ticks = axis.ticks();
-        out.push_str("<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n");
-        for (y, _) in &ticks {
-            let p = fmt2(py(*y));
-            let _ = writeln!(
-                out,
-                "<line x1=\"{LEFT}\" y1=\"{p}\" x2=\"{RIGHT}\" y2=\"{p}\"/>"
-            );
-        }
-        out.push_str("</g>\n");
-        let _ = writeln!(
-            out,
-            "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{}\" height=\"{}\" fill=\"none\" \
-             stroke=\"#999\"/>",
-            RIGHT - LEFT,
-            BOTTOM - TOP
-        );
+        let y_px: Vec<f64> = ticks.iter().map(|(y, _)| py(*y)).collect();
+        grid_and_frame(&mut out, &[], &y_px);
         out.push_str("<g fill=\"#444\">\n");
-        for (y, label) in &ticks {
-            let _ = writeln!(
-                out,
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                LEFT - 5.0,
-                fmt2(py(*y) + 4.0),
-                escape(label)
-            );
-        }
+        y_labels(&mut out, &ticks, &py);
         let n_groups = self.groups.len().max(1);
         let group_w = (RIGHT - LEFT) / n_groups as f64;
         let max_chars = ((group_w - 4.0) / CHAR_WIDTH).floor().max(1.0) as usize;

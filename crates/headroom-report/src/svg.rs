@@ -152,35 +152,15 @@ impl Chart {
         );
 
         // Grid and tick labels.
-        out.push_str("<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n");
         let x_ticks: Vec<(f64, String)> = if self.x_ticks.is_empty() {
             x_axis.ticks()
         } else {
             self.x_ticks.clone()
         };
         let y_ticks = y_axis.ticks();
-        for (x, _) in &x_ticks {
-            let p = fmt2(px(*x));
-            let _ = writeln!(
-                out,
-                "<line x1=\"{p}\" y1=\"{TOP}\" x2=\"{p}\" y2=\"{BOTTOM}\"/>"
-            );
-        }
-        for (y, _) in &y_ticks {
-            let p = fmt2(py(*y));
-            let _ = writeln!(
-                out,
-                "<line x1=\"{LEFT}\" y1=\"{p}\" x2=\"{RIGHT}\" y2=\"{p}\"/>"
-            );
-        }
-        out.push_str("</g>\n");
-        let _ = writeln!(
-            out,
-            "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{}\" height=\"{}\" fill=\"none\" \
-             stroke=\"#999\"/>",
-            RIGHT - LEFT,
-            BOTTOM - TOP
-        );
+        let x_px: Vec<f64> = x_ticks.iter().map(|(x, _)| px(*x)).collect();
+        let y_px: Vec<f64> = y_ticks.iter().map(|(y, _)| py(*y)).collect();
+        grid_and_frame(&mut out, &x_px, &y_px);
         out.push_str("<g fill=\"#444\">\n");
         for (x, label) in &x_ticks {
             let _ = writeln!(
@@ -191,15 +171,7 @@ impl Chart {
                 escape(label)
             );
         }
-        for (y, label) in &y_ticks {
-            let _ = writeln!(
-                out,
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                LEFT - 5.0,
-                fmt2(py(*y) + 4.0),
-                escape(label)
-            );
-        }
+        y_labels(&mut out, &y_ticks, &py);
         let _ = writeln!(
             out,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
@@ -299,6 +271,47 @@ impl Chart {
         }
         out.push_str("</svg>\n");
         out
+    }
+}
+
+/// The plot's grid (vertical lines at `x_px`, horizontal at `y_px`, already in pixels) and
+/// its frame; shared by the line and bar charts.
+pub(crate) fn grid_and_frame(out: &mut String, x_px: &[f64], y_px: &[f64]) {
+    out.push_str("<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n");
+    for p in x_px {
+        let p = fmt2(*p);
+        let _ = writeln!(
+            out,
+            "<line x1=\"{p}\" y1=\"{TOP}\" x2=\"{p}\" y2=\"{BOTTOM}\"/>"
+        );
+    }
+    for p in y_px {
+        let p = fmt2(*p);
+        let _ = writeln!(
+            out,
+            "<line x1=\"{LEFT}\" y1=\"{p}\" x2=\"{RIGHT}\" y2=\"{p}\"/>"
+        );
+    }
+    out.push_str("</g>\n");
+    let _ = writeln!(
+        out,
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{}\" height=\"{}\" fill=\"none\" \
+         stroke=\"#999\"/>",
+        RIGHT - LEFT,
+        BOTTOM - TOP
+    );
+}
+
+/// The y tick labels left of the plot (inside an open `<g fill>`); `py` maps a value to pixels.
+pub(crate) fn y_labels(out: &mut String, ticks: &[(f64, String)], py: &dyn Fn(f64) -> f64) {
+    for (y, label) in ticks {
+        let _ = writeln!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            LEFT - 5.0,
+            fmt2(py(*y) + 4.0),
+            escape(label)
+        );
     }
 }
 

@@ -20,8 +20,8 @@
 use std::fmt::Write;
 
 use crate::svg::{
-    compact, escape, fmt2, grid_and_frame, legend_width, y_labels, Axis, BOTTOM, HEIGHT, LEFT,
-    PALETTE, RIGHT, TOP,
+    axis_titles, compact, escape, fmt2, grid_and_frame, legend_width, y_labels, Axis, BOTTOM,
+    HEIGHT, LEFT, PALETTE, RIGHT, TOP,
 };
 
 /// One bar: its value, the half-width of its 95% confidence interval, and the hover text
@@ -149,19 +149,7 @@ impl BarChart {
                 escape(&shown)
             );
         }
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            fmt2((LEFT + RIGHT) / 2.0),
-            BOTTOM + 34.0,
-            escape(&self.x_label)
-        );
-        let _ = writeln!(
-            out,
-            "<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-            fmt2((TOP + BOTTOM) / 2.0),
-            escape(&self.y_label)
-        );
+        axis_titles(&mut out, &self.x_label, &self.y_label);
         out.push_str("</g>\n");
 
         // Bars, whiskers and legend, one series at a time.

@@ -172,19 +172,7 @@ impl Chart {
             );
         }
         y_labels(&mut out, &y_ticks, &py);
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            fmt2((LEFT + RIGHT) / 2.0),
-            BOTTOM + 34.0,
-            escape(&self.x_label)
-        );
-        let _ = writeln!(
-            out,
-            "<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-            fmt2((TOP + BOTTOM) / 2.0),
-            escape(&self.y_label)
-        );
+        axis_titles(&mut out, &self.x_label, &self.y_label);
         out.push_str("</g>\n");
 
         // Lines, dots and legend.
@@ -313,6 +301,24 @@ pub(crate) fn y_labels(out: &mut String, ticks: &[(f64, String)], py: &dyn Fn(f6
             escape(label)
         );
     }
+}
+
+/// The axis titles: `x_label` under the plot, `y_label` turned along its left side (inside an
+/// open `<g fill>`).
+pub(crate) fn axis_titles(out: &mut String, x_label: &str, y_label: &str) {
+    let _ = writeln!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+        fmt2((LEFT + RIGHT) / 2.0),
+        BOTTOM + 34.0,
+        escape(x_label)
+    );
+    let _ = writeln!(
+        out,
+        "<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        fmt2((TOP + BOTTOM) / 2.0),
+        escape(y_label)
+    );
 }
 
 /// The viewBox width that fits a legend of these names right of the plot: at least [`WIDTH`].

@@ -8,3 +8,6 @@ pub mod pg;
 pub mod raw;
 pub mod ws;
 pub mod xmpp;
+
+#[cfg(test)]
+mod test_rng;

@@ -6,6 +6,7 @@
 use super::frontend::{self, Target};
 use super::scram::{ScramClient, ScramError, SCRAM_SHA_256};
 use super::*;
+use crate::test_rng::Rng;
 
 const MD5_SESSION: &[u8] = include_bytes!("testdata/md5_session.server.bin");
 const MD5_SESSION_CLIENT: &[u8] = include_bytes!("testdata/md5_session.client.bin");
@@ -23,22 +24,6 @@ fn login<'a>(user: &'a str, password: &'a str) -> Login<'a> {
         password,
         database: "headroom",
         application_name: Some("headroom-proto-tests"),
-    }
-}
-
-/// A small deterministic PRNG (xorshift64*), so that "random" chunkings are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
     }
 }
 

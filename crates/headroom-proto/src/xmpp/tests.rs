@@ -3,6 +3,7 @@
 //! waits and destinations.
 
 use super::*;
+use crate::test_rng::Rng;
 
 /// What ejabberd 23.01 sent to user4 (captured with scripts/ejabberd.sh, 2026-11): login, an
 /// offline chat message with a delay element and escaped body, initial presence echo, an iq error,
@@ -119,20 +120,6 @@ fn one_shot(data: &[u8], capture: bool) -> (Vec<Ev>, Result<(), SplitError>) {
     let mut sp = Splitter::new();
     sp.set_capture(capture);
     run(&mut sp, [data])
-}
-
-/// A tiny deterministic generator (xorshift64*), for random partitions.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 fn random_partition<'a>(data: &'a [u8], rng: &mut Rng, max_piece: usize) -> Vec<&'a [u8]> {

@@ -107,6 +107,103 @@ impl ErrorKind {
 }
 
 /// Linux errno values used for classification (kept here so core needs no libc).
+/// Protocol counters (XMPP, PostgreSQL, WebSocket): what was sent and received, by kind, so a
+/// summary can say "messages received against messages sent" and count stanzas per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtoCounter {
+    XmppSentMessage,
+    XmppSentPresence,
+    XmppSentIq,
+    XmppSentOther,
+    XmppReceivedMessage,
+    XmppReceivedPresence,
+    XmppReceivedIq,
+    XmppReceivedOther,
+    /// Chat messages sent by the users.
+    XmppChatSent,
+    /// Chat messages (type `chat`, with a body) received by the users.
+    XmppChatReceived,
+    /// Logins that reached a bound resource.
+    XmppLogins,
+    /// Iq replies of type `error` to a request that waited for its reply.
+    XmppErrorReplies,
+    /// `<stream:error>`s from the server.
+    XmppStreamErrors,
+    /// Chats or presences not sent because no user fitted the destination.
+    XmppNoDestination,
+    PgQueries,
+    PgRows,
+    /// Statements answered with an ErrorResponse (SQLSTATE).
+    PgSqlErrors,
+    WsMessagesSent,
+    WsMessagesReceived,
+    WsPingsReceived,
+    WsPongsReceived,
+    WsClosesReceived,
+}
+
+impl ProtoCounter {
+    pub const ALL: [ProtoCounter; 22] = [
+        ProtoCounter::XmppSentMessage,
+        ProtoCounter::XmppSentPresence,
+        ProtoCounter::XmppSentIq,
+        ProtoCounter::XmppSentOther,
+        ProtoCounter::XmppReceivedMessage,
+        ProtoCounter::XmppReceivedPresence,
+        ProtoCounter::XmppReceivedIq,
+        ProtoCounter::XmppReceivedOther,
+        ProtoCounter::XmppChatSent,
+        ProtoCounter::XmppChatReceived,
+        ProtoCounter::XmppLogins,
+        ProtoCounter::XmppErrorReplies,
+        ProtoCounter::XmppStreamErrors,
+        ProtoCounter::XmppNoDestination,
+        ProtoCounter::PgQueries,
+        ProtoCounter::PgRows,
+        ProtoCounter::PgSqlErrors,
+        ProtoCounter::WsMessagesSent,
+        ProtoCounter::WsMessagesReceived,
+        ProtoCounter::WsPingsReceived,
+        ProtoCounter::WsPongsReceived,
+        ProtoCounter::WsClosesReceived,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// `(protocol, name)` as written in summary.json: `"xmpp": {"received_message": N}`.
+    pub fn name(self) -> (&'static str, &'static str) {
+        use ProtoCounter::*;
+        match self {
+            XmppSentMessage => ("xmpp", "sent_message"),
+            XmppSentPresence => ("xmpp", "sent_presence"),
+            XmppSentIq => ("xmpp", "sent_iq"),
+            XmppSentOther => ("xmpp", "sent_other"),
+            XmppReceivedMessage => ("xmpp", "received_message"),
+            XmppReceivedPresence => ("xmpp", "received_presence"),
+            XmppReceivedIq => ("xmpp", "received_iq"),
+            XmppReceivedOther => ("xmpp", "received_other"),
+            XmppChatSent => ("xmpp", "chat_sent"),
+            XmppChatReceived => ("xmpp", "chat_received"),
+            XmppLogins => ("xmpp", "logins"),
+            XmppErrorReplies => ("xmpp", "error_replies"),
+            XmppStreamErrors => ("xmpp", "stream_errors"),
+            XmppNoDestination => ("xmpp", "no_destination"),
+            PgQueries => ("pgsql", "queries"),
+            PgRows => ("pgsql", "rows"),
+            PgSqlErrors => ("pgsql", "sql_errors"),
+            WsMessagesSent => ("websocket", "messages_sent"),
+            WsMessagesReceived => ("websocket", "messages_received"),
+            WsPingsReceived => ("websocket", "pings_received"),
+            WsPongsReceived => ("websocket", "pongs_received"),
+            WsClosesReceived => ("websocket", "closes_received"),
+        }
+    }
+
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 mod libc_errno {
     pub const EPIPE: i32 = 32;
     pub const EMFILE: i32 = 24;

@@ -49,6 +49,11 @@ pub struct Workload {
     pub vars: Vec<String>,
     /// CSV feeders: rows of columns, shared by every worker.
     pub feeders: Vec<Arc<Vec<Vec<String>>>>,
+    /// The protocol above TCP and its per-connection setup (login, startup, upgrade).
+    pub link: LinkSpec,
+    /// Metric id the per-connection setup is timed under (`login`, `startup`, `handshake`);
+    /// `None` for HTTP and raw TCP, which have none.
+    pub handshake: Option<NameId>,
 }
 
 impl Workload {
@@ -135,6 +140,12 @@ pub enum Op {
     Jump(usize),
     TxBegin(NameId),
     TxEnd(NameId),
+    /// An XMPP request on the logged-in stream.
+    Xmpp(XmppOp),
+    /// A PostgreSQL statement on the started connection.
+    Sql(SqlOp),
+    /// A WebSocket message, ping or close on the upgraded connection.
+    Ws(WsOp),
     Connect,
     Close,
     Set {
@@ -198,6 +209,274 @@ pub enum ExpectSpec {
     },
     /// The shortest prefix holding a match, searched in the first `window` bytes.
     Regex { pattern: String, window: usize },
+}
+
+/// The protocol every connection of a run speaks above TCP, with what it needs to set a
+/// connection up. HTTP and raw TCP need nothing; the others run a setup exchange right after
+/// the TCP connect (XMPP login, PostgreSQL startup and authentication, WebSocket upgrade),
+/// timed under [`Workload::handshake`], before the step that needed the connection goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LinkSpec {
+    /// HTTP/1.1 or raw TCP.
+    #[default]
+    Plain,
+    Xmpp(XmppSpec),
+    Pgsql(PgSpec),
+    WebSocket(WsSpec),
+}
+
+impl LinkSpec {
+    /// The name the setup is timed under, or `None`.
+    pub fn handshake_name(&self) -> Option<&'static str> {
+        match self {
+            LinkSpec::Plain => None,
+            LinkSpec::Xmpp(_) => Some("xmpp:login"),
+            LinkSpec::Pgsql(_) => Some("pgsql:startup"),
+            LinkSpec::WebSocket(_) => Some("ws:handshake"),
+        }
+    }
+}
+
+/// XMPP accounts and login. User `N` (from `first..=last`) logs in as
+/// `{username}{N}@{domain}` with password `{password}{N}`, as Tsung's jabber plugin does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XmppSpec {
+    pub domain: String,
+    pub username: String,
+    pub password: String,
+    pub first: u64,
+    pub last: u64,
+    /// Resource to bind; `None` lets the server pick one.
+    pub resource: Option<String>,
+    /// SASL ANONYMOUS instead of PLAIN (no accounts needed).
+    pub anonymous: bool,
+    /// In-band registration (XEP-0077) before logging in; an existing account counts as done.
+    pub register: bool,
+}
+
+/// PostgreSQL startup: database, role and password (cleartext, MD5 or SCRAM-SHA-256, as the
+/// server asks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgSpec {
+    pub database: String,
+    pub user: String,
+    pub password: Option<String>,
+}
+
+/// WebSocket upgrade request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WsSpec {
+    /// Request target of the upgrade, `/` by default.
+    pub path: String,
+    /// `Sec-WebSocket-Protocol` to ask for.
+    pub subprotocol: Option<String>,
+    /// `Origin` header to send.
+    pub origin: Option<String>,
+}
+
+/// An XMPP request: what to send, and what ends it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct XmppOp {
+    pub name: NameId,
+    pub action: XmppAction<Template>,
+    pub ack: XmppAck,
+}
+
+/// When an XMPP request is done (Tsung's `ack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XmppAck {
+    /// Once written.
+    NoAck,
+    /// At the first stanza received after it (Tsung's `local`).
+    Local,
+    /// At its own reply: the iq result or error with its id, the server's close for a close;
+    /// messages and presences have none and are done once written. (Tsung's `global` is a
+    /// barrier across users; headroom reads it as "wait for the matching reply".)
+    #[default]
+    Reply,
+}
+
+impl XmppAck {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XmppAck::NoAck => "no_ack",
+            XmppAck::Local => "local",
+            XmppAck::Reply => "reply",
+        }
+    }
+}
+
+/// Who an XMPP chat, directed presence or roster change goes to (Tsung's `destination`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XmppDest {
+    /// An online user other than the sender, round-robin.
+    #[default]
+    Online,
+    /// A user not connected: the server stores the message.
+    Offline,
+    /// Any user of the range, uniformly.
+    Random,
+    /// Always the first user: a hot spot.
+    Unique,
+    /// The destination of this user's previous chat.
+    Previous,
+}
+
+impl XmppDest {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XmppDest::Online => "online",
+            XmppDest::Offline => "offline",
+            XmppDest::Random => "random",
+            XmppDest::Unique => "unique",
+            XmppDest::Previous => "previous",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<XmppDest> {
+        Some(match s {
+            "online" => XmppDest::Online,
+            "offline" => XmppDest::Offline,
+            "random" => XmppDest::Random,
+            "unique" => XmppDest::Unique,
+            "previous" => XmppDest::Previous,
+            _ => return None,
+        })
+    }
+}
+
+/// What an XMPP request sends; `T` is the text type (`String` in a scenario, [`Template`] here).
+#[derive(Debug, Clone, PartialEq)]
+pub enum XmppAction<T> {
+    /// `<presence/>`: the user becomes online (and receives its contacts' presence).
+    PresenceInitial,
+    /// `<presence type='unavailable'/>`.
+    PresenceFinal,
+    /// A presence broadcast to the user's contacts.
+    PresenceBroadcast {
+        show: Option<String>,
+        status: Option<String>,
+    },
+    /// A presence to one user.
+    PresenceDirected {
+        to: XmppDest,
+        show: Option<String>,
+        status: Option<String>,
+    },
+    /// A subscription request to one user.
+    PresenceSubscribe { to: XmppDest },
+    /// `iq:roster:get`.
+    RosterGet,
+    /// Add a user to the roster.
+    RosterAdd { to: XmppDest },
+    /// Rename the roster entry of a user.
+    RosterRename { to: XmppDest, name: String },
+    /// Remove a user from the roster.
+    RosterRemove { to: XmppDest },
+    /// A chat message: a body of exactly `size` bytes, or the text `text`.
+    Chat {
+        to: XmppDest,
+        size: usize,
+        text: Option<T>,
+    },
+    /// Bytes sent as they are.
+    Raw(T),
+    /// `</stream:stream>`: the reply is the server's close, then the connection is closed.
+    Close,
+}
+
+impl<T> XmppAction<T> {
+    /// The step type as written in a scenario (`presence:initial`, `chat`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            XmppAction::PresenceInitial => "presence:initial",
+            XmppAction::PresenceFinal => "presence:final",
+            XmppAction::PresenceBroadcast { .. } => "presence:broadcast",
+            XmppAction::PresenceDirected { .. } => "presence:directed",
+            XmppAction::PresenceSubscribe { .. } => "presence:subscribe",
+            XmppAction::RosterGet => "roster:get",
+            XmppAction::RosterAdd { .. } => "roster:add",
+            XmppAction::RosterRename { .. } => "roster:rename",
+            XmppAction::RosterRemove { .. } => "roster:remove",
+            XmppAction::Chat { .. } => "chat",
+            XmppAction::Raw(_) => "raw",
+            XmppAction::Close => "close",
+        }
+    }
+
+    /// The same action with its text mapped (scenario strings to templates).
+    pub fn map_text<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<XmppAction<U>, E> {
+        Ok(match self {
+            XmppAction::PresenceInitial => XmppAction::PresenceInitial,
+            XmppAction::PresenceFinal => XmppAction::PresenceFinal,
+            XmppAction::PresenceBroadcast { show, status } => {
+                XmppAction::PresenceBroadcast { show, status }
+            }
+            XmppAction::PresenceDirected { to, show, status } => {
+                XmppAction::PresenceDirected { to, show, status }
+            }
+            XmppAction::PresenceSubscribe { to } => XmppAction::PresenceSubscribe { to },
+            XmppAction::RosterGet => XmppAction::RosterGet,
+            XmppAction::RosterAdd { to } => XmppAction::RosterAdd { to },
+            XmppAction::RosterRename { to, name } => XmppAction::RosterRename { to, name },
+            XmppAction::RosterRemove { to } => XmppAction::RosterRemove { to },
+            XmppAction::Chat { to, size, text } => XmppAction::Chat {
+                to,
+                size,
+                text: text.map(&mut f).transpose()?,
+            },
+            XmppAction::Raw(t) => XmppAction::Raw(f(t)?),
+            XmppAction::Close => XmppAction::Close,
+        })
+    }
+}
+
+/// A PostgreSQL statement. Without parameters and not prepared it is a simple query; with
+/// parameters it goes through the extended protocol (parse, bind, execute, sync); `prepare`
+/// parses it once per connection under a statement name and then only binds and executes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlOp {
+    pub name: NameId,
+    pub query: Template,
+    pub params: Vec<Template>,
+    pub prepare: bool,
+    /// Keep the result rows as text for a later `extract`/`match`.
+    pub capture: bool,
+}
+
+/// A WebSocket request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsOp {
+    pub name: NameId,
+    pub action: WsAction<Template>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum WsAction<T> {
+    /// A text or binary message; `reply` waits for the next message from the server.
+    Message { binary: bool, data: T, reply: bool },
+    /// A ping; done at its pong.
+    Ping,
+    /// A close frame; done at the server's close frame, then the connection is closed.
+    Close,
+}
+
+impl<T> WsAction<T> {
+    pub fn map_text<U, E>(self, f: impl FnOnce(T) -> Result<U, E>) -> Result<WsAction<U>, E> {
+        Ok(match self {
+            WsAction::Message {
+                binary,
+                data,
+                reply,
+            } => WsAction::Message {
+                binary,
+                data: f(data)?,
+                reply,
+            },
+            WsAction::Ping => WsAction::Ping,
+            WsAction::Close => WsAction::Close,
+        })
+    }
 }
 
 /// Text with `${var}` holes.
@@ -354,6 +633,8 @@ mod tests {
             matches: vec![],
             vars: vec!["user_id".into(), "session".into()],
             feeders: vec![],
+            link: LinkSpec::Plain,
+            handshake: None,
         }
     }
 

@@ -80,6 +80,12 @@ impl Program {
                             } => Extra::Regex(regex::Regex::new(re).map_err(|e| {
                                 format!("session '{}': bad regex {re:?}: {e}", s.name)
                             })?),
+                            Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) => {
+                                return Err(format!(
+                                    "session '{}': xmpp, sql and ws steps are not run yet",
+                                    s.name
+                                ))
+                            }
                             _ => Extra::None,
                         });
                     }
@@ -406,6 +412,9 @@ impl SessionState {
                         }
                     }
                     return Action::Send;
+                }
+                Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) => {
+                    unreachable!("Program::new refuses protocol steps it cannot run")
                 }
                 Op::Think(d) => {
                     let t = d.sample(env.rng.gen::<f64>());

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use headroom_core::ErrorKind;
+use headroom_core::{ErrorKind, ProtoCounter};
 
 pub mod hlog;
 
@@ -58,6 +58,8 @@ pub struct Counters {
     pub sessions_aborted: u64,
     /// Arrivals dropped because a phase's `max_users` were alive.
     pub users_dropped: u64,
+    /// Protocol counters by [`ProtoCounter::index`] (XMPP stanzas, SQL statements, frames).
+    pub proto: [u64; ProtoCounter::COUNT],
 }
 
 impl Counters {
@@ -85,6 +87,14 @@ impl Counters {
         self.sessions_completed += o.sessions_completed;
         self.sessions_aborted += o.sessions_aborted;
         self.users_dropped += o.users_dropped;
+        for (a, b) in self.proto.iter_mut().zip(o.proto.iter()) {
+            *a += b;
+        }
+    }
+
+    #[inline]
+    pub fn proto(&mut self, c: ProtoCounter, n: u64) {
+        self.proto[c.index()] += n;
     }
 
     /// All failures of every kind.
@@ -115,6 +125,8 @@ pub struct Recorder {
     pub latency_uncorrected: Histogram<u64>,
     /// TCP connect time.
     pub connect: Histogram<u64>,
+    /// Wall time of each session that ran to its end (scenario runs).
+    pub sessions: Histogram<u64>,
     pub counters: Counters,
     /// Per request or transaction name (scenario runs; empty otherwise), by name id.
     pub names: Vec<NameStats>,
@@ -155,6 +167,7 @@ impl Recorder {
             latency: new_histogram(),
             latency_uncorrected: new_histogram(),
             connect: new_histogram(),
+            sessions: new_histogram(),
             counters: Counters::default(),
             names: Vec::new(),
             matches: Vec::new(),
@@ -208,6 +221,7 @@ impl Recorder {
         let _ = self.latency.add(&other.latency);
         let _ = self.latency_uncorrected.add(&other.latency_uncorrected);
         let _ = self.connect.add(&other.connect);
+        let _ = self.sessions.add(&other.sessions);
         self.counters.add(&other.counters);
         self.ensure_names(other.names.len(), other.matches.len());
         for (a, b) in self.names.iter_mut().zip(other.names.iter()) {
@@ -225,6 +239,7 @@ impl Recorder {
         self.latency.reset();
         self.latency_uncorrected.reset();
         self.connect.reset();
+        self.sessions.reset();
         self.counters = Counters::default();
         for n in &mut self.names {
             n.count = 0;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use headroom_core::session::{
     ArrivalPhase, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op, Piece, RequestOp,
-    SendOp, SessionBody, SessionProgram, SetOp, Template, VarId, Workload,
+    SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsOp, XmppOp,
 };
 use headroom_core::ArrivalProcess;
 
@@ -39,6 +39,11 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         feeder_index: HashMap::new(),
         base,
     };
+    // The connection setup is timed under its own name, listed first.
+    let handshake = s
+        .link
+        .handshake_name()
+        .map(|n| c.name(n, NameKind::Request));
     let mut sessions = Vec::with_capacity(s.sessions.len());
     for sess in &s.sessions {
         let body = match &sess.surge {
@@ -120,6 +125,8 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         matches: c.matches,
         vars: c.vars,
         feeders: c.feeders,
+        link: s.link.clone(),
+        handshake,
     };
     Ok(Compiled {
         users: workload.closed_users(),
@@ -233,6 +240,37 @@ impl Compiler<'_> {
                         capture: false,
                     };
                     ops.push(Op::Send(op));
+                }
+                Step::Xmpp(x) => {
+                    let op = XmppOp {
+                        name: self.name(&x.name, NameKind::Request),
+                        action: x
+                            .action
+                            .clone()
+                            .map_text(|t| Ok::<_, String>(self.template(&t)))?,
+                        ack: x.ack,
+                    };
+                    ops.push(Op::Xmpp(op));
+                }
+                Step::Sql(q) => {
+                    let op = SqlOp {
+                        name: self.name(&q.name, NameKind::Request),
+                        query: self.template(&q.query),
+                        params: q.params.iter().map(|p| self.template(p)).collect(),
+                        prepare: q.prepare,
+                        capture: false,
+                    };
+                    ops.push(Op::Sql(op));
+                }
+                Step::Ws(x) => {
+                    let op = WsOp {
+                        name: self.name(&x.name, NameKind::Request),
+                        action: x
+                            .action
+                            .clone()
+                            .map_text(|t| Ok::<_, String>(self.template(&t)))?,
+                    };
+                    ops.push(Op::Ws(op));
                 }
                 Step::Think(d) => ops.push(Op::Think(*d)),
                 Step::Loop(l) => {

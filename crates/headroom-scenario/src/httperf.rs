@@ -96,6 +96,7 @@ pub fn import_httperf(
         },
         sessions,
         thresholds: Vec::new(),
+        link: LinkSpec::Plain,
     };
     finish(scenario, c.warnings, c.errors, file_name)
 }

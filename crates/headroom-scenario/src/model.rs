@@ -15,6 +15,8 @@ pub struct Scenario {
     pub load: Load,
     pub sessions: Vec<Session>,
     pub thresholds: Vec<Threshold>,
+    /// Connection settings of the servers' protocol (`LinkSpec::Plain` for HTTP and raw).
+    pub link: LinkSpec,
 }
 
 /// A target server.
@@ -33,6 +35,12 @@ pub enum Protocol {
     Http,
     /// Raw TCP: `send` steps with an `expect`.
     Raw,
+    /// XMPP client streams: `xmpp` steps; settings in the `xmpp:` section.
+    Xmpp,
+    /// PostgreSQL frontend: `sql` steps; settings in the `pgsql:` section.
+    Pgsql,
+    /// WebSocket client: `ws` steps; settings in the `websocket:` section.
+    WebSocket,
 }
 
 impl Protocol {
@@ -40,8 +48,44 @@ impl Protocol {
         match self {
             Protocol::Http => "http",
             Protocol::Raw => "raw",
+            Protocol::Xmpp => "xmpp",
+            Protocol::Pgsql => "pgsql",
+            Protocol::WebSocket => "websocket",
         }
     }
+}
+
+// Per-protocol connection settings (the scenario's `xmpp:`, `pgsql:` or `websocket:` section)
+// and the protocol actions are the engine's own types.
+pub use headroom_core::session::{
+    LinkSpec, PgSpec, WsAction, WsSpec, XmppAck, XmppAction, XmppDest, XmppSpec,
+};
+
+/// An `xmpp:` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Xmpp {
+    /// Metric name; defaults to `xmpp:TYPE` (`xmpp:chat`).
+    pub name: String,
+    pub action: XmppAction<String>,
+    pub ack: XmppAck,
+}
+
+/// A `sql:` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sql {
+    /// Metric name; defaults to the first 40 characters of the query.
+    pub name: String,
+    pub query: String,
+    pub params: Vec<String>,
+    pub prepare: bool,
+}
+
+/// A `ws:` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ws {
+    /// Metric name; defaults to `ws:send`, `ws:ping`, `ws:close`.
+    pub name: String,
+    pub action: WsAction<String>,
 }
 
 /// Open arrival phases and/or closed user populations. At least one of the two is non-empty.
@@ -110,6 +154,9 @@ pub enum Step {
     Request(Request),
     /// Raw TCP: send bytes, wait for the reply `expect` describes.
     Send(Send),
+    Xmpp(Xmpp),
+    Sql(Sql),
+    Ws(Ws),
     Think(Distribution),
     Loop(Loop),
     Transaction {

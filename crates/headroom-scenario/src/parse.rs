@@ -335,6 +335,7 @@ impl Parser {
             load,
             sessions,
             thresholds,
+            link: LinkSpec::Plain,
         })
     }
 

@@ -509,6 +509,7 @@ impl<'a> Conv<'a> {
             load,
             sessions,
             thresholds: Vec::new(),
+            link: LinkSpec::Plain,
         }
     }
 

@@ -41,11 +41,17 @@ pub enum ErrorKind {
     LocalResource,
     /// Any other socket error; rare, kept so nothing is dropped.
     Other,
+    /// The protocol's connection setup failed: XMPP login (SASL failure, bind), PostgreSQL
+    /// authentication, WebSocket upgrade refused.
+    Login,
+    /// A well-formed reply that says the request failed: an XMPP iq of type `error`, an SQL
+    /// ErrorResponse.
+    ErrorReply,
 }
 
 impl ErrorKind {
     /// All kinds, in counter order.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::ConnectTimeout,
         ErrorKind::Refused,
         ErrorKind::Reset,
@@ -56,6 +62,8 @@ impl ErrorKind {
         ErrorKind::Http5xx,
         ErrorKind::LocalResource,
         ErrorKind::Other,
+        ErrorKind::Login,
+        ErrorKind::ErrorReply,
     ];
     /// Number of kinds (the length of a counters array).
     pub const COUNT: usize = Self::ALL.len();
@@ -73,6 +81,8 @@ impl ErrorKind {
             ErrorKind::Http5xx => "http_5xx",
             ErrorKind::LocalResource => "local_resource",
             ErrorKind::Other => "other",
+            ErrorKind::Login => "login",
+            ErrorKind::ErrorReply => "error_reply",
         }
     }
 

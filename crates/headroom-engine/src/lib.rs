@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use headroom_core::{Plan, PlanError};
 use headroom_metrics::{Recorder, Snapshot};
 
+mod link;
 pub mod pacer;
 mod poller;
 mod session;

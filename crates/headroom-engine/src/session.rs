@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headroom_core::session::{
-    self, ExpectSpec, ExtractOp, MatchAction, NameId, Op, SessionBody, SetOp, Workload,
+    self, ExpectSpec, ExtractOp, LinkSpec, MatchAction, NameId, Op, SessionBody, SetOp, Workload,
     VAR_SESSION, VAR_USER_ID,
 };
 use headroom_core::surge::{Page, Zipf};
@@ -24,6 +24,8 @@ use headroom_proto::http1::{encode_parts, RawResponse};
 use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::Rng;
+
+use crate::link::{Link, LinkWait, XmppShared};
 
 /// Ops run per `advance` call at most before yielding to the event loop, so a session of only
 /// `set` steps in an endless loop cannot stall the worker.
@@ -38,8 +40,10 @@ pub(crate) struct Program {
     extra: Vec<Vec<Extra>>,
     /// Per session: the Zipf popularity of a SURGE session.
     zipf: Vec<Option<Zipf>>,
-    host: String,
+    pub host: String,
     keepalive: bool,
+    /// XMPP runs: who is connected and online, shared by every worker.
+    pub xmpp: Option<XmppShared>,
 }
 
 enum Extra {
@@ -80,12 +84,6 @@ impl Program {
                             } => Extra::Regex(regex::Regex::new(re).map_err(|e| {
                                 format!("session '{}': bad regex {re:?}: {e}", s.name)
                             })?),
-                            Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) => {
-                                return Err(format!(
-                                    "session '{}': xmpp, sql and ws steps are not run yet",
-                                    s.name
-                                ))
-                            }
                             _ => Extra::None,
                         });
                     }
@@ -99,12 +97,22 @@ impl Program {
             }
             extra.push(ex);
         }
+        let xmpp = match &w.link {
+            LinkSpec::Xmpp(x) => Some(XmppShared {
+                pool: std::sync::Mutex::new(
+                    headroom_proto::xmpp::UserPool::new(x.first, x.last)
+                        .map_err(|e| format!("xmpp users {}..{}: {e}", x.first, x.last))?,
+                ),
+            }),
+            _ => None,
+        };
         Ok(Program {
             w,
             extra,
             zipf,
             host: host.to_string(),
             keepalive,
+            xmpp,
         })
     }
 
@@ -206,6 +214,8 @@ pub(crate) enum Awaiting {
     Raw { session: usize, pc: usize },
     /// Nothing: the send is done once written.
     Nothing,
+    /// The reply the connection's protocol link waits for ([`Link::wait`]).
+    Link,
 }
 
 /// Where a SURGE session is in its current page.
@@ -218,6 +228,8 @@ enum SurgeAt {
 /// One user's progress through its current session.
 pub(crate) struct SessionState {
     pub session: usize,
+    /// When the current session began (its duration is recorded when it ends).
+    pub started: Instant,
     pc: usize,
     loops: Vec<u64>,
     /// Variable values by slot; unset is empty.
@@ -251,6 +263,7 @@ pub(crate) struct SessionState {
     path: String,
     hvals: Vec<String>,
     body: String,
+    params: Vec<String>,
 }
 
 /// What `advance` may use besides the state: the worker's randomness, clock and recorder.
@@ -260,6 +273,8 @@ pub(crate) struct Env<'a> {
     /// Sequential CSV cursors of this worker, by feeder.
     pub cursors: &'a mut [usize],
     pub now: Instant,
+    /// The connection's protocol link, when the connection is open and speaks one.
+    pub link: Option<&'a mut Link>,
 }
 
 impl SessionState {
@@ -268,6 +283,7 @@ impl SessionState {
         vars[VAR_USER_ID as usize] = user_id.to_string();
         SessionState {
             session: 0,
+            started: Instant::now(),
             pc: 0,
             loops: Vec::new(),
             vars,
@@ -289,12 +305,14 @@ impl SessionState {
             path: String::new(),
             hvals: Vec::new(),
             body: String::new(),
+            params: Vec::new(),
         }
     }
 
     /// Start session `session` from its first step.
-    pub fn begin(&mut self, prog: &Program, session: usize, rng: &mut SmallRng) {
+    pub fn begin(&mut self, prog: &Program, session: usize, rng: &mut SmallRng, now: Instant) {
         self.session = session;
+        self.started = now;
         self.pc = 0;
         self.tx.clear();
         self.failed = false;
@@ -414,7 +432,77 @@ impl SessionState {
                     return Action::Send;
                 }
                 Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) => {
-                    unreachable!("Program::new refuses protocol steps it cannot run")
+                    let Some(link) = env.link.as_deref_mut().filter(|l| l.ready) else {
+                        // Open the connection (and run the protocol's setup) first, then
+                        // come back to this step.
+                        self.pc = pc;
+                        self.names.clear();
+                        return Action::Connect;
+                    };
+                    self.last_request_pc = pc;
+                    self.out.clear();
+                    self.names.clear();
+                    self.head = false;
+                    self.capture = false;
+                    self.reply.clear();
+                    let c = &mut env.rec.counters;
+                    let wait = match op {
+                        Op::Xmpp(x) => {
+                            let LinkSpec::Xmpp(spec) = &prog.w.link else {
+                                unreachable!("xmpp steps compile only for xmpp servers")
+                            };
+                            self.names.push(x.name);
+                            match link.xmpp_request(
+                                spec,
+                                prog.xmpp.as_ref(),
+                                x,
+                                &self.vars,
+                                &mut self.body,
+                                &mut self.out,
+                                env.rng,
+                                c,
+                            ) {
+                                Ok(w) => w,
+                                Err(_) => {
+                                    // Nobody fits the destination: nothing is sent (Tsung's
+                                    // error_no_online), the step counts as failed.
+                                    env.rec.name_error(x.name as usize);
+                                    self.names.clear();
+                                    continue;
+                                }
+                            }
+                        }
+                        Op::Sql(q) => {
+                            self.names.push(q.name);
+                            link.sql_request(
+                                q,
+                                (self.session as u32, pc as u32),
+                                &self.vars,
+                                &mut self.body,
+                                &mut self.params,
+                                &mut self.out,
+                                c,
+                            )
+                        }
+                        Op::Ws(w) => {
+                            self.names.push(w.name);
+                            link.ws_request(
+                                w,
+                                &self.vars,
+                                &mut self.body,
+                                &mut self.out,
+                                env.rng,
+                                c,
+                            )
+                        }
+                        _ => unreachable!("matched above"),
+                    };
+                    self.awaiting = if wait == LinkWait::None {
+                        Awaiting::Nothing
+                    } else {
+                        Awaiting::Link
+                    };
+                    return Action::Send;
                 }
                 Op::Think(d) => {
                     let t = d.sample(env.rng.gen::<f64>());
@@ -494,7 +582,7 @@ impl SessionState {
                         MatchAction::Restart => {
                             self.end_transactions(env.rec);
                             let s = self.session;
-                            self.begin(prog, s, env.rng);
+                            self.begin(prog, s, env.rng, env.now);
                         }
                         MatchAction::Loop => {
                             let max = m.max_loops.unwrap_or(DEFAULT_MAX_LOOPS);

@@ -38,6 +38,7 @@ use rand::{Rng, SeedableRng};
 use slab::Slab;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::link::{Link, Outcome};
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
 use crate::session::{Action, Awaiting, Env, Program, SessionState};
@@ -81,6 +82,8 @@ enum State {
     Waiting,
     /// Non-blocking connect in progress.
     Connecting,
+    /// Connected; the protocol's setup (login, startup, upgrade) is running.
+    Handshake,
     /// Request partly written; waiting for the socket to take the rest.
     Writing,
     /// Request written; reading the response(s).
@@ -119,6 +122,8 @@ struct User {
     sess: Option<Box<SessionState>>,
     /// Arrived in an open phase: leaves after one session and counts against `max_users`.
     arrived: bool,
+    /// The connection's protocol state (XMPP, PostgreSQL, WebSocket runs), while connected.
+    link: Option<Box<Link>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +182,8 @@ pub(crate) struct Worker {
     phase_fresh: bool,
     /// Users from open phases alive now.
     open_alive: u64,
+    /// Users this worker made arrive so far (their global ids derive from it).
+    arrived_total: u64,
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -220,6 +227,7 @@ impl Worker {
             phase_start: start,
             phase_fresh: true,
             open_alive: 0,
+            arrived_total: 0,
             s,
         };
         if let Some(p) = w.s.program.clone() {
@@ -293,7 +301,7 @@ impl Worker {
         };
         let session = fixed.unwrap_or_else(|| prog.w.draw(self.rng.gen::<f64>()));
         let mut st = Box::new(SessionState::new(&prog, global));
-        st.begin(&prog, session, &mut self.rng);
+        st.begin(&prog, session, &mut self.rng, at);
         let u = &mut self.users[key];
         u.sess = Some(st);
         u.arrived = arrived;
@@ -377,6 +385,7 @@ impl Worker {
             written: 0,
             sess: None,
             arrived: false,
+            link: None,
         })
     }
 
@@ -474,8 +483,10 @@ impl Worker {
             if let Some(left) = self.arrivals_left.as_mut() {
                 *left -= 1;
             }
-            // Global user ids interleave across workers so they never collide.
-            let g = self.rec.counters.users_started * self.s.workers as u64 + self.s.id as u64;
+            // Global user ids interleave across workers so they never collide. (Counted by the
+            // worker: the recorder's counters restart every interval.)
+            let g = self.arrived_total * self.s.workers as u64 + self.s.id as u64;
+            self.arrived_total += 1;
             self.spawn_user(g, Some(per_user), at);
             let gap = pacer::arrival_gap(process, self.arrival_rate, self.rng.gen::<f64>());
             self.next_arrival = Some(at + gap);
@@ -499,9 +510,8 @@ impl Worker {
             if cap.is_some_and(|c| self.open_alive >= c) {
                 self.rec.counters.users_dropped += 1;
             } else {
-                let g = self.rec.counters.users_started * self.s.workers as u64
-                    + self.s.id as u64
-                    + (1 << 40);
+                let g = self.arrived_total * self.s.workers as u64 + self.s.id as u64 + (1 << 40);
+                self.arrived_total += 1;
                 self.spawn_session_user(g, true, at);
             }
             self.next_arrival = self.next_phase_arrival(at);
@@ -636,14 +646,37 @@ impl Worker {
         if u.gen != gen || u.sock.is_none() {
             return;
         }
+        const READABLE: u32 = poller::IN | poller::RDHUP | poller::ERR | poller::HUP;
+        const WRITABLE: u32 = poller::OUT | poller::ERR | poller::HUP;
+        if u.link.is_some() {
+            // A protocol link reads whatever the state: the server speaks unasked (presence,
+            // chats, pings), and every byte goes through the link's decoder.
+            if flags & WRITABLE != 0 {
+                if u.state == State::Writing {
+                    self.write_request(key);
+                } else {
+                    self.flush_link(key);
+                }
+            }
+            if flags & READABLE != 0
+                && self
+                    .users
+                    .get(key)
+                    .is_some_and(|u| u.gen == gen && u.sock.is_some())
+            {
+                self.read_link(key, flags);
+            }
+            return;
+        }
         match u.state {
             State::Connecting => {
-                if flags & (poller::OUT | poller::ERR | poller::HUP) != 0 {
+                if flags & WRITABLE != 0 {
                     self.on_connect(key);
                 }
             }
+            State::Handshake => {}
             State::Writing => {
-                if flags & (poller::OUT | poller::ERR | poller::HUP) != 0 {
+                if flags & WRITABLE != 0 {
                     self.write_request(key);
                 }
                 let still = self.users.get(key);
@@ -654,7 +687,7 @@ impl Worker {
                 }
             }
             State::Reading => {
-                if flags & (poller::IN | poller::RDHUP | poller::ERR | poller::HUP) != 0 {
+                if flags & READABLE != 0 {
                     self.read(key, flags);
                 }
             }
@@ -688,6 +721,22 @@ impl Worker {
         }
         self.rec.counters.connects += 1;
         self.rec.record_connect(micros(now - u.connect_start));
+        if let Some(prog) = &self.s.program {
+            if let Some(link) = Link::start(&prog.w.link, &prog.host, u.global, &mut self.rng) {
+                // The protocol's setup runs first; `link_ready` goes on from here after it.
+                u.link = Some(Box::new(link));
+                u.state = State::Handshake;
+                u.deadline = Some(now + self.s.plan.timeout);
+                self.flush_link(key);
+                return;
+            }
+        }
+        self.after_connect(key, now);
+    }
+
+    /// The connection is usable: go on with the step that asked for it.
+    fn after_connect(&mut self, key: usize, now: Instant) {
+        let u = &mut self.users[key];
         if u.sess.is_some() && u.batch == 0 {
             // An explicit `connect` step: nothing to send yet.
             u.state = State::Idle;
@@ -715,6 +764,7 @@ impl Worker {
             u.decoder.set_head_request(head);
         }
         let mut off = u.written as usize;
+        let gen = u.gen;
         while off < total {
             match sock.send_with_flags(&bytes[off..total], libc::MSG_NOSIGNAL) {
                 Ok(n) => {
@@ -746,6 +796,17 @@ impl Worker {
         } else {
             State::Reading
         };
+        if u.state == State::Reading && u.link.as_ref().is_some_and(|l| l.pending()) {
+            // Protocol bytes (a pong, say) that waited for the request to be written.
+            self.flush_link(key);
+            let Some(u) = self.users.get(key).filter(|u| u.gen == gen) else {
+                return;
+            };
+            if u.state != State::Reading {
+                return;
+            }
+        }
+        let u = &mut self.users[key];
         if u.state == State::Reading
             && u.sess
                 .as_ref()
@@ -893,10 +954,191 @@ impl Worker {
         self.on_reply(key, Some(status), keep_alive);
     }
 
-    /// A reply completed: an HTTP response (`status`), or a raw reply (`None`).
-    fn on_reply(&mut self, key: usize, status: Option<u16>, keep_alive: bool) {
+    /// Writes what the protocol link has to send. A write error fails the user.
+    fn flush_link(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        let (Some(sock), Some(link)) = (u.sock.as_ref(), u.link.as_mut()) else {
+            return;
+        };
+        while link.written < link.out.len() {
+            match sock.send_with_flags(&link.out[link.written..], libc::MSG_NOSIGNAL) {
+                Ok(n) => {
+                    link.written += n;
+                    self.rec.counters.bytes_sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    self.link_failed(key, kind);
+                    return;
+                }
+            }
+        }
+        link.out.clear();
+        link.written = 0;
+    }
+
+    /// Reads a protocol link's connection until it is drained, whatever the user's state.
+    fn read_link(&mut self, key: usize, flags: u32) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let gen = self.users[key].gen;
+        while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
+            let Some(sock) = u.sock.as_ref() else { break };
+            let mut s: &Socket = sock;
+            match s.read(&mut scratch) {
+                Ok(0) => {
+                    self.link_eof(key);
+                    break;
+                }
+                Ok(n) => {
+                    self.rec.counters.bytes_received += n as u64;
+                    self.on_link_bytes(key, gen, &scratch[..n]);
+                    if n < scratch.len() {
+                        if flags & (poller::RDHUP | poller::HUP) != 0
+                            && self.users.get(key).is_some_and(|u| u.gen == gen)
+                        {
+                            self.link_eof(key);
+                        }
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.link_failed(key, ErrorKind::from_io(&e, false));
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+    }
+
+    fn on_link_bytes(&mut self, key: usize, gen: u32, mut buf: &[u8]) {
+        let Some(prog) = self.s.program.clone() else {
+            return;
+        };
+        while !buf.is_empty() {
+            // Each outcome may end the user or replace its connection: re-check every turn.
+            let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) else {
+                return;
+            };
+            let Some(link) = u.link.as_mut() else { return };
+            let fed = link.feed(
+                &prog.w.link,
+                prog.xmpp.as_ref(),
+                buf,
+                &mut self.rec.counters,
+            );
+            let (used, outcome) = match fed {
+                Ok(x) => x,
+                Err(kind) => {
+                    self.link_failed(key, kind);
+                    return;
+                }
+            };
+            buf = buf.get(used..).unwrap_or(&[]);
+            if link.pending() && u.state != State::Writing {
+                self.flush_link(key);
+                if self.users.get(key).is_none_or(|u| u.gen != gen) {
+                    return;
+                }
+            }
+            match outcome {
+                None => {
+                    if used == 0 {
+                        return;
+                    }
+                }
+                Some(Outcome::Ready) => self.link_ready(key),
+                Some(Outcome::Reply { ok }) => {
+                    if self.users[key].state == State::Reading {
+                        if !ok {
+                            self.rec.counters.error(ErrorKind::ErrorReply);
+                        }
+                        self.complete_reply(key, None, true, !ok);
+                    }
+                }
+                Some(Outcome::Closed) => {
+                    // The server ended the session unasked: a user waiting on a reply failed;
+                    // an idle one just loses its connection (and reconnects when next due).
+                    if matches!(self.users[key].state, State::Reading | State::Writing) {
+                        self.fail(key, ErrorKind::Closed, Instant::now());
+                    } else {
+                        self.close(key);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The protocol's setup is done: time it, and go on with the step that connected.
+    fn link_ready(&mut self, key: usize) {
         let now = Instant::now();
         let u = &mut self.users[key];
+        if let (Some(link), Some(prog)) = (u.link.as_ref(), self.s.program.as_ref()) {
+            if let Some(id) = prog.w.handshake {
+                self.rec
+                    .record_name(id as usize, micros(now - link.started), false);
+            }
+        }
+        u.state = State::Idle;
+        u.deadline = None;
+        self.after_connect(key, now);
+    }
+
+    /// The link failed (bad bytes, a refused login, a dead socket): count it against the
+    /// request in flight or the setup, and drop the connection.
+    fn link_failed(&mut self, key: usize, kind: ErrorKind) {
+        let u = &self.users[key];
+        match u.state {
+            State::Reading | State::Writing | State::Handshake => {
+                if u.state == State::Handshake {
+                    if let Some(id) = self.s.program.as_ref().and_then(|p| p.w.handshake) {
+                        self.rec.name_error(id as usize);
+                    }
+                }
+                self.fail(key, kind, Instant::now());
+            }
+            _ => {
+                // Between requests: nobody waited, but the connection is lost; count it.
+                self.rec.counters.error(kind);
+                self.close(key);
+            }
+        }
+    }
+
+    /// The server closed a protocol link's connection.
+    fn link_eof(&mut self, key: usize) {
+        let u = &self.users[key];
+        let clean = u.link.as_ref().is_some_and(|l| l.eof_is_clean());
+        match u.state {
+            State::Reading | State::Writing | State::Handshake => {
+                let closing = u.link.as_ref().is_some_and(|l| l.closing);
+                if closing && u.state == State::Reading && clean {
+                    // Our close, answered by the close of the connection.
+                    self.complete_reply(key, None, false, false);
+                } else {
+                    self.link_failed(key, ErrorKind::Closed);
+                }
+            }
+            _ if clean => self.close(key),
+            _ => self.link_failed(key, ErrorKind::Closed),
+        }
+    }
+
+    /// A reply completed: an HTTP response (`status`), or a raw reply (`None`).
+    fn on_reply(&mut self, key: usize, status: Option<u16>, keep_alive: bool) {
+        self.complete_reply(key, status, keep_alive, false);
+    }
+
+    /// A reply completed; `failed` marks a protocol error reply (iq error, SQL error).
+    fn complete_reply(&mut self, key: usize, status: Option<u16>, keep_alive: bool, failed: bool) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        // A protocol close that was answered (or written) ends the connection.
+        let keep_alive = keep_alive && !u.link.as_ref().is_some_and(|l| l.closing);
         let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
         let c = &mut self.rec.counters;
@@ -912,7 +1154,7 @@ impl Worker {
         let corrected = micros(now - u.intended);
         self.rec.record_latency(corrected, micros(now - u.sent));
         if let Some(st) = u.sess.as_mut() {
-            let bad = status.is_some_and(|s| s >= 400);
+            let bad = failed || status.is_some_and(|s| s >= 400);
             if let Some(status) = status {
                 st.last_status = status;
             }
@@ -990,7 +1232,8 @@ impl Worker {
         };
         let mut sessions = 0;
         loop {
-            let Some(st) = self.users[key].sess.as_mut() else {
+            let u = &mut self.users[key];
+            let Some(st) = u.sess.as_mut() else {
                 return;
             };
             let mut env = Env {
@@ -998,6 +1241,7 @@ impl Worker {
                 rec: &mut self.rec,
                 cursors: &mut self.cursors,
                 now,
+                link: u.link.as_deref_mut(),
             };
             match st.advance(&prog, &mut env) {
                 Action::Send => {
@@ -1016,6 +1260,16 @@ impl Worker {
                         self.connect(key);
                         return;
                     }
+                    if u.link.as_ref().is_some_and(|l| !l.ready) {
+                        // A protocol step on a connection whose setup is not done: cannot
+                        // happen (steps run only once it is), but never spin on it.
+                        self.fail(key, ErrorKind::Protocol, now);
+                        return;
+                    }
+                    if u.link.is_none() && prog.w.link != headroom_core::session::LinkSpec::Plain {
+                        // A protocol step on a connection without its link: reconnect.
+                        self.close(key);
+                    }
                 }
                 Action::Close => self.close(key),
                 Action::Yield => {
@@ -1028,6 +1282,10 @@ impl Worker {
                         c.sessions_aborted += 1;
                     } else {
                         c.sessions_completed += 1;
+                        if let Some(st) = self.users[key].sess.as_ref() {
+                            let took = micros(now.saturating_duration_since(st.started));
+                            self.rec.sessions.saturating_record(took.max(1));
+                        }
                     }
                     let u = &mut self.users[key];
                     if u.arrived || self.budget == Some(0) {
@@ -1038,7 +1296,7 @@ impl Worker {
                     let fixed = prog.w.population_session(u.global);
                     let s = fixed.unwrap_or_else(|| prog.w.draw(self.rng.gen::<f64>()));
                     if let Some(st) = u.sess.as_mut() {
-                        st.begin(&prog, s, &mut self.rng);
+                        st.begin(&prog, s, &mut self.rng, now);
                     }
                     sessions += 1;
                     if sessions >= SESSIONS_PER_TURN {
@@ -1109,6 +1367,9 @@ impl Worker {
 
     fn close(&mut self, key: usize) {
         let u = &mut self.users[key];
+        if let Some(mut link) = u.link.take() {
+            link.release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
+        }
         if let Some(sock) = u.sock.take() {
             drop(sock);
             self.open_conns -= 1;

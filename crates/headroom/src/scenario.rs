@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use headroom_core::session::NameKind;
-use headroom_core::{LoadModel, Plan, StopCondition};
+use headroom_core::session::{LinkSpec, NameKind, Workload};
+use headroom_core::{LoadModel, Plan, ProtoCounter, StopCondition};
 use headroom_engine::RunOutcome;
-use headroom_metrics::{LatencyStats, Recorder};
+use headroom_metrics::{Counters, LatencyStats, Recorder};
 use headroom_scenario::model::{CmpOp, Metric, Threshold, ThresholdValue};
 use headroom_scenario::Scenario;
 
@@ -116,6 +116,13 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     let mut plan = base_args.to_plan()?;
     let shown = match scenario.servers.first().map(|s| s.protocol) {
         Some(headroom_scenario::model::Protocol::Raw) => format!("tcp://{}", plan.target),
+        Some(p @ headroom_scenario::model::Protocol::Xmpp)
+        | Some(p @ headroom_scenario::model::Protocol::Pgsql) => {
+            format!("{}://{}", p.as_str(), plan.target)
+        }
+        Some(headroom_scenario::model::Protocol::WebSocket) => {
+            format!("ws://{}", plan.target)
+        }
         _ => plan.target_name.clone(),
     };
     plan.target_name = format!("{} ({shown})", a.url);
@@ -278,7 +285,7 @@ pub fn summary_sections(plan: &Plan, total: &Recorder) -> Option<serde_json::Val
         .map(|(m, c)| (m.clone(), serde_json::json!(c)))
         .collect();
     let c = &total.counters;
-    Some(serde_json::json!({
+    let mut out = serde_json::json!({
         "by_request": requests,
         "by_transaction": transactions,
         "matches": matches,
@@ -286,8 +293,88 @@ pub fn summary_sections(plan: &Plan, total: &Recorder) -> Option<serde_json::Val
             "completed": c.sessions_completed,
             "aborted": c.sessions_aborted,
             "users_dropped": c.users_dropped,
+            "duration": LatencyStats::of(&total.sessions),
         },
-    }))
+    });
+    if let Some(p) = protocol_json(w, c) {
+        out["protocol"] = p;
+    }
+    Some(out)
+}
+
+/// The protocol counters of the scenario's protocol (`{"xmpp": {"chat_sent": N, ...}}`), all
+/// of them, zeros included, so a missing figure means "not this protocol".
+fn protocol_json(w: &Workload, c: &Counters) -> Option<serde_json::Value> {
+    let proto = match &w.link {
+        LinkSpec::Plain => return None,
+        LinkSpec::Xmpp(_) => "xmpp",
+        LinkSpec::Pgsql(_) => "pgsql",
+        LinkSpec::WebSocket(_) => "websocket",
+    };
+    let figures: serde_json::Map<String, serde_json::Value> = ProtoCounter::ALL
+        .iter()
+        .filter(|k| k.name().0 == proto)
+        .map(|k| {
+            (
+                k.name().1.to_string(),
+                serde_json::json!(c.proto[k.index()]),
+            )
+        })
+        .collect();
+    Some(serde_json::json!({ proto: figures }))
+}
+
+/// The protocol counters as a few human lines.
+fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
+    use crate::output::thousands;
+    let p = |k: ProtoCounter| thousands(c.proto[k.index()]);
+    use ProtoCounter::*;
+    Some(match &w.link {
+        LinkSpec::Plain => return None,
+        LinkSpec::Xmpp(_) => {
+            let sent = c.proto[XmppChatSent.index()];
+            let got = c.proto[XmppChatReceived.index()];
+            let ratio = if sent > 0 {
+                format!(" ({:.1}% of sent)", got as f64 * 100.0 / sent as f64)
+            } else {
+                String::new()
+            };
+            format!(
+                "  XMPP         {} logins; chats sent {}, received {}{ratio}\n\
+                 \x20              stanzas sent: message {}, presence {}, iq {}, other {}\n\
+                 \x20              received: message {}, presence {}, iq {}, other {}\n\
+                 \x20              iq errors {}, stream errors {}, no destination {}\n",
+                p(XmppLogins),
+                p(XmppChatSent),
+                p(XmppChatReceived),
+                p(XmppSentMessage),
+                p(XmppSentPresence),
+                p(XmppSentIq),
+                p(XmppSentOther),
+                p(XmppReceivedMessage),
+                p(XmppReceivedPresence),
+                p(XmppReceivedIq),
+                p(XmppReceivedOther),
+                p(XmppErrorReplies),
+                p(XmppStreamErrors),
+                p(XmppNoDestination),
+            )
+        }
+        LinkSpec::Pgsql(_) => format!(
+            "  PostgreSQL   {} statements, {} rows, {} SQL errors\n",
+            p(PgQueries),
+            p(PgRows),
+            p(PgSqlErrors)
+        ),
+        LinkSpec::WebSocket(_) => format!(
+            "  WebSocket    messages sent {}, received {}; pings {}, pongs {}, closes {} received\n",
+            p(WsMessagesSent),
+            p(WsMessagesReceived),
+            p(WsPingsReceived),
+            p(WsPongsReceived),
+            p(WsClosesReceived)
+        ),
+    })
 }
 
 /// Compact per-name figures for one interval line.
@@ -309,11 +396,15 @@ pub fn interval_sections(plan: &Plan, r: &Recorder) -> Option<serde_json::Value>
             )
         })
         .collect();
-    Some(serde_json::json!({
+    let mut out = serde_json::json!({
         "names": names,
         "sessions_completed": r.counters.sessions_completed,
         "sessions_aborted": r.counters.sessions_aborted,
-    }))
+    });
+    if let Some(p) = protocol_json(w, &r.counters) {
+        out["protocol"] = p;
+    }
+    Some(out)
 }
 
 /// Human lines: one per name, then sessions and thresholds.
@@ -350,9 +441,14 @@ pub fn human(plan: &Plan, total: &Recorder, checked: &[Checked]) -> String {
         let _ = writeln!(s, "  match '{m}' fired {}", thousands(*c));
     }
     let c = &total.counters;
+    let mean = if total.sessions.is_empty() {
+        String::new()
+    } else {
+        format!(" (mean {})", fmt_us(total.sessions.mean().round() as u64))
+    };
     let _ = writeln!(
         s,
-        "  Sessions     {} completed, {} aborted{}",
+        "  Sessions     {} completed{mean}, {} aborted{}",
         thousands(c.sessions_completed),
         thousands(c.sessions_aborted),
         if c.users_dropped > 0 {
@@ -364,6 +460,9 @@ pub fn human(plan: &Plan, total: &Recorder, checked: &[Checked]) -> String {
             String::new()
         }
     );
+    if let Some(line) = protocol_human(w, c) {
+        s.push_str(&line);
+    }
     for t in checked {
         let shown = match t.unit {
             "us" if t.value.is_finite() => fmt_us(t.value as u64),

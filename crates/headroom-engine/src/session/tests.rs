@@ -24,7 +24,7 @@ impl Harness {
         let prog = program(yaml);
         let mut rng = SmallRng::seed_from_u64(7);
         let mut st = SessionState::new(&prog, 42);
-        st.begin(&prog, 0, &mut rng);
+        st.begin(&prog, 0, &mut rng, Instant::now());
         let mut rec = Recorder::new();
         rec.ensure_names(prog.names(), prog.matches());
         let cursors = vec![0; prog.w.feeders.len()];
@@ -44,6 +44,7 @@ impl Harness {
             rec: &mut self.rec,
             cursors: &mut self.cursors,
             now: self.now,
+            link: None,
         };
         self.st.advance(&self.prog, &mut env)
     }
@@ -289,7 +290,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
     let prog = Program::new(Arc::new(c.workload), "h", true).unwrap();
     let mut rng = SmallRng::seed_from_u64(1);
     let mut st = SessionState::new(&prog, 1);
-    st.begin(&prog, 0, &mut rng);
+    st.begin(&prog, 0, &mut rng, Instant::now());
     let mut rec = Recorder::new();
     let mut cursors = vec![0; 1];
     let mut lines = Vec::new();
@@ -299,6 +300,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
             rec: &mut rec,
             cursors: &mut cursors,
             now: Instant::now(),
+            link: None,
         };
         assert_eq!(st.advance(&prog, &mut env), Action::Send);
         lines.push(

@@ -1,0 +1,750 @@
+//! Protocol links: the per-connection state of the protocols that keep a session above TCP —
+//! XMPP, PostgreSQL and WebSocket — driven by the worker, sans I/O.
+//!
+//! A [`Link`] is made when a TCP connect completes and dropped when the connection closes. It
+//! first runs the protocol's setup (XMPP login, PostgreSQL startup and authentication,
+//! WebSocket upgrade): [`Link::start`] writes the first bytes into [`Link::out`], and
+//! [`Link::feed`] takes whatever the socket gave, writes any answer the protocol needs into
+//! `out` and says when the link is [`Outcome::Ready`]. After that the session interpreter asks
+//! for requests ([`Link::xmpp_request`], [`Link::sql_request`], [`Link::ws_request`]), which
+//! encode into the session's output buffer and arm [`Link::wait`]; `feed` then reports the
+//! reply ([`Outcome::Reply`]) and counts everything else the server sends (XMPP stanzas by
+//! kind, incoming chats, WebSocket messages and pings) in the protocol counters, whether a
+//! request is waiting or the user is idle.
+//!
+//! `out` is separate from the session's output buffer because it carries the protocol's own
+//! bytes (login steps, authentication replies, pongs) that may be due while a request is in
+//! flight; the worker writes it whenever no request is half written.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use headroom_core::session::{
+    LinkSpec, PgSpec, SqlOp, Template, WsAction, WsOp, XmppAck, XmppAction, XmppDest, XmppOp,
+    XmppSpec,
+};
+use headroom_core::{ErrorKind, ProtoCounter};
+use headroom_metrics::Counters;
+use headroom_proto::xmpp::{self, Jid, Kind, Login, LoginConfig, Splitter, StanzaType};
+use headroom_proto::{pg, ws};
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+/// What a request waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkWait {
+    /// Nothing (done once written).
+    None,
+    Xmpp(xmpp::Wait),
+    /// The end of the SQL unit (ReadyForQuery).
+    Sql,
+    /// The next data message.
+    WsMessage,
+    /// A pong.
+    WsPong,
+    /// The server's close frame.
+    WsClose,
+}
+
+/// What one `feed` call completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The setup finished: requests may be sent.
+    Ready,
+    /// The awaited reply arrived; `ok` is false for an error reply (iq error, SQL error).
+    Reply { ok: bool },
+    /// The server ended the session (XMPP `</stream:stream>`, a WebSocket close) while no
+    /// request waited for it: close the connection.
+    Closed,
+}
+
+/// No user fitted an XMPP destination (nobody online, nobody offline, no previous one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoDestination;
+
+/// The shared state of a run's XMPP users (Tsung's user server): who is connected and who is
+/// online, for the `online`/`offline` destinations. One lock per XMPP request or login, never
+/// per byte.
+pub(crate) struct XmppShared {
+    pub pool: Mutex<xmpp::UserPool>,
+}
+
+pub(crate) struct Link {
+    /// The protocol's own bytes to write, and how many of them are written.
+    pub out: Vec<u8>,
+    pub written: usize,
+    /// The setup is done.
+    pub ready: bool,
+    /// When the setup began (its latency is recorded under the workload's handshake name).
+    pub started: Instant,
+    /// What the request in flight waits for.
+    pub wait: LinkWait,
+    /// A close was sent: the connection closes once it is answered (or written).
+    pub closing: bool,
+    proto: Proto,
+}
+
+enum Proto {
+    Xmpp(Box<XmppLink>),
+    Pg(Box<PgLink>),
+    Ws(Box<WsLink>),
+}
+
+struct XmppLink {
+    split: Splitter,
+    login: Login,
+    /// The account number (`user{N}`).
+    user: u64,
+    next_id: u64,
+    previous: Option<u64>,
+    /// Marked connected / online in the shared pool (undone at close).
+    connected: bool,
+    online: bool,
+}
+
+struct PgLink {
+    conn: pg::Connection,
+    /// Statements prepared on this connection, by (session, op index).
+    prepared: Vec<(u32, u32)>,
+    /// The statement of the request in flight is being prepared by it.
+    preparing: Option<(u32, u32)>,
+}
+
+struct WsLink {
+    handshake: ws::HandshakeDecoder,
+    frames: ws::FrameDecoder,
+    subprotocol: Option<String>,
+}
+
+impl Link {
+    /// A link for a fresh connection of user `global`; the setup's first bytes go to `out`.
+    /// `None` for HTTP and raw TCP.
+    pub fn start(spec: &LinkSpec, host: &str, global: u64, rng: &mut SmallRng) -> Option<Link> {
+        let mut out = Vec::new();
+        let proto = match spec {
+            LinkSpec::Plain => return None,
+            LinkSpec::Xmpp(x) => {
+                let user = xmpp_user(x, global);
+                let mut login = Login::new();
+                let mut split = Splitter::new();
+                split.set_capture(true);
+                // A configuration the login refuses (registration without accounts) fails at
+                // the first event; the scenario validator already refuses it.
+                let _ = login.start(&login_config(x, user), &mut out);
+                Proto::Xmpp(Box::new(XmppLink {
+                    split,
+                    login,
+                    user,
+                    next_id: 1,
+                    previous: None,
+                    connected: false,
+                    online: false,
+                }))
+            }
+            LinkSpec::Pgsql(p) => {
+                let mut nonce = [0u8; pg::scram::NONCE_BYTES];
+                rng.fill(&mut nonce[..]);
+                let conn = pg::Connection::new(&pg_login(p), &nonce, &mut out);
+                Proto::Pg(Box::new(PgLink {
+                    conn,
+                    prepared: Vec::new(),
+                    preparing: None,
+                }))
+            }
+            LinkSpec::WebSocket(w) => {
+                let key: [u8; 16] = rng.gen();
+                let origin = w.origin.as_deref().map(|o| ("Origin", o));
+                ws::encode_handshake(
+                    host,
+                    &w.path,
+                    w.subprotocol.as_deref(),
+                    origin,
+                    &key,
+                    &mut out,
+                );
+                Proto::Ws(Box::new(WsLink {
+                    handshake: ws::HandshakeDecoder::new(&key),
+                    frames: ws::FrameDecoder::new(),
+                    subprotocol: w.subprotocol.clone(),
+                }))
+            }
+        };
+        Some(Link {
+            out,
+            written: 0,
+            ready: false,
+            started: Instant::now(),
+            wait: LinkWait::None,
+            closing: false,
+            proto,
+        })
+    }
+
+    /// Bytes of `out` still to write.
+    pub fn pending(&self) -> bool {
+        self.written < self.out.len()
+    }
+
+    /// Takes bytes from the server: returns how many were used and what completed, if
+    /// anything; call again with the rest. An error means the connection is unusable.
+    pub fn feed(
+        &mut self,
+        spec: &LinkSpec,
+        shared: Option<&XmppShared>,
+        input: &[u8],
+        c: &mut Counters,
+    ) -> Result<(usize, Option<Outcome>), ErrorKind> {
+        if self.pending() {
+            // Keep what is still unwritten; append after it.
+        } else {
+            self.out.clear();
+            self.written = 0;
+        }
+        match &mut self.proto {
+            Proto::Xmpp(x) => {
+                let LinkSpec::Xmpp(cfg) = spec else {
+                    return Err(ErrorKind::Other);
+                };
+                let (used, ev) = x.split.feed(input).map_err(|_| ErrorKind::Protocol)?;
+                let Some(ev) = ev else {
+                    return Ok((used, None));
+                };
+                count_xmpp(&ev, c);
+                if !self.ready {
+                    let status = x
+                        .login
+                        .on_event(&login_config(cfg, x.user), &ev, &mut self.out)
+                        .map_err(|e| match e {
+                            xmpp::LoginError::Closed => ErrorKind::Closed,
+                            xmpp::LoginError::Unexpected => ErrorKind::Protocol,
+                            _ => ErrorKind::Login,
+                        })?;
+                    if status == xmpp::LoginStatus::Ready {
+                        self.ready = true;
+                        x.split.set_capture(false);
+                        c.proto(ProtoCounter::XmppLogins, 1);
+                        if let Some(s) = shared {
+                            if let Ok(mut p) = s.pool.lock() {
+                                x.connected = p.set_connected(x.user, true).is_ok();
+                            }
+                        }
+                        return Ok((used, Some(Outcome::Ready)));
+                    }
+                    return Ok((used, None));
+                }
+                if let LinkWait::Xmpp(w) = self.wait {
+                    match w.check(&ev) {
+                        xmpp::WaitOutcome::Pending => {}
+                        xmpp::WaitOutcome::Done => {
+                            self.wait = LinkWait::None;
+                            return Ok((used, Some(Outcome::Reply { ok: true })));
+                        }
+                        xmpp::WaitOutcome::Failed(xmpp::ReplyError::ErrorReply) => {
+                            self.wait = LinkWait::None;
+                            c.proto(ProtoCounter::XmppErrorReplies, 1);
+                            return Ok((used, Some(Outcome::Reply { ok: false })));
+                        }
+                        xmpp::WaitOutcome::Failed(xmpp::ReplyError::StreamError) => {
+                            return Err(ErrorKind::Protocol)
+                        }
+                        xmpp::WaitOutcome::Failed(xmpp::ReplyError::Closed) => {
+                            return Err(ErrorKind::Closed)
+                        }
+                    }
+                }
+                match ev {
+                    xmpp::Event::StreamClose { .. } => Ok((used, Some(Outcome::Closed))),
+                    xmpp::Event::Stanza(s) if s.kind == Kind::StreamError => {
+                        Err(ErrorKind::Protocol)
+                    }
+                    _ => Ok((used, None)),
+                }
+            }
+            Proto::Pg(p) => {
+                let (used, progress) = p.conn.decode(input, &mut self.out).map_err(|e| {
+                    if e.is_auth() {
+                        ErrorKind::Login
+                    } else {
+                        ErrorKind::Protocol
+                    }
+                })?;
+                match progress {
+                    pg::Progress::NeedMore | pg::Progress::AuthReply(_) => Ok((used, None)),
+                    pg::Progress::LoggedIn(_) => {
+                        self.ready = true;
+                        Ok((used, Some(Outcome::Ready)))
+                    }
+                    pg::Progress::Complete(r) => {
+                        c.proto(ProtoCounter::PgRows, r.rows);
+                        let ok = r.error.is_none();
+                        if !ok {
+                            c.proto(ProtoCounter::PgSqlErrors, 1);
+                        }
+                        if let Some(key) = p.preparing.take() {
+                            if ok {
+                                p.prepared.push(key);
+                            }
+                        }
+                        if self.wait == LinkWait::Sql {
+                            self.wait = LinkWait::None;
+                            return Ok((used, Some(Outcome::Reply { ok })));
+                        }
+                        Ok((used, None))
+                    }
+                }
+            }
+            Proto::Ws(w) => {
+                if !self.ready {
+                    let (used, hs) = w
+                        .handshake
+                        .decode(input, w.subprotocol.as_deref())
+                        .map_err(|e| match e {
+                            ws::WsError::HandshakeStatus(_) => ErrorKind::Login,
+                            _ => ErrorKind::Protocol,
+                        })?;
+                    return Ok(match hs {
+                        ws::Handshake::NeedMore => (used, None),
+                        ws::Handshake::Done(_) => {
+                            self.ready = true;
+                            (used, Some(Outcome::Ready))
+                        }
+                    });
+                }
+                let (used, d) = w.frames.decode(input).map_err(|_| ErrorKind::Protocol)?;
+                let done = |link_wait: &mut LinkWait, want: LinkWait| {
+                    if *link_wait == want {
+                        *link_wait = LinkWait::None;
+                        Some(Outcome::Reply { ok: true })
+                    } else {
+                        None
+                    }
+                };
+                Ok(match d {
+                    ws::Decoded::NeedMore => (used, None),
+                    ws::Decoded::Message(_) => {
+                        c.proto(ProtoCounter::WsMessagesReceived, 1);
+                        (used, done(&mut self.wait, LinkWait::WsMessage))
+                    }
+                    ws::Decoded::Ping { .. } => {
+                        c.proto(ProtoCounter::WsPingsReceived, 1);
+                        let mask: [u8; 4] = mask_of(self.out.len() as u64 ^ used as u64);
+                        let _ = ws::encode_pong(&mut self.out, w.frames.control_payload(), mask);
+                        (used, None)
+                    }
+                    ws::Decoded::Pong { .. } => {
+                        c.proto(ProtoCounter::WsPongsReceived, 1);
+                        (used, done(&mut self.wait, LinkWait::WsPong))
+                    }
+                    ws::Decoded::Close(_) => {
+                        c.proto(ProtoCounter::WsClosesReceived, 1);
+                        if self.wait == LinkWait::WsClose {
+                            self.wait = LinkWait::None;
+                            (used, Some(Outcome::Reply { ok: true }))
+                        } else {
+                            // Answer the close, then the connection ends.
+                            let _ = ws::encode_close(&mut self.out, None, mask_of(used as u64));
+                            self.closing = true;
+                            (used, Some(Outcome::Closed))
+                        }
+                    }
+                })
+            }
+        }
+    }
+
+    /// The server closed the connection: is that an error of the protocol?
+    pub fn eof_is_clean(&self) -> bool {
+        match &self.proto {
+            Proto::Xmpp(x) => self.ready && !x.split.in_progress(),
+            Proto::Pg(p) => self.ready && p.conn.eof().is_ok(),
+            Proto::Ws(w) => self.ready && !w.frames.in_progress(),
+        }
+    }
+
+    /// The connection is closing: the user is no longer connected (nor online) for others.
+    pub fn release(&mut self, shared: Option<&XmppShared>) {
+        if let Proto::Xmpp(x) = &mut self.proto {
+            if x.connected || x.online {
+                if let Some(s) = shared {
+                    if let Ok(mut p) = s.pool.lock() {
+                        let _ = p.set_online(x.user, false);
+                        let _ = p.set_connected(x.user, false);
+                    }
+                }
+                x.connected = false;
+                x.online = false;
+            }
+        }
+    }
+
+    /// Encodes XMPP request `op` into `out` and arms the wait. `Err` when no user fits the
+    /// destination (nothing is written; the caller counts it and goes on).
+    #[allow(clippy::too_many_arguments)]
+    pub fn xmpp_request(
+        &mut self,
+        spec: &XmppSpec,
+        shared: Option<&XmppShared>,
+        op: &XmppOp,
+        vars: &[String],
+        text: &mut String,
+        out: &mut Vec<u8>,
+        rng: &mut SmallRng,
+        c: &mut Counters,
+    ) -> Result<LinkWait, NoDestination> {
+        let Proto::Xmpp(x) = &mut self.proto else {
+            return Err(NoDestination);
+        };
+        let domain = spec.domain.as_str();
+        let prefix = spec.username.as_str();
+        let mut pick = |dest: XmppDest, x: &mut XmppLink| -> Result<u64, NoDestination> {
+            let d = match dest {
+                XmppDest::Online => xmpp::Destination::Online,
+                XmppDest::Offline => xmpp::Destination::Offline,
+                XmppDest::Random => xmpp::Destination::Random,
+                XmppDest::Unique => xmpp::Destination::Unique,
+                XmppDest::Previous => xmpp::Destination::Previous,
+            };
+            let r: u64 = rng.gen();
+            let picked = match shared {
+                Some(s) => match s.pool.lock() {
+                    Ok(mut p) => p.pick(d, x.user, r, x.previous).ok(),
+                    Err(_) => None,
+                },
+                None => None,
+            };
+            match picked {
+                Some(id) => Ok(id),
+                None => {
+                    c.proto(ProtoCounter::XmppNoDestination, 1);
+                    Err(NoDestination)
+                }
+            }
+        };
+        let id = x.next_id;
+        let kind = match &op.action {
+            XmppAction::PresenceInitial => {
+                xmpp::presence_initial(out);
+                c.proto(ProtoCounter::XmppSentPresence, 1);
+                if let Some(s) = shared {
+                    if let Ok(mut p) = s.pool.lock() {
+                        x.online = p.set_online(x.user, true).is_ok();
+                    }
+                }
+                xmpp::RequestKind::NoReply
+            }
+            XmppAction::PresenceFinal => {
+                xmpp::presence_unavailable(out);
+                c.proto(ProtoCounter::XmppSentPresence, 1);
+                if x.online {
+                    if let Some(s) = shared {
+                        if let Ok(mut p) = s.pool.lock() {
+                            let _ = p.set_online(x.user, false);
+                        }
+                    }
+                    x.online = false;
+                }
+                xmpp::RequestKind::NoReply
+            }
+            XmppAction::PresenceBroadcast { show, status } => {
+                xmpp::presence_broadcast(out, show_of(show.as_deref()), status.as_deref());
+                c.proto(ProtoCounter::XmppSentPresence, 1);
+                xmpp::RequestKind::NoReply
+            }
+            XmppAction::PresenceDirected { to, show, status } => {
+                let n = pick(*to, x)?;
+                xmpp::presence_directed(
+                    out,
+                    Jid::user(prefix, n, domain),
+                    show_of(show.as_deref()),
+                    status.as_deref(),
+                );
+                c.proto(ProtoCounter::XmppSentPresence, 1);
+                xmpp::RequestKind::NoReply
+            }
+            XmppAction::PresenceSubscribe { to } => {
+                let n = pick(*to, x)?;
+                xmpp::presence_typed(
+                    out,
+                    Jid::user(prefix, n, domain),
+                    xmpp::PresenceType::Subscribe,
+                );
+                c.proto(ProtoCounter::XmppSentPresence, 1);
+                xmpp::RequestKind::NoReply
+            }
+            XmppAction::RosterGet => {
+                xmpp::roster_get(out, id);
+                x.next_id += 1;
+                c.proto(ProtoCounter::XmppSentIq, 1);
+                xmpp::RequestKind::Iq { id }
+            }
+            XmppAction::RosterAdd { to } => {
+                let n = pick(*to, x)?;
+                x.previous = Some(n);
+                xmpp::roster_add(out, id, Jid::user(prefix, n, domain), None, None);
+                x.next_id += 1;
+                c.proto(ProtoCounter::XmppSentIq, 1);
+                xmpp::RequestKind::Iq { id }
+            }
+            XmppAction::RosterRename { to, name } => {
+                let n = pick(*to, x)?;
+                xmpp::roster_rename(out, id, Jid::user(prefix, n, domain), name, None);
+                x.next_id += 1;
+                c.proto(ProtoCounter::XmppSentIq, 1);
+                xmpp::RequestKind::Iq { id }
+            }
+            XmppAction::RosterRemove { to } => {
+                let n = pick(*to, x)?;
+                xmpp::roster_remove(out, id, Jid::user(prefix, n, domain));
+                x.next_id += 1;
+                c.proto(ProtoCounter::XmppSentIq, 1);
+                xmpp::RequestKind::Iq { id }
+            }
+            XmppAction::Chat { to, size, text: t } => {
+                let n = pick(*to, x)?;
+                x.previous = Some(n);
+                let jid = Jid::user(prefix, n, domain);
+                match t {
+                    Some(t) => {
+                        expand(t, vars, text);
+                        xmpp::chat_text(out, id, jid, text);
+                    }
+                    None => xmpp::chat(out, id, jid, *size),
+                }
+                x.next_id += 1;
+                c.proto(ProtoCounter::XmppSentMessage, 1);
+                c.proto(ProtoCounter::XmppChatSent, 1);
+                xmpp::RequestKind::NoReply
+            }
+            XmppAction::Raw(t) => {
+                expand(t, vars, text);
+                xmpp::raw(out, text.as_bytes());
+                c.proto(ProtoCounter::XmppSentOther, 1);
+                xmpp::RequestKind::NoReply
+            }
+            XmppAction::Close => {
+                xmpp::stream_close(out);
+                self.closing = true;
+                xmpp::RequestKind::Close
+            }
+        };
+        let ack = match op.ack {
+            XmppAck::NoAck => xmpp::Ack::NoAck,
+            XmppAck::Local => xmpp::Ack::Local,
+            XmppAck::Reply => xmpp::Ack::Global,
+        };
+        self.wait = match xmpp::Wait::for_request(ack, kind) {
+            xmpp::Wait::Nothing => LinkWait::None,
+            w => LinkWait::Xmpp(w),
+        };
+        Ok(self.wait)
+    }
+
+    /// Encodes SQL request `op` (op `key` = (session, op index), naming its prepared statement).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sql_request(
+        &mut self,
+        op: &SqlOp,
+        key: (u32, u32),
+        vars: &[String],
+        text: &mut String,
+        params: &mut Vec<String>,
+        out: &mut Vec<u8>,
+        c: &mut Counters,
+    ) -> LinkWait {
+        let Proto::Pg(p) = &mut self.proto else {
+            return LinkWait::None;
+        };
+        expand(&op.query, vars, text);
+        params.resize(op.params.len(), String::new());
+        for (slot, t) in params.iter_mut().zip(op.params.iter()) {
+            expand(t, vars, slot);
+        }
+        let values = params.iter().map(|v| Some(v.as_bytes()));
+        if op.prepare {
+            let mut name = [0u8; 24];
+            let name = statement_name(key, &mut name);
+            if !p.prepared.contains(&key) {
+                // Parse, bind, execute and sync: one unit that prepares and runs.
+                pg::frontend::parse(out, name, text, &[]);
+                p.preparing = Some(key);
+            }
+            pg::frontend::bind(out, "", name, values);
+            pg::frontend::execute(out, "", 0);
+            pg::frontend::sync(out);
+        } else if op.params.is_empty() {
+            pg::frontend::query(out, text);
+        } else {
+            pg::frontend::query_params(out, text, values);
+        }
+        c.proto(ProtoCounter::PgQueries, 1);
+        self.wait = LinkWait::Sql;
+        self.wait
+    }
+
+    /// Encodes WebSocket request `op`.
+    pub fn ws_request(
+        &mut self,
+        op: &WsOp,
+        vars: &[String],
+        text: &mut String,
+        out: &mut Vec<u8>,
+        rng: &mut SmallRng,
+        c: &mut Counters,
+    ) -> LinkWait {
+        self.wait = match &op.action {
+            WsAction::Message {
+                binary,
+                data,
+                reply,
+            } => {
+                expand(data, vars, text);
+                let kind = if *binary {
+                    ws::MessageKind::Binary
+                } else {
+                    ws::MessageKind::Text
+                };
+                ws::encode_message(out, kind, text.as_bytes(), 1, || rng.gen());
+                c.proto(ProtoCounter::WsMessagesSent, 1);
+                if *reply {
+                    LinkWait::WsMessage
+                } else {
+                    LinkWait::None
+                }
+            }
+            WsAction::Ping => {
+                let _ = ws::encode_ping(out, b"headroom", rng.gen());
+                LinkWait::WsPong
+            }
+            WsAction::Close => {
+                let _ = ws::encode_close(out, Some((1000, "")), rng.gen());
+                self.closing = true;
+                LinkWait::WsClose
+            }
+        };
+        self.wait
+    }
+}
+
+/// The account number of user `global`: `first + global mod count`. Global ids of users that
+/// arrived in phases carry a high bit (1 << 40) that is masked off first.
+fn xmpp_user(x: &XmppSpec, global: u64) -> u64 {
+    let count = x.last.saturating_sub(x.first) + 1;
+    x.first + (global & ((1 << 40) - 1)) % count
+}
+
+fn login_config(x: &XmppSpec, user: u64) -> LoginConfig<'_> {
+    LoginConfig {
+        domain: &x.domain,
+        credentials: if x.anonymous {
+            xmpp::Credentials::Anonymous
+        } else {
+            xmpp::Credentials::Plain {
+                user: xmpp::Name::Indexed(&x.username, user),
+                password: xmpp::Name::Indexed(&x.password, user),
+            }
+        },
+        resource: x.resource.as_deref(),
+        register: x.register,
+    }
+}
+
+fn pg_login(p: &PgSpec) -> pg::Login<'_> {
+    pg::Login {
+        user: &p.user,
+        password: p.password.as_deref().unwrap_or(""),
+        database: &p.database,
+        application_name: Some("headroom"),
+    }
+}
+
+/// Counts a received XMPP event by kind.
+fn count_xmpp(ev: &xmpp::Event<'_>, c: &mut Counters) {
+    let xmpp::Event::Stanza(s) = ev else {
+        return;
+    };
+    let counter = match s.kind {
+        Kind::Message => {
+            if s.stanza_type() == StanzaType::Chat {
+                c.proto(ProtoCounter::XmppChatReceived, 1);
+            }
+            ProtoCounter::XmppReceivedMessage
+        }
+        Kind::Presence => ProtoCounter::XmppReceivedPresence,
+        Kind::Iq => ProtoCounter::XmppReceivedIq,
+        Kind::StreamError => {
+            c.proto(ProtoCounter::XmppStreamErrors, 1);
+            ProtoCounter::XmppReceivedOther
+        }
+        _ => ProtoCounter::XmppReceivedOther,
+    };
+    c.proto(counter, 1);
+}
+
+fn show_of(s: Option<&str>) -> Option<xmpp::Show> {
+    match s? {
+        "away" => Some(xmpp::Show::Away),
+        "chat" => Some(xmpp::Show::Chat),
+        "dnd" => Some(xmpp::Show::Dnd),
+        "xa" => Some(xmpp::Show::Xa),
+        _ => None,
+    }
+}
+
+fn expand(t: &Template, vars: &[String], into: &mut String) {
+    into.clear();
+    t.expand_into(vars, into);
+}
+
+/// `h{session}_{op}` without allocating.
+fn statement_name(key: (u32, u32), buf: &mut [u8; 24]) -> &str {
+    use std::io::Write as _;
+    let mut cur = std::io::Cursor::new(&mut buf[..]);
+    let _ = write!(cur, "h{}_{}", key.0, key.1);
+    let n = cur.position() as usize;
+    std::str::from_utf8(&buf[..n]).unwrap_or("h")
+}
+
+/// A masking key for the frames the protocol itself answers with (pongs, close replies). RFC
+/// 6455 wants it unpredictable to intermediaries; these carry no user data, so a mixed counter
+/// is enough here (request frames use the worker's generator).
+fn mask_of(x: u64) -> [u8; 4] {
+    let m = x
+        .wrapping_add(0x9E37_79B9_7F4A_7C15)
+        .wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    ((m >> 32) as u32).to_le_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_names_are_written_in_place() {
+        let mut b = [0u8; 24];
+        assert_eq!(statement_name((3, 17), &mut b), "h3_17");
+        let mut b = [0u8; 24];
+        assert_eq!(
+            statement_name((u32::MAX, u32::MAX), &mut b),
+            "h4294967295_4294967295"
+        );
+    }
+
+    #[test]
+    fn xmpp_users_map_into_the_range() {
+        let x = XmppSpec {
+            domain: "localhost".into(),
+            username: "user".into(),
+            password: "pass".into(),
+            first: 1,
+            last: 5000,
+            resource: None,
+            anonymous: false,
+            register: false,
+        };
+        assert_eq!(xmpp_user(&x, 0), 1);
+        assert_eq!(xmpp_user(&x, 4999), 5000);
+        assert_eq!(xmpp_user(&x, 5000), 1);
+        // Arrived users: the phase bit is masked off, ids follow the arrival order.
+        assert_eq!(xmpp_user(&x, (1 << 40) + 7), 8);
+    }
+}

@@ -127,6 +127,7 @@ fn emit_writes_short_readable_yaml() {
             surge: None,
         }],
         thresholds: vec![],
+        link: LinkSpec::Plain,
     };
     let expected = "\
 name: demo
@@ -431,6 +432,7 @@ impl Gen {
             load: Load { phases, users },
             sessions,
             thresholds,
+            link: LinkSpec::Plain,
         }
     }
 }

@@ -1073,3 +1073,32 @@ fn variables_defined_earlier_are_accepted_in_every_template_field() {
         format!("{WHEAD}      - set: {{var: m, value: x}}\n      - ws: {{send: \"${{m}}\"}}\n");
     parse(&text);
 }
+
+/// The examples of docs/scenario.md's "XMPP, PostgreSQL and WebSocket" section stay valid.
+#[test]
+fn doc_examples_validate() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let section = doc
+        .split("### XMPP, PostgreSQL and WebSocket\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("docs/scenario.md has the section");
+    let blocks: Vec<&str> = section
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    let protocols: Vec<Protocol> = blocks
+        .iter()
+        .map(|b| {
+            let s = parse_str(b, "scenario.md").unwrap_or_else(|e| panic!("{}\n{b}", show(&e)));
+            round_trip(&s);
+            s.servers[0].protocol
+        })
+        .collect();
+    assert_eq!(
+        protocols,
+        [Protocol::Xmpp, Protocol::Pgsql, Protocol::WebSocket]
+    );
+}

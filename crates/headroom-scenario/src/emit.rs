@@ -1,10 +1,13 @@
-//! Writes a [`Scenario`] back as native YAML: block style at the top level and for steps that
-//! hold other steps or requests with headers or a body, flow style (`{...}`) for small mappings
-//! (servers, phases, think times, `set`, `extract`, `match`), the `request: GET /path` shorthand
-//! when a request is only a method and a path, and durations as `500ms`, `2s`, `1m 30s`.
+//! Writes a [`Scenario`] back as native YAML: block style at the top level, for the protocol
+//! settings sections and for steps that hold other steps or requests with headers or a body,
+//! flow style (`{...}`) for small mappings (servers, phases, think times, `set`, `extract`,
+//! `match`, `send`, `xmpp`, `sql`, `ws`), the shorthands `request: GET /path`, `xmpp: TYPE`,
+//! `sql: QUERY`, `ws: ping` when a step has nothing more, and durations as `500ms`, `2s`, `1m 30s`.
 //!
-//! Defaults are left out (`arrival: poisson`, `weight: 1`, `method: GET`, a request or match
-//! `name` equal to the one the parser would derive), so the output reads like a hand-written file.
+//! Defaults are left out (`arrival: poisson`, `weight: 1`, `method: GET`, a step `name` equal to
+//! the one the parser would derive, an xmpp `to` equal to its type's default, `ack: reply`,
+//! `username: user`, a `websocket:` section of defaults), so the output reads like a
+//! hand-written file.
 //!
 //! The property it keeps: for every `s` the parser produced,
 //! `parse_str(&to_yaml(&s), "x.yaml") == Ok(s)`. Durations are written to the nanosecond and
@@ -12,6 +15,7 @@
 //! YAML reader could take them for something else (see [`scalar`]).
 
 use crate::model::*;
+use crate::parse::{default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to};
 use headroom_core::Distribution;
 use std::time::Duration;
 
@@ -27,6 +31,7 @@ pub fn to_yaml(s: &Scenario) -> String {
             line(&mut out, 2, &format!("- {}", server(srv)));
         }
     }
+    link(&mut out, &s.link);
     line(&mut out, 0, "load:");
     if !s.load.phases.is_empty() || s.load.users.is_empty() {
         if s.load.phases.is_empty() {
@@ -79,6 +84,63 @@ pub fn to_yaml(s: &Scenario) -> String {
         }
     }
     out
+}
+
+/// The settings section of the servers' protocol, leaving out defaults (a WebSocket section
+/// with only defaults is left out whole).
+fn link(out: &mut String, l: &LinkSpec) {
+    match l {
+        LinkSpec::Plain => {}
+        LinkSpec::Xmpp(x) => {
+            line(out, 0, "xmpp:");
+            line(out, 2, &format!("domain: {}", scalar(&x.domain, false)));
+            if !(x.anonymous && x.first == 1 && x.last == 1) {
+                line(
+                    out,
+                    2,
+                    &format!("users: {{first: {}, last: {}}}", x.first, x.last),
+                );
+            }
+            if x.username != "user" {
+                line(out, 2, &format!("username: {}", scalar(&x.username, false)));
+            }
+            if x.password != "pass" {
+                line(out, 2, &format!("password: {}", scalar(&x.password, false)));
+            }
+            if let Some(r) = &x.resource {
+                line(out, 2, &format!("resource: {}", scalar(r, false)));
+            }
+            if x.anonymous {
+                line(out, 2, "anonymous: true");
+            }
+            if x.register {
+                line(out, 2, "register: true");
+            }
+        }
+        LinkSpec::Pgsql(p) => {
+            line(out, 0, "pgsql:");
+            line(out, 2, &format!("database: {}", scalar(&p.database, false)));
+            line(out, 2, &format!("user: {}", scalar(&p.user, false)));
+            if let Some(pw) = &p.password {
+                line(out, 2, &format!("password: {}", scalar(pw, false)));
+            }
+        }
+        LinkSpec::WebSocket(w) => {
+            if w.path == "/" && w.subprotocol.is_none() && w.origin.is_none() {
+                return;
+            }
+            line(out, 0, "websocket:");
+            if w.path != "/" {
+                line(out, 2, &format!("path: {}", scalar(&w.path, false)));
+            }
+            if let Some(sp) = &w.subprotocol {
+                line(out, 2, &format!("subprotocol: {}", scalar(sp, false)));
+            }
+            if let Some(o) = &w.origin {
+                line(out, 2, &format!("origin: {}", scalar(o, false)));
+            }
+        }
+    }
 }
 
 /// The parameters that differ from SURGE's defaults, or `default`.
@@ -175,8 +237,9 @@ fn step(out: &mut String, indent: usize, s: &Step) {
     match s {
         Step::Request(r) => request(out, indent, r),
         Step::Send(x) => line(out, indent, &format!("- send: {}", send(x))),
-        // TODO(issue 7): written by the scenario-steps change that adds their parsing.
-        Step::Xmpp(_) | Step::Sql(_) | Step::Ws(_) => line(out, indent, "- {}"),
+        Step::Xmpp(x) => line(out, indent, &format!("- xmpp: {}", xmpp(x))),
+        Step::Sql(q) => line(out, indent, &format!("- sql: {}", sql(q))),
+        Step::Ws(w) => line(out, indent, &format!("- ws: {}", ws(w))),
         Step::Think(d) => line(out, indent, &format!("- think: {}", think(d))),
         Step::Loop(l) => {
             line(out, indent, "- loop:");
@@ -254,6 +317,121 @@ fn send(x: &Send) -> String {
                 if *big_endian { "big" } else { "little" }
             ),
         ),
+    }
+    m.finish()
+}
+
+/// `TYPE` alone when nothing else differs from the defaults, else `{type: TYPE, ...}`.
+fn xmpp(x: &Xmpp) -> String {
+    let t = x.action.type_name();
+    let mut m = Flow::default();
+    // Type names, destinations, show values and acks are fixed words that need no quotes.
+    m.raw("type", t.into());
+    let to = |m: &mut Flow, to: &XmppDest| {
+        if Some(*to) != xmpp_default_to(t) {
+            m.raw("to", to.as_str().into());
+        }
+    };
+    let presence = |m: &mut Flow, show: &Option<String>, status: &Option<String>| {
+        if let Some(s) = show {
+            m.str("show", s);
+        }
+        if let Some(s) = status {
+            m.str("status", s);
+        }
+    };
+    match &x.action {
+        XmppAction::PresenceInitial
+        | XmppAction::PresenceFinal
+        | XmppAction::RosterGet
+        | XmppAction::Close => {}
+        XmppAction::PresenceBroadcast { show, status } => presence(&mut m, show, status),
+        XmppAction::PresenceDirected {
+            to: dest,
+            show,
+            status,
+        } => {
+            to(&mut m, dest);
+            presence(&mut m, show, status);
+        }
+        XmppAction::PresenceSubscribe { to: dest }
+        | XmppAction::RosterAdd { to: dest }
+        | XmppAction::RosterRemove { to: dest } => to(&mut m, dest),
+        XmppAction::RosterRename { to: dest, name } => {
+            to(&mut m, dest);
+            m.str("alias", name);
+        }
+        XmppAction::Chat {
+            to: dest,
+            size,
+            text,
+        } => {
+            to(&mut m, dest);
+            match text {
+                Some(text) => m.str("text", text),
+                None => m.raw("size", size.to_string()),
+            }
+        }
+        XmppAction::Raw(data) => m.str("data", data),
+    }
+    if x.ack != XmppAck::Reply {
+        m.raw("ack", x.ack.as_str().into());
+    }
+    if x.name != default_xmpp_name(&x.action) {
+        m.str("name", &x.name);
+    }
+    if m.0.len() == 1 {
+        t.to_string()
+    } else {
+        m.finish()
+    }
+}
+
+/// The query alone when it is a simple query under its default name, else a mapping.
+fn sql(q: &Sql) -> String {
+    if q.params.is_empty() && !q.prepare && q.name == default_sql_name(&q.query) {
+        return scalar(&q.query, false);
+    }
+    let mut m = Flow::default();
+    m.str("query", &q.query);
+    if !q.params.is_empty() {
+        let params: Vec<String> = q.params.iter().map(|p| scalar(p, true)).collect();
+        m.raw("params", format!("[{}]", params.join(", ")));
+    }
+    if q.prepare {
+        m.raw("prepare", "true".into());
+    }
+    if q.name != default_sql_name(&q.query) {
+        m.str("name", &q.name);
+    }
+    m.finish()
+}
+
+/// `ping` / `close`, or a mapping for a message or a named ping or close.
+fn ws(w: &Ws) -> String {
+    let named = w.name != default_ws_name(&w.action);
+    let mut m = Flow::default();
+    match &w.action {
+        WsAction::Message {
+            binary,
+            data,
+            reply,
+        } => {
+            m.str("send", data);
+            if *binary {
+                m.raw("binary", "true".into());
+            }
+            if !*reply {
+                m.raw("reply", "false".into());
+            }
+        }
+        WsAction::Ping if !named => return "ping".into(),
+        WsAction::Close if !named => return "close".into(),
+        WsAction::Ping => m.raw("ping", "true".into()),
+        WsAction::Close => m.raw("close", "true".into()),
+    }
+    if named {
+        m.str("name", &w.name);
     }
     m.finish()
 }

@@ -15,9 +15,21 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod protocols;
 mod steps;
 
-const TOP_KEYS: &[&str] = &["name", "servers", "load", "sessions", "thresholds"];
+pub(crate) use protocols::{default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to};
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "servers",
+    "xmpp",
+    "pgsql",
+    "websocket",
+    "load",
+    "sessions",
+    "thresholds",
+];
 const STEP_KINDS: &[&str] = &[
     "request",
     "think",
@@ -29,6 +41,9 @@ const STEP_KINDS: &[&str] = &[
     "extract",
     "match",
     "send",
+    "xmpp",
+    "sql",
+    "ws",
     "include",
 ];
 /// Variables every session has without a `set`.
@@ -46,8 +61,12 @@ pub(crate) struct Parser {
     errors: Vec<ScenarioError>,
     /// Canonical paths of the files being included, outermost first.
     include_stack: Vec<PathBuf>,
-    /// The servers' protocol: which of `request` and `send` sessions may use.
+    /// The servers' protocol: which of `request`, `send`, `xmpp`, `sql` and `ws` sessions may
+    /// use, and which settings section the scenario needs.
     protocol: Protocol,
+    /// A server's `protocol` was not understood (already reported): steps and sections are not
+    /// checked against `protocol`, which would only repeat that error.
+    protocol_unknown: bool,
 }
 
 impl Parser {
@@ -58,6 +77,7 @@ impl Parser {
             errors: Vec::new(),
             include_stack: Vec::new(),
             protocol: Protocol::Http,
+            protocol_unknown: false,
         }
     }
 
@@ -309,6 +329,7 @@ impl Parser {
             Some(n) => self.servers(n),
             None => Vec::new(),
         };
+        let link = self.link(map);
         let load = self
             .required(map, "load", "scenario")
             .and_then(|n| self.load(n))
@@ -335,13 +356,18 @@ impl Parser {
             load,
             sessions,
             thresholds,
-            link: LinkSpec::Plain,
+            link,
         })
     }
 
     fn servers(&mut self, node: &Node) -> Vec<Server> {
         let mut out = Vec::new();
-        for n in self.seq(node, "servers").unwrap_or_default() {
+        for (i, n) in self
+            .seq(node, "servers")
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
             let Some(m) = self.map(n, "server") else {
                 continue;
             };
@@ -364,18 +390,33 @@ impl Parser {
                 match p.as_scalar().map(|s| s.as_str()) {
                     Some("http") => {}
                     Some("raw") | Some("tcp") => protocol = Protocol::Raw,
-                    _ => self.err(
-                        p.span(),
-                        "protocol: expected 'http' or 'raw' (raw TCP; xmpp, pgsql and websocket \
-                         come later)",
+                    Some("xmpp") => protocol = Protocol::Xmpp,
+                    Some("pgsql") => protocol = Protocol::Pgsql,
+                    Some("websocket") | Some("ws") => protocol = Protocol::WebSocket,
+                    _ => {
+                        self.err(
+                            p.span(),
+                            "protocol: expected one of http, raw (or tcp), xmpp, pgsql, \
+                             websocket (or ws)",
+                        );
+                        self.protocol_unknown = true;
+                        continue;
+                    }
+                }
+            }
+            // A server without `protocol` speaks http: it counts in the comparison too.
+            if i > 0 && !self.protocol_unknown && protocol != self.protocol {
+                let span = *m.get_node("protocol").map_or(m.span(), |p| p.span());
+                self.err(
+                    &span,
+                    format!(
+                        "protocol: every server of a scenario speaks the same one (this one \
+                         speaks {}, the first {})",
+                        protocol.as_str(),
+                        self.protocol.as_str()
                     ),
-                }
-                if !out.is_empty() && protocol != self.protocol {
-                    self.err(
-                        p.span(),
-                        "protocol: every server of a scenario speaks the same one",
-                    );
-                }
+                );
+                continue;
             }
             self.protocol = protocol;
             if let (Some(host), Some(port)) = (host, port) {

@@ -96,7 +96,19 @@ fn schema_matches_the_format() {
         .map(|k| k.as_str())
         .collect();
     top.sort();
-    assert_eq!(top, ["load", "name", "servers", "sessions", "thresholds"]);
+    assert_eq!(
+        top,
+        [
+            "load",
+            "name",
+            "pgsql",
+            "servers",
+            "sessions",
+            "thresholds",
+            "websocket",
+            "xmpp"
+        ]
+    );
     let mut kinds: Vec<String> = schema["$defs"]["step"]["oneOf"]
         .as_array()
         .unwrap()
@@ -112,9 +124,13 @@ fn schema_matches_the_format() {
         "loop",
         "match",
         "request",
+        "send",
         "set",
+        "sql",
         "think",
         "transaction",
+        "ws",
+        "xmpp",
     ];
     want.sort();
     assert_eq!(kinds, want);

@@ -47,19 +47,20 @@ impl Parser {
         };
         let step = match k.as_str() {
             "request" => {
-                if self.protocol != Protocol::Http {
+                if self.protocol_mismatch(Protocol::Http) {
                     self.err(
                         k.span(),
                         format!(
-                            "request: the servers speak {}; use send steps",
-                            self.protocol.as_str()
+                            "request: the servers speak {}; use {} steps",
+                            self.protocol.as_str(),
+                            step_of(self.protocol)
                         ),
                     );
                 }
                 self.request(v, vars).map(Step::Request)
             }
             "send" => {
-                if self.protocol != Protocol::Raw {
+                if self.protocol_mismatch(Protocol::Raw) {
                     self.err(
                         k.span(),
                         format!(
@@ -69,6 +70,18 @@ impl Parser {
                     );
                 }
                 self.send(v, vars).map(Step::Send)
+            }
+            "xmpp" => {
+                self.step_needs(k.span(), "an xmpp step", Protocol::Xmpp);
+                self.xmpp(v, vars).map(Step::Xmpp)
+            }
+            "sql" => {
+                self.step_needs(k.span(), "a sql step", Protocol::Pgsql);
+                self.sql(v, vars).map(Step::Sql)
+            }
+            "ws" => {
+                self.step_needs(k.span(), "a ws step", Protocol::WebSocket);
+                self.ws(v, vars).map(Step::Ws)
             }
             "think" => self.think(v).map(Step::Think),
             "loop" => self.looop(v, vars).map(Step::Loop),
@@ -750,12 +763,28 @@ impl Parser {
     }
 }
 
+/// The step kind that talks to servers of `p`.
+pub(super) fn step_of(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Http => "request",
+        Protocol::Raw => "send",
+        Protocol::Xmpp => "xmpp",
+        Protocol::Pgsql => "sql",
+        Protocol::WebSocket => "ws",
+    }
+}
+
 /// A send step's metric name when it has none: its data's first line, at most 40 characters.
 fn default_send_name(data: &str) -> String {
-    let line = data.lines().next().unwrap_or("").trim();
+    first_line_name(data, "send")
+}
+
+/// The first line of `text`, trimmed, at most 40 characters; `fallback` when that is empty.
+pub(super) fn first_line_name(text: &str, fallback: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
     let name: String = line.chars().take(40).collect();
     if name.is_empty() {
-        "send".to_string()
+        fallback.to_string()
     } else {
         name
     }

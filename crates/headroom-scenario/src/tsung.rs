@@ -565,11 +565,13 @@ impl<'a> Conv<'a> {
             .map(|s| s.to_string_lossy().into_owned())
             .filter(|s| !s.is_empty());
         let (link, protocol) = self.link_spec();
-        if protocol != Protocol::Http && self.servers.is_empty() && one("servers").is_empty() {
+        if protocol != Protocol::Http && self.servers.is_empty() {
+            // The protocol is said on the servers: without one, the steps cannot be checked.
+            let pos = one("servers").first().map_or(root.pos, |s| s.pos);
             self.error(
-                root.pos,
+                pos,
                 format!(
-                    "no <servers>: headroom needs the server of the {} sessions",
+                    "no <server>: headroom needs the server of the {} sessions",
                     protocol.as_str()
                 ),
             );
@@ -673,7 +675,14 @@ impl<'a> Conv<'a> {
                 "weight",
                 "requests go to the servers in headroom's own way",
             );
-            let host = self.required(c, "host").map(|a| a.value.clone());
+            let host = self.required(c, "host").and_then(|a| {
+                if a.value.is_empty() {
+                    let pos = a.pos;
+                    self.error(pos, "host=\"\": expected a host name");
+                    return None;
+                }
+                Some(a.value.clone())
+            });
             let port = self
                 .required(c, "port")
                 .and_then(|a| match a.value.parse::<u16>() {

@@ -298,7 +298,7 @@ fn jabber_defaults_login_variants_and_roster() {
         "jabber",
         "<request><jabber type=\"connect\"/></request>\n\
          <request><jabber type=\"register\" ack=\"local\"/></request>\n\
-         <request><jabber type=\"auth_sasl_anonymous\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"auth_sasl\" ack=\"local\"/></request>\n\
          <request><jabber type=\"connect\" ack=\"local\"/></request>\n\
          <request><jabber type=\"auth_sasl_bind\" resource=\"bench\" ack=\"local\"/></request>\n\
          <request><jabber type=\"auth_sasl_session\" ack=\"local\"/></request>\n\
@@ -309,11 +309,12 @@ fn jabber_defaults_login_variants_and_roster() {
          <request><jabber type=\"presence:directed\" destination=\"random\"/></request>\n\
          <request><jabber type=\"presence:broadcast\"/></request>\n\
          <request subst=\"true\"><jabber data=\"&lt;iq type='get' id='p%%_session%%'&gt;&lt;ping xmlns='urn:xmpp:ping'/&gt;&lt;/iq&gt;\" type=\"raw\" ack=\"local\"/></request>\n\
-         <request><jabber size=\"10\"/></request>",
+         <request><jabber size=\"10\"/></request>\n\
+         <request><jabber type=\"chat\" destination=\"unique\"/></request>",
     );
     let imp = unchecked(&xml);
     // No ts_jabber option: Tsung's defaults (tsunguser, sesame, ids 1..10000); the bind's
-    // resource; anonymous login after an in-band registration.
+    // resource; SASL PLAIN after an in-band registration.
     assert_eq!(
         imp.scenario.link,
         LinkSpec::Xmpp(XmppSpec {
@@ -323,7 +324,7 @@ fn jabber_defaults_login_variants_and_roster() {
             first: 1,
             last: 10_000,
             resource: Some("bench".into()),
-            anonymous: true,
+            anonymous: false,
             register: true,
         })
     );
@@ -363,8 +364,9 @@ fn jabber_defaults_login_variants_and_roster() {
                 Raw("<iq type='get' id='p${session}'><ping xmlns='urn:xmpp:ping'/></iq>".into()),
                 Local
             ),
-            // Tsung's defaults: type chat, destination random, no_ack.
+            // Tsung's defaults: type chat, destination random, no_ack; size 0, an empty body.
             xmpp(chat(Random, 10, None), NoAck),
+            xmpp(chat(Unique, 0, Some("")), NoAck),
         ]
     );
     let previous = |what: &str| {
@@ -388,6 +390,59 @@ fn jabber_defaults_login_variants_and_roster() {
         ]
     );
     assert_eq!(at("group="), (14, 60));
+}
+
+#[test]
+fn jabber_anonymous_login_drops_registration() {
+    let xml = doc(
+        5222,
+        "<option type=\"ts_jabber\" name=\"domain\" value=\"localhost\"/>",
+        "<session name=\"a\" probability=\"50\" type=\"ts_jabber\">\n\
+         <request><jabber type=\"connect\"/></request>\n\
+         <request><jabber type=\"register\"/></request>\n\
+         <request><jabber type=\"auth_sasl_anonymous\"/></request>\n\
+         <request><jabber type=\"presence:broadcast\" show=\"dnd\" status=\"busy\"/></request>\n\
+         </session>\n\
+         <session name=\"b\" probability=\"50\" type=\"ts_jabber\">\n\
+         <request><jabber type=\"auth_sasl_anonymous\"/></request>\n\
+         <request><jabber type=\"presence:initial\"/></request>\n\
+         </session>",
+    );
+    let imp = unchecked(&xml);
+    let LinkSpec::Xmpp(spec) = &imp.scenario.link else {
+        panic!("{:?}", imp.scenario.link)
+    };
+    assert_eq!(
+        (spec.domain.as_str(), spec.anonymous, spec.register),
+        ("localhost", true, false)
+    );
+    let got: Vec<(usize, &str)> = imp
+        .warnings
+        .iter()
+        .map(|w| (w.line, w.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            9,
+            "this registration is dropped: the sessions log in anonymously, without an account"
+        ),]
+    );
+    // Session b opens its connection on demand: the login runs before its first step.
+    assert_eq!(
+        imp.scenario.sessions[1].steps,
+        [xmpp(XmppAction::PresenceInitial, XmppAck::NoAck)]
+    );
+    // With SASL PLAIN every session registers, with a warning at the first that does not.
+    let plain = unchecked(&xml.replace("auth_sasl_anonymous", "auth_sasl"));
+    let LinkSpec::Xmpp(spec) = &plain.scenario.link else {
+        panic!("{:?}", plain.scenario.link)
+    };
+    assert_eq!((spec.anonymous, spec.register), (false, true));
+    assert_eq!(
+        located(&plain),
+        [(13, 1, "session 'a' registers its user, session 'b' does not: headroom registers before every login (an existing account counts as done)")]
+    );
 }
 
 #[test]
@@ -716,6 +771,26 @@ fn protocol_errors_name_what_and_where() {
             8,
         ),
         (
+            jabber("<request><jabber type=\"presence:broadcast\" show=\"busy\"/></request>"),
+            "show=\"busy\": expected chat, away, xa or dnd (RFC 6121)",
+            8,
+        ),
+        (
+            session(8080, "websocket", "<request><websocket type=\"connect\" path=\"chat\"/></request>"),
+            "path=\"chat\": expected an absolute path starting with '/'",
+            8,
+        ),
+        (
+            session(5432, "pgsql", "<request><pgsql type=\"connect\" database=\"\" username=\"u\"/></request>"),
+            "database=\"\": expected a name",
+            8,
+        ),
+        (
+            session(7000, "raw", "<request><raw data=\"x\"/></request>").replace("host=\"127.0.0.1\"", "host=\"\""),
+            "host=\"\": expected a host name",
+            3,
+        ),
+        (
             jabber("<request><jabber type=\"chat\" destination=\"everyone\"/></request>"),
             "destination=\"everyone\": expected online, offline, random, unique or previous",
             8,
@@ -873,7 +948,7 @@ fn protocol_errors_name_what_and_where() {
         (
             doc(7000, "", "<session name=\"s\" probability=\"100\" type=\"ts_raw\">\n<request><raw data=\"x\"/></request>\n</session>")
                 .replace("<servers><server host=\"127.0.0.1\" port=\"7000\" type=\"tcp\"/></servers>", ""),
-            "no <servers>: headroom needs the server of the raw sessions",
+            "no <server>: headroom needs the server of the raw sessions",
             2,
         ),
         (

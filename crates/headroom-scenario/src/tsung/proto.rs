@@ -138,6 +138,10 @@ pub(super) struct Link {
     /// SASL ANONYMOUS (true) or PLAIN, and the session that said so first.
     anonymous: Option<(bool, String)>,
     register: Option<(bool, String)>,
+    /// The first `<jabber type="register">` of the file.
+    register_at: Option<usize>,
+    /// Where sessions first differ on registering, and the warning that says so.
+    register_mixed: Option<(usize, String)>,
     resource: Option<(String, String)>,
     pg: Option<(PgSpec, String)>,
     ws: Option<(WsSpec, String)>,
@@ -167,9 +171,9 @@ pub(super) struct Sess {
     thinks: Vec<usize>,
     /// Setup requests absorbed so far in the session (transactions compare the count).
     pub(super) absorbed: usize,
-    /// XMPP: SASL seen (`Some(anonymous)`), registration.
+    /// XMPP: SASL seen (`Some(anonymous)`), where the session registers.
     auth: Option<bool>,
-    register: bool,
+    register: Option<usize>,
     resource: Option<String>,
     /// PostgreSQL: the connect's settings and where the connect was.
     pg: Option<(PgSpec, usize)>,
@@ -305,10 +309,12 @@ impl Conv<'_> {
                         Some(_) => {}
                     },
                 }
+                let registers = sess.register.is_some();
+                self.link.register_at = self.link.register_at.or(sess.register);
                 match &self.link.register {
-                    None => self.link.register = Some((sess.register, name.clone())),
-                    Some((r, other)) if *r != sess.register => {
-                        let (yes, no) = if sess.register {
+                    None => self.link.register = Some((registers, name.clone())),
+                    Some((r, other)) if *r != registers => {
+                        let (yes, no) = if registers {
                             (&name, other)
                         } else {
                             (other, &name)
@@ -316,7 +322,8 @@ impl Conv<'_> {
                         let msg = format!(
                             "session '{yes}' registers its user, session '{no}' does not: headroom registers before every login (an existing account counts as done)"
                         );
-                        self.warn(el.pos, msg);
+                        // Warned about when the login is known (not if the registration goes).
+                        self.link.register_mixed.get_or_insert((el.pos, msg));
                         self.link.register = Some((true, name.clone()));
                     }
                     Some(_) => {}
@@ -425,6 +432,17 @@ impl Conv<'_> {
                 );
             }
         }
+        let anonymous = self.link.anonymous.as_ref().is_some_and(|a| a.0);
+        let mut register = self.link.register.as_ref().is_some_and(|r| r.0);
+        if let (true, true, Some(pos)) = (anonymous, register, self.link.register_at) {
+            self.warn(
+                pos,
+                "this registration is dropped: the sessions log in anonymously, without an account",
+            );
+            register = false;
+        } else if let Some((pos, msg)) = self.link.register_mixed.take() {
+            self.warn(pos, msg);
+        }
         let userid_max = last("userid_max")
             .and_then(|o| o.value.trim().parse::<u64>().ok())
             .unwrap_or(XMPP_USERID_MAX);
@@ -441,8 +459,8 @@ impl Conv<'_> {
                     .map(|r| r.0.clone())
                     .unwrap_or_else(|| XMPP_RESOURCE.to_string()),
             ),
-            anonymous: self.link.anonymous.as_ref().is_some_and(|a| a.0),
-            register: self.link.register.as_ref().is_some_and(|r| r.0),
+            anonymous,
+            register,
         }
     }
 
@@ -713,7 +731,7 @@ impl Conv<'_> {
                 match ty {
                     "auth_sasl" => self.sess.auth = Some(false),
                     "auth_sasl_anonymous" => self.sess.auth = Some(true),
-                    "register" => self.sess.register = true,
+                    "register" => self.sess.register = self.sess.register.or(Some(el.pos)),
                     _ => {}
                 }
                 self.absorb();
@@ -866,6 +884,20 @@ impl Conv<'_> {
             "presence:broadcast" | "presence:directed" => {
                 self.check_attrs(el, &["type", "ack", "show", "status", "destination"]);
                 // Tsung's defaults, always sent.
+                if let Some(a) = el
+                    .attr("show")
+                    .filter(|a| !["chat", "away", "xa", "dnd"].contains(&a.value.as_str()))
+                {
+                    let pos = a.pos;
+                    self.error(
+                        pos,
+                        format!(
+                            "show=\"{}\": expected chat, away, xa or dnd (RFC 6121)",
+                            a.value
+                        ),
+                    );
+                    return None;
+                }
                 let show = el.attr("show").map_or("chat", |a| a.value.as_str());
                 let status = el.attr("status").map_or("Available", |a| a.value.as_str());
                 let (show, status) = (Some(show.to_string()), Some(status.to_string()));
@@ -953,10 +985,23 @@ impl Conv<'_> {
                         "attribute 'stamped' of <jabber> is not honoured: headroom does not stamp messages (a message's delivery is counted on the receiver's side)",
                     );
                 }
-                XmppAction::Chat {
-                    to,
-                    size: if text.is_some() { 0 } else { size },
-                    text,
+                match (text, size) {
+                    (Some(text), _) => XmppAction::Chat {
+                        to,
+                        size: 0,
+                        text: Some(text),
+                    },
+                    // Tsung's default size: an empty body.
+                    (None, 0) => XmppAction::Chat {
+                        to,
+                        size: 0,
+                        text: Some(String::new()),
+                    },
+                    (None, size) => XmppAction::Chat {
+                        to,
+                        size,
+                        text: None,
+                    },
                 }
             }
             "raw" => {
@@ -1020,6 +1065,15 @@ impl Conv<'_> {
                 let (Some(database), Some(user)) = (db, user) else {
                     return Produced::Nothing;
                 };
+                if database.is_empty() || user.is_empty() {
+                    let key = if database.is_empty() {
+                        "database"
+                    } else {
+                        "username"
+                    };
+                    self.error(el.pos, format!("{key}=\"\": expected a name"));
+                    return Produced::Nothing;
+                }
                 let spec = PgSpec {
                     database,
                     user,
@@ -1382,6 +1436,14 @@ impl Conv<'_> {
                 let (Some(path), Some(origin), Some(protocols)) = (path, origin, protocols) else {
                     return Produced::Nothing;
                 };
+                if !path.starts_with('/') {
+                    let pos = el.attr("path").map_or(el.pos, |a| a.pos);
+                    self.error(
+                        pos,
+                        format!("path=\"{path}\": expected an absolute path starting with '/'"),
+                    );
+                    return Produced::Nothing;
+                }
                 let spec = WsSpec {
                     path,
                     subprotocol: (!protocols.is_empty()).then_some(protocols),

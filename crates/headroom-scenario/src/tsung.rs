@@ -43,21 +43,6 @@ pub fn import_tsung(text: &str, file_name: &str) -> Result<Imported, Vec<Scenari
     finish(scenario, warnings, errors, file_name)
 }
 
-/// [`import_tsung`] without its last check, that the scenario writes and reads back the same:
-/// for tests of the conversion itself.
-#[doc(hidden)]
-pub fn import_tsung_unchecked(text: &str, file_name: &str) -> Result<Imported, Vec<ScenarioError>> {
-    let (scenario, mut warnings, mut errors) = convert(text, file_name);
-    let key = |e: &ScenarioError| (e.line, e.column);
-    errors.sort_by_key(key);
-    warnings.sort_by_key(key);
-    if errors.is_empty() {
-        Ok(Imported { scenario, warnings })
-    } else {
-        Err(errors)
-    }
-}
-
 type Converted = (Scenario, Vec<ScenarioError>, Vec<ScenarioError>);
 
 fn convert(text: &str, file_name: &str) -> Converted {

@@ -1146,3 +1146,26 @@ fn mutant(src: &[u8], rng: &mut XorShift) -> String {
     }
     String::from_utf8_lossy(&v).into_owned()
 }
+
+#[test]
+fn docs_jabber_example_is_current() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/import.md");
+    let docs = std::fs::read_to_string(path).unwrap();
+    let start = docs
+        .find("This Tsung file (`chat.xml`):\n\n```xml\n")
+        .expect("example in docs/import.md")
+        + "This Tsung file (`chat.xml`):\n\n```xml\n".len();
+    let end = start + docs[start..].find("```").unwrap();
+    let imp =
+        import_tsung(&docs[start..end], "chat.xml").unwrap_or_else(|e| panic!("{}", show(&e)));
+    let yaml = to_yaml(&imp.scenario);
+    let warnings: String = imp.warnings.iter().map(|w| format!("{w}\n")).collect();
+    assert!(
+        docs.contains(&format!("```yaml\n{yaml}```")),
+        "docs/import.md is stale:\n{yaml}"
+    );
+    assert!(
+        docs.contains(&format!("warnings\n\n```\n{warnings}```")),
+        "docs/import.md is stale:\n{warnings}"
+    );
+}

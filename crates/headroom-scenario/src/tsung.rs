@@ -1,4 +1,5 @@
-//! Import of Tsung XML configurations (`tsung.xml`, HTTP sessions) into a [`Scenario`].
+//! Import of Tsung XML configurations (`tsung.xml`: HTTP, jabber, pgsql, raw and websocket
+//! sessions) into a [`Scenario`].
 //!
 //! The XML is read with quick-xml into a small element tree that keeps the byte offset of every
 //! element, attribute and text, so every warning and error names `file:line:column`. The tree is
@@ -10,6 +11,9 @@
 //!   no behaviour (`<arrivalphase phase>`, `<repeat name>`, `<tsung version>`) are accepted.
 //! - What would change the load in a way the user must know about is an **error**: other
 //!   protocols, TLS, Erlang code, conditional steps, loop conditions that are not a truth test.
+//! - The protocol sessions (`ts_jabber`, `ts_pgsql`, `ts_raw`, `ts_websocket`) are converted in
+//!   [`proto`]: their connection setup (XMPP login, PostgreSQL startup, WebSocket upgrade) is
+//!   implicit at connect in headroom, so its requests become the scenario's connection settings.
 //! - After conversion the scenario is written with [`crate::to_yaml`] and parsed back with
 //!   [`crate::parse_str`]; a difference is reported as an internal error (a bug here), so what is
 //!   returned always validates and round-trips.
@@ -19,6 +23,7 @@
 use crate::model::*;
 use crate::ScenarioError;
 use headroom_core::Distribution;
+use proto::Kind;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
@@ -34,17 +39,34 @@ pub struct Imported {
 /// Converts a Tsung XML configuration. `file_name` is used in warnings and errors and for the
 /// scenario's name (its stem). Returns every error found, in file order.
 pub fn import_tsung(text: &str, file_name: &str) -> Result<Imported, Vec<ScenarioError>> {
+    let (scenario, warnings, errors) = convert(text, file_name);
+    finish(scenario, warnings, errors, file_name)
+}
+
+type Converted = (Scenario, Vec<ScenarioError>, Vec<ScenarioError>);
+
+fn convert(text: &str, file_name: &str) -> Converted {
     let at = Locator::new(text, file_name);
     let doc = match xml::parse(text) {
         Ok(d) => d,
-        Err(e) => return Err(vec![at.error(e.pos, e.message)]),
+        Err(e) => {
+            let empty = Scenario {
+                name: None,
+                servers: Vec::new(),
+                load: Load::default(),
+                sessions: Vec::new(),
+                thresholds: Vec::new(),
+                link: LinkSpec::Plain,
+            };
+            return (empty, Vec::new(), vec![at.error(e.pos, e.message)]);
+        }
     };
     let mut c = Conv::new(&at);
     for pi in &doc.pis {
         c.warn(*pi, "processing instruction is not honoured");
     }
     let scenario = c.tsung(&doc.root);
-    finish(scenario, c.warnings, c.errors, file_name)
+    (scenario, c.warnings, c.errors)
 }
 
 /// Byte offsets to `file:line:column` (1-based, column in characters).
@@ -133,8 +155,9 @@ const PROTOCOL_ELEMENTS: &[&str] = &[
     "interaction",
 ];
 
-fn not_yet(what: &str) -> String {
-    format!("'{what}' is not yet supported (comes with the protocol work)")
+/// The error for an element of a protocol headroom does not convert.
+fn unsupported(what: &str) -> String {
+    format!("'{what}' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw and ts_websocket sessions)")
 }
 
 fn valid_var(s: &str) -> bool {
@@ -177,6 +200,10 @@ struct Conv<'a> {
     for_vars: HashSet<String>,
     /// Absolute-URL servers already warned about.
     other_hosts: HashSet<(String, u16)>,
+    /// The file's protocol and connection settings, from the sessions converted so far.
+    link: proto::Link,
+    /// The current session's protocol state.
+    sess: proto::Sess,
 }
 
 impl<'a> Conv<'a> {
@@ -196,6 +223,8 @@ impl<'a> Conv<'a> {
             vars: HashSet::new(),
             for_vars: HashSet::new(),
             other_hosts: HashSet::new(),
+            link: proto::Link::default(),
+            sess: proto::Sess::default(),
         }
     }
 
@@ -240,10 +269,27 @@ impl<'a> Conv<'a> {
         }
     }
 
-    /// A child element this place does not take: other protocols are errors, the rest warnings.
+    /// A child element this place does not take: protocol elements are errors, the rest
+    /// warnings.
     fn unexpected(&mut self, c: &El, parent: &str) {
-        if PROTOCOL_ELEMENTS.contains(&c.name.as_str()) {
-            self.error(c.pos, not_yet(&format!("<{}>", c.name)));
+        let kind = Kind::of_element(&c.name);
+        if let Some(k) = kind.filter(|_| parent == "request") {
+            self.error(
+                c.pos,
+                format!(
+                    "'<{}>' belongs in a session of type {}; this session is of type {}",
+                    c.name,
+                    k.session_type(),
+                    self.sess.kind.session_type()
+                ),
+            );
+        } else if kind.is_some_and(|k| k != Kind::Http) {
+            self.error(
+                c.pos,
+                format!("'<{}>' goes inside a <request>, not in <{parent}>", c.name),
+            );
+        } else if PROTOCOL_ELEMENTS.contains(&c.name.as_str()) {
+            self.error(c.pos, unsupported(&format!("<{}>", c.name)));
         } else {
             self.warn(
                 c.pos,
@@ -503,13 +549,29 @@ impl<'a> Conv<'a> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .filter(|s| !s.is_empty());
+        let (link, protocol) = self.link_spec();
+        if protocol != Protocol::Http && self.servers.is_empty() {
+            // The protocol is said on the servers: without one, the steps cannot be checked.
+            let pos = one("servers").first().map_or(root.pos, |s| s.pos);
+            self.error(
+                pos,
+                format!(
+                    "no <server>: headroom needs the server of the {} sessions",
+                    protocol.as_str()
+                ),
+            );
+        }
+        let mut servers = std::mem::take(&mut self.servers);
+        for s in &mut servers {
+            s.protocol = protocol;
+        }
         Scenario {
             name,
-            servers: std::mem::take(&mut self.servers),
+            servers,
             load,
             sessions,
             thresholds: Vec::new(),
-            link: LinkSpec::Plain,
+            link,
         }
     }
 
@@ -519,6 +581,10 @@ impl<'a> Conv<'a> {
         for o in &el.children {
             if o.name != "option" {
                 self.unexpected(o, "options");
+                continue;
+            }
+            if o.attr("type").is_some_and(|t| t.value == "ts_jabber") {
+                self.jabber_option(o);
                 continue;
             }
             let name = o.attr("name").map(|a| a.value.as_str()).unwrap_or("");
@@ -564,6 +630,7 @@ impl<'a> Conv<'a> {
                     let why = match other {
                         "user_agent" => "add a User-Agent header to the requests instead",
                         "seed" => "headroom has its own seed",
+                        "global_number" => "headroom has no barrier between users (ack=\"global\")",
                         _ => "headroom has its own settings for this",
                     };
                     self.warn(
@@ -593,7 +660,14 @@ impl<'a> Conv<'a> {
                 "weight",
                 "requests go to the servers in headroom's own way",
             );
-            let host = self.required(c, "host").map(|a| a.value.clone());
+            let host = self.required(c, "host").and_then(|a| {
+                if a.value.is_empty() {
+                    let pos = a.pos;
+                    self.error(pos, "host=\"\": expected a host name");
+                    return None;
+                }
+                Some(a.value.clone())
+            });
             let port = self
                 .required(c, "port")
                 .and_then(|a| match a.value.parse::<u16>() {
@@ -616,7 +690,14 @@ impl<'a> Conv<'a> {
                         false
                     }
                     other => {
-                        self.error(t.pos, not_yet(&format!("<server type=\"{other}\">")));
+                        let why = match other {
+                            "udp" | "udp6" => "headroom speaks TCP only",
+                            _ => "headroom connects over TCP (type=\"tcp\")",
+                        };
+                        self.error(
+                            t.pos,
+                            format!("'<server type=\"{other}\">' is not supported: {why}"),
+                        );
                         false
                     }
                 },
@@ -830,28 +911,33 @@ impl<'a> Conv<'a> {
         );
         self.no_text(el);
         let name = self.required(el, "name").map(|a| a.value.clone());
-        match el.attr("type").map(|a| a.value.as_str()) {
-            Some("ts_http") => {}
-            None => {
-                self.error(el.pos, "<session> needs type=\"ts_http\"");
-                return None;
-            }
-            Some(other) => {
-                // One error per session, at its first element of the other protocol if any.
-                match el.find(&|e| PROTOCOL_ELEMENTS.contains(&e.name.as_str())) {
-                    Some(p) => self.error(
-                        p.pos,
-                        format!(
-                            "{}; session '{}' is of type {other}",
-                            not_yet(&format!("<{}>", p.name)),
-                            name.as_deref().unwrap_or("")
+        let kind = match el.attr("type").map(|a| a.value.as_str()) {
+            Some(t) => match Kind::of_type(t) {
+                Some(k) => k,
+                None => {
+                    // One error per session, at its first element of the other protocol if any.
+                    match el.find(&|e| PROTOCOL_ELEMENTS.contains(&e.name.as_str())) {
+                        Some(p) => self.error(
+                            p.pos,
+                            format!(
+                                "{}; session '{}' is of type {t}",
+                                unsupported(&format!("<{}>", p.name)),
+                                name.as_deref().unwrap_or("")
+                            ),
                         ),
-                    ),
-                    None => self.error(el.pos, not_yet(&format!("<session type=\"{other}\">"))),
+                        None => self.error(el.pos, unsupported(&format!("<session type=\"{t}\">"))),
+                    }
+                    return None;
                 }
+            },
+            None => {
+                self.error(
+                    el.pos,
+                    "<session> needs a type: ts_http, ts_jabber, ts_pgsql, ts_raw or ts_websocket",
+                );
                 return None;
             }
-        }
+        };
         let name = name?;
         if name.is_empty() {
             self.error(el.pos, "session name must not be empty");
@@ -862,7 +948,9 @@ impl<'a> Conv<'a> {
             "persistent",
             "headroom keeps connections alive in its own way",
         );
-        self.ignored(el, "bidi", "it is for bidirectional protocols");
+        if kind == Kind::Http {
+            self.ignored(el, "bidi", "it is for bidirectional protocols");
+        }
         let weight = match (el.attr("probability"), el.attr("weight")) {
             (Some(p), None) | (None, Some(p)) => {
                 let v = self.number(p)?;
@@ -890,7 +978,11 @@ impl<'a> Conv<'a> {
         };
         self.vars.clear();
         self.for_vars.clear();
+        if !self.begin_session(el, kind, &name) {
+            return None;
+        }
         let steps = self.steps(&el.children, "session");
+        self.end_session(el, !steps.is_empty());
         if steps.is_empty() {
             self.error(
                 el.pos,
@@ -914,6 +1006,7 @@ impl<'a> Conv<'a> {
                 "thinktime" => {
                     if let Some(d) = self.thinktime(c) {
                         out.push(Step::Think(d));
+                        self.after_think(c.pos);
                     }
                 }
                 "transaction" => self.transaction(c, &mut out),
@@ -943,18 +1036,25 @@ impl<'a> Conv<'a> {
         self.check_attrs(el, &["name"]);
         self.no_text(el);
         let name = self.required(el, "name").map(|a| a.value.clone());
+        let absorbed = self.sess.absorbed;
         let steps = self.steps(&el.children, "transaction");
+        let absorbed = self.sess.absorbed - absorbed;
         let Some(name) = name else {
             return;
         };
         if name.is_empty() {
             self.error(el.pos, "transaction name must not be empty");
+            return;
+        }
+        if let Some(note) = self.absorbed_note(&name, absorbed, steps.is_empty()) {
+            self.warn(el.pos, note);
         } else if steps.is_empty() {
             self.warn(
                 el.pos,
                 format!("transaction '{name}' has no step headroom can run: skipped"),
             );
-        } else {
+        }
+        if !steps.is_empty() {
             out.push(Step::Transaction { name, steps });
         }
     }
@@ -1209,7 +1309,9 @@ impl<'a> Conv<'a> {
             Some(a) => self.positive_int(a),
             None => Some(1),
         };
+        self.loop_boundary();
         let steps = self.steps(&el.children, "for");
+        self.loop_boundary();
         let (Some(from), Some(to), Some(incr)) = (from, to, incr) else {
             return;
         };
@@ -1247,7 +1349,9 @@ impl<'a> Conv<'a> {
             );
             return;
         };
+        self.loop_boundary();
         let steps = self.steps(body, "repeat");
+        self.loop_boundary();
         // The condition is checked after the body, which may define its variable.
         let condition = self.condition(last);
         let (Some(max), Some(condition)) = (max, condition) else {
@@ -1318,6 +1422,10 @@ impl<'a> Conv<'a> {
     // ---- requests ---------------------------------------------------------------------------
 
     fn request(&mut self, el: &El, out: &mut Vec<Step>) {
+        if self.sess.kind != Kind::Http {
+            self.proto_request(el, out);
+            return;
+        }
         self.check_attrs(el, &["subst", "tag"]);
         self.no_text(el);
         self.ignored(el, "tag", "headroom has no request tags to exclude");
@@ -1846,7 +1954,10 @@ impl<'a> Conv<'a> {
                     return None;
                 }
                 _ => {
-                    self.error(a.pos, not_yet("pgsql_expr"));
+                    self.error(
+                        a.pos,
+                        "pgsql_expr extraction is not supported: use re on the result rows",
+                    );
                     return None;
                 }
             },
@@ -1985,6 +2096,8 @@ fn base64(input: &[u8]) -> String {
     }
     out
 }
+
+mod proto;
 
 // ---- the XML tree ---------------------------------------------------------------------------
 

@@ -713,21 +713,6 @@ fn tsung_shop_warnings_are_located() {
 }
 
 #[test]
-fn tsung_jabber_is_not_yet_supported() {
-    let text = data("tsung-jabber.xml");
-    let errs = import_tsung(&text, "tsung-jabber.xml").unwrap_err();
-    assert_eq!(errs.len(), 1, "{}", show(&errs));
-    let (line, column) = pos_of(&text, "<jabber type=\"connect\"");
-    assert_eq!((errs[0].line, errs[0].column), (line, column));
-    assert_eq!((line, column), (12, 17));
-    assert_eq!(
-        errs[0].to_string(),
-        "tsung-jabber.xml:12:17: '<jabber>' is not yet supported (comes with the protocol work); \
-         session 'jabber-example' is of type ts_jabber"
-    );
-}
-
-#[test]
 fn tsung_unknown_attributes_warn_at_their_position() {
     let text = data("tsung-unknown.xml");
     let imp = import_tsung(&text, "tsung-unknown.xml").unwrap();
@@ -847,7 +832,7 @@ fn tsung_errors_name_what_and_where() {
         ),
         (
             http_session("<request><raw data=\"x\" ack=\"no_ack\"/></request>"),
-            "'<raw>' is not yet supported (comes with the protocol work)",
+            "'<raw>' belongs in a session of type ts_raw; this session is of type ts_http",
             7,
         ),
     ];
@@ -899,7 +884,8 @@ fn tsung_condition_truth_mapping() {
 #[test]
 fn tsung_mutants_never_panic_and_are_located() {
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-    for name in ["tsung-shop.xml", "tsung-unknown.xml", "tsung-jabber.xml"] {
+    // The protocol fixtures (and tsung-jabber.xml) have their own in tests/import_proto.rs.
+    for name in ["tsung-shop.xml", "tsung-unknown.xml"] {
         let src = data(name).into_bytes();
         for _ in 0..300 {
             let mut v = src.clone();

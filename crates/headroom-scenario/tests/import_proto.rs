@@ -1,0 +1,1171 @@
+//! The Tsung importer on jabber, pgsql, raw and websocket sessions (`tests/data/tsung/`): the
+//! exact model each realistic file gives (connection settings, steps, names, acks,
+//! destinations), its warnings at their line and column, and located errors for what cannot be
+//! converted. `import_tsung` writes every converted scenario and parses it back before
+//! returning it, so each successful conversion here is also a round trip through the YAML of
+//! the xmpp, sql, ws and send steps.
+
+use headroom_core::session::ExpectSpec;
+use headroom_core::Distribution;
+use headroom_scenario::model::*;
+use headroom_scenario::{import_tsung, parse_str, to_yaml, Imported, ScenarioError};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const FIXTURES: &[&str] = &[
+    "tsung/jabber-mix.xml",
+    "tsung/pgsql-bench.xml",
+    "tsung/raw-echo.xml",
+    "tsung/websocket-chat.xml",
+    "tsung-jabber.xml",
+];
+
+fn data(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn show(errs: &[ScenarioError]) -> String {
+    errs.iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The conversion of fixture `name` (its file name is what warnings name).
+fn convert(name: &str) -> (String, Imported) {
+    let text = data(name);
+    let file = name.rsplit('/').next().unwrap();
+    let imp = import_tsung(&text, file).unwrap_or_else(|e| panic!("{}", show(&e)));
+    (text, imp)
+}
+
+/// 1-based line and column (in characters) of the `n`-th (from 1) `needle` in `text`.
+fn nth(text: &str, needle: &str, n: usize) -> (usize, usize) {
+    let mut from = 0;
+    let mut i = 0;
+    for _ in 0..n {
+        i = from
+            + text[from..]
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} #{n} not in fixture"));
+        from = i + needle.len();
+    }
+    let before = &text[..i];
+    let line = before.matches('\n').count() + 1;
+    let col = before[before.rfind('\n').map_or(0, |k| k + 1)..]
+        .chars()
+        .count()
+        + 1;
+    (line, col)
+}
+
+fn at(text: &str, needle: &str) -> (usize, usize) {
+    nth(text, needle, 1)
+}
+
+/// Warnings as (line, column, message).
+fn located(imp: &Imported) -> Vec<(usize, usize, &str)> {
+    imp.warnings
+        .iter()
+        .map(|w| (w.line, w.column, w.message.as_str()))
+        .collect()
+}
+
+fn xmpp(action: XmppAction<String>, ack: XmppAck) -> Step {
+    Step::Xmpp(Xmpp {
+        name: format!("xmpp:{}", action.type_name()),
+        action,
+        ack,
+    })
+}
+
+fn think(secs: u64) -> Step {
+    Step::Think(Distribution::Constant(Duration::from_secs(secs)))
+}
+
+fn random_think(secs: u64) -> Step {
+    Step::Think(Distribution::Exponential {
+        mean: Duration::from_secs(secs),
+    })
+}
+
+fn tx(name: &str, steps: Vec<Step>) -> Step {
+    Step::Transaction {
+        name: name.into(),
+        steps,
+    }
+}
+
+fn sql(query: &str, params: &[&str], prepare: bool) -> Step {
+    Step::Sql(Sql {
+        name: query
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .chars()
+            .take(40)
+            .collect(),
+        query: query.into(),
+        params: params.iter().map(|p| p.to_string()).collect(),
+        prepare,
+    })
+}
+
+fn ws(data: &str, binary: bool, reply: bool) -> Step {
+    Step::Ws(Ws {
+        name: "ws:send".into(),
+        action: WsAction::Message {
+            binary,
+            data: data.into(),
+            reply,
+        },
+    })
+}
+
+fn chat(to: XmppDest, size: usize, text: Option<&str>) -> XmppAction<String> {
+    XmppAction::Chat {
+        to,
+        size,
+        text: text.map(String::from),
+    }
+}
+
+fn one_phase(secs: u64, rate: f64) -> Load {
+    Load {
+        phases: vec![Phase {
+            duration: Duration::from_secs(secs),
+            rate: Rate::Fixed(rate),
+            arrival: Arrival::Poisson,
+            max_users: None,
+        }],
+        users: vec![],
+    }
+}
+
+fn server(port: u16, protocol: Protocol) -> Vec<Server> {
+    vec![Server {
+        host: "127.0.0.1".into(),
+        port,
+        protocol,
+    }]
+}
+
+// ---- jabber ---------------------------------------------------------------------------------
+
+#[test]
+fn jabber_mix_converts() {
+    let (text, imp) = convert("tsung/jabber-mix.xml");
+    let s = &imp.scenario;
+    assert_eq!(s.name.as_deref(), Some("jabber-mix"));
+    assert_eq!(s.servers, server(5222, Protocol::Xmpp));
+    assert_eq!(s.load, one_phase(600, 50.0));
+    // Users N in 1..=userid_max log in as userN@localhost with password passN, binding Tsung's
+    // resource; the SASL PLAIN login of every session is implicit at connect.
+    assert_eq!(
+        s.link,
+        LinkSpec::Xmpp(XmppSpec {
+            domain: "localhost".into(),
+            username: "user".into(),
+            password: "pass".into(),
+            first: 1,
+            last: 20_000,
+            resource: Some("tsung".into()),
+            anonymous: false,
+            register: false,
+        })
+    );
+    let mix: Vec<(&str, f64)> = s
+        .sessions
+        .iter()
+        .map(|x| (x.name.as_str(), x.weight))
+        .collect();
+    assert_eq!(mix, [("inactive", 20.0), ("idle", 60.0), ("active", 20.0)]);
+    use XmppAck::*;
+    use XmppAction::*;
+    assert_eq!(
+        s.sessions[0].steps,
+        [Step::Connect, think(2), think(300), xmpp(Close, NoAck)]
+    );
+    assert_eq!(
+        s.sessions[1].steps,
+        [
+            Step::Connect,
+            xmpp(PresenceInitial, NoAck),
+            tx("roster", vec![xmpp(RosterGet, Local)]),
+            random_think(600),
+            xmpp(PresenceFinal, NoAck),
+            xmpp(Close, NoAck),
+        ]
+    );
+    assert_eq!(
+        s.sessions[2].steps,
+        [
+            Step::Connect,
+            xmpp(PresenceInitial, NoAck),
+            xmpp(RosterGet, Local),
+            think(30),
+            tx(
+                "offline",
+                vec![xmpp(chat(XmppDest::Offline, 56, None), NoAck)]
+            ),
+            think(30),
+            Step::Loop(Loop {
+                count: Some(10),
+                condition: Some(Condition::While("more".into())),
+                steps: vec![
+                    tx(
+                        "online",
+                        vec![xmpp(chat(XmppDest::Online, 16, None), NoAck)]
+                    ),
+                    random_think(30),
+                    Step::Set {
+                        var: "more".into(),
+                        source: SetSource::RandomNumber { min: 0, max: 3 },
+                    },
+                ],
+            }),
+            xmpp(
+                PresenceBroadcast {
+                    show: Some("away".into()),
+                    status: Some("lunch".into()),
+                },
+                NoAck
+            ),
+            xmpp(chat(XmppDest::Previous, 0, Some("back soon")), Reply),
+            xmpp(PresenceFinal, NoAck),
+            xmpp(Close, Local),
+        ]
+    );
+    let login = "transaction 'authenticate' holds only requests of the XMPP login, which headroom \
+                 runs when the connection opens, timed as xmpp:login: dropped";
+    assert_eq!(
+        located(&imp),
+        [
+            (5, 8, "attribute 'loglevel' of <tsung> is not honoured: logs, traces and statistics are headroom's own"),
+            (6, 3, "<clients> is not honoured: headroom generates the load from where it runs (clients are headroom's own)"),
+            (18, 5, "<option type=\"ts_jabber\" name=\"global_number\"> is not honoured: headroom has no barrier between users (ack=\"global\" becomes a wait for the request's own reply)"),
+            (27, 7, "this think time no longer delays the rest of the XMPP login: headroom runs it all when the connection opens (timed as xmpp:login), before the think time"),
+            (28, 7, login),
+            (40, 7, login),
+            (57, 7, login),
+            (79, 37, "ack=\"global\" becomes ack: reply: Tsung's global ack is a barrier (each user waits until global_number users got there), headroom waits for this request's own reply (an iq's result; a message or presence is done once written)"),
+            (79, 90, "attribute 'stamped' of <jabber> is not honoured: headroom does not stamp messages (a message's delivery is counted on the receiver's side)"),
+        ]
+    );
+    // The positions are those of the elements and attributes.
+    assert_eq!(at(&text, "<thinktime value=\"2\""), (27, 7));
+    assert_eq!(nth(&text, "<transaction name=\"authenticate\"", 3), (57, 7));
+    assert_eq!(at(&text, "ack=\"global\""), (79, 37));
+    assert!(imp.warnings.iter().all(|w| w.file == "jabber-mix.xml"));
+}
+
+/// A Tsung file: one server on `port`, one phase, `options` and `sessions`. Line 7 is the
+/// first line of `sessions`.
+fn doc(port: u16, options: &str, sessions: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\"?>\n<tsung>\n<servers><server host=\"127.0.0.1\" port=\"{port}\" type=\"tcp\"/></servers>\n\
+         <load><arrivalphase phase=\"1\" duration=\"10\" unit=\"second\"><users arrivalrate=\"1\" unit=\"second\"/></arrivalphase></load>\n\
+         <options>{options}</options>\n<sessions>\n{sessions}\n</sessions>\n</tsung>\n"
+    )
+}
+
+/// One session `s` of `ts_KIND` whose body starts on line 8.
+fn session(port: u16, kind: &str, body: &str) -> String {
+    doc(
+        port,
+        "",
+        &format!("<session name=\"s\" probability=\"100\" type=\"ts_{kind}\">\n{body}\n</session>"),
+    )
+}
+
+fn import(xml: &str) -> Imported {
+    import_tsung(xml, "t.xml").unwrap_or_else(|e| panic!("{}\n--- in:\n{xml}", show(&e)))
+}
+
+#[test]
+fn jabber_defaults_login_variants_and_roster() {
+    let xml = session(
+        5222,
+        "jabber",
+        "<request><jabber type=\"connect\"/></request>\n\
+         <request><jabber type=\"register\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"auth_sasl\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"connect\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"auth_sasl_bind\" resource=\"bench\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"auth_sasl_session\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"iq:roster:add\" destination=\"online\" group=\"Friends\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"presence:subscribe\"/></request>\n\
+         <request><jabber type=\"iq:roster:rename\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"iq:roster:remove\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"presence:directed\" destination=\"random\"/></request>\n\
+         <request><jabber type=\"presence:broadcast\"/></request>\n\
+         <request subst=\"true\"><jabber data=\"&lt;iq type='get' id='p%%_session%%'&gt;&lt;ping xmlns='urn:xmpp:ping'/&gt;&lt;/iq&gt;\" type=\"raw\" ack=\"local\"/></request>\n\
+         <request><jabber size=\"10\"/></request>\n\
+         <request><jabber type=\"chat\" destination=\"unique\"/></request>",
+    );
+    let imp = import(&xml);
+    // No ts_jabber option: Tsung's defaults (tsunguser, sesame, ids 1..10000); the bind's
+    // resource; SASL PLAIN after an in-band registration.
+    assert_eq!(
+        imp.scenario.link,
+        LinkSpec::Xmpp(XmppSpec {
+            domain: "erlang-projects.org".into(),
+            username: "tsunguser".into(),
+            password: "sesame".into(),
+            first: 1,
+            last: 10_000,
+            resource: Some("bench".into()),
+            anonymous: false,
+            register: true,
+        })
+    );
+    use XmppAck::*;
+    use XmppAction::*;
+    use XmppDest::*;
+    assert_eq!(
+        imp.scenario.sessions[0].steps,
+        [
+            Step::Connect,
+            xmpp(RosterAdd { to: Online }, Local),
+            xmpp(PresenceSubscribe { to: Previous }, NoAck),
+            xmpp(
+                RosterRename {
+                    to: Previous,
+                    name: "Tsung Testuser".into()
+                },
+                Local
+            ),
+            xmpp(RosterRemove { to: Previous }, Local),
+            xmpp(
+                PresenceDirected {
+                    to: Online,
+                    show: Some("chat".into()),
+                    status: Some("Available".into())
+                },
+                NoAck
+            ),
+            xmpp(
+                PresenceBroadcast {
+                    show: Some("chat".into()),
+                    status: Some("Available".into())
+                },
+                NoAck
+            ),
+            xmpp(
+                Raw("<iq type='get' id='p${session}'><ping xmlns='urn:xmpp:ping'/></iq>".into()),
+                Local
+            ),
+            // Tsung's defaults: type chat, destination random, no_ack; size 0, an empty body.
+            xmpp(chat(Random, 10, None), NoAck),
+            xmpp(chat(Unique, 0, Some("")), NoAck),
+        ]
+    );
+    let previous = |what: &str| {
+        format!("{what} goes to 'previous' (in headroom: the destination of this user's previous chat); Tsung sends it to the contact of the session's last iq:roster:add")
+    };
+    let got: Vec<(usize, usize, String)> = imp
+        .warnings
+        .iter()
+        .map(|w| (w.line, w.column, w.message.clone()))
+        .collect();
+    let at = |n| at(&xml, n);
+    assert_eq!(
+        got,
+        [
+            (7, 1, "no <option type=\"ts_jabber\" name=\"domain\">: users log in to Tsung's default domain erlang-projects.org".to_string()),
+            (at("group=").0, at("group=").1, "attribute 'group' of <jabber> is not honoured: headroom's roster requests put the contact in no group".into()),
+            (at("<jabber type=\"presence:subscribe\"").0, at("<jabber type=\"presence:subscribe\"").1, previous("presence:subscribe")),
+            (at("<jabber type=\"iq:roster:rename\"").0, at("<jabber type=\"iq:roster:rename\"").1, previous("iq:roster:rename")),
+            (at("<jabber type=\"iq:roster:remove\"").0, at("<jabber type=\"iq:roster:remove\"").1, previous("iq:roster:remove")),
+            (at("destination=\"random\"").0, at("destination=\"random\"").1, "destination=\"random\" is not honoured: Tsung sends a directed presence to an online user, and so does the converted step".into()),
+        ]
+    );
+    assert_eq!(at("group="), (14, 60));
+}
+
+#[test]
+fn jabber_anonymous_login_drops_registration() {
+    let xml = doc(
+        5222,
+        "<option type=\"ts_jabber\" name=\"domain\" value=\"localhost\"/>",
+        "<session name=\"a\" probability=\"50\" type=\"ts_jabber\">\n\
+         <request><jabber type=\"connect\"/></request>\n\
+         <request><jabber type=\"register\"/></request>\n\
+         <request><jabber type=\"auth_sasl_anonymous\"/></request>\n\
+         <request><jabber type=\"presence:broadcast\" show=\"dnd\" status=\"busy\"/></request>\n\
+         </session>\n\
+         <session name=\"b\" probability=\"50\" type=\"ts_jabber\">\n\
+         <request><jabber type=\"auth_sasl_anonymous\"/></request>\n\
+         <request><jabber type=\"presence:initial\"/></request>\n\
+         </session>",
+    );
+    let imp = import(&xml);
+    let LinkSpec::Xmpp(spec) = &imp.scenario.link else {
+        panic!("{:?}", imp.scenario.link)
+    };
+    assert_eq!(
+        (spec.domain.as_str(), spec.anonymous, spec.register),
+        ("localhost", true, false)
+    );
+    let got: Vec<(usize, &str)> = imp
+        .warnings
+        .iter()
+        .map(|w| (w.line, w.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            9,
+            "this registration is dropped: the sessions log in anonymously, without an account"
+        ),]
+    );
+    // Session b opens its connection on demand: the login runs before its first step.
+    assert_eq!(
+        imp.scenario.sessions[1].steps,
+        [xmpp(XmppAction::PresenceInitial, XmppAck::NoAck)]
+    );
+    // With SASL PLAIN every session registers, with a warning at the first that does not.
+    let plain = import(&xml.replace("auth_sasl_anonymous", "auth_sasl"));
+    let LinkSpec::Xmpp(spec) = &plain.scenario.link else {
+        panic!("{:?}", plain.scenario.link)
+    };
+    assert_eq!((spec.anonymous, spec.register), (false, true));
+    assert_eq!(
+        located(&plain),
+        [(13, 1, "session 'a' registers its user, session 'b' does not: headroom registers before every login (an existing account counts as done)")]
+    );
+}
+
+#[test]
+fn tsung_jabber_fixture_converts_with_its_notes() {
+    // The small file that was refused before the protocol work: no SASL request, no options.
+    let (text, imp) = convert("tsung-jabber.xml");
+    assert_eq!(
+        imp.scenario.sessions[0].steps,
+        [
+            Step::Connect,
+            think(2),
+            xmpp(chat(XmppDest::Online, 16, None), XmppAck::NoAck)
+        ]
+    );
+    assert_eq!(imp.scenario.servers, server(5222, Protocol::Xmpp));
+    assert_eq!(
+        imp.scenario.load,
+        Load {
+            phases: vec![Phase {
+                duration: Duration::from_secs(60),
+                rate: Rate::Fixed(0.5),
+                arrival: Arrival::Poisson,
+                max_users: None
+            }],
+            users: vec![]
+        }
+    );
+    let session = at(&text, "<session probability");
+    assert_eq!(session, (11, 5));
+    assert_eq!(
+        located(&imp),
+        [
+            (2, 8, "attribute 'loglevel' of <tsung> is not honoured: logs, traces and statistics are headroom's own"),
+            (3, 3, "<clients> is not honoured: headroom generates the load from where it runs (clients are headroom's own)"),
+            (11, 5, "session 'jabber-example' does not authenticate (no auth_sasl or auth_sasl_anonymous): headroom logs every XMPP connection in at connect"),
+            (11, 5, "no <option type=\"ts_jabber\" name=\"domain\">: users log in to Tsung's default domain erlang-projects.org"),
+        ]
+    );
+}
+
+// ---- pgsql ----------------------------------------------------------------------------------
+
+#[test]
+fn pgsql_bench_converts() {
+    let (text, imp) = convert("tsung/pgsql-bench.xml");
+    let s = &imp.scenario;
+    assert_eq!(s.servers, server(5432, Protocol::Pgsql));
+    assert_eq!(s.load, one_phase(600, 0.5));
+    assert_eq!(
+        s.link,
+        LinkSpec::Pgsql(PgSpec {
+            database: "bench".into(),
+            user: "bench".into(),
+            password: Some("sesame".into()),
+        })
+    );
+    let by_id = "SELECT name FROM accounts WHERE id = $1";
+    assert_eq!(
+        s.sessions[0].steps,
+        [
+            // The startup and authentication run at the connect, inside Tsung's transaction.
+            tx("connection", vec![Step::Connect]),
+            think(2),
+            tx("select", vec![sql("SELECT * FROM accounts;", &[], false)]),
+            Step::Set {
+                var: "id".into(),
+                source: SetSource::RandomNumber { min: 1, max: 1000 },
+            },
+            Step::Loop(Loop {
+                count: Some(5),
+                condition: None,
+                steps: vec![
+                    // Parsed once (its own unit), executed in a loop: prepared.
+                    sql(by_id, &["${id}"], true),
+                    Step::Match(Match {
+                        name: "match alice".into(),
+                        status: None,
+                        body: Some("alice".into()),
+                        when_matched: false,
+                        action: MatchAction::Abort,
+                        max_loops: None,
+                    }),
+                    think(1),
+                ],
+            }),
+            // The unnamed statement: parse, bind, execute, sync in one unit.
+            sql(
+                "INSERT INTO log (account, note) VALUES ($1, $2)",
+                &["${id}", "seen"],
+                false
+            ),
+            sql(
+                "UPDATE accounts\n   SET seen = now()\n WHERE id = ${id};",
+                &[],
+                false
+            ),
+            Step::Close,
+        ]
+    );
+    let Step::Sql(insert) = &s.sessions[0].steps[5] else {
+        panic!()
+    };
+    assert_eq!(insert.name, "INSERT INTO log (account, note) VALUES (");
+    assert_eq!(
+        located(&imp),
+        [
+            (3, 8, "attribute 'loglevel' of <tsung> is not honoured: logs, traces and statistics are headroom's own"),
+            (17, 7, "transaction 'authentication' holds only requests of the PostgreSQL startup and authentication, which headroom runs when the connection opens, timed as pgsql:startup: dropped"),
+            (24, 16, "this parse of statement 'by_id' is no step of its own: headroom parses a statement when a bind executes it (a prepared one once per connection)"),
+            (29, 28, "loop variable 'i' is not set: headroom loops have no counter variable"),
+        ]
+    );
+    assert_eq!(at(&text, "<transaction name=\"authentication\""), (17, 7));
+    assert_eq!(at(&text, "<pgsql type=\"parse\" name_prepared"), (24, 16));
+}
+
+#[test]
+fn pgsql_statement_executed_once_is_not_prepared() {
+    let xml = session(
+        5432,
+        "pgsql",
+        "<request><pgsql type=\"connect\" database=\"d\" username=\"u\"/></request>\n\
+         <request><pgsql type=\"parse\" name_prepared=\"one\">SELECT $1::int</pgsql></request>\n\
+         <request><pgsql type=\"bind\" name_prepared=\"one\" parameters=\"7\" formats_results=\"binary\"/></request>\n\
+         <request><pgsql type=\"execute\" max_rows=\"10\"/></request>\n\
+         <request><pgsql type=\"sync\"/></request>",
+    );
+    let imp = import(&xml);
+    assert_eq!(
+        imp.scenario.link,
+        LinkSpec::Pgsql(PgSpec {
+            database: "d".into(),
+            user: "u".into(),
+            password: None
+        })
+    );
+    assert_eq!(
+        imp.scenario.sessions[0].steps,
+        [Step::Connect, sql("SELECT $1::int", &["7"], false)]
+    );
+    let got: Vec<&str> = imp.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert_eq!(
+        got,
+        [
+            "formats_results=\"binary\" is not honoured: headroom asks for text results",
+            "max_rows=\"10\" is not honoured: headroom fetches every row",
+        ]
+    );
+    assert_eq!(
+        (imp.warnings[0].line, imp.warnings[1].line),
+        (10, 11),
+        "{}",
+        show(&imp.warnings)
+    );
+}
+
+// ---- raw ------------------------------------------------------------------------------------
+
+#[test]
+fn raw_echo_converts_and_round_trips() {
+    let (text, imp) = convert("tsung/raw-echo.xml");
+    let s = &imp.scenario;
+    assert_eq!(s.servers, server(7000, Protocol::Raw));
+    assert_eq!(s.link, LinkSpec::Plain);
+    assert_eq!(s.load, one_phase(60, 10.0));
+    let send = |name: &str, data: &str, expect: ExpectSpec| {
+        Step::Send(Send {
+            name: name.into(),
+            data: data.into(),
+            expect,
+        })
+    };
+    assert_eq!(
+        s.sessions[0].steps,
+        [
+            tx(
+                "open",
+                vec![
+                    send(
+                        "HELO example.org",
+                        "HELO example.org\r\n",
+                        ExpectSpec::Bytes(1)
+                    ),
+                    Step::Match(Match {
+                        name: "match 250".into(),
+                        status: None,
+                        body: Some("250".into()),
+                        when_matched: false,
+                        action: MatchAction::Abort,
+                        max_loops: None,
+                    }),
+                ]
+            ),
+            think(4),
+            send("16 zero bytes", &"\0".repeat(16), ExpectSpec::Nothing),
+            Step::Set {
+                var: "key".into(),
+                source: SetSource::RandomString { length: 8 },
+            },
+            send("GET ${key}", "GET ${key}\n", ExpectSpec::Nothing),
+            tx("close", vec![send("QUIT", "QUIT\n", ExpectSpec::Nothing)]),
+        ]
+    );
+    assert_eq!(
+        located(&imp),
+        [
+            (2, 8, "attribute 'loglevel' of <tsung> is not honoured: logs, traces and statistics are headroom's own"),
+            (16, 50, "ack=\"local\" becomes expect: {bytes: 1}: Tsung ends the request at the first packet, headroom at the reply's first byte; the reply's other bytes then count as the next reply or, when nothing is awaited, as a protocol error that closes the connection (give an expect that fits the reply)"),
+        ]
+    );
+    assert_eq!(at(&text, "ack=\"local\""), (16, 50));
+    // What is written reads back as the same scenario.
+    let yaml = to_yaml(s);
+    assert_eq!(&parse_str(&yaml, "raw.yaml").unwrap(), s, "{yaml}");
+    assert!(yaml.contains("protocol: raw"), "{yaml}");
+}
+
+// ---- websocket ------------------------------------------------------------------------------
+
+#[test]
+fn websocket_chat_converts() {
+    let (text, imp) = convert("tsung/websocket-chat.xml");
+    let s = &imp.scenario;
+    assert_eq!(s.servers, server(8080, Protocol::WebSocket));
+    assert_eq!(s.load, one_phase(120, 1.0));
+    assert_eq!(
+        s.link,
+        LinkSpec::WebSocket(WsSpec {
+            path: "/chat".into(),
+            subprotocol: Some("chat".into()),
+            origin: Some("http://example.org".into()),
+        })
+    );
+    assert_eq!(
+        s.sessions[0].steps,
+        [
+            Step::Connect,
+            ws(r#"{"user":"user", "password":"password"}"#, false, true),
+            think(1),
+            Step::Set {
+                var: "text".into(),
+                source: SetSource::RandomString { length: 12 },
+            },
+            tx("say", vec![ws(r#"{"say":"${text}"}"#, false, true)]),
+            // Tsung's default frame is binary; no_ack does not wait for a message.
+            ws("ping", true, false),
+            Step::Ws(Ws {
+                name: "ws:close".into(),
+                action: WsAction::Close,
+            }),
+        ]
+    );
+    assert_eq!(
+        located(&imp),
+        [(2, 8, "attribute 'loglevel' of <tsung> is not honoured: logs, traces and statistics are headroom's own")]
+    );
+    assert_eq!(at(&text, "loglevel"), (2, 8));
+}
+
+// ---- errors ---------------------------------------------------------------------------------
+
+#[test]
+fn protocol_errors_name_what_and_where() {
+    let jabber = |body: &str| session(5222, "jabber", body);
+    let pg = |body: &str| {
+        session(
+            5432,
+            "pgsql",
+            &format!("<request><pgsql type=\"connect\" database=\"d\" username=\"u\"/></request>\n{body}"),
+        )
+    };
+    let raw = |body: &str| session(7000, "raw", body);
+    let websocket = |body: &str| {
+        session(
+            8080,
+            "websocket",
+            &format!("<request><websocket type=\"connect\"/></request>\n{body}"),
+        )
+    };
+    let two = |a: &str, b: &str| {
+        doc(
+            5222,
+            "",
+            &format!(
+                "<session name=\"a\" probability=\"50\" type=\"ts_{a}\">\n{}\n</session>\n<session name=\"b\" probability=\"50\" type=\"ts_{b}\">\n{}\n</session>",
+                body_of(a),
+                body_of(b)
+            ),
+        )
+    };
+    let cases: &[(String, &str, usize)] = &[
+        (
+            jabber("<request><jabber type=\"auth_get\" ack=\"local\"/></request>"),
+            "'<jabber type=\"auth_get\">' is not supported: the legacy jabber:iq:auth login",
+            8,
+        ),
+        (
+            jabber("<request>\n<jabber type=\"muc:join\" room=\"r\" nick=\"n\"/></request>"),
+            "'<jabber type=\"muc:join\">' is not supported: headroom has no multi-user chat requests",
+            9,
+        ),
+        (
+            jabber("<request><jabber type=\"starttls\"/></request>"),
+            "TLS not yet supported",
+            8,
+        ),
+        (
+            jabber("<request><jabber type=\"connect\"><xmpp_authenticate username=\"a\" passwd=\"b\"/></jabber></request>"),
+            "'<xmpp_authenticate>' is not supported",
+            8,
+        ),
+        (
+            jabber("<request><jabber type=\"connect\" version=\"legacy\"/></request>"),
+            "version=\"legacy\" is not supported",
+            8,
+        ),
+        (
+            jabber("<request><jabber type=\"chat\" ack=\"bidi_ack\"/></request>"),
+            "ack=\"bidi_ack\": expected no_ack, local or global",
+            8,
+        ),
+        (
+            jabber("<request><jabber type=\"presence:broadcast\" show=\"busy\"/></request>"),
+            "show=\"busy\": expected chat, away, xa or dnd (RFC 6121)",
+            8,
+        ),
+        (
+            session(8080, "websocket", "<request><websocket type=\"connect\" path=\"chat\"/></request>"),
+            "path=\"chat\": expected an absolute path starting with '/'",
+            8,
+        ),
+        (
+            session(5432, "pgsql", "<request><pgsql type=\"connect\" database=\"\" username=\"u\"/></request>"),
+            "database=\"\": expected a name",
+            8,
+        ),
+        (
+            session(7000, "raw", "<request><raw data=\"x\"/></request>").replace("host=\"127.0.0.1\"", "host=\"\""),
+            "host=\"\": expected a host name",
+            3,
+        ),
+        (
+            jabber("<request><jabber type=\"chat\" destination=\"everyone\"/></request>"),
+            "destination=\"everyone\": expected online, offline, random, unique or previous",
+            8,
+        ),
+        (
+            jabber("<request><dyn_variable name=\"x\" re=\"id='(\\d+)'\"/><jabber type=\"iq:roster:get\" ack=\"local\"/></request>"),
+            "'<dyn_variable>' is not supported here: headroom does not keep XMPP replies for checks",
+            8,
+        ),
+        (
+            jabber("<request subst=\"true\"><jabber type=\"auth_sasl_bind\" resource=\"r%%_session%%\"/></request>"),
+            "variables are not supported in connection settings",
+            8,
+        ),
+        (
+            doc(5222, "<option type=\"ts_jabber\" name=\"vhost_file\" value=\"vhosts\"/>", &jabber_session("s")),
+            "'<option type=\"ts_jabber\" name=\"vhost_file\">' is not supported",
+            5,
+        ),
+        (
+            doc(5222, "<option type=\"ts_jabber\" name=\"userid_max\" value=\"0\"/>", &jabber_session("s")),
+            "value=\"0\": expected a positive integer",
+            5,
+        ),
+        (
+            doc(
+                5222,
+                "",
+                "<session name=\"a\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"auth_sasl\"/></request>\n</session>\n\
+                 <session name=\"b\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"auth_sasl_anonymous\"/></request>\n</session>",
+            ),
+            "session 'b' logs in with SASL ANONYMOUS, session 'a' with SASL PLAIN",
+            10,
+        ),
+        (
+            two("jabber", "pgsql"),
+            "session 'b' is of type ts_pgsql, session 'a' of type ts_jabber: headroom runs one protocol per scenario",
+            10,
+        ),
+        (
+            two("http", "raw"),
+            "session 'b' is of type ts_raw, session 'a' of type ts_http",
+            10,
+        ),
+        (
+            jabber("<request><raw data=\"x\"/></request>"),
+            "'<raw>' belongs in a session of type ts_raw; this session is of type ts_jabber",
+            8,
+        ),
+        (
+            session(80, "http", "<request><websocket type=\"connect\"/></request>"),
+            "'<websocket>' belongs in a session of type ts_websocket; this session is of type ts_http",
+            8,
+        ),
+        (
+            session(80, "mqtt", "<request><mqtt type=\"connect\"/></request>"),
+            "'<mqtt>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw and ts_websocket sessions); session 's' is of type ts_mqtt",
+            8,
+        ),
+        (
+            session(5222, "jabber", "<jabber type=\"chat\"/>"),
+            "'<jabber>' goes inside a <request>, not in <session>",
+            8,
+        ),
+        (
+            tsung_udp(),
+            "'<server type=\"udp\">' is not supported: headroom speaks TCP only",
+            3,
+        ),
+        (
+            pg("<request><pgsql type=\"parse\">SELECT 1</pgsql></request>\n<request><pgsql type=\"sql\">SELECT 2</pgsql></request>"),
+            "parse/bind/execute without a <pgsql type=\"sync\"> before <pgsql type=\"sql\">",
+            9,
+        ),
+        (
+            pg("<request><pgsql type=\"parse\">SELECT 1</pgsql></request>"),
+            "parse/bind/execute without a <pgsql type=\"sync\"> after them",
+            9,
+        ),
+        (
+            pg("<request><pgsql type=\"parse\">SELECT 1</pgsql></request>\n<for from=\"1\" to=\"2\" var=\"i\"><request><pgsql type=\"sync\"/></request></for>"),
+            "before the loop boundary",
+            9,
+        ),
+        (
+            pg("<request><pgsql type=\"bind\" name_prepared=\"nope\"/></request>\n<request><pgsql type=\"execute\"/></request>\n<request><pgsql type=\"sync\"/></request>"),
+            "this bind executes statement 'nope', which no parse of the session defines before it",
+            9,
+        ),
+        (
+            pg("<request><pgsql type=\"parse\">SELECT $1</pgsql></request>\n<request><pgsql type=\"bind\" parameters=\"null\"/></request>"),
+            "parameter 'null' (SQL NULL) is not supported",
+            10,
+        ),
+        (
+            pg("<request><pgsql type=\"execute\"/></request>"),
+            "execute without a bind before it",
+            9,
+        ),
+        (
+            pg("<request><pgsql type=\"parse\">SELECT 1</pgsql></request>\n<request><pgsql type=\"bind\"/></request>\n<request><pgsql type=\"sync\"/></request>"),
+            "a bind without an execute before the sync is not supported",
+            10,
+        ),
+        (
+            pg("<request><pgsql type=\"copy\">1,2</pgsql></request>"),
+            "'<pgsql type=\"copy\">' is not supported",
+            9,
+        ),
+        (
+            pg("<request><pgsql type=\"sql\">SELECT 1</pgsql><dyn_variable name=\"n\" pgsql_expr=\"data_row[1][1]\"/></request>"),
+            "pgsql_expr extraction is not supported",
+            9,
+        ),
+        (
+            session(5432, "pgsql", "<request subst=\"true\"><pgsql type=\"connect\" database=\"db%%_session%%\" username=\"u\"/></request>"),
+            "variables are not supported in connection settings",
+            8,
+        ),
+        (
+            session(5432, "pgsql", "<request><pgsql type=\"sql\">SELECT 1</pgsql></request>"),
+            "session 's' has no <pgsql type=\"connect\">: headroom needs its database and username",
+            7,
+        ),
+        (
+            doc(
+                5432,
+                "",
+                "<session name=\"a\" probability=\"50\" type=\"ts_pgsql\">\n<request><pgsql type=\"connect\" database=\"d\" username=\"u\"/></request>\n</session>\n\
+                 <session name=\"b\" probability=\"50\" type=\"ts_pgsql\">\n<request><pgsql type=\"connect\" database=\"d\" username=\"v\"/></request>\n</session>",
+            ),
+            "session 'b' connects as user 'v' on database 'd' without a password, session 'a' as user 'u'",
+            11,
+        ),
+        (
+            raw("<request><raw data=\"x\" ack=\"global\"/></request>"),
+            "ack=\"global\" is not supported: it is a barrier across global_number users",
+            8,
+        ),
+        (
+            raw("<request subst=\"true\"><raw datasize=\"%%_n%%\"/></request>"),
+            "a datasize from a variable is not supported",
+            8,
+        ),
+        (
+            raw("<request><raw datasize=\"2000000\"/></request>"),
+            "at most 1048576 bytes are supported",
+            8,
+        ),
+        (
+            raw("<request><raw ack=\"no_ack\"/></request>"),
+            "<raw> needs the attribute 'data'",
+            8,
+        ),
+        (
+            doc(7000, "", "<session name=\"s\" probability=\"100\" type=\"ts_raw\">\n<request><raw data=\"x\"/></request>\n</session>")
+                .replace("<servers><server host=\"127.0.0.1\" port=\"7000\" type=\"tcp\"/></servers>", ""),
+            "no <server>: headroom needs the server of the raw sessions",
+            2,
+        ),
+        (
+            websocket("<request><websocket type=\"message\" frame=\"utf8\">x</websocket></request>"),
+            "frame=\"utf8\": expected text or binary",
+            9,
+        ),
+        (
+            websocket("<request><websocket type=\"connect\"/></request>"),
+            "a second connect without a close before it",
+            9,
+        ),
+        (
+            websocket("<request><dyn_variable name=\"uid\" re=\"(\\d+)\"/><websocket type=\"message\">hi</websocket></request>\n<request subst=\"true\"><websocket type=\"message\">%%_uid%%</websocket></request>"),
+            "'<dyn_variable>' is not supported here: headroom does not keep WebSocket replies for checks",
+            9,
+        ),
+        (
+            session(8080, "websocket", "<request><websocket type=\"message\">hi</websocket></request>"),
+            "session 's' has no <websocket type=\"connect\">: headroom needs the upgrade's path",
+            7,
+        ),
+        (
+            session(8080, "websocket", "<request><websocket type=\"upgrade\"/></request>"),
+            "type=\"upgrade\": expected connect, message or close",
+            8,
+        ),
+    ];
+    for (xml, want, line) in cases {
+        let errs = match import_tsung(xml, "t.xml") {
+            Ok(i) => panic!(
+                "expected an error with {want:?}, got {:?}\n--- in:\n{xml}",
+                i.scenario
+            ),
+            Err(e) => e,
+        };
+        assert!(
+            errs.iter()
+                .any(|e| e.message.contains(want) && e.line == *line),
+            "expected {want:?} at line {line}, got:\n{}\n--- in:\n{xml}",
+            show(&errs)
+        );
+        assert!(errs.iter().all(|e| e.line >= 1 && e.column >= 1));
+        assert!(
+            errs.iter().all(|e| !e.message.contains("internal error")),
+            "{}",
+            show(&errs)
+        );
+    }
+    // One error for a dyn_variable, not one more for each later use of its variable.
+    let (xml, _, _) = cases
+        .iter()
+        .find(|c| c.1.contains("WebSocket replies"))
+        .unwrap();
+    let errs = import_tsung(xml, "t.xml").unwrap_err();
+    assert_eq!(errs.len(), 1, "{}", show(&errs));
+}
+
+/// A session body that converts, per session type.
+fn body_of(kind: &str) -> &'static str {
+    match kind {
+        "jabber" => "<request><jabber type=\"connect\"/></request>",
+        "pgsql" => "<request><pgsql type=\"connect\" database=\"d\" username=\"u\"/></request>",
+        "raw" => "<request><raw data=\"x\"/></request>",
+        _ => "<request><http url=\"/\"/></request>",
+    }
+}
+
+fn jabber_session(name: &str) -> String {
+    format!(
+        "<session name=\"{name}\" probability=\"100\" type=\"ts_jabber\">\n{}\n</session>",
+        body_of("jabber")
+    )
+}
+
+fn tsung_udp() -> String {
+    session(7000, "raw", body_of("raw")).replace("type=\"tcp\"", "type=\"udp\"")
+}
+
+#[test]
+fn jabber_options_without_jabber_sessions_warn() {
+    let xml = doc(
+        8080,
+        "<option type=\"ts_jabber\" name=\"domain\" value=\"x.org\"/>",
+        "<session name=\"s\" probability=\"100\" type=\"ts_http\"><request><http url=\"/\"/></request></session>",
+    );
+    let imp = import_tsung(&xml, "t.xml").unwrap_or_else(|e| panic!("{}", show(&e)));
+    assert_eq!(
+        located(&imp),
+        [(5, 10, "<option type=\"ts_jabber\" name=\"domain\"> is not honoured: the file has no jabber session")]
+    );
+    assert_eq!(imp.scenario.link, LinkSpec::Plain);
+    assert_eq!(imp.scenario.servers[0].protocol, Protocol::Http);
+}
+
+#[test]
+fn login_requests_inside_a_transaction_with_actions_are_noted() {
+    let xml = session(
+        5222,
+        "jabber",
+        "<transaction name=\"start\">\n\
+         <request><jabber type=\"connect\"/></request>\n\
+         <request><jabber type=\"auth_sasl\" ack=\"global\"/></request>\n\
+         <request><jabber type=\"connect\"/></request>\n\
+         <request><jabber type=\"auth_sasl_bind\"/></request>\n\
+         <request><jabber type=\"presence:initial\"/></request>\n\
+         </transaction>",
+    );
+    let imp = import(&xml);
+    assert_eq!(
+        imp.scenario.sessions[0].steps,
+        [tx(
+            "start",
+            vec![
+                Step::Connect,
+                xmpp(XmppAction::PresenceInitial, XmppAck::NoAck)
+            ]
+        )]
+    );
+    let got: Vec<(usize, &str)> = imp
+        .warnings
+        .iter()
+        .map(|w| (w.line, w.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (7, "no <option type=\"ts_jabber\" name=\"domain\">: users log in to Tsung's default domain erlang-projects.org"),
+            (8, "transaction 'start' no longer times its 3 request(s) of the XMPP login: headroom runs them when the connection opens, timed as xmpp:login"),
+            (10, "ack=\"global\" is not honoured: this request is part of the XMPP login, which headroom runs when the connection opens, without a barrier between users"),
+        ]
+    );
+}
+
+// ---- every fixture ----------------------------------------------------------------------------
+
+#[test]
+fn every_fixture_round_trips() {
+    for name in FIXTURES {
+        let (_, imp) = convert(name);
+        let yaml = to_yaml(&imp.scenario);
+        match parse_str(&yaml, "x.yaml") {
+            Ok(back) => assert_eq!(back, imp.scenario, "{name}: YAML was:\n{yaml}"),
+            Err(e) => panic!("{name}: YAML does not parse:\n{}\n---\n{yaml}", show(&e)),
+        }
+    }
+}
+
+#[test]
+fn protocol_mutants_round_trip_or_fail_located() {
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    for name in FIXTURES {
+        let src = data(name).into_bytes();
+        for _ in 0..300 {
+            let text = mutant(&src, &mut rng);
+            match import_tsung(&text, name) {
+                Ok(imp) => {
+                    let yaml = to_yaml(&imp.scenario);
+                    assert_eq!(parse_str(&yaml, "x.yaml").as_ref(), Ok(&imp.scenario));
+                }
+                Err(errs) => {
+                    for e in &errs {
+                        assert!(e.line >= 1 && e.column >= 1, "{e}");
+                        assert!(!e.message.contains("internal error"), "{e}\n{text}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn below(&mut self, n: u64) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x % n.max(1)
+    }
+}
+
+/// `src` with one to three random deletions, copies and swaps of bytes.
+fn mutant(src: &[u8], rng: &mut XorShift) -> String {
+    let mut v = src.to_vec();
+    for _ in 0..=rng.below(3) {
+        let i = rng.below(v.len() as u64) as usize;
+        match rng.below(3) {
+            0 => {
+                let n = (1 + rng.below(12) as usize).min(v.len() - i);
+                v.drain(i..i + n);
+            }
+            1 => {
+                let end = (i + 1 + rng.below(24) as usize).min(v.len());
+                let chunk = v[i..end].to_vec();
+                let at = rng.below(v.len() as u64) as usize;
+                v.splice(at..at, chunk);
+            }
+            _ => {
+                let j = rng.below(v.len() as u64) as usize;
+                v.swap(i, j);
+            }
+        }
+    }
+    String::from_utf8_lossy(&v).into_owned()
+}
+
+#[test]
+fn docs_jabber_example_is_current() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/import.md");
+    let docs = std::fs::read_to_string(path).unwrap();
+    let start = docs
+        .find("This Tsung file (`chat.xml`):\n\n```xml\n")
+        .expect("example in docs/import.md")
+        + "This Tsung file (`chat.xml`):\n\n```xml\n".len();
+    let end = start + docs[start..].find("```").unwrap();
+    let imp =
+        import_tsung(&docs[start..end], "chat.xml").unwrap_or_else(|e| panic!("{}", show(&e)));
+    let yaml = to_yaml(&imp.scenario);
+    let warnings: String = imp.warnings.iter().map(|w| format!("{w}\n")).collect();
+    assert!(
+        docs.contains(&format!("```yaml\n{yaml}```")),
+        "docs/import.md is stale:\n{yaml}"
+    );
+    assert!(
+        docs.contains(&format!("warnings\n\n```\n{warnings}```")),
+        "docs/import.md is stale:\n{warnings}"
+    );
+}

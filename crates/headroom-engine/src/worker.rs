@@ -50,8 +50,12 @@ const SCRATCH: usize = 64 * 1024;
 const EVENTS: usize = 1024;
 /// Timers handled per loop turn at most (see the module notes).
 const TIMER_BATCH: usize = 4096;
-/// Longest sleep, so the stop flag (Ctrl-C) is noticed promptly.
-const MAX_WAIT: Duration = Duration::from_millis(50);
+/// Longest sleep, so the stop flag (Ctrl-C) is noticed promptly. Not shorter: every wake of an
+/// otherwise idle worker costs a context switch (~80 µs on the 2-core VM here, measured with
+/// `perf stat`), and a run of thousands of idle XMPP users is mostly such wakes; at 50 ms they
+/// were ~10% of the generator's CPU in bench/xmpp-vs-tsung.sh. Deadlines, intervals and timers
+/// are exact whatever this is: the sleep ends at the earliest of them.
+const MAX_WAIT: Duration = Duration::from_millis(200);
 /// Most reply bytes kept for a scenario's `extract`/`match` (the rest is read, not kept).
 const CAPTURE_LIMIT: usize = 4 << 20;
 /// Sessions a closed user may start within one turn before yielding (a session without I/O).

@@ -197,6 +197,38 @@ sessions:
     );
 }
 
+#[test]
+fn xmpp_in_band_registration_sets_accounts_up_then_logs_in() {
+    let (host, port) = split(xmpp());
+    // Accounts 70001..70008 exist only if an earlier run registered them: registration makes
+    // them (or finds them there, which counts as done), then the login uses them.
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: xmpp}}]
+xmpp: {{domain: localhost, users: {{first: 70001, last: 70008}}, username: reg, password: secret, register: true, resource: bench}}
+load: {{phases: [{{duration: 1s, arrival_rate: 8, arrival: constant}}]}}
+sessions:
+  - name: s
+    steps:
+      - xmpp: {{type: roster:get, name: roster}}
+      - xmpp: close
+"#
+    );
+    let v = run(&yaml, &["-d", "10s"]);
+    assert_eq!(n(&v, &["errors_total"]), 0, "{v:#}");
+    assert_eq!(
+        n(&v, &["scenario", "protocol", "xmpp", "logins"]),
+        8,
+        "{v:#}"
+    );
+    assert_eq!(n(&v, &["scenario", "by_request", "roster", "count"]), 8);
+    // A wrong password for accounts that exist now: registration finds them, SASL refuses.
+    let wrong = yaml.replace("password: secret", "password: other");
+    let v = run(&wrong, &["-d", "10s"]);
+    assert_eq!(n(&v, &["errors", "login"]), 8, "{v:#}");
+    assert_eq!(n(&v, &["scenario", "protocol", "xmpp", "logins"]), 0);
+}
+
 /// PostgreSQL's (host, port, user, password, database) from `HEADROOM_PG_URL`.
 fn pg() -> (String, String, String, String, String) {
     let url = service("HEADROOM_PG_URL", "postgres.sh");

@@ -326,9 +326,11 @@ tables:
         (server - client).abs() / client < 0.15,
         "server {server}/s against client {client}/s\n{csv}"
     );
-    // The 4 users, and the scrape's own connection while it is answered.
+    // The 4 users, the scrape's own connection while it is answered, and on a loaded machine
+    // the readiness probe's connection when the server has not yet seen it close (a CI run
+    // with a build beside it saw 6).
     let open = value("prom_headroom_connections_open_max").expect(&csv);
-    assert!((4.0..=5.0).contains(&open), "{open}\n{csv}");
+    assert!((4.0..=6.0).contains(&open), "{open}\n{csv}");
     // Not in `series`: not kept.
     assert_eq!(value("prom_headroom_accepted_total"), None, "{csv}");
 }

@@ -524,6 +524,17 @@ impl Link {
             XmppAction::Close => {
                 xmpp::stream_close(out);
                 self.closing = true;
+                // Leaving: from now on the user is no destination for `online` chats (the
+                // server ends the session at this close; a chat routed after it would be
+                // stored offline, not received).
+                if x.online {
+                    if let Some(s) = shared {
+                        if let Ok(mut p) = s.pool.lock() {
+                            let _ = p.set_online(x.user, false);
+                        }
+                    }
+                    x.online = false;
+                }
                 xmpp::RequestKind::Close
             }
         };

@@ -102,6 +102,18 @@ struct XmppLink {
     online: bool,
 }
 
+impl XmppLink {
+    /// No longer an `online` destination (presence:final, close, disconnect).
+    fn go_offline(&mut self, shared: Option<&XmppShared>) {
+        if self.online {
+            if let Some(Ok(mut p)) = shared.map(|s| s.pool.lock()) {
+                let _ = p.set_online(self.user, false);
+            }
+            self.online = false;
+        }
+    }
+}
+
 struct PgLink {
     conn: pg::Connection,
     /// Statements prepared on this connection, by (session, op index).
@@ -194,9 +206,8 @@ impl Link {
         input: &[u8],
         c: &mut Counters,
     ) -> Result<(usize, Option<Outcome>), ErrorKind> {
-        if self.pending() {
-            // Keep what is still unwritten; append after it.
-        } else {
+        if !self.pending() {
+            // Everything written: start afresh (otherwise append after what is still due).
             self.out.clear();
             self.written = 0;
         }
@@ -364,15 +375,12 @@ impl Link {
     /// The connection is closing: the user is no longer connected (nor online) for others.
     pub fn release(&mut self, shared: Option<&XmppShared>) {
         if let Proto::Xmpp(x) = &mut self.proto {
-            if x.connected || x.online {
-                if let Some(s) = shared {
-                    if let Ok(mut p) = s.pool.lock() {
-                        let _ = p.set_online(x.user, false);
-                        let _ = p.set_connected(x.user, false);
-                    }
+            x.go_offline(shared);
+            if x.connected {
+                if let Some(Ok(mut p)) = shared.map(|s| s.pool.lock()) {
+                    let _ = p.set_connected(x.user, false);
                 }
                 x.connected = false;
-                x.online = false;
             }
         }
     }
@@ -435,14 +443,7 @@ impl Link {
             XmppAction::PresenceFinal => {
                 xmpp::presence_unavailable(out);
                 c.proto(ProtoCounter::XmppSentPresence, 1);
-                if x.online {
-                    if let Some(s) = shared {
-                        if let Ok(mut p) = s.pool.lock() {
-                            let _ = p.set_online(x.user, false);
-                        }
-                    }
-                    x.online = false;
-                }
+                x.go_offline(shared);
                 xmpp::RequestKind::NoReply
             }
             XmppAction::PresenceBroadcast { show, status } => {
@@ -527,14 +528,7 @@ impl Link {
                 // Leaving: from now on the user is no destination for `online` chats (the
                 // server ends the session at this close; a chat routed after it would be
                 // stored offline, not received).
-                if x.online {
-                    if let Some(s) = shared {
-                        if let Ok(mut p) = s.pool.lock() {
-                            let _ = p.set_online(x.user, false);
-                        }
-                    }
-                    x.online = false;
-                }
+                x.go_offline(shared);
                 xmpp::RequestKind::Close
             }
         };

@@ -544,12 +544,14 @@ impl Link {
         Ok(self.wait)
     }
 
-    /// Encodes SQL request `op` (op `key` = (session, op index), naming its prepared statement).
+    /// Encodes SQL request `op`: op `key` = (session, op index) tells whether this connection
+    /// prepared it already; `statement` is its prepared statement's name.
     #[allow(clippy::too_many_arguments)]
     pub fn sql_request(
         &mut self,
         op: &SqlOp,
         key: (u32, u32),
+        statement: &str,
         vars: &[String],
         text: &mut String,
         params: &mut Vec<String>,
@@ -566,8 +568,7 @@ impl Link {
         }
         let values = params.iter().map(|v| Some(v.as_bytes()));
         if op.prepare {
-            let mut name = [0u8; 24];
-            let name = statement_name(key, &mut name);
+            let name = statement;
             if !p.prepared.contains(&key) {
                 // Parse, bind, execute and sync: one unit that prepares and runs.
                 pg::frontend::parse(out, name, text, &[]);
@@ -700,15 +701,6 @@ fn expand(t: &Template, vars: &[String], into: &mut String) {
     t.expand_into(vars, into);
 }
 
-/// `h{session}_{op}` without allocating.
-fn statement_name(key: (u32, u32), buf: &mut [u8; 24]) -> &str {
-    use std::io::Write as _;
-    let mut cur = std::io::Cursor::new(&mut buf[..]);
-    let _ = write!(cur, "h{}_{}", key.0, key.1);
-    let n = cur.position() as usize;
-    std::str::from_utf8(&buf[..n]).unwrap_or("h")
-}
-
 /// A masking key for the frames the protocol itself answers with (pongs, close replies). RFC
 /// 6455 wants it unpredictable to intermediaries; these carry no user data, so a mixed counter
 /// is enough here (request frames use the worker's generator).
@@ -722,17 +714,6 @@ fn mask_of(x: u64) -> [u8; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statement_names_are_written_in_place() {
-        let mut b = [0u8; 24];
-        assert_eq!(statement_name((3, 17), &mut b), "h3_17");
-        let mut b = [0u8; 24];
-        assert_eq!(
-            statement_name((u32::MAX, u32::MAX), &mut b),
-            "h4294967295_4294967295"
-        );
-    }
 
     #[test]
     fn xmpp_users_map_into_the_range() {

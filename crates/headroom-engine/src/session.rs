@@ -54,6 +54,8 @@ enum Extra {
     /// A raw send: its bytes when they have no variables, and its compiled reply matcher
     /// (`None`: expect nothing).
     Send(Option<Box<[u8]>>, Option<raw::Expect>),
+    /// The statement name of a prepared `sql` step, `h{session}_{op}`, written once per run.
+    Statement(Box<str>),
 }
 
 impl Program {
@@ -84,6 +86,9 @@ impl Program {
                             } => Extra::Regex(regex::Regex::new(re).map_err(|e| {
                                 format!("session '{}': bad regex {re:?}: {e}", s.name)
                             })?),
+                            Op::Sql(q) if q.prepare => {
+                                Extra::Statement(format!("h{}_{}", extra.len(), ex.len()).into())
+                            }
                             _ => Extra::None,
                         });
                     }
@@ -474,9 +479,14 @@ impl SessionState {
                         }
                         Op::Sql(q) => {
                             self.names.push(q.name);
+                            let statement = match &prog.extra[self.session][pc] {
+                                Extra::Statement(n) => n,
+                                _ => "",
+                            };
                             link.sql_request(
                                 q,
                                 (self.session as u32, pc as u32),
+                                statement,
                                 &self.vars,
                                 &mut self.body,
                                 &mut self.params,

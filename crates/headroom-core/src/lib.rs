@@ -342,6 +342,29 @@ pub struct Plan {
     /// Sessions to run (scenario files); `None` repeats `request`. With a workload, `request`
     /// gives only the Host header and the target.
     pub workload: Option<std::sync::Arc<session::Workload>>,
+    /// This process's share of a distributed run (agent `index` of `count`); one process alone
+    /// is segment 0 of 1.
+    pub segment: Segment,
+    /// Wall-clock instant the load starts at (a distributed run starts every agent at once);
+    /// `None` starts at once.
+    pub start_at: Option<std::time::SystemTime>,
+}
+
+/// An execution segment: agent `index` of `count`, each running the same number of worker
+/// threads. Worker `w` of agent `a` is global worker slot `a * threads + w` of
+/// `count * threads`, and every split the engine makes between workers (users, arrivals, rates,
+/// request budgets, user ids, source addresses) is made over these global slots. The segments
+/// of all agents therefore add up exactly to the whole run, and user ids never collide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Default for Segment {
+    fn default() -> Self {
+        Segment { index: 0, count: 1 }
+    }
 }
 
 impl Plan {
@@ -353,6 +376,12 @@ impl Plan {
         }
         if self.pipeline == 0 {
             return Err(PlanError("pipeline depth must be at least 1".into()));
+        }
+        if self.segment.count == 0 || self.segment.index >= self.segment.count {
+            return Err(PlanError(format!(
+                "segment {} of {} does not exist",
+                self.segment.index, self.segment.count
+            )));
         }
         if self.interval < Duration::from_millis(10) {
             return Err(PlanError("interval must be at least 10ms".into()));

@@ -101,14 +101,26 @@ pub fn run(
     let (snap_tx, snap_rx) = mpsc::channel::<Snapshot>();
     let mut recycle_tx = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
+    // A distributed run starts every agent at the controller's instant: wait for it here, after
+    // everything that can fail has been checked, so the load itself starts on time.
+    if let Some(at) = plan.start_at {
+        while let Ok(left) = at.duration_since(SystemTime::now()) {
+            if left.is_zero() || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
     let started_at = SystemTime::now();
     let start = Instant::now();
+    let seg = plan.segment;
     for id in 0..n {
         let (rtx, rrx) = mpsc::channel::<Recorder>();
         recycle_tx.push(rtx);
         let setup = worker::WorkerSetup {
             id,
-            workers: n,
+            slot: seg.index as usize * n + id,
+            slots: seg.count as usize * n,
             plan: plan.clone(),
             request: request.clone(),
             request_len: one.len(),

@@ -63,8 +63,12 @@ const SESSIONS_PER_TURN: usize = 64;
 
 /// Everything a worker is handed at start; read-only.
 pub(crate) struct WorkerSetup {
+    /// This worker in its process (snapshots, thread name).
     pub id: usize,
-    pub workers: usize,
+    /// This worker among every worker of the run, over all agents: `segment.index * workers +
+    /// id` of `segment.count * workers`. Every split between workers uses these.
+    pub slot: usize,
+    pub slots: usize,
     pub plan: Arc<Plan>,
     /// The encoded request, repeated `plan.pipeline` times back to back.
     pub request: Arc<[u8]>,
@@ -197,7 +201,7 @@ fn token(key: usize, gen: u32) -> u64 {
 impl Worker {
     pub fn new(s: WorkerSetup) -> io::Result<Worker> {
         let plan = s.plan.clone();
-        let (id, n) = (s.id, s.workers);
+        let (id, n) = (s.slot, s.slots);
         let budget = plan.stop.requests.map(|r| pacer::share(r, n, id));
         let t = plan.timeout.min(plan.connect_timeout);
         let sweep_every = (t / 8).clamp(Duration::from_millis(5), Duration::from_millis(250));
@@ -320,7 +324,7 @@ impl Worker {
     /// Poisson phases with a ramp use thinning (candidates at the peak rate, each kept with
     /// probability rate(t)/peak), which gives an exact non-homogeneous Poisson process.
     fn next_phase_arrival(&mut self, from: Instant) -> Option<Instant> {
-        let n = self.s.workers as f64;
+        let n = self.s.slots as f64;
         let mut t = from;
         loop {
             let ph = *self.phases.get(self.phase_idx)?;
@@ -338,8 +342,8 @@ impl Worker {
                         pacer::first_arrival(
                             ArrivalProcess::Constant,
                             total,
-                            self.s.workers,
-                            self.s.id,
+                            self.s.slots,
+                            self.s.slot,
                             0.0,
                         )
                     } else {
@@ -489,7 +493,7 @@ impl Worker {
             }
             // Global user ids interleave across workers so they never collide. (Counted by the
             // worker: the recorder's counters restart every interval.)
-            let g = self.arrived_total * self.s.workers as u64 + self.s.id as u64;
+            let g = self.arrived_total * self.s.slots as u64 + self.s.slot as u64;
             self.arrived_total += 1;
             self.spawn_user(g, Some(per_user), at);
             let gap = pacer::arrival_gap(process, self.arrival_rate, self.rng.gen::<f64>());
@@ -510,11 +514,11 @@ impl Worker {
             }
             let cap = self.phases[self.phase_idx]
                 .max_users
-                .map(|m| pacer::share(m, self.s.workers, self.s.id).max(1));
+                .map(|m| pacer::share(m, self.s.slots, self.s.slot).max(1));
             if cap.is_some_and(|c| self.open_alive >= c) {
                 self.rec.counters.users_dropped += 1;
             } else {
-                let g = self.arrived_total * self.s.workers as u64 + self.s.id as u64 + (1 << 40);
+                let g = self.arrived_total * self.s.slots as u64 + self.s.slot as u64 + (1 << 40);
                 self.arrived_total += 1;
                 self.spawn_session_user(g, true, at);
             }
@@ -613,7 +617,7 @@ impl Worker {
             None
         } else {
             let ip = plan.socket.bind[self.bind_next % plan.socket.bind.len()];
-            self.bind_next = self.bind_next.wrapping_add(self.s.workers);
+            self.bind_next = self.bind_next.wrapping_add(self.s.slots);
             Some(ip)
         };
         let u = &mut self.users[key];
@@ -1521,6 +1525,8 @@ mod tests {
             pipeline: 1,
             socket,
             workload: None,
+            segment: Default::default(),
+            start_at: None,
         }
     }
 

@@ -70,6 +70,8 @@ fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
             ..Default::default()
         },
         workload: None,
+        segment: Default::default(),
+        start_at: None,
     }
 }
 

@@ -158,6 +158,8 @@ fn plan_for(
             ..Default::default()
         },
         workload: Some(Arc::new(c.workload)),
+        segment: Default::default(),
+        start_at: None,
     };
     plan.validate().map_err(|e| e.0)?;
     Ok(plan)

@@ -617,6 +617,8 @@ impl RunArgs {
                 bind,
             },
             workload: None,
+            segment: Default::default(),
+            start_at: None,
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)

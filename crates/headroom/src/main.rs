@@ -405,6 +405,8 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             ..Default::default()
         },
         workload: None,
+        segment: Default::default(),
+        start_at: None,
     };
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())

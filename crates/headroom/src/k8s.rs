@@ -1102,6 +1102,8 @@ mod tests {
             "",
             "unicode: é ☃ \u{1F600}\n",
             "bell\u{7}\n",
+            "\tfirst line starts with a tab\n",
+            "# a comment first\nkey: |\n  nested block\n",
         ] {
             let o = ManifestOpts::new("s.yaml", text, 1);
             let y = manifest(&o).unwrap();

@@ -65,6 +65,10 @@ pub enum Command {
     Lab(crate::lab::LabArgs),
     /// Write a self-contained HTML report (inline SVG charts) of a run directory.
     Report(crate::report::ReportArgs),
+    /// Kubernetes: `headroom k8s manifest SCENARIO --agents N` prints the objects of a
+    /// distributed run (Indexed Job of agents, controller Job) for `kubectl apply -f -`.
+    #[command(after_help = crate::k8s::K8S_AFTER_HELP)]
+    K8s(crate::k8s::K8sArgs),
 }
 
 #[derive(Args, Debug, Clone)]

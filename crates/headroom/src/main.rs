@@ -14,6 +14,7 @@ use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
 
 mod args;
 mod import;
+mod k8s;
 mod lab;
 mod live;
 mod output;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Surge(a) => Ok(surge::main(a)),
         Command::Lab(a) => lab::cmd_lab(&a, stop_flag()),
         Command::Report(a) => report::cmd_report(&a),
+        Command::K8s(a) => k8s::cmd_k8s(&a),
     };
     match result {
         Ok(code) => code,

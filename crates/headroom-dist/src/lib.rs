@@ -1,0 +1,2 @@
+pub mod proto;
+pub mod wire;

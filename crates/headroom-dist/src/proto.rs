@@ -76,6 +76,9 @@ pub struct AgentEvent {
 }
 
 pub mod agent_event {
+    // As prost-build would generate it: an interval is by far the largest event and the most
+    // frequent one, so boxing it would only add an allocation.
+    #[allow(clippy::large_enum_variant)]
     #[derive(Clone, PartialEq, ::prost::Oneof)]
     pub enum Event {
         #[prost(message, tag = "1")]

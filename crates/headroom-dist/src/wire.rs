@@ -16,9 +16,10 @@ use std::io::Cursor;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use headroom_core::{ErrorKind, ProtoCounter};
-use headroom_metrics::{Counters, NameStats, Recorder, MAX_LATENCY_US, SIGFIG};
+use headroom_engine::Interval;
+use headroom_metrics::{micros, Counters, NameStats, Recorder, MAX_LATENCY_US, SIGFIG};
 
-use crate::proto::{CountersMsg, NameStatsMsg, RecorderMsg};
+use crate::proto::{CountersMsg, IntervalMsg, NameStatsMsg, RecorderMsg};
 
 /// A message that does not decode to a [`Recorder`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -221,6 +222,23 @@ pub fn decode_recorder(m: &RecorderMsg) -> Result<Recorder, WireError> {
         names,
         matches: m.matches.clone(),
     })
+}
+
+/// Encode one of the engine's merged intervals (the agent's sink does this once per interval).
+pub fn encode_interval(iv: &Interval<'_>) -> IntervalMsg {
+    IntervalMsg {
+        index: iv.index,
+        start_us: micros(iv.start),
+        length_us: micros(iv.length),
+        workers_done: iv.workers_done as u64,
+        workers: iv.workers as u64,
+        recorder: Some(encode_recorder(iv.merged)),
+    }
+}
+
+/// The recorder of a received interval.
+pub fn decode_interval(m: &IntervalMsg) -> Result<Recorder, WireError> {
+    decode_recorder(m.recorder.as_ref().ok_or(WireError::MissingRecorder)?)
 }
 
 #[cfg(test)]

@@ -1,0 +1,24 @@
+//! Generates the `headroom.dist.Agent` gRPC stubs from a service declared in Rust
+//! (`tonic_build::manual`), so building needs no `protoc`. The messages are hand-written prost
+//! structs in `src/proto.rs`; the codec is `tonic_prost::ProstCodec`, so the wire format is plain
+//! protobuf and the service is callable by any gRPC client given the equivalent `.proto`
+//! (documented in `src/proto.rs`).
+
+fn main() {
+    let run = tonic_build::manual::Method::builder()
+        .name("run")
+        .route_name("Run")
+        .input_type("crate::proto::RunRequest")
+        .output_type("crate::proto::AgentEvent")
+        .codec_path("tonic_prost::ProstCodec")
+        .server_streaming()
+        .build();
+    let agent = tonic_build::manual::Service::builder()
+        .name("Agent")
+        .package("headroom.dist")
+        .comment("A headroom agent: runs one execution segment of a load test and streams its intervals.")
+        .method(run)
+        .build();
+    tonic_build::manual::Builder::new().compile(&[agent]);
+    println!("cargo:rerun-if-changed=build.rs");
+}

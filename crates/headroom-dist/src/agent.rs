@@ -1,0 +1,391 @@
+//! The agent side: a gRPC server (`headroom.dist.Agent`) that runs one job at a time with a
+//! [`Runner`] and streams its intervals back.
+//!
+//! A call must carry `authorization: Bearer <token>`; anything else is answered
+//! `UNAUTHENTICATED` before the request is even read. An agent is a tool that sends traffic
+//! where it is told, so it never runs without a token: [`AgentService::new`] and [`serve_agent`]
+//! refuse an empty one.
+//!
+//! The runner is blocking (it runs the engine, which owns its threads): it runs on a thread of
+//! its own, and the intervals it reports are encoded there, once per interval, and handed to the
+//! response stream through a channel. The engine's workers never touch gRPC.
+//!
+//! When the controller goes away (stream cancelled, connection lost), the response stream is
+//! dropped and the job's stop flag is set, so the run ends early.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use headroom_engine::{Interval, RunOutcome};
+use tokio::sync::{mpsc, Notify};
+use tonic::codegen::tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::proto::agent_event::Event;
+use crate::proto::agent_server::{Agent, AgentServer};
+use crate::proto::{AgentEvent, Done, Failed, Ready, RunRequest};
+use crate::wire::encode_interval;
+
+/// This crate's version, sent in `Ready` and `RunRequest`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Largest `RunRequest` an agent accepts (scenario and data files travel in it).
+pub const MAX_REQUEST_BYTES: usize = 256 << 20;
+
+/// Seconds a shutting-down agent waits for its job's last messages before it closes anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What an agent is asked to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// The `headroom run` arguments, already stripped of `--agents`/`--out`.
+    pub args: Vec<String>,
+    /// Scenario and data files, by relative name.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// This agent's execution segment: `segment_index` of `segment_count`.
+    pub segment_index: u32,
+    pub segment_count: u32,
+    /// When the load starts, on this machine's clock; interval k covers
+    /// `[start_at + k·I, start_at + (k+1)·I)`.
+    pub start_at: SystemTime,
+}
+
+/// Runs a job, blocking: `runner(job, stop, ready, sink)`.
+///
+/// - builds and validates the plan from `job.args`/`job.files` for segment
+///   `job.segment_index` of `job.segment_count`, then calls `ready(threads)` once (this sends
+///   `Ready` to the controller), then waits for `job.start_at` and runs the load;
+/// - calls `sink` with each merged interval, in order (typically the engine's sink);
+/// - stops early once `stop` is set (the controller went away or the agent shuts down);
+/// - returns the outcome, or a message a person can act on (sent as `Failed`).
+///
+/// An error returned before `ready` was called fails the whole distributed run at its start.
+pub type Runner = Arc<
+    dyn Fn(
+            Job,
+            Arc<AtomicBool>,
+            &mut dyn FnMut(u32),
+            &mut dyn FnMut(&Interval<'_>),
+        ) -> Result<RunOutcome, String>
+        + Send
+        + Sync,
+>;
+
+/// Equality of two byte strings in time independent of where they differ.
+fn ct_eq(given: &[u8], expected: &[u8]) -> bool {
+    let mut diff = u8::from(given.len() != expected.len());
+    for (i, e) in expected.iter().enumerate() {
+        diff |= e ^ given.get(i).copied().unwrap_or(!e);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+struct Shared {
+    token: Vec<u8>,
+    runner: Runner,
+    busy: AtomicBool,
+    /// Stop flag of the job running now.
+    current: Mutex<Option<Arc<AtomicBool>>>,
+}
+
+/// The `headroom.dist.Agent` service; cheap to clone (shared state).
+#[derive(Clone)]
+pub struct AgentService {
+    shared: Arc<Shared>,
+}
+
+impl AgentService {
+    /// A service accepting calls that carry `token`. An empty token is refused.
+    pub fn new(token: String, runner: Runner) -> anyhow::Result<Self> {
+        if token.is_empty() {
+            anyhow::bail!("an agent needs a non-empty token: it sends traffic where it is told");
+        }
+        Ok(AgentService {
+            shared: Arc::new(Shared {
+                token: token.into_bytes(),
+                runner,
+                busy: AtomicBool::new(false),
+                current: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The tonic service, with request size limits set.
+    pub fn into_server(self) -> AgentServer<AgentService> {
+        AgentServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
+    }
+
+    /// Set the stop flag of the running job, if any.
+    pub fn stop_job(&self) {
+        if let Some(s) = self.shared.current.lock().expect("agent state").as_ref() {
+            s.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn authorize<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        let given = req
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if ct_eq(given.as_bytes(), &self.shared.token) {
+            Ok(())
+        } else {
+            Err(Status::unauthenticated("missing or wrong agent token"))
+        }
+    }
+}
+
+/// The response stream of `Run`; dropping it (client gone) stops the job.
+pub struct EventStream {
+    rx: mpsc::UnboundedReceiver<Result<AgentEvent, Status>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Stream for EventStream {
+    type Item = Result<AgentEvent, Status>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn event(e: Event) -> Result<AgentEvent, Status> {
+    Ok(AgentEvent { event: Some(e) })
+}
+
+#[tonic::async_trait]
+impl Agent for AgentService {
+    type RunStream = EventStream;
+
+    async fn run(&self, req: Request<RunRequest>) -> Result<Response<EventStream>, Status> {
+        self.authorize(&req)?;
+        let r = req.into_inner();
+        if r.segment_count == 0 || r.segment_index >= r.segment_count {
+            return Err(Status::invalid_argument(format!(
+                "segment {} of {} does not exist",
+                r.segment_index, r.segment_count
+            )));
+        }
+        if self
+            .shared
+            .busy
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(Status::resource_exhausted(
+                "this agent is already running a job",
+            ));
+        }
+        let job = Job {
+            args: r.args,
+            files: r.files.into_iter().map(|f| (f.name, f.data)).collect(),
+            segment_index: r.segment_index,
+            segment_count: r.segment_count,
+            start_at: UNIX_EPOCH + Duration::from_nanos(r.start_at_unix_ns),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        *self.shared.current.lock().expect("agent state") = Some(stop.clone());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = self.shared.clone();
+        let job_stop = stop.clone();
+        let spawned = std::thread::Builder::new()
+            .name("headroom-agent-job".into())
+            .spawn(move || run_job(shared, job, job_stop, tx));
+        if let Err(e) = spawned {
+            *self.shared.current.lock().expect("agent state") = None;
+            self.shared.busy.store(false, Ordering::Release);
+            return Err(Status::internal(format!("could not start the job: {e}")));
+        }
+        Ok(Response::new(EventStream { rx, stop }))
+    }
+}
+
+/// The job's thread: run, forward intervals, end with `Done` or `Failed`, free the agent.
+fn run_job(
+    shared: Arc<Shared>,
+    job: Job,
+    stop: Arc<AtomicBool>,
+    tx: mpsc::UnboundedSender<Result<AgentEvent, Status>>,
+) {
+    let ready_sent = std::cell::Cell::new(false);
+    let send_ready = |threads: u32| {
+        if !ready_sent.replace(true) {
+            let _ = tx.send(event(Event::Ready(Ready {
+                agent_version: VERSION.into(),
+                pid: std::process::id(),
+                threads,
+            })));
+        }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut ready = |threads: u32| send_ready(threads);
+        let mut sink = |iv: &Interval<'_>| {
+            send_ready(0);
+            let _ = tx.send(event(Event::Interval(encode_interval(iv))));
+        };
+        (shared.runner)(job, stop.clone(), &mut ready, &mut sink)
+    }));
+    let last = match result {
+        Ok(Ok(o)) => {
+            send_ready(0);
+            Event::Done(Done {
+                elapsed_us: headroom_metrics::micros(o.elapsed),
+                in_flight: o.in_flight,
+                connections_peak: o.connections_peak,
+                intervals: o.intervals,
+                interrupted: o.interrupted,
+                started_at_unix_ns: unix_ns(o.started_at),
+            })
+        }
+        Ok(Err(message)) => Event::Failed(Failed { message }),
+        Err(_) => Event::Failed(Failed {
+            message: "the agent's run panicked".into(),
+        }),
+    };
+    let _ = tx.send(event(last));
+    *shared.current.lock().expect("agent state") = None;
+    shared.busy.store(false, Ordering::Release);
+}
+
+/// Serve the agent on `listen` until SIGINT or SIGTERM. Blocking; see [`serve_agent_until`].
+pub fn serve_agent(
+    listen: SocketAddr,
+    token: String,
+    runner: Runner,
+    on_listening: impl FnOnce(SocketAddr),
+) -> anyhow::Result<()> {
+    serve_inner(listen, token, runner, on_listening, async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    })
+}
+
+/// Serve the agent on `listen` (port 0 allowed) until `shutdown` is set. Blocking: builds a
+/// small tokio runtime of its own (one worker thread: the load engine owns the cores), binds,
+/// calls `on_listening` with the bound address, and serves. On shutdown the running job, if
+/// any, is stopped and given a few seconds to send its last messages.
+pub fn serve_agent_until(
+    listen: SocketAddr,
+    token: String,
+    runner: Runner,
+    on_listening: impl FnOnce(SocketAddr),
+    shutdown: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    serve_inner(listen, token, runner, on_listening, async move {
+        while !shutdown.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+}
+
+fn serve_inner(
+    listen: SocketAddr,
+    token: String,
+    runner: Runner,
+    on_listening: impl FnOnce(SocketAddr),
+    signal: impl Future<Output = ()> + Send,
+) -> anyhow::Result<()> {
+    let service = AgentService::new(token, runner)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("headroom-agent-rpc")
+        .enable_all()
+        .build()
+        .context("could not start the agent's runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("could not listen on {listen}"))?;
+        on_listening(listener.local_addr()?);
+        let fired = Arc::new(Notify::new());
+        let handle = service.clone();
+        let fired2 = fired.clone();
+        let serve = agent_server_builder().serve_with_incoming_shutdown(
+            service.into_server(),
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            async move {
+                signal.await;
+                handle.stop_job();
+                fired2.notify_one();
+            },
+        );
+        tokio::select! {
+            r = serve => r.context("agent server"),
+            _ = async { fired.notified().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => Ok(()),
+        }
+    })
+}
+
+/// The tonic server settings agents use: no Nagle delay, and HTTP/2 keep-alives so a controller
+/// that vanished (machine down, network cut) is noticed and its job stopped.
+pub fn agent_server_builder() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .http2_keepalive_interval(Some(Duration::from_secs(10)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(ct_eq(b"secret", b"secret"));
+        assert!(!ct_eq(b"secreT", b"secret"));
+        assert!(!ct_eq(b"secret1", b"secret"));
+        assert!(!ct_eq(b"secre", b"secret"));
+        assert!(!ct_eq(b"", b"secret"));
+        assert!(!ct_eq(b"\xff", b"\x00"));
+    }
+
+    #[test]
+    fn empty_token_refused_at_startup() {
+        let runner: Runner = Arc::new(|_, _, _, _| Err("never".into()));
+        let e = serve_agent_until(
+            "127.0.0.1:0".parse().unwrap(),
+            String::new(),
+            runner,
+            |_| panic!("must not listen"),
+            Arc::new(AtomicBool::new(true)),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("token"), "{e}");
+    }
+}

@@ -1,0 +1,217 @@
+//! Protobuf messages of the agent protocol, written by hand (no `protoc` at build time) and the
+//! gRPC stubs generated from them by `build.rs`.
+//!
+//! The equivalent `.proto` (package `headroom.dist`), for other clients:
+//!
+//! ```proto
+//! service Agent { rpc Run(RunRequest) returns (stream AgentEvent); }
+//! message RunRequest {
+//!   repeated string args = 1; repeated File files = 2;
+//!   uint32 segment_index = 3; uint32 segment_count = 4;
+//!   uint64 start_at_unix_ns = 5; string controller_version = 6;
+//! }
+//! message File { string name = 1; bytes data = 2; }
+//! message AgentEvent { oneof event { Ready ready = 1; IntervalMsg interval = 2; Done done = 3; Failed failed = 4; } }
+//! message Ready { string agent_version = 1; uint32 pid = 2; uint32 threads = 3; }
+//! message IntervalMsg {
+//!   uint64 index = 1; uint64 start_us = 2; uint64 length_us = 3;
+//!   uint64 workers_done = 4; uint64 workers = 5; RecorderMsg recorder = 6;
+//! }
+//! message Done {
+//!   uint64 elapsed_us = 1; uint64 in_flight = 2; uint64 connections_peak = 3;
+//!   uint64 intervals = 4; bool interrupted = 5; uint64 started_at_unix_ns = 6;
+//! }
+//! message Failed { string message = 1; }
+//! // Histograms are HdrHistogram V2 serialized bytes (not deflated).
+//! message RecorderMsg {
+//!   bytes latency = 1; bytes latency_uncorrected = 2; bytes connect = 3; bytes sessions = 4;
+//!   CountersMsg counters = 5; repeated NameStatsMsg names = 6; repeated uint64 matches = 7;
+//! }
+//! message CountersMsg {
+//!   uint64 requests = 1; uint64 responses = 2; repeated uint64 errors = 3; repeated uint64 status = 4;
+//!   uint64 bytes_sent = 5; uint64 bytes_received = 6; uint64 users_started = 7;
+//!   uint64 users_finished = 8; uint64 connects = 9; uint64 disconnects = 10;
+//!   uint64 connections_open = 11; uint64 connections_peak = 12; uint64 users_active = 13;
+//!   uint64 sessions_completed = 14; uint64 sessions_aborted = 15; uint64 users_dropped = 16;
+//!   repeated uint64 proto = 17;
+//! }
+//! message NameStatsMsg { uint64 count = 1; uint64 errors = 2; bytes latency = 3; }
+//! ```
+
+#![allow(missing_docs)]
+
+/// Start of a job: what to run and which share of it.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RunRequest {
+    /// The `headroom run` arguments, already stripped of `--agents`/`--out`.
+    #[prost(string, repeated, tag = "1")]
+    pub args: Vec<String>,
+    /// Scenario and data files, by relative name.
+    #[prost(message, repeated, tag = "2")]
+    pub files: Vec<File>,
+    #[prost(uint32, tag = "3")]
+    pub segment_index: u32,
+    #[prost(uint32, tag = "4")]
+    pub segment_count: u32,
+    /// When the load starts (all agents alike), nanoseconds since the Unix epoch.
+    #[prost(uint64, tag = "5")]
+    pub start_at_unix_ns: u64,
+    #[prost(string, tag = "6")]
+    pub controller_version: String,
+}
+
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct File {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(bytes = "vec", tag = "2")]
+    pub data: Vec<u8>,
+}
+
+/// One message of the agent's stream: `Ready` first, then intervals, then `Done` or `Failed`.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AgentEvent {
+    #[prost(oneof = "agent_event::Event", tags = "1, 2, 3, 4")]
+    pub event: Option<agent_event::Event>,
+}
+
+pub mod agent_event {
+    // As prost-build would generate it: an interval is by far the largest event and the most
+    // frequent one, so boxing it would only add an allocation.
+    #[allow(clippy::large_enum_variant)]
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Event {
+        #[prost(message, tag = "1")]
+        Ready(super::Ready),
+        #[prost(message, tag = "2")]
+        Interval(super::IntervalMsg),
+        #[prost(message, tag = "3")]
+        Done(super::Done),
+        #[prost(message, tag = "4")]
+        Failed(super::Failed),
+    }
+}
+
+/// The agent built its plan and waits for the start.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Ready {
+    #[prost(string, tag = "1")]
+    pub agent_version: String,
+    #[prost(uint32, tag = "2")]
+    pub pid: u32,
+    /// Worker threads the agent's engine will run.
+    #[prost(uint32, tag = "3")]
+    pub threads: u32,
+}
+
+/// One interval of the agent's segment, its workers merged.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct IntervalMsg {
+    #[prost(uint64, tag = "1")]
+    pub index: u64,
+    #[prost(uint64, tag = "2")]
+    pub start_us: u64,
+    #[prost(uint64, tag = "3")]
+    pub length_us: u64,
+    #[prost(uint64, tag = "4")]
+    pub workers_done: u64,
+    #[prost(uint64, tag = "5")]
+    pub workers: u64,
+    #[prost(message, optional, tag = "6")]
+    pub recorder: Option<RecorderMsg>,
+}
+
+/// The agent's run ended.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Done {
+    #[prost(uint64, tag = "1")]
+    pub elapsed_us: u64,
+    #[prost(uint64, tag = "2")]
+    pub in_flight: u64,
+    #[prost(uint64, tag = "3")]
+    pub connections_peak: u64,
+    #[prost(uint64, tag = "4")]
+    pub intervals: u64,
+    #[prost(bool, tag = "5")]
+    pub interrupted: bool,
+    #[prost(uint64, tag = "6")]
+    pub started_at_unix_ns: u64,
+}
+
+/// The agent could not run (bad plan, engine error).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Failed {
+    #[prost(string, tag = "1")]
+    pub message: String,
+}
+
+/// A [`headroom_metrics::Recorder`]; see [`crate::wire`].
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RecorderMsg {
+    #[prost(bytes = "vec", tag = "1")]
+    pub latency: Vec<u8>,
+    #[prost(bytes = "vec", tag = "2")]
+    pub latency_uncorrected: Vec<u8>,
+    #[prost(bytes = "vec", tag = "3")]
+    pub connect: Vec<u8>,
+    #[prost(bytes = "vec", tag = "4")]
+    pub sessions: Vec<u8>,
+    #[prost(message, optional, tag = "5")]
+    pub counters: Option<CountersMsg>,
+    #[prost(message, repeated, tag = "6")]
+    pub names: Vec<NameStatsMsg>,
+    #[prost(uint64, repeated, tag = "7")]
+    pub matches: Vec<u64>,
+}
+
+/// [`headroom_metrics::Counters`], field for field.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CountersMsg {
+    #[prost(uint64, tag = "1")]
+    pub requests: u64,
+    #[prost(uint64, tag = "2")]
+    pub responses: u64,
+    #[prost(uint64, repeated, tag = "3")]
+    pub errors: Vec<u64>,
+    #[prost(uint64, repeated, tag = "4")]
+    pub status: Vec<u64>,
+    #[prost(uint64, tag = "5")]
+    pub bytes_sent: u64,
+    #[prost(uint64, tag = "6")]
+    pub bytes_received: u64,
+    #[prost(uint64, tag = "7")]
+    pub users_started: u64,
+    #[prost(uint64, tag = "8")]
+    pub users_finished: u64,
+    #[prost(uint64, tag = "9")]
+    pub connects: u64,
+    #[prost(uint64, tag = "10")]
+    pub disconnects: u64,
+    #[prost(uint64, tag = "11")]
+    pub connections_open: u64,
+    #[prost(uint64, tag = "12")]
+    pub connections_peak: u64,
+    #[prost(uint64, tag = "13")]
+    pub users_active: u64,
+    #[prost(uint64, tag = "14")]
+    pub sessions_completed: u64,
+    #[prost(uint64, tag = "15")]
+    pub sessions_aborted: u64,
+    #[prost(uint64, tag = "16")]
+    pub users_dropped: u64,
+    #[prost(uint64, repeated, tag = "17")]
+    pub proto: Vec<u64>,
+}
+
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NameStatsMsg {
+    #[prost(uint64, tag = "1")]
+    pub count: u64,
+    #[prost(uint64, tag = "2")]
+    pub errors: u64,
+    #[prost(bytes = "vec", tag = "3")]
+    pub latency: Vec<u8>,
+}
+
+// Generated by build.rs: `agent_client::AgentClient` and `agent_server::{Agent, AgentServer}`.
+include!(concat!(env!("OUT_DIR"), "/headroom.dist.Agent.rs"));

@@ -261,9 +261,11 @@ fn run_job(
             message: "the agent's run panicked".into(),
         }),
     };
-    let _ = tx.send(event(last));
+    // Free the agent before the last message, so a controller that starts the next run as soon
+    // as it sees `Done` does not find it busy.
     *shared.current.lock().expect("agent state") = None;
     shared.busy.store(false, Ordering::Release);
+    let _ = tx.send(event(last));
 }
 
 /// Serve the agent on `listen` until SIGINT or SIGTERM. Blocking; see [`serve_agent_until`].

@@ -344,7 +344,15 @@ async fn controller(
             break;
         }
         let msg = tokio::select! {
-            m = rx.recv() => m,
+            m = rx.recv() => match m {
+                Some(m) => Some(m),
+                // Every agent's task ended: each sent its end first, so none is live; guard
+                // against spinning on the closed channel all the same.
+                None => {
+                    let i = st.iter().position(AgentState::live).expect("a live agent");
+                    Some((i, Msg::End(Some("lost its connection task".into()))))
+                }
+            },
             _ = tokio::time::sleep(Duration::from_millis(50)) => None,
         };
         let now = Instant::now();

@@ -1,12 +1,13 @@
 //! Wire form of a [`Recorder`]: exact, so that recorders merged after a round trip give the same
 //! percentiles as one histogram holding every sample.
 //!
-//! Histograms travel as HdrHistogram V2 serialized bytes, *not* deflated: V2 already run-length
-//! encodes the empty buckets, so a typical interval histogram is a few hundred bytes to a few KiB;
-//! deflate roughly halves that at several times the encoding cost (see the
-//! `v2_plain_vs_deflate_size_and_time` test, which prints both). One message per agent per
-//! interval makes size a non-issue, and the plain form lets the decoder bound every length
-//! against the bytes actually received (a deflated payload could announce gigabytes).
+//! Histograms travel as HdrHistogram V2 serialized bytes, *not* deflated. Measured on this
+//! project's 2-core machine (release build) for a busy interval histogram of 100,000 samples
+//! spread from microseconds to minutes: plain V2 is 7.9 KB in 25 µs, V2 deflate 5.1 KB in
+//! 550 µs — a third smaller for 20 times the CPU (see the `v2_plain_vs_deflate_size_and_time`
+//! test, which prints both). One message per agent per interval makes the size a non-issue,
+//! and the plain form lets the decoder bound every length by the bytes actually received (a
+//! deflated payload could announce gigabytes).
 //!
 //! Decoding never panics on bad input: wrong array lengths, foreign histogram bounds or corrupt
 //! bytes are a [`WireError`].

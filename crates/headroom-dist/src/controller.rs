@@ -147,6 +147,11 @@ fn status_why(s: &Status) -> String {
         Code::ResourceExhausted => "is busy with another run".into(),
         Code::Unavailable => format!("is unreachable: {}", s.message()),
         Code::Cancelled => "cancelled the run".into(),
+        // A dropped connection mid-stream (the agent died or its host went away) comes as an
+        // h2 error with code Unknown.
+        Code::Unknown if s.message().contains("h2 protocol error") => {
+            format!("its connection broke ({})", s.message())
+        }
         c => format!("answered {c:?}: {}", s.message()),
     }
 }

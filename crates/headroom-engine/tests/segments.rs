@@ -63,8 +63,7 @@ fn serve(mut s: TcpStream, paths: Arc<Mutex<Vec<String>>>) {
             buf.drain(..end + 4);
             let path = head.split(' ').nth(1).unwrap_or("").to_string();
             paths.lock().unwrap().push(path);
-            if s
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
                 .is_err()
             {
                 return;
@@ -112,9 +111,8 @@ fn run(p: &Plan) -> headroom_engine::RunOutcome {
 
 /// A scenario plan whose every request names its user: `/u/${user_id}`.
 fn scenario_plan(addr: SocketAddr, load: &str, threads: usize) -> Plan {
-    let text = format!(
-        "{load}\nsessions: [{{name: s, steps: [{{request: \"GET /u/${{user_id}}\"}}]}}]\n"
-    );
+    let text =
+        format!("{load}\nsessions: [{{name: s, steps: [{{request: \"GET /u/${{user_id}}\"}}]}}]\n");
     let s = headroom_scenario::parse_str(&text, "segments.yaml").unwrap();
     let c = headroom_scenario::compile(&s, std::path::Path::new(".")).unwrap();
     let mut p = plan(
@@ -205,7 +203,10 @@ fn user_ids_never_collide_across_segments() {
     }
     // The population's ids are 0..10 exactly, split over both agents.
     for id in 0..10 {
-        assert!(seen.contains_key(&format!("/u/{id}")), "population user {id} missing");
+        assert!(
+            seen.contains_key(&format!("/u/{id}")),
+            "population user {id} missing"
+        );
     }
     // Arrived users' ids are above 2^40, one per arrival.
     let arrived = seen.keys().filter(|p| p.len() > "/u/99".len()).count();
@@ -231,7 +232,10 @@ fn a_run_waits_for_its_start_instant() {
     let at = SystemTime::now() + Duration::from_millis(700);
     p.start_at = Some(at);
     let out = run(&p);
-    let late = out.started_at.duration_since(at).expect("started before its instant");
+    let late = out
+        .started_at
+        .duration_since(at)
+        .expect("started before its instant");
     assert!(late < Duration::from_millis(200), "started {late:?} late");
     assert_eq!(out.total.counters.responses, 1);
 }

@@ -27,6 +27,9 @@ pub struct Compiled {
     pub users: u32,
     /// Total length of the phases (zero without phases).
     pub phases_duration: Duration,
+    /// The CSV files read, as the scenario names them (relative to its directory), in feeder
+    /// order: what a distributed run ships to its agents beside the scenario.
+    pub files: Vec<String>,
 }
 
 /// Compiles `s`; CSV files are read relative to `base` (the scenario file's directory).
@@ -117,6 +120,12 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         })
         .collect();
     let phases_duration = phases.iter().map(|p| p.duration).sum();
+    let mut files: Vec<(usize, String)> = c
+        .feeder_index
+        .iter()
+        .map(|(f, &i)| (i, f.clone()))
+        .collect();
+    files.sort();
     let workload = Workload {
         sessions,
         cumulative,
@@ -133,6 +142,7 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         workload,
         phases,
         phases_duration,
+        files: files.into_iter().map(|(_, f)| f).collect(),
     })
 }
 

@@ -69,6 +69,8 @@ pub enum Command {
     /// distributed run (Indexed Job of agents, controller Job) for `kubectl apply -f -`.
     #[command(after_help = crate::k8s::K8S_AFTER_HELP)]
     K8s(crate::k8s::K8sArgs),
+    /// Wait for a controller's run and run its share (needs a token; loopback unless --listen).
+    Agent(crate::dist::AgentArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -214,6 +216,30 @@ pub struct RunArgs {
     /// each interval: CPU user/system and memory go into intervals.jsonl and the report.
     #[arg(long, value_name = "PID", help_heading = "Output")]
     pub server_pid: Option<u32>,
+
+    // ---- distributed ----
+    /// Run the load on agents and merge their measurements exactly: local:N (N child processes
+    /// here, past one process's 20,000 descriptors), ssh://user@host,... (started over SSH) or
+    /// file:agents.txt (running agents, HOST:PORT per line). -t is then per agent (default 1).
+    #[arg(long, value_name = "SPEC", help_heading = "Distributed")]
+    pub agents: Option<String>,
+    /// The agents' token (ssh:// and file: agents; local agents get a random one).
+    #[arg(
+        long,
+        env = "HEADROOM_TOKEN",
+        hide_env_values = true,
+        help_heading = "Distributed"
+    )]
+    pub token: Option<String>,
+    /// When an agent is lost mid-run: continue without it, or stop the run. Either way its
+    /// data up to then is kept and the loss is reported.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "continue",
+        help_heading = "Distributed"
+    )]
+    pub on_agent_loss: crate::dist::OnLossArg,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]

@@ -13,6 +13,7 @@ use clap::Parser;
 use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
 
 mod args;
+mod dist;
 mod import;
 mod k8s;
 mod lab;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         Command::Lab(a) => lab::cmd_lab(&a, stop_flag()),
         Command::Report(a) => report::cmd_report(&a),
         Command::K8s(a) => k8s::cmd_k8s(&a),
+        Command::Agent(a) => dist::cmd_agent(&a),
     };
     match result {
         Ok(code) => code,
@@ -144,25 +146,47 @@ fn preflight(plan: &Plan) -> anyhow::Result<()> {
 }
 
 fn check_fd_budget(plan: &Plan) -> anyhow::Result<()> {
-    let conns = match plan.model {
-        LoadModel::Closed { users, .. } => u64::from(users),
-        LoadModel::Rate { connections, .. } => u64::from(connections),
-        LoadModel::Open { .. } => 0,
-        LoadModel::Sessions { users, .. } => u64::from(users),
-    };
+    let conns = connections_of(plan);
     let limit = soft_fd_limit();
     if conns + 64 > limit {
         return Err(UsageError(format!(
             "{conns} connections need {conns} descriptors but this process may open {limit}; \
-             lower -c, or raise the limit (ulimit -n) — past ~20,000 use several processes"
+             lower -c, or raise the limit (ulimit -n) — past ~20,000 use several processes \
+             (--agents local:N)"
         ))
         .into());
     }
     Ok(())
 }
 
-fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let (plan, thresholds) = if scenario::is_scenario(&a.url) {
+/// An agent's check: its segment's share of the connections must fit its descriptors.
+fn check_fd_budget_share(plan: &Plan) -> anyhow::Result<()> {
+    let total = connections_of(plan);
+    let count = u64::from(plan.segment.count.max(1));
+    let mine = total / count + u64::from(u64::from(plan.segment.index) < total % count);
+    let limit = soft_fd_limit();
+    if mine + 64 > limit {
+        anyhow::bail!(
+            "this agent's {mine} of {total} connections need {mine} descriptors but it may open \
+             {limit}; use more agents"
+        );
+    }
+    Ok(())
+}
+
+/// Connections a plan holds at once when every user is connected (0 when unbounded).
+fn connections_of(plan: &Plan) -> u64 {
+    match plan.model {
+        LoadModel::Closed { users, .. } => u64::from(users),
+        LoadModel::Rate { connections, .. } => u64::from(connections),
+        LoadModel::Open { .. } => 0,
+        LoadModel::Sessions { users, .. } => u64::from(users),
+    }
+}
+
+/// The plan of a `run` command line (and its scenario's thresholds), as every agent builds it too.
+fn plan_of(a: &RunArgs) -> anyhow::Result<(Plan, Vec<headroom_scenario::model::Threshold>)> {
+    Ok(if scenario::is_scenario(&a.url) {
         let s = scenario::plan(a)?;
         (s.plan, s.thresholds)
     } else {
@@ -170,8 +194,37 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             return Err(UsageError("--target applies to scenario files only".into()).into());
         }
         (a.to_plan()?, Vec::new())
+    })
+}
+
+fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let (mut plan, thresholds) = plan_of(a)?;
+    let agents = match &a.agents {
+        Some(spec) => {
+            let spec = dist::parse_agents(spec).map_err(UsageError)?;
+            let token = match (&a.token, &spec) {
+                (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),
+                (_, dist::AgentsSpec::Local(_)) => dist::random_token()?,
+                _ => {
+                    return Err(UsageError(
+                        "--agents ssh:// or file: needs the agents' token: --token or \
+                         HEADROOM_TOKEN"
+                            .into(),
+                    )
+                    .into())
+                }
+            };
+            // Threads are per agent; one each unless -t says otherwise.
+            if a.threads.is_none() {
+                plan.threads = 1;
+            }
+            Some((spec, token))
+        }
+        None => {
+            check_fd_budget(&plan)?;
+            None
+        }
     };
-    check_fd_budget(&plan)?;
     if a.linger > Duration::ZERO && a.dashboard.is_none() && a.metrics_listen.is_none() {
         return Err(UsageError("--linger needs --dashboard or --metrics-listen".into()).into());
     }
@@ -180,19 +233,90 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if !a.no_preflight {
         preflight(&plan)?;
     }
-    let (summary, broken) = execute(
-        &plan,
-        &thresholds,
-        Outputs {
-            out: a.out.clone(),
-            quiet: a.quiet,
-            json: a.json,
-            report: !a.no_report,
-            live,
-            linger: a.linger,
-            server_pid: a.server_pid,
-        },
-    )?;
+    let outputs = Outputs {
+        out: a.out.clone(),
+        quiet: a.quiet,
+        json: a.json,
+        report: !a.no_report,
+        live,
+        linger: a.linger,
+        server_pid: a.server_pid,
+    };
+    let (summary, broken) = match agents {
+        None => execute(&plan, &thresholds, outputs, &mut local_engine)?,
+        Some((spec, token)) => {
+            let job = dist::job_for(a, &plan)?;
+            let started = dist::start_agents(&spec, &token)?;
+            if !a.quiet {
+                for ag in &started.addrs {
+                    eprintln!("headroom: agent {} at {}", ag.name, ag.endpoint);
+                }
+            }
+            let opts = headroom_dist::ControllerOpts {
+                on_loss: match a.on_agent_loss {
+                    dist::OnLossArg::Continue => headroom_dist::OnLoss::Continue,
+                    dist::OnLossArg::Stop => headroom_dist::OnLoss::Stop,
+                },
+                interval: plan.interval,
+                ..Default::default()
+            };
+            let threads = plan.threads;
+            let mut driver = |_: &Plan,
+                              stop: Arc<AtomicBool>,
+                              sink: &mut dyn FnMut(&headroom_engine::Interval<'_>)|
+             -> anyhow::Result<Driven> {
+                let out = headroom_dist::run_controller(
+                    &started.addrs,
+                    &token,
+                    &job,
+                    opts.clone(),
+                    stop,
+                    sink,
+                )?;
+                let warnings = out
+                    .lost
+                    .iter()
+                    .map(|l| {
+                        format!(
+                            "agent {} was lost {}: {}; its data up to then is kept",
+                            l.name,
+                            match l.after_interval {
+                                Some(i) => format!("after interval {i}"),
+                                None => "before its first interval".into(),
+                            },
+                            l.why
+                        )
+                    })
+                    .collect();
+                let lost: Vec<serde_json::Value> = out
+                    .lost
+                    .iter()
+                    .map(|l| {
+                        serde_json::json!({
+                            "name": l.name,
+                            "after_interval": l.after_interval,
+                            "why": l.why,
+                        })
+                    })
+                    .collect();
+                Ok(Driven {
+                    outcome: out.outcome,
+                    extra: vec![(
+                        "agents",
+                        serde_json::json!({
+                            "count": out.agents,
+                            "threads_each": threads,
+                            "lost": lost,
+                        }),
+                    )],
+                    warnings,
+                })
+            };
+            let r = execute(&plan, &thresholds, outputs, &mut driver)?;
+            drop(started);
+            r
+        }
+    };
     if a.json {
         let mut o = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut o, &summary)?;
@@ -249,10 +373,40 @@ fn start_live(
 /// Run a plan with progress, an optional run directory (closed with intervals.csv and, if
 /// `report`, report.html) and an optional live server; print the human summary unless `json`;
 /// return summary.json and how many thresholds broke.
+/// How a run's load is driven: this process's engine, or a controller over agents. Both hand
+/// every merged interval to the sink and return the merged outcome.
+type Driver<'a> = dyn FnMut(
+        &Plan,
+        Arc<AtomicBool>,
+        &mut dyn FnMut(&headroom_engine::Interval<'_>),
+    ) -> anyhow::Result<Driven>
+    + 'a;
+
+/// What a driver hands back: the merged outcome, sections it adds to summary.json, and warnings
+/// for stderr.
+struct Driven {
+    outcome: headroom_engine::RunOutcome,
+    extra: Vec<(&'static str, serde_json::Value)>,
+    warnings: Vec<String>,
+}
+
+fn local_engine(
+    plan: &Plan,
+    stop: Arc<AtomicBool>,
+    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
+) -> anyhow::Result<Driven> {
+    Ok(Driven {
+        outcome: headroom_engine::run(plan, stop, sink)?,
+        extra: Vec::new(),
+        warnings: Vec::new(),
+    })
+}
+
 fn execute(
     plan: &Plan,
     thresholds: &[headroom_scenario::model::Threshold],
     outputs: Outputs,
+    driver: &mut Driver<'_>,
 ) -> anyhow::Result<(serde_json::Value, usize)> {
     let Outputs {
         out,
@@ -286,7 +440,7 @@ fn execute(
     };
     let mut progress = (!quiet).then(|| output::Progress::new(plan.stop.duration));
     let mut write_err: Option<std::io::Error> = None;
-    let outcome = headroom_engine::run(plan, stop, &mut |iv| {
+    let driven = driver(plan, stop, &mut |iv| {
         if let Some(p) = progress.as_mut() {
             p.interval(iv);
         }
@@ -317,7 +471,16 @@ fn execute(
         p.finish();
     }
     let usage = output::self_usage();
+    for w in &driven.warnings {
+        eprintln!("headroom: warning: {w}");
+    }
+    let outcome = driven.outcome;
     let mut summary = output::summary_json(plan, &outcome, &usage, &command);
+    if let Some(obj) = summary.as_object_mut() {
+        for (k, v) in driven.extra {
+            obj.insert(k.into(), v);
+        }
+    }
     let checked = scenario::check(plan, &outcome, thresholds);
     let broken = checked.iter().filter(|c| !c.ok).count();
     if !checked.is_empty() {
@@ -435,6 +598,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             linger: Duration::ZERO,
             server_pid: None,
         },
+        &mut local_engine,
     );
     let stats = server.stats();
     server.stop();

@@ -154,7 +154,7 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
 }
 
 /// A native scenario, or a Tsung XML converted (its warnings go to stderr, one per line).
-fn read(path: &Path) -> Result<Scenario, UsageError> {
+pub fn read(path: &Path) -> Result<Scenario, UsageError> {
     let is_xml = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("xml"));

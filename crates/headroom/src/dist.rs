@@ -1,0 +1,498 @@
+//! Distributed runs, the command-line side: `headroom agent`, and the controller that
+//! `headroom run --agents SPEC` becomes.
+//!
+//! The transport and the exact merge live in `headroom-dist`; this module decides *what* an agent
+//! runs. The controller ships the run's own arguments, the scenario (as parsed, includes inlined,
+//! written back with `to_yaml`) and its CSV files; each agent builds the same plan with the same
+//! code as `headroom run`, takes its execution segment of it (see `headroom_core::Segment`) and
+//! starts at the controller's instant. See docs/distributed.md.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, Command as Process, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Args;
+use headroom_core::{Plan, Segment};
+use headroom_dist::{AgentAddr, Job};
+
+use crate::args::{RunArgs, UsageError};
+
+/// Where `headroom agent` listens unless told otherwise: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
+/// How long the controller waits for a started agent to say where it listens.
+const AGENT_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The line an agent prints on stdout once it listens (a parent reads the address from it).
+const LISTENING: &str = "headroom agent listening on ";
+
+const AGENT_LONG: &str = "\
+Run as an agent: wait for a controller (`headroom run ... --agents ...`) to send a run, run its
+share of it, and stream every interval's measurements back (gRPC). One run at a time.
+
+An agent sends traffic where it is told, so it refuses every controller without its token
+(--token, --token-file, or the environment variable HEADROOM_TOKEN; there is no default) and
+listens on 127.0.0.1 unless --listen opens it wider.
+
+On start it prints `headroom agent listening on ADDR` on stdout (with --listen HOST:0 the port
+is the one the system chose). Ctrl-C ends it; a run in progress is stopped first.
+
+Examples:
+  HEADROOM_TOKEN=s3cret headroom agent
+  headroom agent --listen 0.0.0.0:7070 --token-file /etc/headroom/token
+  (then, on the controller) HEADROOM_TOKEN=s3cret headroom run scenario.yaml --agents file:agents.txt";
+
+#[derive(Args, Debug, Clone)]
+#[command(long_about = AGENT_LONG)]
+pub struct AgentArgs {
+    /// Address to listen on (HOST:PORT; port 0 picks a free one).
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The shared token controllers must present (or HEADROOM_TOKEN).
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Read the token from this file's first line (`-`: standard input).
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// `headroom agent`.
+pub fn cmd_agent(a: &AgentArgs) -> anyhow::Result<std::process::ExitCode> {
+    let token = match (&a.token, &a.token_file) {
+        (_, Some(f)) => read_token(f)?,
+        (Some(t), None) => t.trim().to_string(),
+        (None, None) => {
+            return Err(UsageError(
+                "an agent needs a token: --token, --token-file or HEADROOM_TOKEN (it refuses \
+                 every controller without it)"
+                    .into(),
+            )
+            .into())
+        }
+    };
+    if token.is_empty() {
+        return Err(UsageError("the agent's token is empty".into()).into());
+    }
+    // SIGINT/SIGTERM end the agent (a run in progress is stopped first).
+    headroom_dist::serve_agent(a.listen, token, runner(), |addr| {
+        let mut o = std::io::stdout().lock();
+        let _ = writeln!(o, "{LISTENING}{addr}");
+        let _ = o.flush();
+    })?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn read_token(f: &Path) -> anyhow::Result<String> {
+    let mut text = String::new();
+    if f == Path::new("-") {
+        std::io::stdin().lock().read_line(&mut text)?;
+    } else {
+        std::fs::File::open(f)
+            .and_then(|mut h| h.read_to_string(&mut text))
+            .map_err(|e| UsageError(format!("--token-file {}: {e}", f.display())))?;
+    }
+    Ok(text.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// What the agent does with a job: build the plan as `headroom run` would, take its segment,
+/// check it can run here, say it is ready, wait for the start instant and run.
+fn runner() -> headroom_dist::Runner {
+    Arc::new(|job, stop, ready, sink| run_job(job, stop, ready, sink).map_err(|e| format!("{e:#}")))
+}
+
+fn run_job(
+    job: Job,
+    stop: Arc<AtomicBool>,
+    ready: &mut dyn FnMut(u32),
+    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
+) -> anyhow::Result<headroom_engine::RunOutcome> {
+    let plan = {
+        // The shipped files live only while the plan is built (CSV rows are read into it).
+        let dir = JobDir::create()?;
+        for (name, data) in &job.files {
+            let path = dir.path.join(safe_relative(name)?);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&path, data)?;
+        }
+        let mut argv = vec!["headroom".to_string(), "run".to_string()];
+        argv.extend(job.args.iter().cloned());
+        let cli = <crate::args::Cli as clap::Parser>::try_parse_from(&argv)
+            .map_err(|e| anyhow::anyhow!("the controller's arguments: {e}"))?;
+        let crate::args::Command::Run(mut a) = cli.command else {
+            anyhow::bail!("the controller sent no `run`");
+        };
+        if job.files.iter().any(|(n, _)| n == SCENARIO_FILE) {
+            a.url = dir.path.join(SCENARIO_FILE).to_string_lossy().into_owned();
+        }
+        if job.files.iter().any(|(n, _)| n == BODY_FILE) {
+            a.body = Some(format!("@{}", dir.path.join(BODY_FILE).display()));
+        }
+        let mut plan = crate::plan_of(&a)?.0;
+        plan.segment = Segment {
+            index: job.segment_index,
+            count: job.segment_count,
+        };
+        plan.start_at = Some(job.start_at);
+        plan.validate()?;
+        crate::check_fd_budget_share(&plan)?;
+        if !a.no_preflight {
+            crate::preflight(&plan)?;
+        }
+        plan
+    };
+    ready(plan.threads as u32);
+    Ok(headroom_engine::run(&plan, stop, sink)?)
+}
+
+/// The scenario's name among the shipped files.
+const SCENARIO_FILE: &str = "scenario.yaml";
+/// A `--body @FILE`'s name among the shipped files.
+const BODY_FILE: &str = "body";
+
+/// A shipped file's name as a path inside the job's directory: relative, without `..`.
+fn safe_relative(name: &str) -> anyhow::Result<PathBuf> {
+    let p = Path::new(name);
+    if name.is_empty()
+        || p.components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        anyhow::bail!(
+            "the controller sent a file named '{name}', which is not a plain relative path"
+        );
+    }
+    Ok(p.to_path_buf())
+}
+
+/// A private temporary directory, removed when dropped.
+struct JobDir {
+    path: PathBuf,
+}
+
+impl JobDir {
+    fn create() -> std::io::Result<JobDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "headroom-agent-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path)?;
+        Ok(JobDir { path })
+    }
+}
+
+impl Drop for JobDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+// ---- the controller -------------------------------------------------------------------------
+
+/// `--agents`: where the agents are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentsSpec {
+    /// N child processes of this binary on this machine.
+    Local(usize),
+    /// Started over SSH: `ssh://[user@]host[:port]`, comma-separated.
+    Ssh(Vec<SshTarget>),
+    /// Already running agents listed in a file: `host:port` per line, `#` comments.
+    File(PathBuf),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SshTarget {
+    /// `user@host` or `host`, as given to ssh.
+    pub dest: String,
+    /// The host alone (where the agent is reached).
+    pub host: String,
+    pub port: Option<u16>,
+}
+
+pub fn parse_agents(s: &str) -> Result<AgentsSpec, String> {
+    let fix = "use local:N, ssh://user@host[,ssh://...] or file:agents.txt";
+    if let Some(n) = s.strip_prefix("local:") {
+        let n: usize = n
+            .parse()
+            .map_err(|_| format!("bad --agents '{s}': N must be a number; {fix}"))?;
+        if n == 0 || n > 256 {
+            return Err(format!(
+                "bad --agents '{s}': between 1 and 256 local agents"
+            ));
+        }
+        return Ok(AgentsSpec::Local(n));
+    }
+    if let Some(f) = s.strip_prefix("file:") {
+        if f.is_empty() {
+            return Err(format!("bad --agents '{s}': no file name; {fix}"));
+        }
+        return Ok(AgentsSpec::File(PathBuf::from(f)));
+    }
+    if s.starts_with("ssh://") {
+        let mut targets = Vec::new();
+        for part in s.split(',') {
+            let Some(rest) = part.strip_prefix("ssh://") else {
+                return Err(format!(
+                    "bad --agents '{s}': '{part}' is not ssh://...; {fix}"
+                ));
+            };
+            let rest = rest.trim_end_matches('/');
+            let (user, hostport) = match rest.rsplit_once('@') {
+                Some((u, h)) => (Some(u), h),
+                None => (None, rest),
+            };
+            let (host, port) = match hostport.rsplit_once(':') {
+                Some((h, p)) if !h.contains(':') || h.starts_with('[') => (
+                    h.trim_matches(|c| c == '[' || c == ']'),
+                    Some(
+                        p.parse::<u16>()
+                            .map_err(|_| format!("bad --agents '{s}': bad ssh port in '{part}'"))?,
+                    ),
+                ),
+                _ => (hostport, None),
+            };
+            if host.is_empty() || user.is_some_and(str::is_empty) {
+                return Err(format!("bad --agents '{s}': '{part}' names no host; {fix}"));
+            }
+            targets.push(SshTarget {
+                dest: match user {
+                    Some(u) => format!("{u}@{host}"),
+                    None => host.to_string(),
+                },
+                host: host.to_string(),
+                port,
+            });
+        }
+        return Ok(AgentsSpec::Ssh(targets));
+    }
+    Err(format!("bad --agents '{s}'; {fix}"))
+}
+
+/// `--on-agent-loss`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnLossArg {
+    /// Report the lost agent, keep its data up to then, and go on with the others.
+    Continue,
+    /// Stop the whole run (what was measured until then is kept and reported).
+    Stop,
+}
+
+/// Agents this controller started: stopped (and waited for) when dropped.
+pub struct Started {
+    pub addrs: Vec<AgentAddr>,
+    children: Vec<Child>,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            // SIGTERM: the agent's Ctrl-C path stops its run and exits.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+            }
+        }
+        let until = Instant::now() + Duration::from_secs(5);
+        for c in &mut self.children {
+            while Instant::now() < until {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Start (local, ssh) or list (file) the agents.
+pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
+    let mut started = Started {
+        addrs: Vec::new(),
+        children: Vec::new(),
+    };
+    match spec {
+        AgentsSpec::Local(n) => {
+            let exe = std::env::current_exe()?;
+            for i in 0..*n {
+                let mut cmd = Process::new(&exe);
+                cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", "-"]);
+                // A local agent must not outlive its controller, whatever kills the controller.
+                unsafe {
+                    use std::os::unix::process::CommandExt;
+                    cmd.pre_exec(|| {
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                        Ok(())
+                    });
+                }
+                let name = format!("local:{}", i + 1);
+                let (child, addr) = spawn_agent(cmd, token, &name)?;
+                started.children.push(child);
+                started.addrs.push(AgentAddr {
+                    name,
+                    endpoint: format!("http://{addr}"),
+                });
+            }
+        }
+        AgentsSpec::Ssh(targets) => {
+            let bin = std::env::var("HEADROOM_REMOTE_BIN").unwrap_or_else(|_| "headroom".into());
+            for t in targets {
+                let mut cmd = Process::new("ssh");
+                cmd.args(["-o", "BatchMode=yes", "-T"]);
+                if let Some(p) = t.port {
+                    cmd.args(["-p", &p.to_string()]);
+                }
+                // The token goes through ssh's standard input, never onto a command line.
+                cmd.arg(&t.dest).arg(format!(
+                    "exec {bin} agent --listen 0.0.0.0:0 --token-file -"
+                ));
+                let name = format!("ssh://{}", t.dest);
+                let (child, addr) = spawn_agent(cmd, token, &name)?;
+                started.children.push(child);
+                let host = if t.host.contains(':') {
+                    format!("[{}]", t.host)
+                } else {
+                    t.host.clone()
+                };
+                started.addrs.push(AgentAddr {
+                    name,
+                    endpoint: format!("http://{host}:{}", addr.port()),
+                });
+            }
+        }
+        AgentsSpec::File(f) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| UsageError(format!("--agents file:{}: {e}", f.display())))?;
+            for (no, line) in text.lines().enumerate() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let hostport = line.trim_start_matches("http://");
+                if !hostport.contains(':') {
+                    return Err(UsageError(format!(
+                        "--agents file:{} line {}: '{line}' is not HOST:PORT",
+                        f.display(),
+                        no + 1
+                    ))
+                    .into());
+                }
+                started.addrs.push(AgentAddr {
+                    name: hostport.to_string(),
+                    endpoint: format!("http://{hostport}"),
+                });
+            }
+            if started.addrs.is_empty() {
+                return Err(UsageError(format!(
+                    "--agents file:{} lists no agent (one HOST:PORT per line)",
+                    f.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(started)
+}
+
+/// Start one agent process, hand it the token on stdin and read where it listens.
+fn spawn_agent(mut cmd: Process, token: &str, name: &str) -> anyhow::Result<(Child, SocketAddr)> {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot start agent {name}: {e}"))?;
+    {
+        let mut stdin = child.stdin.take().expect("piped");
+        writeln!(stdin, "{token}")?;
+    }
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap_or(0) > 0 {
+            if let Some(a) = line.trim().strip_prefix(LISTENING) {
+                let _ = tx.send(a.parse::<SocketAddr>().ok());
+                // Keep draining so the agent never blocks on a full pipe.
+                let mut sink = Vec::new();
+                let _ = r.read_to_end(&mut sink);
+                return;
+            }
+            line.clear();
+        }
+        let _ = tx.send(None);
+    });
+    match rx.recv_timeout(AGENT_START_TIMEOUT) {
+        Ok(Some(addr)) => Ok((child, addr)),
+        Ok(None) | Err(_) => {
+            let _ = child.kill();
+            let status = child.wait().ok();
+            anyhow::bail!(
+                "agent {name} did not start (no '{LISTENING}ADDR' within {}s{})",
+                AGENT_START_TIMEOUT.as_secs(),
+                status
+                    .map(|s| format!("; it exited with {s}"))
+                    .unwrap_or_default()
+            )
+        }
+    }
+}
+
+/// A random token for agents this controller starts itself (hex of 16 bytes from the kernel).
+pub fn random_token() -> anyhow::Result<String> {
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// The job every agent is sent: this run's arguments and the files it needs.
+pub fn job_for(a: &RunArgs, plan: &Plan) -> anyhow::Result<Job> {
+    let mut args: Vec<String> = std::env::args().skip(2).collect();
+    // Threads are per agent and must be the same on every agent (segments are split over
+    // agent x thread slots): one each unless -t says otherwise.
+    if a.threads.is_none() {
+        args.push("-t".into());
+        args.push(plan.threads.to_string());
+    }
+    let mut files = Vec::new();
+    if crate::scenario::is_scenario(&a.url) {
+        let path = Path::new(&a.url);
+        let s = crate::scenario::read(path)?;
+        files.push((
+            SCENARIO_FILE.to_string(),
+            headroom_scenario::to_yaml(&s).into_bytes(),
+        ));
+        let base = path.parent().unwrap_or(Path::new("."));
+        let compiled = headroom_scenario::compile(&s, base)
+            .map_err(|e| UsageError(format!("{}: {e}", a.url)))?;
+        for f in compiled.files {
+            safe_relative(&f).map_err(|_| {
+                UsageError(format!(
+                    "{}: csv file '{f}' is outside the scenario's directory; agents get only \
+                     files below it",
+                    a.url
+                ))
+            })?;
+            let data = std::fs::read(base.join(&f))?;
+            files.push((f, data));
+        }
+    }
+    if let Some(b) = a.body.as_deref().and_then(|b| b.strip_prefix('@')) {
+        let data = std::fs::read(b).map_err(|e| UsageError(format!("--body @{b}: {e}")))?;
+        files.push((BODY_FILE.to_string(), data));
+    }
+    Ok(Job {
+        args,
+        files,
+        segment_index: 0,
+        segment_count: 1,
+        start_at: SystemTime::now(),
+    })
+}

@@ -1,0 +1,219 @@
+//! Agents as separate hosts: each agent runs in a network namespace this test makes
+//! (`scripts/netns.sh`: namespaces hr-agent-I at 10.203.0.(10+I), joined by veth pairs to a
+//! bridge at 10.203.0.1 in the root namespace, with no route off the machine). The controller
+//! runs in the root namespace and loads a server listening on the bridge address; the test
+//! checks that the load really came from the agents' addresses, that the counts add up, and that
+//! an agent killed mid-run is reported while the others finish. Needs root (CI runs as root).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{headroom, repo_root};
+
+/// The namespaces, removed when dropped.
+struct Netns;
+
+impl Netns {
+    fn up(n: usize) -> Netns {
+        let root = unsafe { libc::geteuid() } == 0;
+        assert!(
+            root,
+            "this test makes network namespaces and needs root: run it as root \
+             (scripts/test does, and CI runs as root)"
+        );
+        let out = Command::new(repo_root().join("scripts/netns.sh"))
+            .args(["up", &n.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "scripts/netns.sh up {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Netns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("scripts/netns.sh"))
+            .arg("down")
+            .output();
+    }
+}
+
+/// A keep-alive HTTP server on the bridge address counting requests by source address.
+struct SourceServer {
+    port: u16,
+    by_source: Arc<Mutex<HashMap<IpAddr, u64>>>,
+    done: Arc<AtomicBool>,
+}
+
+impl SourceServer {
+    fn start() -> SourceServer {
+        let l = TcpListener::bind("10.203.0.1:0").expect("bind the bridge address");
+        let port = l.local_addr().unwrap().port();
+        l.set_nonblocking(true).unwrap();
+        let by_source = Arc::new(Mutex::new(HashMap::new()));
+        let done = Arc::new(AtomicBool::new(false));
+        let (b, d) = (by_source.clone(), done.clone());
+        std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(120);
+            while !d.load(Ordering::Relaxed) && Instant::now() < until {
+                match l.accept() {
+                    Ok((s, peer)) => {
+                        let b = b.clone();
+                        std::thread::spawn(move || serve(s, peer.ip(), b));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        SourceServer {
+            port,
+            by_source,
+            done,
+        }
+    }
+}
+
+impl Drop for SourceServer {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+fn serve(mut s: TcpStream, peer: IpAddr, by: Arc<Mutex<HashMap<IpAddr, u64>>>) {
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..end + 4);
+            *by.lock().unwrap().entry(peer).or_default() += 1;
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// `headroom agent` inside namespace `i`, listening on its address.
+struct NsAgent {
+    child: Child,
+    addr: String,
+}
+
+impl NsAgent {
+    fn start(i: usize, token: &str) -> NsAgent {
+        let mut child = Command::new(repo_root().join("scripts/netns.sh"))
+            .args(["exec", &i.to_string(), env!("CARGO_BIN_EXE_headroom")])
+            .args(["agent", "--listen", &format!("10.203.0.{}:0", 10 + i)])
+            .env("HEADROOM_TOKEN", token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("headroom agent listening on ")
+            .unwrap_or_else(|| panic!("agent in namespace {i} said '{line}'"))
+            .to_string();
+        NsAgent { child, addr }
+    }
+
+    fn kill(&mut self) {
+        // `ip netns exec` execs the agent: this is the agent's own pid.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for NsAgent {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[test]
+fn agents_in_network_namespaces_load_a_server_and_one_killed_is_reported() {
+    let _ns = Netns::up(3);
+    let server = SourceServer::start();
+    let token = "netns-test-token";
+    let mut agents: Vec<NsAgent> = (1..=3).map(|i| NsAgent::start(i, token)).collect();
+    let list = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        list.path(),
+        agents
+            .iter()
+            .map(|a| format!("{}\n", a.addr))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let url = format!("http://10.203.0.1:{}/", server.port);
+    let agents_arg = format!("file:{}", list.path().display());
+
+    // 1. Three hosts, 9 users of 40 requests: exactly 360, 120 from each namespace.
+    let out = headroom()
+        .args(["run", &url, "-c", "9", "--per-user", "40", "--json", "-q"])
+        .args(["--agents", &agents_arg])
+        .env("HEADROOM_TOKEN", token)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["responses"], 360, "{v}");
+    assert_eq!(v["agents"]["count"], 3);
+    let by = server.by_source.lock().unwrap().clone();
+    for i in 1..=3u8 {
+        let ip: IpAddr = format!("10.203.0.{}", 10 + i).parse().unwrap();
+        assert_eq!(by.get(&ip), Some(&120), "requests by source: {by:?}");
+    }
+    assert_eq!(by.len(), 3, "only the namespaces' addresses: {by:?}");
+
+    // 2. The agent of namespace 3 killed mid-run: reported, its data kept, the run goes on.
+    let mut run = headroom()
+        .args(["run", &url, "-c", "6", "-d", "8s", "--json", "-q"])
+        .args(["--agents", &agents_arg])
+        .env("HEADROOM_TOKEN", token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(5500));
+    agents[2].kill();
+    let until = Instant::now() + Duration::from_secs(40);
+    while run.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "the controller did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lost = v["agents"]["lost"].as_array().unwrap();
+    assert_eq!(lost.len(), 1, "{v}");
+    assert_eq!(lost[0]["name"], agents[2].addr.as_str());
+    assert!(lost[0]["after_interval"].as_u64().unwrap() >= 1, "{v}");
+    assert!(stderr.contains("was lost"), "{stderr}");
+    assert_eq!(v["errors_total"], 0, "{v}");
+}

@@ -345,6 +345,10 @@ pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
             for t in targets {
                 let mut cmd = Process::new("ssh");
                 cmd.args(["-o", "BatchMode=yes", "-T"]);
+                // Extra ssh options (identity, config file, known hosts), split on whitespace.
+                if let Ok(opts) = std::env::var("HEADROOM_SSH_OPTS") {
+                    cmd.args(opts.split_whitespace());
+                }
                 if let Some(p) = t.port {
                     cmd.args(["-p", &p.to_string()]);
                 }

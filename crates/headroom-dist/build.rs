@@ -13,11 +13,19 @@ fn main() {
         .codec_path("tonic_prost::ProstCodec")
         .server_streaming()
         .build();
+    let stop = tonic_build::manual::Method::builder()
+        .name("stop")
+        .route_name("Stop")
+        .input_type("crate::proto::StopRequest")
+        .output_type("crate::proto::StopReply")
+        .codec_path("tonic_prost::ProstCodec")
+        .build();
     let agent = tonic_build::manual::Service::builder()
         .name("Agent")
         .package("headroom.dist")
         .comment("A headroom agent: runs one execution segment of a load test and streams its intervals.")
         .method(run)
+        .method(stop)
         .build();
     tonic_build::manual::Builder::new().compile(&[agent]);
     println!("cargo:rerun-if-changed=build.rs");

@@ -29,7 +29,7 @@ use tonic::{Request, Response, Status};
 
 use crate::proto::agent_event::Event;
 use crate::proto::agent_server::{Agent, AgentServer};
-use crate::proto::{AgentEvent, Done, Failed, Ready, RunRequest};
+use crate::proto::{AgentEvent, Done, Failed, Ready, RunRequest, StopReply, StopRequest};
 use crate::wire::encode_interval;
 
 /// This crate's version, sent in `Ready` and `RunRequest`.
@@ -216,6 +216,15 @@ impl Agent for AgentService {
             return Err(Status::internal(format!("could not start the job: {e}")));
         }
         Ok(Response::new(EventStream { rx, stop }))
+    }
+
+    /// End the running job as Ctrl-C would; its stream still carries the last interval and
+    /// `Done`, so a controller that stops a run loses none of it.
+    async fn stop(&self, req: Request<StopRequest>) -> Result<Response<StopReply>, Status> {
+        self.authorize(&req)?;
+        let running = self.shared.current.lock().expect("agent state").is_some();
+        self.stop_job();
+        Ok(Response::new(StopReply { running }))
     }
 }
 

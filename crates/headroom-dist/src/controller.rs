@@ -23,7 +23,7 @@ use tonic::{Code, Request, Status};
 use crate::agent::{Job, MAX_REQUEST_BYTES, VERSION};
 use crate::proto::agent_client::AgentClient;
 use crate::proto::agent_event::Event;
-use crate::proto::{Done, File, RunRequest};
+use crate::proto::{Done, File, RunRequest, StopRequest};
 use crate::wire::decode_interval;
 
 /// Where an agent listens.
@@ -180,6 +180,17 @@ async fn connect(a: &AgentAddr, timeout: Duration) -> Result<Channel, String> {
     }
 }
 
+/// How long a stopped run waits for the agents' last intervals before cancelling them.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Ask one agent to stop its run (best effort: a lost agent is handled by its stream).
+async fn send_stop(channel: Channel, auth: MetadataValue<tonic::metadata::Ascii>) {
+    let mut client = AgentClient::new(channel);
+    let mut req = Request::new(StopRequest {});
+    req.metadata_mut().insert("authorization", auth);
+    let _ = tokio::time::timeout(Duration::from_secs(2), client.stop(req)).await;
+}
+
 async fn agent_task(
     idx: usize,
     channel: Channel,
@@ -302,6 +313,7 @@ async fn controller(
         .collect();
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, Msg)>();
     let mut tasks = Vec::with_capacity(n);
+    let stop_channels = channels.clone();
     for (i, ch) in channels.into_iter().enumerate() {
         let mut req = Request::new(RunRequest {
             args: job.args.clone(),
@@ -339,12 +351,26 @@ async fn controller(
     };
     let mut lost: Vec<LostAgent> = Vec::new();
     let mut cancelled = false;
+    // A stop (Ctrl-C, or an agent lost under OnLoss::Stop) first asks every agent to stop and
+    // keeps merging until each has sent its last interval and `Done`, for at most STOP_GRACE;
+    // only then are the streams cancelled. So a stopped run keeps every sample measured.
+    let mut stopping = false;
+    let mut draining_until: Option<Instant> = None;
 
     loop {
         if !st.iter().any(AgentState::live) {
             break;
         }
-        if stop.load(Ordering::SeqCst) {
+        if (stopping || stop.load(Ordering::SeqCst)) && draining_until.is_none() {
+            stopping = true;
+            draining_until = Some(Instant::now() + STOP_GRACE);
+            for (i, ch) in stop_channels.iter().enumerate() {
+                if st[i].live() {
+                    tokio::spawn(send_stop(ch.clone(), auth.clone()));
+                }
+            }
+        }
+        if draining_until.is_some_and(|d| Instant::now() >= d) {
             cancelled = true;
             break;
         }
@@ -416,15 +442,9 @@ async fn controller(
                     why,
                 });
                 if opts.on_loss == OnLoss::Stop {
-                    cancelled = true;
+                    stopping = true;
                 }
             }
-        }
-        if stop.load(Ordering::SeqCst) {
-            cancelled = true;
-        }
-        if cancelled {
-            break;
         }
         for (i, a) in st.iter_mut().enumerate() {
             if a.st == St::Starting && now >= start {
@@ -447,12 +467,9 @@ async fn controller(
                     why: format!("sent nothing for {lost_after:?}"),
                 });
                 if opts.on_loss == OnLoss::Stop {
-                    cancelled = true;
+                    stopping = true;
                 }
             }
-        }
-        if cancelled {
-            break;
         }
         m.emit_complete(&st, n, sink);
     }
@@ -489,7 +506,7 @@ async fn controller(
 
     let mut elapsed = Duration::ZERO;
     let mut in_flight = 0;
-    let mut interrupted = cancelled || stop.load(Ordering::SeqCst);
+    let mut interrupted = cancelled || stopping || stop.load(Ordering::SeqCst);
     for a in &st {
         if let Some(d) = &a.done {
             elapsed = elapsed.max(Duration::from_micros(d.elapsed_us));

@@ -4,7 +4,12 @@
 //! The equivalent `.proto` (package `headroom.dist`), for other clients:
 //!
 //! ```proto
-//! service Agent { rpc Run(RunRequest) returns (stream AgentEvent); }
+//! service Agent {
+//!   rpc Run(RunRequest) returns (stream AgentEvent);
+//!   rpc Stop(StopRequest) returns (StopReply);
+//! }
+//! message StopRequest {}
+//! message StopReply { bool running = 1; }
 //! message RunRequest {
 //!   repeated string args = 1; repeated File files = 2;
 //!   uint32 segment_index = 3; uint32 segment_count = 4;
@@ -136,6 +141,18 @@ pub struct Done {
     pub interrupted: bool,
     #[prost(uint64, tag = "6")]
     pub started_at_unix_ns: u64,
+}
+
+/// Ask the agent to end its run now, as Ctrl-C would: it stops, reports its last (partial)
+/// interval and `Done` on the run's stream.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StopRequest {}
+
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StopReply {
+    /// A run was in progress (and is now stopping).
+    #[prost(bool, tag = "1")]
+    pub running: bool,
 }
 
 /// The agent could not run (bad plan, engine error).

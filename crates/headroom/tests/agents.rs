@@ -214,3 +214,43 @@ fn bad_agent_specs_are_usage_errors() {
         assert!(e.contains(says), "{spec}: {e}");
     }
 }
+
+#[test]
+fn ctrl_c_at_the_controller_keeps_every_agents_last_interval() {
+    let server = common::serve();
+    let url = format!("http://{}/", server.local_addr());
+    let run = headroom()
+        .args(["run", &url, "-c", "4", "-d", "60s", "--json", "-q"])
+        .args(["--agents", "local:2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 2 s to start the agents and the load, then ~1.5 s of load: Ctrl-C mid-interval.
+    std::thread::sleep(Duration::from_millis(3500));
+    unsafe {
+        libc::kill(run.id() as libc::pid_t, libc::SIGINT);
+    }
+    let asked = Instant::now();
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "the stop took {:?}",
+        asked.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no summary ({e}): {stderr}"));
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert_eq!(v["agents"]["lost"].as_array().unwrap().len(), 0, "{v}");
+    let responses = v["responses"].as_u64().unwrap();
+    let in_flight = v["in_flight"].as_u64().unwrap();
+    let served = server.stats().requests;
+    assert!(responses > 100, "{v}");
+    // Every response the server sent is counted, but for those in flight at the stop: nothing
+    // of the agents' last (partial) intervals is lost.
+    assert!(
+        served >= responses && served - responses <= in_flight + 4,
+        "server answered {served}, the merged summary counts {responses} (+{in_flight} in flight)"
+    );
+}

@@ -13,7 +13,7 @@ use crate::args::UsageError;
 use crate::dist::OnLossArg;
 use headroom_lab::runner::{Driven, LoadSpec};
 
-const LAB_LONG: &str = "\
+pub(crate) const LAB_LONG: &str = "\
 Run an experiment: for each configuration of the factors (full factorial, or the listed
 combinations) and each repetition, start the server from its command template, wait until it is
 ready, warm up, load it with the scenario while sampling the server's process tree (CPU user and

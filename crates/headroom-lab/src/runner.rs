@@ -31,6 +31,94 @@ pub struct LabOptions {
     pub headroom_bin: PathBuf,
     /// Progress lines on stderr.
     pub progress: bool,
+    /// Where the loads run; this process's engine when `None`.
+    pub driver: Option<LoadDriver>,
+}
+
+/// What a run's load is besides its plan, for a driver that builds the plan elsewhere (an
+/// agent): the configuration's scenario as the plan was built from it (for a rate probe or its
+/// warm-up, with its load replaced by that one open phase) and the settings the lab chose.
+/// `headroom run SCENARIO --target TARGET -d DURATION -t THREADS --timeout TIMEOUT` builds the
+/// same plan from it.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    pub scenario: headroom_scenario::Scenario,
+    /// The scenario file's directory; `files` are relative to it.
+    pub base: PathBuf,
+    /// The CSV files the scenario reads, as it names them.
+    pub files: Vec<String>,
+    pub target: SocketAddr,
+    pub duration: Duration,
+    pub threads: usize,
+    pub timeout: Duration,
+}
+
+/// What a driver measured: the merged outcome, warnings for the progress lines (an agent lost)
+/// and sections for the run's summary.
+#[derive(Debug)]
+pub struct Driven {
+    pub outcome: RunOutcome,
+    pub warnings: Vec<String>,
+    pub extra: Vec<(&'static str, serde_json::Value)>,
+}
+
+/// Runs one load (`plan`, described by the spec) to start at the given instant, handing every
+/// interval to the sink. An error fails the run (the load could not run, or was cut short).
+pub type DriveFn = dyn Fn(
+        &Plan,
+        &LoadSpec,
+        SystemTime,
+        Arc<AtomicBool>,
+        &mut dyn FnMut(&headroom_engine::Interval<'_>),
+    ) -> Result<Driven, String>
+    + Send
+    + Sync;
+
+/// Sends the lab's loads (warm-up, measured run, rate probes) somewhere other than this
+/// process's engine: `headroom lab --agents` runs them on agents.
+#[derive(Clone)]
+pub struct LoadDriver {
+    pub run: Arc<DriveFn>,
+    /// How long before the load's start the driver is called (agents build their plans in
+    /// it); the server's sampling starts with the load, not with the call.
+    pub lead: Duration,
+}
+
+impl std::fmt::Debug for LoadDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadDriver")
+            .field("lead", &self.lead)
+            .finish_non_exhaustive()
+    }
+}
+
+/// When a load called now starts: at once in this process, `lead` later with a driver.
+fn start_of(driver: Option<&LoadDriver>) -> Option<SystemTime> {
+    driver.map(|d| SystemTime::now() + d.lead)
+}
+
+/// Runs one load with the driver (to start at `start_at`, see [`start_of`]), or in this
+/// process, and returns when it ended.
+fn drive(
+    driver: Option<&LoadDriver>,
+    (plan, spec): (&Plan, &LoadSpec),
+    start_at: Option<SystemTime>,
+    stop: &Arc<AtomicBool>,
+    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
+) -> Result<Driven, String> {
+    match driver {
+        None => headroom_engine::run(plan, stop.clone(), sink)
+            .map(|outcome| Driven {
+                outcome,
+                warnings: Vec::new(),
+                extra: Vec::new(),
+            })
+            .map_err(|e| e.to_string()),
+        Some(d) => {
+            let at = start_at.unwrap_or_else(|| SystemTime::now() + d.lead);
+            (d.run)(plan, spec, at, stop.clone(), sink)
+        }
+    }
 }
 
 /// What a lab produced.
@@ -67,6 +155,17 @@ fn plan_for(
     duration: Option<Duration>,
     rate: Option<(f64, &RateSearch)>,
 ) -> Result<Plan, String> {
+    load_for(l, values, duration, rate).map(|(plan, _)| plan)
+}
+
+/// [`plan_for`]'s plan, and the [`LoadSpec`] an agent builds the same plan from. `values` holds
+/// the configuration's factors and the builtins (`port`...).
+pub fn load_for(
+    l: &Loaded,
+    values: &Factors,
+    duration: Option<Duration>,
+    rate: Option<(f64, &RateSearch)>,
+) -> Result<(Plan, LoadSpec), String> {
     let file = l.dir.join(expand_known(&l.exp.load.scenario, values));
     let name = file.display().to_string();
     let text = std::fs::read_to_string(&file).map_err(|e| format!("load.scenario {name}: {e}"))?;
@@ -162,7 +261,32 @@ fn plan_for(
         start_at: None,
     };
     plan.validate().map_err(|e| e.0)?;
-    Ok(plan)
+    let mut scenario = s;
+    if let Some((r, rs)) = rate {
+        scenario.load = headroom_scenario::model::Load {
+            phases: vec![headroom_scenario::model::Phase {
+                duration,
+                rate: headroom_scenario::model::Rate::Fixed(r),
+                arrival: if rs.poisson {
+                    headroom_scenario::model::Arrival::Poisson
+                } else {
+                    headroom_scenario::model::Arrival::Constant
+                },
+                max_users: Some(rs.max_users),
+            }],
+            users: Vec::new(),
+        };
+    }
+    let spec = LoadSpec {
+        scenario,
+        base: base.to_path_buf(),
+        files: c.files,
+        target,
+        duration,
+        threads: plan.threads,
+        timeout,
+    };
+    Ok((plan, spec))
 }
 
 /// Figures of a run that tables can use.
@@ -315,15 +439,26 @@ fn scrape_into(src: &Option<PromSource>, r: &mut Readings) {
     r.prom.push(m);
 }
 
-/// Samples `pid`'s tree (and scrapes `prom`) every `every` on its own thread until `stop` is
-/// set (or the process exits).
+/// Samples `pid`'s tree (and scrapes `prom`) every `every` on its own thread, from `start`
+/// (the load's start; now when `None`) until `stop` is set (or the process exits).
 fn sample_in_background(
     pid: u32,
     every: Duration,
     stop: Arc<AtomicBool>,
     prom: Option<PromSource>,
+    start: Option<SystemTime>,
 ) -> std::thread::JoinHandle<Readings> {
     std::thread::spawn(move || {
+        if let Some(wait) = start.and_then(|t| t.duration_since(SystemTime::now()).ok()) {
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                if stop.load(Ordering::Relaxed) {
+                    // The load ended before it started (it could not start).
+                    return Readings::default();
+                }
+                std::thread::sleep(Duration::from_millis(5).min(until - Instant::now()));
+            }
+        }
         let mut s = Sampler::new(pid);
         let mut r = Readings::default();
         while let Ok(x) = s.sample() {
@@ -401,10 +536,10 @@ fn label(f: &Factors) -> String {
         .join(" ")
 }
 
-/// One load against a running server: what the engine measured, its intervals, the server's
-/// samples on the same clock, and whether the server survived.
+/// One load against a running server: what the engine (or the agents) measured, its
+/// intervals, the server's samples on the same clock, and whether the server survived.
 struct Measured {
-    outcome: Result<RunOutcome, headroom_engine::EngineError>,
+    outcome: Result<Driven, String>,
     intervals: Vec<serde_json::Value>,
     samples: Vec<Sample>,
     prom: Vec<BTreeMap<String, f64>>,
@@ -441,16 +576,38 @@ impl Measured {
     }
 }
 
+/// A warm-up load; what it measured is dropped, but a driver's trouble is shown.
+fn warm_up(
+    driver: Option<&LoadDriver>,
+    load: (&Plan, &LoadSpec),
+    stop: &Arc<AtomicBool>,
+    progress: bool,
+    tag: &str,
+) {
+    let r = drive(driver, load, start_of(driver), stop, &mut |_| {});
+    if progress && driver.is_some() {
+        match r {
+            Ok(d) => d
+                .warnings
+                .iter()
+                .for_each(|w| eprintln!("{tag}: warning: warm-up: {w}")),
+            Err(e) => eprintln!("{tag}: warning: warm-up: {e}"),
+        }
+    }
+}
+
 fn measure(
-    plan: &Plan,
+    load: (&Plan, &LoadSpec),
+    driver: Option<&LoadDriver>,
     srv: &mut RunningServer,
     stop: &Arc<AtomicBool>,
     prom: Option<PromSource>,
 ) -> Measured {
     let sampling = Arc::new(AtomicBool::new(false));
-    let sampler = sample_in_background(srv.pid(), plan.interval, sampling.clone(), prom);
+    let start = start_of(driver);
+    let sampler = sample_in_background(srv.pid(), load.0.interval, sampling.clone(), prom, start);
     let mut intervals = Vec::new();
-    let outcome = headroom_engine::run(plan, stop.clone(), &mut |iv| {
+    let outcome = drive(driver, load, start, stop, &mut |iv| {
         intervals.push(interval_line(iv))
     });
     sampling.store(true, Ordering::Relaxed);
@@ -482,6 +639,9 @@ pub enum Abort {
     Interrupted,
     Server(server::ServerFailure),
     Plan(String),
+    /// A probe's load could not run or was cut short (agents lost with `--on-agent-loss
+    /// stop`): it says nothing of the server, so the run fails.
+    Load(String),
 }
 
 /// The max-sustainable-rate search: probe `from`, double while the SLO holds (up to `to`), then
@@ -727,31 +887,44 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                 )
             };
             let rec = if let Some(rs) = &l.rate_search {
-                match search_run(l, rs, &values, &stop, opts.progress, &tag) {
+                match search_run(l, rs, &values, &stop, opts, &tag) {
                     Ok(r) => record(RunStatus::Ok, r.metrics, r.summary, r.intervals, r.samples),
                     Err(Abort::Interrupted) => {
                         interrupted = true;
                         break 'configs;
                     }
                     Err(Abort::Plan(e)) => return Err(format!("{}: {e}", label(config))),
+                    Err(Abort::Load(e)) => {
+                        if opts.progress {
+                            eprintln!("{tag}: load failed: {e}");
+                        }
+                        record(
+                            RunStatus::LoadFailed { reason: e },
+                            BTreeMap::new(),
+                            serde_json::Value::Null,
+                            Vec::new(),
+                            Vec::new(),
+                        )
+                    }
                     Err(Abort::Server(f)) => {
                         server_failed("server failed", f, Vec::new(), Vec::new())
                     }
                 }
             } else {
-                let plan = plan_for(l, &values, l.duration, None)
+                let (plan, spec) = load_for(l, &values, l.duration, None)
                     .map_err(|e| format!("{}: {e}", label(config)))?;
+                let driver = opts.driver.as_ref();
                 match server::start(&l.server, &values) {
                     Err(f) => server_failed("server failed", f, Vec::new(), Vec::new()),
                     Ok(mut srv) => {
                         if !l.warmup.is_zero() {
-                            let mut w = plan.clone();
-                            w.stop.duration = Some(l.warmup);
-                            let _ = headroom_engine::run(&w, stop.clone(), &mut |_| {});
+                            let w = load_for(l, &values, Some(l.warmup), None)
+                                .map_err(|e| format!("{}: {e}", label(config)))?;
+                            warm_up(driver, (&w.0, &w.1), &stop, opts.progress, &tag);
                         }
                         let prom = prom_source(l, &values)
                             .map_err(|e| format!("{}: {e}", label(config)))?;
-                        let m = measure(&plan, &mut srv, &stop, prom);
+                        let m = measure((&plan, &spec), driver, &mut srv, &stop, prom);
                         let stopped = srv.stop();
                         if stop.load(Ordering::Relaxed) {
                             interrupted = true;
@@ -768,16 +941,25 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                 m.intervals,
                                 sample_json,
                             ),
-                            (Err(e), Ok(())) => record(
-                                RunStatus::LoadFailed {
-                                    reason: e.to_string(),
-                                },
-                                BTreeMap::new(),
-                                serde_json::Value::Null,
-                                m.intervals,
-                                sample_json,
-                            ),
-                            (Ok(out), Ok(())) => {
+                            (Err(e), Ok(())) => {
+                                if opts.progress {
+                                    eprintln!("{tag}: load failed: {e}");
+                                }
+                                record(
+                                    RunStatus::LoadFailed { reason: e },
+                                    BTreeMap::new(),
+                                    serde_json::Value::Null,
+                                    m.intervals,
+                                    sample_json,
+                                )
+                            }
+                            (Ok(driven), Ok(())) => {
+                                let out = driven.outcome;
+                                if opts.progress {
+                                    for w in &driven.warnings {
+                                        eprintln!("{tag}: warning: {w}");
+                                    }
+                                }
                                 let mut mx = figures(&plan, &out, &m.samples, &m.prom);
                                 let (cap, reached) =
                                     connection_capacity(&m.intervals, l.exp.capacity_error_rate());
@@ -789,7 +971,10 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                 if opts.progress {
                                     eprintln!("{tag}: {} ({stopped})", brief(&mx));
                                 }
-                                let summary = summary_json(&out, &stopped);
+                                let mut summary = summary_json(&out, &stopped);
+                                for (k, v) in driven.extra {
+                                    summary[k] = v;
+                                }
                                 record(RunStatus::Ok, mx, summary, m.intervals, sample_json)
                             }
                         }
@@ -933,9 +1118,10 @@ fn search_run(
     rs: &RateSearch,
     values: &Factors,
     stop: &Arc<AtomicBool>,
-    progress: bool,
+    opts: &LabOptions,
     tag: &str,
 ) -> Result<SearchRun, Abort> {
+    let (progress, driver) = (opts.progress, opts.driver.as_ref());
     let probe_len = l.duration.unwrap_or(Duration::from_secs(10));
     let of = rs.slo.of.as_deref();
     if let Some(name) = of {
@@ -959,26 +1145,21 @@ fn search_run(
             return Err(Abort::Interrupted);
         }
         index += 1;
-        let plan = plan_for(l, values, Some(probe_len), Some((rate, rs))).map_err(Abort::Plan)?;
+        let (plan, spec) =
+            load_for(l, values, Some(probe_len), Some((rate, rs))).map_err(Abort::Plan)?;
         if srv.is_none() {
             srv = Some(server::start(&l.server, values).map_err(Abort::Server)?);
         }
         let s = srv.as_mut().expect("started above");
         if !warmed && !l.warmup.is_zero() {
-            let mut w = plan.clone();
-            w.stop.duration = Some(l.warmup);
-            if let LoadModel::Sessions { phases, .. } = &mut w.model {
-                for p in phases.iter_mut() {
-                    p.duration = l.warmup;
-                    p.from = rs.from;
-                    p.to = rs.from;
-                }
-            }
-            let _ = headroom_engine::run(&w, stop.clone(), &mut |_| {});
+            // The warm-up is a probe at `from` as long as the warm-up.
+            let w =
+                load_for(l, values, Some(l.warmup), Some((rs.from, rs))).map_err(Abort::Plan)?;
+            warm_up(driver, (&w.0, &w.1), stop, progress, tag);
             warmed = true;
         }
         let prom = prom_source(l, values).map_err(Abort::Plan)?;
-        let m = measure(&plan, s, stop, prom);
+        let m = measure((&plan, &spec), driver, s, stop, prom);
         if stop.load(Ordering::Relaxed) {
             return Err(Abort::Interrupted);
         }
@@ -991,12 +1172,23 @@ fn search_run(
                 BTreeMap::new(),
                 serde_json::Value::Null,
             ),
+            // Agents that could not run the probe, or were lost with `stop`: no verdict on the
+            // server.
+            (Err(e), Ok(())) if driver.is_some() => {
+                return Err(Abort::Load(format!("probe {index} at {rate:.1}/s: {e}")))
+            }
             (Err(e), Ok(())) => (
                 Err(format!("load failed: {e}")),
                 BTreeMap::new(),
                 serde_json::Value::Null,
             ),
-            (Ok(out), Ok(())) => {
+            (Ok(driven), Ok(())) => {
+                let out = &driven.outcome;
+                if progress {
+                    for w in &driven.warnings {
+                        eprintln!("{tag}: probe {index}: warning: {w}");
+                    }
+                }
                 let mut mx = figures(&plan, out, &m.samples, &m.prom);
                 if let Some(name) = of {
                     if let Some(n) = of_index(&plan, name).and_then(|i| out.total.names.get(i)) {
@@ -1008,7 +1200,11 @@ fn search_run(
                         }
                     }
                 }
-                (judge(&plan, out, rs, rate), mx, summary_json(out, ""))
+                let mut summary = summary_json(out, "");
+                for (k, v) in &driven.extra {
+                    summary[*k] = v.clone();
+                }
+                (judge(&plan, out, rs, rate), mx, summary)
             }
         };
         if progress {

@@ -62,6 +62,7 @@ pub enum Command {
     Surge(crate::surge::SurgeArgs),
     /// Sweep server configurations: start, load and sample the server per configuration, store
     /// every run, print the tables.
+    #[command(long_about = crate::lab::LAB_LONG)]
     Lab(crate::lab::LabArgs),
     /// Write a self-contained HTML report (inline SVG charts) of a run directory.
     Report(crate::report::ReportArgs),

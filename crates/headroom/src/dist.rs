@@ -108,7 +108,16 @@ fn run_job(
     ready: &mut dyn FnMut(u32),
     sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
 ) -> anyhow::Result<headroom_engine::RunOutcome> {
-    let plan = {
+    let plan = plan_from_job(&job)?;
+    ready(plan.threads as u32);
+    Ok(headroom_engine::run(&plan, stop, sink)?)
+}
+
+/// The plan an agent runs for `job`: built from the job's arguments and files with the code of
+/// `headroom run`, with its segment and start instant, checked (and preflighted unless the
+/// arguments say --no-preflight).
+pub(crate) fn plan_from_job(job: &Job) -> anyhow::Result<Plan> {
+    Ok({
         // The shipped files live only while the plan is built (CSV rows are read into it).
         let dir = JobDir::create()?;
         for (name, data) in &job.files {
@@ -143,9 +152,7 @@ fn run_job(
             crate::preflight(&plan)?;
         }
         plan
-    };
-    ready(plan.threads as u32);
-    Ok(headroom_engine::run(&plan, stop, sink)?)
+    })
 }
 
 /// The scenario's name among the shipped files.

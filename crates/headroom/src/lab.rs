@@ -1,14 +1,19 @@
 //! `headroom lab EXPERIMENT.yaml`: sweep server configurations, load and sample each, store every
 //! run, print the tables (see docs/lab.md).
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
 use crate::args::UsageError;
+use crate::dist::OnLossArg;
+use headroom_lab::runner::{Driven, LoadSpec};
 
-const LAB_LONG: &str = "\
+pub(crate) const LAB_LONG: &str = "\
 Run an experiment: for each configuration of the factors (full factorial, or the listed
 combinations) and each repetition, start the server from its command template, wait until it is
 ready, warm up, load it with the scenario while sampling the server's process tree (CPU user and
@@ -25,6 +30,13 @@ arrive at a rate that doubles from `from` while the SLO (p99, mean, error rate) 
 bisects to the highest rate that holds it. The figure is `capacity_rate`; every probe (the
 curve that shows it) goes to OUTPUT/rate-curve.csv and to the progress lines.
 
+With --agents local:N|ssh://...|file:F every load (warm-ups, measured runs, rate probes) runs on
+agents and their measurements are merged exactly, as `headroom run --agents` does; the server is
+still started, sampled and stopped here. Agents are started once for the whole lab; each load
+ships them the configuration's scenario and CSV files. load.threads is then per agent. With
+--on-agent-loss continue a lost agent is a warning and the run keeps the others' figures; with
+stop the run is stored as failed and the lab goes on.
+
 A lab started again skips the runs already stored: an interrupted lab resumes where it stopped.
 A server that fails to start, never becomes ready or dies mid-run is reported with the tail of
 its output, stored as a failed run, and the lab goes on.
@@ -32,6 +44,7 @@ its output, stored as a failed run, and the lab goes on.
 Examples:
   headroom lab experiments/rudy.yaml --quick
   headroom lab experiments/kernel-poll.yaml --output runs/kp
+  headroom lab experiments/rudy.yaml --quick --agents local:2
 
 Exit codes: 0 the lab ran (failed configurations are results, shown in the tables); 1 it could
 not run (bad scenario, store error); 2 bad command line or experiment file; 130 interrupted.";
@@ -56,6 +69,27 @@ pub struct LabArgs {
     /// Do not write OUTPUT/report.html.
     #[arg(long)]
     pub no_report: bool,
+    /// Run every load on agents, merged exactly: local:N, ssh://user@host,... or
+    /// file:agents.txt (as for `headroom run`). load.threads is then per agent.
+    #[arg(long, value_name = "SPEC", help_heading = "Distributed")]
+    pub agents: Option<String>,
+    /// The agents' token (ssh:// and file: agents; local agents get a random one).
+    #[arg(
+        long,
+        env = "HEADROOM_TOKEN",
+        hide_env_values = true,
+        help_heading = "Distributed"
+    )]
+    pub token: Option<String>,
+    /// When an agent is lost mid-load: continue with the others (a warning), or stop that load
+    /// and store its run as failed.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "continue",
+        help_heading = "Distributed"
+    )]
+    pub on_agent_loss: OnLossArg,
 }
 
 pub fn cmd_lab(
@@ -63,11 +97,17 @@ pub fn cmd_lab(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<ExitCode> {
     let loaded = headroom_lab::experiment::load(&a.experiment, a.quick).map_err(UsageError)?;
+    // Started once for the whole lab; stopped when this returns.
+    let agents = match &a.agents {
+        None => None,
+        Some(spec) => Some(start_agents(spec, a)?),
+    };
     let opts = headroom_lab::runner::LabOptions {
         output: a.output.clone(),
         fresh: a.fresh,
         headroom_bin: std::env::current_exe()?,
         progress: !a.quiet,
+        driver: agents.as_ref().map(|(_, d)| d.clone()),
     };
     if !a.quiet {
         eprintln!(
@@ -76,6 +116,11 @@ pub fn cmd_lab(
             loaded.configurations.len(),
             loaded.exp.repeat
         );
+        if let Some((started, _)) = &agents {
+            for ag in &started.addrs {
+                eprintln!("headroom lab: agent {} at {}", ag.name, ag.endpoint);
+            }
+        }
     }
     let out = headroom_lab::runner::run(&loaded, &opts, stop).map_err(|e| anyhow::anyhow!(e))?;
     for t in &out.tables {
@@ -120,4 +165,246 @@ pub fn cmd_lab(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The scenario's name among a job's files (what `dist::plan_from_job` looks for).
+const SCENARIO_FILE: &str = "scenario.yaml";
+
+/// Parses `--agents`, starts (or lists) the agents and makes the driver that runs each of the
+/// lab's loads on them.
+fn start_agents(
+    spec: &str,
+    a: &LabArgs,
+) -> anyhow::Result<(crate::dist::Started, headroom_lab::runner::LoadDriver)> {
+    let spec = crate::dist::parse_agents(spec).map_err(UsageError)?;
+    let token = match (&a.token, &spec) {
+        (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),
+        (_, crate::dist::AgentsSpec::Local(_)) => crate::dist::random_token()?,
+        _ => {
+            return Err(UsageError(
+                "--agents ssh:// or file: needs the agents' token: --token or HEADROOM_TOKEN"
+                    .into(),
+            )
+            .into())
+        }
+    };
+    // Agents on this machine build a small plan in milliseconds; remote ones get the
+    // controller's usual margin.
+    let lead = match spec {
+        crate::dist::AgentsSpec::Local(_) => Duration::from_secs(1),
+        _ => Duration::from_secs(2),
+    };
+    let started = crate::dist::start_agents(&spec, &token)?;
+    let addrs = started.addrs.clone();
+    let on_loss = a.on_agent_loss;
+    let run = move |plan: &headroom_core::Plan,
+                    load: &LoadSpec,
+                    start_at: SystemTime,
+                    stop: Arc<AtomicBool>,
+                    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>)|
+          -> Result<Driven, String> {
+        let job = lab_job(load)?;
+        let opts = headroom_dist::ControllerOpts {
+            on_loss: match on_loss {
+                OnLossArg::Continue => headroom_dist::OnLoss::Continue,
+                OnLossArg::Stop => headroom_dist::OnLoss::Stop,
+            },
+            // The controller starts the load this long after it reached every agent.
+            start_delay: start_at
+                .duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO),
+            interval: plan.interval,
+            ..Default::default()
+        };
+        let out = headroom_dist::run_controller(&addrs, &token, &job, opts, stop, sink)
+            .map_err(|e| e.to_string())?;
+        let lost: Vec<String> = out
+            .lost
+            .iter()
+            .map(|l| {
+                format!(
+                    "agent {} was lost {}: {}",
+                    l.name,
+                    match l.after_interval {
+                        Some(i) => format!("after interval {i}"),
+                        None => "before its first interval".into(),
+                    },
+                    l.why
+                )
+            })
+            .collect();
+        if !lost.is_empty() && on_loss == OnLossArg::Stop {
+            return Err(format!(
+                "{}; the load was stopped (--on-agent-loss stop)",
+                lost.join("; ")
+            ));
+        }
+        let extra = serde_json::json!({
+            "count": out.agents,
+            "threads_each": plan.threads,
+            "lost": out.lost.iter().map(|l| serde_json::json!({
+                "name": l.name,
+                "after_interval": l.after_interval,
+                "why": l.why,
+            })).collect::<Vec<_>>(),
+        });
+        Ok(Driven {
+            outcome: out.outcome,
+            warnings: lost
+                .into_iter()
+                .map(|w| format!("{w}; the figures are the other agents'"))
+                .collect(),
+            extra: vec![("agents", extra)],
+        })
+    };
+    let driver = headroom_lab::runner::LoadDriver {
+        run: Arc::new(run),
+        lead,
+    };
+    Ok((started, driver))
+}
+
+/// The job that makes every agent build the lab's plan of `load`: the scenario (as the lab
+/// parsed it, a probe's load in place) and its CSV files, and the `headroom run` arguments for
+/// what the lab sets itself (target, duration, threads, timeout). The rest of the lab's plan
+/// is `headroom run`'s default: interval 1s, connect timeout 5s, keep-alive, TCP_NODELAY.
+/// No preflight: the lab checked the server is ready, and the load must open no connection
+/// of its own.
+fn lab_job(load: &LoadSpec) -> Result<headroom_dist::Job, String> {
+    let args = vec![
+        SCENARIO_FILE.to_string(),
+        "--target".into(),
+        load.target.to_string(),
+        "-d".into(),
+        humantime::format_duration(load.duration).to_string(),
+        "-t".into(),
+        load.threads.to_string(),
+        "--timeout".into(),
+        humantime::format_duration(load.timeout).to_string(),
+        "--no-preflight".into(),
+        "-q".into(),
+    ];
+    let mut files = vec![(
+        SCENARIO_FILE.to_string(),
+        headroom_scenario::to_yaml(&load.scenario).into_bytes(),
+    )];
+    for f in &load.files {
+        let p = Path::new(f);
+        if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(format!(
+                "csv file '{f}' is outside the scenario's directory; agents get only files below it"
+            ));
+        }
+        let data = std::fs::read(load.base.join(p))
+            .map_err(|e| format!("csv file {}: {e}", load.base.join(p).display()))?;
+        files.push((f.clone(), data));
+    }
+    Ok(headroom_dist::Job {
+        args,
+        files,
+        segment_index: 0,
+        segment_count: 1,
+        start_at: SystemTime::now(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lab_job;
+    use headroom_core::Plan;
+    use headroom_lab::runner::load_for;
+    use std::time::Duration;
+
+    /// Every field of the plan that decides the load, as text (Plan is not PartialEq).
+    fn load_fields(p: &Plan) -> Vec<(&'static str, String)> {
+        let w = p.workload.as_ref().expect("a scenario's workload");
+        vec![
+            ("model", format!("{:?}", p.model)),
+            ("stop", format!("{:?}", p.stop)),
+            ("threads", p.threads.to_string()),
+            ("target", p.target.to_string()),
+            ("timeout", format!("{:?}", p.timeout)),
+            ("connect_timeout", format!("{:?}", p.connect_timeout)),
+            ("interval", format!("{:?}", p.interval)),
+            ("keepalive", p.keepalive.to_string()),
+            ("pipeline", p.pipeline.to_string()),
+            ("socket", format!("{:?}", p.socket)),
+            ("request", format!("{:?}", p.request)),
+            ("names", format!("{:?}", w.names)),
+            ("sessions", format!("{:?}", w.sessions)),
+            ("cumulative", format!("{:?}", w.cumulative)),
+            ("vars", format!("{:?}", w.vars)),
+            ("feeders", format!("{:?}", w.feeders)),
+            ("link", format!("{:?}", w.link)),
+        ]
+    }
+
+    /// The plan an agent builds from the lab's job (as `headroom agent` does, segment 0 of 1)
+    /// is the lab's own plan: for closed users, arrival phases, a rate probe and its warm-up.
+    #[test]
+    fn an_agent_builds_the_labs_plan_from_its_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("data")).unwrap();
+        std::fs::write(d.join("data/users.csv"), "ann\nbob\ncid\n").unwrap();
+        std::fs::write(
+            d.join("s.yaml"),
+            "load: {users: [{count: {n}}], phases: [{phases}]}\n\
+             sessions:\n\
+             \x20 - name: one\n\
+             \x20   steps:\n\
+             \x20     - set: {var: user, csv: {file: data/users.csv, column: 0}}\n\
+             \x20     - transaction:\n\
+             \x20         name: tx\n\
+             \x20         steps:\n\
+             \x20           - request: GET /hello/${user}\n\
+             \x20           - think: 10ms\n",
+        )
+        .unwrap();
+        let experiment = |extra: &str| {
+            let e = d.join("e.yaml");
+            std::fs::write(
+                &e,
+                format!(
+                    "name: eq\n\
+                     server: {{command: \"exec {{headroom}} serve --listen 127.0.0.1:{{port}}\", ready: {{port: \"127.0.0.1:{{port}}\"}}}}\n\
+                     factors: {{n: [\"1\", \"3\"], phases: [\"\", \"{{duration: 1500ms, ramp: {{from: 2, to: 7.25}}}}\"]}}\n\
+                     load: {{scenario: s.yaml, duration: 2s, threads: 2, timeout: 3s}}\n{extra}"
+                ),
+            )
+            .unwrap();
+            headroom_lab::experiment::load(&e, false).unwrap()
+        };
+        let check = |l: &headroom_lab::experiment::Loaded,
+                     duration: Option<Duration>,
+                     rate: Option<f64>| {
+            for config in &l.configurations {
+                let mut values = config.clone();
+                values.insert("port".into(), "4711".into());
+                let what = format!("{config:?} {duration:?} {rate:?}");
+                let rate = rate.map(|r| (r, l.rate_search.as_ref().unwrap()));
+                let (plan, spec) = load_for(l, &values, duration, rate).expect(&what);
+                let job = lab_job(&spec).expect(&what);
+                assert_eq!(job.files.len(), 2, "{what}: the scenario and its CSV file");
+                let agent = crate::dist::plan_from_job(&job).expect(&what);
+                let (ours, theirs) = (load_fields(&plan), load_fields(&agent));
+                for (a, b) in ours.iter().zip(&theirs) {
+                    assert_eq!(a, b, "{what}");
+                }
+            }
+        };
+        let plain = experiment("");
+        assert_eq!(plain.configurations.len(), 4);
+        check(&plain, plain.duration, None);
+        // The warm-up: the same load, shorter.
+        check(&plain, Some(Duration::from_millis(700)), None);
+        let search = experiment(
+            "capacity: {rate: {from: 10, to: 80, max_users: 50, arrival: constant, slo: {p99: 1s}}}\n",
+        );
+        // Probes (a rate from a bisection too) and the warm-up at `from`.
+        check(&search, search.duration, Some(56.25));
+        check(&search, Some(Duration::from_millis(500)), Some(10.0));
+        let poisson = experiment("capacity: {rate: {from: 3.3, to: 9, slo: {of: tx, mean: 1s}}}\n");
+        check(&poisson, Some(Duration::from_secs(3)), Some(3.3));
+    }
 }

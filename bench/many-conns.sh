@@ -39,7 +39,7 @@
 #
 # System settings (SYSCTL=1, needs root): raised for the run and put back at exit, never
 # lowered: net.core.somaxconn and net.ipv4.tcp_max_syn_backlog to 65535 (servers listen with
-# --backlog 65535), fs.file-max to 2*CONNS + 500,000, net.netfilter.nf_conntrack_max to
+# --backlog 65535), net.core.netdev_max_backlog to 65536, fs.file-max to 2*CONNS + 500,000, net.netfilter.nf_conntrack_max to
 # 2*CONNS + 100,000 when conntrack is loaded. The soft descriptor limit is raised to the hard one.
 # net.ipv4.ip_local_port_range is left alone (the source addresses give the ports).
 #
@@ -197,6 +197,9 @@ raise() {
 if ((SYSCTL)); then
     raise net.core.somaxconn 65535
     raise net.ipv4.tcp_max_syn_backlog 65535
+    # Loopback hands every packet to the per-CPU input queue; a generator issuing thousands of
+    # connects in one turn overflows the default 1,000 (softnet_stat drops, then SYN resends).
+    raise net.core.netdev_max_backlog 65536
     raise fs.file-max $((2 * CONNS + 500000))
     raise net.netfilter.nf_conntrack_max $((2 * CONNS + 100000))
 fi
@@ -234,11 +237,13 @@ kill_all() {
 }
 on_exit kill_all
 
+# The sums below read /proc files of processes that may exit meanwhile: a file gone counts 0
+# (and must not fail the pipeline: pipefail and set -e would end the script).
 # sum_status KEY PID... — summed /proc/PID/status field (kB)
 sum_status() {
     local key=$1 p
     shift
-    for p in "$@"; do awk -v k="$key:" '$1 == k { print $2 }' "/proc/$p/status" 2>/dev/null; done |
+    for p in "$@"; do awk -v k="$key:" '$1 == k { print $2 }' "/proc/$p/status" 2>/dev/null || true; done |
         awk '{ s += $1 } END { print s + 0 }'
 }
 # sum_fds PID... — open descriptors of these processes: the size of /proc/PID/fd (Linux 6.2+
@@ -248,20 +253,30 @@ sum_fds() {
     local p dirs=()
     for p in "$@"; do dirs+=("/proc/$p/fd"); done
     ((${#dirs[@]})) || { echo 0; return; }
-    stat -c %s "${dirs[@]}" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+    { stat -c %s "${dirs[@]}" 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'
 }
 TCK=$(getconf CLK_TCK)
 # sum_cpu PID... — utime + stime in seconds (fields 14, 15 of /proc/PID/stat, after the ')')
 sum_cpu() {
     local p
-    for p in "$@"; do sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }'; done |
+    for p in "$@"; do { sed 's/.*) //' "/proc/$p/stat" 2>/dev/null || true; } | awk '{ print $12 + $13 }'; done |
         awk -v t="$TCK" '{ s += $1 } END { printf "%.2f", s / t }'
 }
 sockstat() { awk -v f="$1" '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }' /proc/net/sockstat; }
 slab_kb() { awk '$1 == "Slab:" { print $2 }' /proc/meminfo; }
 established() { ss -Htn state established "( $1 = :$PORT )" | wc -l; }
-NSTAT_KEYS=(TcpExtListenOverflows TcpExtListenDrops TcpExtSyncookiesSent TcpExtTCPReqQFullDrop)
-nstat_now() { nstat -asz "${NSTAT_KEYS[@]}" 2>/dev/null | awk '!/^#/ { print $1 "=" $2 }'; }
+NSTAT_KEYS=(TcpExtListenOverflows TcpExtListenDrops TcpExtSyncookiesSent TcpExtTCPReqQFullDrop
+    TcpExtTCPSynRetrans TcpExtTCPBacklogDrop)
+nstat_now() {
+    nstat -asz "${NSTAT_KEYS[@]}" 2>/dev/null | awk '!/^#/ { print $1 "=" $2 }'
+    # packets dropped at the per-CPU input queue (second column, hex), all CPUs
+    local line cols sum=0
+    while read -r line; do
+        read -ra cols <<<"$line"
+        sum=$((sum + 16#${cols[1]}))
+    done </proc/net/softnet_stat
+    echo "SoftnetDropped=$sum"
+}
 
 # sample PHASE T — one CSV row; leaves S_* variables.
 sample() {
@@ -319,7 +334,10 @@ RUN_S=$((RAMP_MAX + HOLD + 60))
 # gen_args CONNS — the `headroom run` arguments for CONNS users (IDLE=connect writes the
 # scenario file they need into WORK).
 gen_args() {
-    local common=(-t "$THREADS" -d "${RUN_S}s" --bind "$ADDRS" --connect-timeout 30s --timeout 60s -q --json)
+    # Every user starts at once, so the last connect may wait for the CPU until the end of the
+    # ramp: no connect or reply times out before RAMP_MAX.
+    local common=(-t "$THREADS" -d "${RUN_S}s" --bind "$ADDRS" --connect-timeout "${RAMP_MAX}s"
+        --timeout "${RAMP_MAX}s" -q --json)
     if [[ $IDLE == request ]]; then
         echo run "$URL" -c "$1" --think 3600s "${common[@]}"
     else
@@ -518,7 +536,8 @@ PAGE=$(getconf PAGESIZE)
     echo
     echo "SYN / accept queue over the run: ListenOverflows $(delta TcpExtListenOverflows)," \
         "ListenDrops $(delta TcpExtListenDrops), SyncookiesSent $(delta TcpExtSyncookiesSent)," \
-        "ReqQFullDrop $(delta TcpExtTCPReqQFullDrop)"
+        "ReqQFullDrop $(delta TcpExtTCPReqQFullDrop), BacklogDrop $(delta TcpExtTCPBacklogDrop);" \
+        "SYN resent $(delta TcpExtTCPSynRetrans); softnet drops $(delta SoftnetDropped) (machine-wide)"
     echo "generator exit statuses: ${GEN_STATUS[*]}"
     echo
     if ((HELD >= CONNS)); then

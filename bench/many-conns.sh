@@ -23,7 +23,7 @@
 #
 # What it measures:
 #   * time to establish: from starting the generator to the servers holding CONNS connections
-#     (the sum of their open descriptors, minus what they had idle), sampled every 0.5 s; also
+#     (the sum of their open descriptors, minus what they had idle), counted every 0.1 s; also
 #     when 50% and 90% were held; the rate is CONNS / time;
 #   * held at once: connections in state ESTABLISHED on the server side (`ss sport = :PORT`)
 #     and the client side (`dport`), at the start and at the end of a HOLD-second window; the
@@ -34,13 +34,15 @@
 #     buffers, both ends) and the growth of /proc/meminfo Slab (socket structs, files, dentries,
 #     epoll items, both ends; other work on the machine adds noise), each / connections;
 #   * CPU: utime + stime of each side's processes while establishing and during the hold;
-#   * SYN and accept-queue trouble: nstat TcpExtListenOverflows, TcpExtListenDrops,
-#     TcpExtSyncookiesSent, TcpExtTCPReqQFullDrop over the run.
+#   * SYN and accept-queue trouble over the run: nstat TcpExtListenOverflows, ListenDrops,
+#     SyncookiesSent, TCPReqQFullDrop, TCPBacklogDrop, TCPSynRetrans, and the packets dropped
+#     at the per-CPU input queues (/proc/net/softnet_stat; these counters are machine-wide).
 #
 # System settings (SYSCTL=1, needs root): raised for the run and put back at exit, never
 # lowered: net.core.somaxconn and net.ipv4.tcp_max_syn_backlog to 65535 (servers listen with
-# --backlog 65535), net.core.netdev_max_backlog to 65536, fs.file-max to 2*CONNS + 500,000, net.netfilter.nf_conntrack_max to
-# 2*CONNS + 100,000 when conntrack is loaded. The soft descriptor limit is raised to the hard one.
+# --backlog 65535), net.core.netdev_max_backlog to 65536 (loopback SYNs queue there), fs.file-max
+# to 2*CONNS + 500,000, net.netfilter.nf_conntrack_max to 2*CONNS + 100,000 when conntrack is
+# loaded. The soft descriptor limit is raised to the hard one.
 # net.ipv4.ip_local_port_range is left alone (the source addresses give the ports).
 #
 # Environment (defaults):
@@ -64,8 +66,8 @@
 #   HEADROOM=$CARGO_TARGET_DIR/release/headroom or target/release/headroom
 #   OUT_DIR=bench/runs/<YYYY-MM-DD>-<host>   many-conns.{txt,json,csv,commands,versions}, .raw/
 #
-# Exit status: 0 CONNS connections were held at once; 1 fewer were (or a process failed);
-# 2 bad settings or a missing tool.
+# Exit status: 0 CONNS connections were held at once; 1 fewer were; 2 bad settings or a missing
+# tool. Bounded: RAMP_MAX + HOLD + the stopping (at most ~70 s + CONNS / 20,000 s).
 #
 # All traffic stays on 127.0.0.0/8. Every process the script starts is stopped at exit.
 
@@ -83,6 +85,10 @@ BENCH_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HEADROOM=${HEADROOM:-${CARGO_TARGET_DIR:-$BENCH_ROOT/target}/release/headroom}
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
+
+# Many processes per side share the two cores: no pinning (lib.sh's SERVER_PIN/GEN_PIN unused,
+# and record_versions says so).
+SERVER_PIN=() GEN_PIN=()
 
 usage_die() { echo "error: $*" >&2; exit 2; }
 is_int() { [[ $1 =~ ^[0-9]+$ ]]; }
@@ -204,7 +210,7 @@ if ((SYSCTL)); then
     raise net.netfilter.nf_conntrack_max $((2 * CONNS + 100000))
 fi
 {
-    for k in net.core.somaxconn net.ipv4.tcp_max_syn_backlog fs.file-max fs.nr_open \
+    for k in net.core.somaxconn net.ipv4.tcp_max_syn_backlog net.core.netdev_max_backlog fs.file-max fs.nr_open \
         net.ipv4.ip_local_port_range net.ipv4.tcp_mem net.ipv4.tcp_syncookies \
         net.netfilter.nf_conntrack_max; do
         [[ -f /proc/sys/${k//.//} ]] && echo "$k = $(tr '\t' ' ' <"/proc/sys/${k//.//}")"
@@ -379,16 +385,20 @@ start_generator() {
     fi
     if [[ $IDLE == connect ]]; then cp "$WORK"/connect-*.yaml "$RAW/"; fi
 }
-# stop_generator — SIGINT (a run stops cleanly and prints its summary), KILL after 60 s.
+# stop_generator — SIGINT to each started process only (a run stops cleanly and prints its
+# summary; with --agents the controller stops its agents: a second SIGINT would make an agent
+# quit without its report), KILL what is left after STOP_WAIT s (closing 17,000 connections
+# per process on busy cores takes a while).
+STOP_WAIT=$((60 + CONNS / 20000))
 stop_generator() {
     local p i
     for p in "${GEN_PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-    for i in $(seq 1 600); do
+    for i in $(seq 1 $((STOP_WAIT * 10))); do
         [[ -z $(tree "${GEN_PIDS[@]}") ]] && break
         sleep 0.1
     done
     for p in $(tree "${GEN_PIDS[@]}"); do
-        log "generator pid $p still running 60 s after SIGINT: killing it"
+        log "generator pid $p still running $STOP_WAIT s after SIGINT: killing it"
         kill -KILL "$p" 2>/dev/null || true
     done
     GEN_STATUS=()

@@ -244,29 +244,39 @@ kill_all() {
 on_exit kill_all
 
 # The sums below read /proc files of processes that may exit meanwhile: a file gone counts 0
-# (and must not fail the pipeline: pipefail and set -e would end the script).
+# (and must not fail the pipeline: pipefail and set -e would end the script). Each is a few
+# forks whatever the number of processes: during the ramp the cores are saturated, and a fork
+# per process made a sample take seconds.
+# proc_files NAME PID... — /proc/PID/NAME for each PID, in PROC_FILES
+proc_files() {
+    local name=$1 p
+    shift
+    PROC_FILES=()
+    for p in "$@"; do PROC_FILES+=("/proc/$p/$name"); done
+}
 # sum_status KEY PID... — summed /proc/PID/status field (kB)
 sum_status() {
-    local key=$1 p
+    local key=$1
     shift
-    for p in "$@"; do awk -v k="$key:" '$1 == k { print $2 }' "/proc/$p/status" 2>/dev/null || true; done |
-        awk '{ s += $1 } END { print s + 0 }'
+    proc_files status "$@"
+    ((${#PROC_FILES[@]})) || { echo 0; return; }
+    { cat "${PROC_FILES[@]}" 2>/dev/null || true; } | awk -v k="$key:" '$1 == k { s += $2 } END { print s + 0 }'
 }
 # sum_fds PID... — open descriptors of these processes: the size of /proc/PID/fd (Linux 6.2+
 # reports the count there). Listing the directory instead would cost seconds at 200,000 and
 # leave a dentry and an inode per descriptor in the Slab this script measures.
 sum_fds() {
-    local p dirs=()
-    for p in "$@"; do dirs+=("/proc/$p/fd"); done
-    ((${#dirs[@]})) || { echo 0; return; }
-    { stat -c %s "${dirs[@]}" 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'
+    proc_files fd "$@"
+    ((${#PROC_FILES[@]})) || { echo 0; return; }
+    { stat -c %s "${PROC_FILES[@]}" 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'
 }
 TCK=$(getconf CLK_TCK)
 # sum_cpu PID... — utime + stime in seconds (fields 14, 15 of /proc/PID/stat, after the ')')
 sum_cpu() {
-    local p
-    for p in "$@"; do { sed 's/.*) //' "/proc/$p/stat" 2>/dev/null || true; } | awk '{ print $12 + $13 }'; done |
-        awk -v t="$TCK" '{ s += $1 } END { printf "%.2f", s / t }'
+    proc_files stat "$@"
+    ((${#PROC_FILES[@]})) || { echo 0.00; return; }
+    { cat "${PROC_FILES[@]}" 2>/dev/null || true; } | sed 's/.*) //' |
+        awk -v t="$TCK" '{ s += $12 + $13 } END { printf "%.2f", s / t }'
 }
 sockstat() { awk -v f="$1" '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }' /proc/net/sockstat; }
 slab_kb() { awk '$1 == "Slab:" { print $2 }' /proc/meminfo; }

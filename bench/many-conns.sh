@@ -129,7 +129,20 @@ if [[ -z ${ADDRS:-} ]]; then
     last=$(((127 << 24) + (1 << 16) + n_addrs))
     ADDRS=127.1.0.1-$((last >> 24)).$(((last >> 16) & 255)).$(((last >> 8) & 255)).$((last & 255))
 fi
-[[ $ADDRS =~ ^127\.[0-9.,-]+$ ]] || usage_die "ADDRS must be loopback addresses (127.x.y.z): $ADDRS"
+IFS=',-' read -ra addr_list <<<"$ADDRS"
+for a in "${addr_list[@]}"; do
+    [[ $a =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || usage_die "ADDRS must be loopback addresses (127.x.y.z): $ADDRS"
+done
+ip_num() { local IFS=.; read -r a b c d <<<"$1"; echo $(((a << 24) + (b << 16) + (c << 8) + d)); }
+if [[ $ADDRS == *-* ]]; then
+    n_addrs=$(($(ip_num "${addr_list[1]}") - $(ip_num "${addr_list[0]}") + 1))
+else
+    n_addrs=${#addr_list[@]}
+fi
+# Each (source address, 127.0.0.1:PORT) pair has the ephemeral range's ports; stay well inside.
+read -r port_lo port_hi </proc/sys/net/ipv4/ip_local_port_range
+((n_addrs > 0 && CONNS / n_addrs <= (port_hi - port_lo) * 3 / 4)) ||
+    usage_die "ADDRS ($n_addrs addresses) gives $((port_hi - port_lo + 1)) ports each; $CONNS connections need more addresses"
 
 # Memory: ~10 KiB of kernel memory per connection (both sockets, files, epoll items; measured
 # here) and ~1.3 KiB of the processes'. Leave 4 GiB to whoever else uses the machine.

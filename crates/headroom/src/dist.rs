@@ -75,6 +75,14 @@ pub fn cmd_agent(a: &AgentArgs) -> anyhow::Result<std::process::ExitCode> {
     if token.is_empty() {
         return Err(UsageError("the agent's token is empty".into()).into());
     }
+    if token == crate::k8s::TOKEN_PLACEHOLDER {
+        return Err(UsageError(
+            "the agent's token is the placeholder of `headroom k8s manifest`'s Secret, which \
+             anyone can read; put a long random token in the Secret"
+                .into(),
+        )
+        .into());
+    }
     // SIGINT/SIGTERM end the agent (a run in progress is stopped first).
     headroom_dist::serve_agent(a.listen, token, runner(), |addr| {
         let mut o = std::io::stdout().lock();

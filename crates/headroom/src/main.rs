@@ -307,6 +307,8 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                             "count": out.agents,
                             "threads_each": threads,
                             "lost": lost,
+                            "stopped_by_loss": !out.lost.is_empty()
+                                && opts.on_loss == headroom_dist::OnLoss::Stop,
                         }),
                     )],
                     warnings,
@@ -332,6 +334,10 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::from(EXIT_FAILED));
         }
+    }
+    if summary["agents"]["stopped_by_loss"] == true {
+        eprintln!("headroom: the run stopped because an agent was lost (--on-agent-loss stop)");
+        return Ok(ExitCode::from(EXIT_FAILED));
     }
     if broken > 0 {
         eprintln!("headroom: {broken} threshold(s) broken (listed in the summary)");

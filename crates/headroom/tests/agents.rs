@@ -254,3 +254,53 @@ fn ctrl_c_at_the_controller_keeps_every_agents_last_interval() {
         "server answered {served}, the merged summary counts {responses} (+{in_flight} in flight)"
     );
 }
+
+#[test]
+fn on_agent_loss_stop_ends_the_run_and_fails_it() {
+    let server = common::serve();
+    let token = "test-token-stop";
+    let mut agents = vec![Agent::start(token), Agent::start(token)];
+    let list = agents_file(&agents.iter().collect::<Vec<_>>());
+    let run = headroom()
+        .args(["run", &format!("http://{}/", server.local_addr())])
+        .args([
+            "-c",
+            "4",
+            "-d",
+            "30s",
+            "--json",
+            "-q",
+            "--on-agent-loss",
+            "stop",
+        ])
+        .args(["--agents", &format!("file:{}", list.path().display())])
+        .env("HEADROOM_TOKEN", token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(4000));
+    let killed = agents.remove(0);
+    let killed_addr = killed.addr.clone();
+    drop(killed);
+    let asked = Instant::now();
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        asked.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("an agent was lost"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert_eq!(v["agents"]["stopped_by_loss"], true, "{v}");
+    assert_eq!(v["agents"]["lost"][0]["name"], killed_addr.as_str(), "{v}");
+    // The agent left was asked to stop and its last interval kept: the server answered no more
+    // than the summary counts, but for requests in flight.
+    let served = server.stats().requests;
+    let responses = v["responses"].as_u64().unwrap();
+    assert!(responses > 100, "{v}");
+    assert!(served >= responses, "{served} < {responses}");
+}

@@ -36,8 +36,11 @@ Examples:
   headroom run http://127.0.0.1:8080/api -m POST -H 'Content-Type: application/json' --body @req.json
   headroom run scenarios/login.yaml --target 127.0.0.1:8080 --out runs/login
   headroom run http://127.0.0.1:8080/ -c 50 -d 10m --dashboard 8089 --metrics-listen 9464
+  headroom run http://127.0.0.1:8080/ -c 100000 --think 1h -d 1m --agents local:8 \\
+      --bind 127.1.0.1-127.1.0.20     (past 20,000 connections: several agent processes)
 
-Exit codes: 0 done; 1 the run failed a check (--max-error-rate, a scenario threshold) or could
+Exit codes: 0 done; 1 the run failed a check (--max-error-rate, a scenario threshold, an agent
+lost under --on-agent-loss stop) or could
 not reach the target; 2 bad command line or scenario file.";
 
 #[derive(Parser, Debug)]

@@ -10,7 +10,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Child, Command as Process, Stdio};
+use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -56,6 +56,11 @@ pub struct AgentArgs {
     /// Read the token from this file's first line (`-`: standard input).
     #[arg(long, value_name = "FILE", conflicts_with = "token")]
     pub token_file: Option<PathBuf>,
+    /// End when standard input reaches end of file (after the token, with --token-file -).
+    /// For a parent that starts the agent: it keeps the agent's stdin open and closes it (or
+    /// dies, or loses its SSH connection) to end it. The controller starts its agents so.
+    #[arg(long)]
+    pub stop_on_stdin_eof: bool,
 }
 
 /// `headroom agent`.
@@ -82,6 +87,20 @@ pub fn cmd_agent(a: &AgentArgs) -> anyhow::Result<std::process::ExitCode> {
                 .into(),
         )
         .into());
+    }
+    if a.stop_on_stdin_eof {
+        // An agent started over SSH without a terminal gets no signal when the connection
+        // goes: sshd only closes its pipes. Its stdin reaching end of file is the one sign that
+        // the controller (or the connection) is gone, so stop as Ctrl-C would: the signal
+        // handler of serve_agent stops a run in progress first.
+        std::thread::spawn(|| {
+            let mut sink = [0u8; 256];
+            let mut stdin = std::io::stdin().lock();
+            while !matches!(stdin.read(&mut sink), Ok(0) | Err(_)) {}
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGTERM);
+            }
+        });
     }
     // SIGINT/SIGTERM end the agent (a run in progress is stopped first).
     headroom_dist::serve_agent(a.listen, token, runner(), |addr| {
@@ -302,10 +321,15 @@ pub enum OnLossArg {
 pub struct Started {
     pub addrs: Vec<AgentAddr>,
     children: Vec<Child>,
+    /// Each child's stdin, kept open: closing it ends the agent (`--stop-on-stdin-eof`), and for
+    /// an agent over SSH it is the only way (see `cmd_agent`).
+    stdins: Vec<ChildStdin>,
 }
 
 impl Drop for Started {
     fn drop(&mut self) {
+        // End of file on each agent's stdin, through ssh for remote ones: the agent stops.
+        self.stdins.clear();
         for c in &mut self.children {
             // SIGTERM: the agent's Ctrl-C path stops its run and exits.
             unsafe {
@@ -331,6 +355,7 @@ pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
     let mut started = Started {
         addrs: Vec::new(),
         children: Vec::new(),
+        stdins: Vec::new(),
     };
     match spec {
         AgentsSpec::Local(n) => {
@@ -338,6 +363,7 @@ pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
             for i in 0..*n {
                 let mut cmd = Process::new(&exe);
                 cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", "-"]);
+                cmd.arg("--stop-on-stdin-eof");
                 // A local agent must not outlive its controller, whatever kills the controller.
                 unsafe {
                     use std::os::unix::process::CommandExt;
@@ -347,8 +373,9 @@ pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
                     });
                 }
                 let name = format!("local:{}", i + 1);
-                let (child, addr) = spawn_agent(cmd, token, &name)?;
+                let (child, stdin, addr) = spawn_agent(cmd, token, &name)?;
                 started.children.push(child);
+                started.stdins.push(stdin);
                 started.addrs.push(AgentAddr {
                     name,
                     endpoint: format!("http://{addr}"),
@@ -367,13 +394,19 @@ pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
                 if let Some(p) = t.port {
                     cmd.args(["-p", &p.to_string()]);
                 }
-                // The token goes through ssh's standard input, never onto a command line.
+                // The token goes through ssh's standard input, never onto a command line. The
+                // agent ends when that input ends: when this controller closes it or dies, or
+                // the connection drops (sshd sends no signal to a command without a terminal).
                 cmd.arg(&t.dest).arg(format!(
-                    "exec {bin} agent --listen 0.0.0.0:0 --token-file -"
+                    "exec {bin} agent --listen 0.0.0.0:0 --token-file - --stop-on-stdin-eof"
                 ));
-                let name = format!("ssh://{}", t.dest);
-                let (child, addr) = spawn_agent(cmd, token, &name)?;
+                let name = match t.port {
+                    Some(p) => format!("ssh://{}:{p}", t.dest),
+                    None => format!("ssh://{}", t.dest),
+                };
+                let (child, stdin, addr) = spawn_agent(cmd, token, &name)?;
                 started.children.push(child);
+                started.stdins.push(stdin);
                 let host = if t.host.contains(':') {
                     format!("[{}]", t.host)
                 } else {
@@ -419,18 +452,22 @@ pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
     Ok(started)
 }
 
-/// Start one agent process, hand it the token on stdin and read where it listens.
-fn spawn_agent(mut cmd: Process, token: &str, name: &str) -> anyhow::Result<(Child, SocketAddr)> {
+/// Start one agent process, hand it the token on stdin and read where it listens. The stdin is
+/// returned open: the agent runs until it is closed.
+fn spawn_agent(
+    mut cmd: Process,
+    token: &str,
+    name: &str,
+) -> anyhow::Result<(Child, ChildStdin, SocketAddr)> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut child = cmd
         .spawn()
         .map_err(|e| anyhow::anyhow!("cannot start agent {name}: {e}"))?;
-    {
-        let mut stdin = child.stdin.take().expect("piped");
-        writeln!(stdin, "{token}")?;
-    }
+    let mut stdin = child.stdin.take().expect("piped");
+    // A process that already exited (ssh refused) closes the pipe: say so below, not here.
+    let _ = writeln!(stdin, "{token}").and_then(|_| stdin.flush());
     let stdout = child.stdout.take().expect("piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -448,20 +485,35 @@ fn spawn_agent(mut cmd: Process, token: &str, name: &str) -> anyhow::Result<(Chi
         }
         let _ = tx.send(None);
     });
-    match rx.recv_timeout(AGENT_START_TIMEOUT) {
-        Ok(Some(addr)) => Ok((child, addr)),
-        Ok(None) | Err(_) => {
-            let _ = child.kill();
-            let status = child.wait().ok();
-            anyhow::bail!(
-                "agent {name} did not start (no '{LISTENING}ADDR' within {}s{})",
-                AGENT_START_TIMEOUT.as_secs(),
-                status
-                    .map(|s| format!("; it exited with {s}"))
-                    .unwrap_or_default()
-            )
+    let why = match rx.recv_timeout(AGENT_START_TIMEOUT) {
+        Ok(Some(addr)) => return Ok((child, stdin, addr)),
+        Ok(None) => {
+            // Its stdout ended: it is exiting (ssh could not log in, no such binary...). Give
+            // it a moment to, so that its own exit status is the one reported.
+            let until = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < until && matches!(child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            "it ended before saying where it listens".to_string()
         }
-    }
+        Err(_) => format!(
+            "it did not say where it listens within {}s",
+            AGENT_START_TIMEOUT.as_secs()
+        ),
+    };
+    drop(stdin);
+    let _ = child.kill();
+    let status = child.wait().ok();
+    let ssh_hint = if name.starts_with("ssh://") {
+        "; its messages and ssh's are above (ssh exits with 255 when it cannot connect or log \
+         in without a prompt: check the key, HEADROOM_SSH_OPTS and HEADROOM_REMOTE_BIN)"
+    } else {
+        ""
+    };
+    anyhow::bail!(
+        "agent {name} did not start: {why}{}{ssh_hint}",
+        status.map(|s| format!(" ({s})")).unwrap_or_default()
+    )
 }
 
 /// A random token for agents this controller starts itself (hex of 16 bytes from the kernel).

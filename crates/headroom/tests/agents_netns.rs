@@ -15,10 +15,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::netns_lock::{netns_lock, NetnsLock};
 use common::{headroom, repo_root};
 
-/// The namespaces, removed when dropped.
-struct Netns;
+/// The namespaces, removed when dropped; the lock (taken first, released last) keeps other
+/// tests (tests/agents_ssh.rs) off them meanwhile.
+struct Netns {
+    _lock: NetnsLock,
+}
 
 impl Netns {
     fn up(n: usize) -> Netns {
@@ -28,6 +32,7 @@ impl Netns {
             "this test makes network namespaces and needs root: run it as root \
              (scripts/test does, and CI runs as root)"
         );
+        let lock = netns_lock();
         let out = Command::new(repo_root().join("scripts/netns.sh"))
             .args(["up", &n.to_string()])
             .output()
@@ -37,7 +42,7 @@ impl Netns {
             "scripts/netns.sh up {n}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        Netns
+        Netns { _lock: lock }
     }
 }
 

@@ -12,6 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub mod chromium;
+pub mod netns_lock;
 
 /// headroom serve (reactor, one worker) in this process on 127.0.0.1, any free port.
 pub fn serve() -> headroom_serve::RunningServer {

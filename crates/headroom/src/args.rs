@@ -244,6 +244,10 @@ pub struct RunArgs {
         help_heading = "Distributed"
     )]
     pub on_agent_loss: crate::dist::OnLossArg,
+    /// An agent that sends nothing for this long is lost (default: 3 intervals + 5 s, at least
+    /// 60 s; one whose process dies or whose connection breaks is lost at once).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = "Distributed")]
+    pub agent_timeout: Option<Duration>,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]

@@ -258,6 +258,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     dist::OnLossArg::Stop => headroom_dist::OnLoss::Stop,
                 },
                 interval: plan.interval,
+                lost_after: a.agent_timeout,
                 ..Default::default()
             };
             let threads = plan.threads;

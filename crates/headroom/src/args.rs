@@ -222,32 +222,8 @@ pub struct RunArgs {
     pub server_pid: Option<u32>,
 
     // ---- distributed ----
-    /// Run the load on agents and merge their measurements exactly: local:N (N child processes
-    /// here, past one process's 20,000 descriptors), ssh://user@host,... (started over SSH) or
-    /// file:agents.txt (running agents, HOST:PORT per line). -t is then per agent (default 1).
-    #[arg(long, value_name = "SPEC", help_heading = "Distributed")]
-    pub agents: Option<String>,
-    /// The agents' token (ssh:// and file: agents; local agents get a random one).
-    #[arg(
-        long,
-        env = "HEADROOM_TOKEN",
-        hide_env_values = true,
-        help_heading = "Distributed"
-    )]
-    pub token: Option<String>,
-    /// When an agent is lost mid-run: continue without it, or stop the run. Either way its
-    /// data up to then is kept and the loss is reported.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "continue",
-        help_heading = "Distributed"
-    )]
-    pub on_agent_loss: crate::dist::OnLossArg,
-    /// An agent that sends nothing for this long is lost (default: 3 intervals + 5 s, at least
-    /// 60 s; one whose process dies or whose connection breaks is lost at once).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = "Distributed")]
-    pub agent_timeout: Option<Duration>,
+    #[command(flatten)]
+    pub dist: crate::dist::AgentsArgs,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]

@@ -308,6 +308,73 @@ pub fn parse_agents(s: &str) -> Result<AgentsSpec, String> {
     Err(format!("bad --agents '{s}'; {fix}"))
 }
 
+/// The distributed-run flags of `headroom run` and `headroom lab`.
+#[derive(Args, Debug, Clone)]
+pub struct AgentsArgs {
+    /// Run the load on agents and merge their measurements exactly: local:N (N child processes
+    /// here, past one process's 20,000 descriptors), ssh://user@host,... (started over SSH) or
+    /// file:agents.txt (running agents, HOST:PORT per line). Threads (run's -t, the lab's
+    /// load.threads) are then per agent; run's default is 1.
+    #[arg(long, value_name = "SPEC", help_heading = "Distributed")]
+    pub agents: Option<String>,
+    /// The agents' token (ssh:// and file: agents; local agents get a random one).
+    #[arg(
+        long,
+        env = "HEADROOM_TOKEN",
+        hide_env_values = true,
+        help_heading = "Distributed"
+    )]
+    pub token: Option<String>,
+    /// When an agent is lost mid-run: continue without it, or stop the run (a lab stores that
+    /// run as failed). Either way its data up to then is kept and the loss is reported.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "continue",
+        help_heading = "Distributed"
+    )]
+    pub on_agent_loss: OnLossArg,
+    /// An agent that sends nothing for this long is lost (default: 3 intervals + 5 s, at least
+    /// 60 s; one whose process dies or whose connection breaks is lost at once).
+    #[arg(long, value_parser = crate::args::parse_duration, value_name = "DURATION", help_heading = "Distributed")]
+    pub agent_timeout: Option<Duration>,
+}
+
+impl AgentsArgs {
+    /// The agents and their token, `None` without `--agents`. ssh:// and file: agents need the
+    /// token given; local ones get a random one.
+    pub fn resolve(&self) -> anyhow::Result<Option<(AgentsSpec, String)>> {
+        let Some(spec) = &self.agents else {
+            return Ok(None);
+        };
+        let spec = parse_agents(spec).map_err(UsageError)?;
+        let token =
+            match (&self.token, &spec) {
+                (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),
+                (_, AgentsSpec::Local(_)) => random_token()?,
+                _ => return Err(UsageError(
+                    "--agents ssh:// or file: needs the agents' token: --token or HEADROOM_TOKEN"
+                        .into(),
+                )
+                .into()),
+            };
+        Ok(Some((spec, token)))
+    }
+
+    /// The controller's options for runs of `interval`.
+    pub fn controller_opts(&self, interval: Duration) -> headroom_dist::ControllerOpts {
+        headroom_dist::ControllerOpts {
+            on_loss: match self.on_agent_loss {
+                OnLossArg::Continue => headroom_dist::OnLoss::Continue,
+                OnLossArg::Stop => headroom_dist::OnLoss::Stop,
+            },
+            interval,
+            lost_after: self.agent_timeout,
+            ..Default::default()
+        }
+    }
+}
+
 /// `--on-agent-loss`.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnLossArg {

@@ -69,27 +69,8 @@ pub struct LabArgs {
     /// Do not write OUTPUT/report.html.
     #[arg(long)]
     pub no_report: bool,
-    /// Run every load on agents, merged exactly: local:N, ssh://user@host,... or
-    /// file:agents.txt (as for `headroom run`). load.threads is then per agent.
-    #[arg(long, value_name = "SPEC", help_heading = "Distributed")]
-    pub agents: Option<String>,
-    /// The agents' token (ssh:// and file: agents; local agents get a random one).
-    #[arg(
-        long,
-        env = "HEADROOM_TOKEN",
-        hide_env_values = true,
-        help_heading = "Distributed"
-    )]
-    pub token: Option<String>,
-    /// When an agent is lost mid-load: continue with the others (a warning), or stop that load
-    /// and store its run as failed.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "continue",
-        help_heading = "Distributed"
-    )]
-    pub on_agent_loss: OnLossArg,
+    #[command(flatten)]
+    pub dist: crate::dist::AgentsArgs,
 }
 
 pub fn cmd_lab(
@@ -98,9 +79,9 @@ pub fn cmd_lab(
 ) -> anyhow::Result<ExitCode> {
     let loaded = headroom_lab::experiment::load(&a.experiment, a.quick).map_err(UsageError)?;
     // Started once for the whole lab; stopped when this returns.
-    let agents = match &a.agents {
+    let agents = match a.dist.resolve()? {
         None => None,
-        Some(spec) => Some(start_agents(spec, a)?),
+        Some((spec, token)) => Some(start_agents(spec, token, &a.dist)?),
     };
     let opts = headroom_lab::runner::LabOptions {
         output: a.output.clone(),
@@ -173,21 +154,10 @@ const SCENARIO_FILE: &str = "scenario.yaml";
 /// Parses `--agents`, starts (or lists) the agents and makes the driver that runs each of the
 /// lab's loads on them.
 fn start_agents(
-    spec: &str,
-    a: &LabArgs,
+    spec: crate::dist::AgentsSpec,
+    token: String,
+    dist: &crate::dist::AgentsArgs,
 ) -> anyhow::Result<(crate::dist::Started, headroom_lab::runner::LoadDriver)> {
-    let spec = crate::dist::parse_agents(spec).map_err(UsageError)?;
-    let token = match (&a.token, &spec) {
-        (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),
-        (_, crate::dist::AgentsSpec::Local(_)) => crate::dist::random_token()?,
-        _ => {
-            return Err(UsageError(
-                "--agents ssh:// or file: needs the agents' token: --token or HEADROOM_TOKEN"
-                    .into(),
-            )
-            .into())
-        }
-    };
     // Agents on this machine build a small plan in milliseconds; remote ones get the
     // controller's usual margin.
     let lead = match spec {
@@ -196,7 +166,7 @@ fn start_agents(
     };
     let started = crate::dist::start_agents(&spec, &token)?;
     let addrs = started.addrs.clone();
-    let on_loss = a.on_agent_loss;
+    let dist = dist.clone();
     let run = move |plan: &headroom_core::Plan,
                     load: &LoadSpec,
                     start_at: SystemTime,
@@ -205,16 +175,11 @@ fn start_agents(
           -> Result<Driven, String> {
         let job = lab_job(load)?;
         let opts = headroom_dist::ControllerOpts {
-            on_loss: match on_loss {
-                OnLossArg::Continue => headroom_dist::OnLoss::Continue,
-                OnLossArg::Stop => headroom_dist::OnLoss::Stop,
-            },
             // The controller starts the load this long after it reached every agent.
             start_delay: start_at
                 .duration_since(SystemTime::now())
                 .unwrap_or(Duration::ZERO),
-            interval: plan.interval,
-            ..Default::default()
+            ..dist.controller_opts(plan.interval)
         };
         let out = headroom_dist::run_controller(&addrs, &token, &job, opts, stop, sink)
             .map_err(|e| e.to_string())?;
@@ -233,7 +198,7 @@ fn start_agents(
                 )
             })
             .collect();
-        if !lost.is_empty() && on_loss == OnLossArg::Stop {
+        if !lost.is_empty() && dist.on_agent_loss == OnLossArg::Stop {
             return Err(format!(
                 "{}; the load was stopped (--on-agent-loss stop)",
                 lost.join("; ")

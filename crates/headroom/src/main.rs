@@ -199,21 +199,8 @@ fn plan_of(a: &RunArgs) -> anyhow::Result<(Plan, Vec<headroom_scenario::model::T
 
 fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let (mut plan, thresholds) = plan_of(a)?;
-    let agents = match &a.agents {
-        Some(spec) => {
-            let spec = dist::parse_agents(spec).map_err(UsageError)?;
-            let token = match (&a.token, &spec) {
-                (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),
-                (_, dist::AgentsSpec::Local(_)) => dist::random_token()?,
-                _ => {
-                    return Err(UsageError(
-                        "--agents ssh:// or file: needs the agents' token: --token or \
-                         HEADROOM_TOKEN"
-                            .into(),
-                    )
-                    .into())
-                }
-            };
+    let agents = match a.dist.resolve()? {
+        Some((spec, token)) => {
             // Threads are per agent; one each unless -t says otherwise.
             if a.threads.is_none() {
                 plan.threads = 1;
@@ -252,15 +239,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("headroom: agent {} at {}", ag.name, ag.endpoint);
                 }
             }
-            let opts = headroom_dist::ControllerOpts {
-                on_loss: match a.on_agent_loss {
-                    dist::OnLossArg::Continue => headroom_dist::OnLoss::Continue,
-                    dist::OnLossArg::Stop => headroom_dist::OnLoss::Stop,
-                },
-                interval: plan.interval,
-                lost_after: a.agent_timeout,
-                ..Default::default()
-            };
+            let opts = a.dist.controller_opts(plan.interval);
             let threads = plan.threads;
             let mut driver = |_: &Plan,
                               stop: Arc<AtomicBool>,

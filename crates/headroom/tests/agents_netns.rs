@@ -7,15 +7,13 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::IpAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::netns_lock::{netns_lock, NetnsLock};
+use common::source_server::SourceServer;
 use common::{headroom, repo_root};
 
 /// The namespaces, removed when dropped; the lock (taken first, released last) keeps other
@@ -51,69 +49,6 @@ impl Drop for Netns {
         let _ = Command::new(repo_root().join("scripts/netns.sh"))
             .arg("down")
             .output();
-    }
-}
-
-/// A keep-alive HTTP server on the bridge address counting requests by source address.
-struct SourceServer {
-    port: u16,
-    by_source: Arc<Mutex<HashMap<IpAddr, u64>>>,
-    done: Arc<AtomicBool>,
-}
-
-impl SourceServer {
-    fn start() -> SourceServer {
-        let l = TcpListener::bind("10.203.0.1:0").expect("bind the bridge address");
-        let port = l.local_addr().unwrap().port();
-        l.set_nonblocking(true).unwrap();
-        let by_source = Arc::new(Mutex::new(HashMap::new()));
-        let done = Arc::new(AtomicBool::new(false));
-        let (b, d) = (by_source.clone(), done.clone());
-        std::thread::spawn(move || {
-            let until = Instant::now() + Duration::from_secs(120);
-            while !d.load(Ordering::Relaxed) && Instant::now() < until {
-                match l.accept() {
-                    Ok((s, peer)) => {
-                        let b = b.clone();
-                        std::thread::spawn(move || serve(s, peer.ip(), b));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        SourceServer {
-            port,
-            by_source,
-            done,
-        }
-    }
-}
-
-impl Drop for SourceServer {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-    }
-}
-
-fn serve(mut s: TcpStream, peer: IpAddr, by: Arc<Mutex<HashMap<IpAddr, u64>>>) {
-    s.set_nonblocking(false).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            buf.drain(..end + 4);
-            *by.lock().unwrap().entry(peer).or_default() += 1;
-            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                .is_err()
-            {
-                return;
-            }
-        }
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
     }
 }
 
@@ -161,7 +96,7 @@ impl Drop for NsAgent {
 #[test]
 fn agents_in_network_namespaces_load_a_server_and_one_killed_is_reported() {
     let _ns = Netns::up(3);
-    let server = SourceServer::start();
+    let server = SourceServer::start("10.203.0.1");
     let token = "netns-test-token";
     let mut agents: Vec<NsAgent> = (1..=3).map(|i| NsAgent::start(i, token)).collect();
     let list = tempfile::NamedTempFile::new().unwrap();

@@ -16,16 +16,17 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::netns_lock::{netns_lock, NetnsLock};
+use common::source_server::SourceServer;
 use common::{headroom, repo_root};
 
 const SSHD: &str = "/usr/sbin/sshd";
@@ -187,69 +188,6 @@ impl Drop for Sshd {
     }
 }
 
-/// A keep-alive HTTP server on the bridge address counting requests by source address.
-struct SourceServer {
-    port: u16,
-    by_source: Arc<Mutex<HashMap<IpAddr, u64>>>,
-    done: Arc<AtomicBool>,
-}
-
-impl SourceServer {
-    fn start() -> SourceServer {
-        let l = TcpListener::bind("10.203.0.1:0").expect("bind the bridge address");
-        let port = l.local_addr().unwrap().port();
-        l.set_nonblocking(true).unwrap();
-        let by_source = Arc::new(Mutex::new(HashMap::new()));
-        let done = Arc::new(AtomicBool::new(false));
-        let (b, d) = (by_source.clone(), done.clone());
-        std::thread::spawn(move || {
-            let until = Instant::now() + Duration::from_secs(120);
-            while !d.load(Ordering::Relaxed) && Instant::now() < until {
-                match l.accept() {
-                    Ok((s, peer)) => {
-                        let b = b.clone();
-                        std::thread::spawn(move || serve(s, peer.ip(), b));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        SourceServer {
-            port,
-            by_source,
-            done,
-        }
-    }
-}
-
-impl Drop for SourceServer {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-    }
-}
-
-fn serve(mut s: TcpStream, peer: IpAddr, by: Arc<Mutex<HashMap<IpAddr, u64>>>) {
-    s.set_nonblocking(false).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            buf.drain(..end + 4);
-            *by.lock().unwrap().entry(peer).or_default() += 1;
-            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                .is_err()
-            {
-                return;
-            }
-        }
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
 /// A process seen in namespace hr-agent-1.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -401,7 +339,7 @@ fn an_agent_started_over_ssh_loads_from_its_host_and_ends_with_the_controller() 
     let _ns = Netns::up();
     let files = SshFiles::new();
     let _sshd = Sshd::start(&files);
-    let server = SourceServer::start();
+    let server = SourceServer::start("10.203.0.1");
     let ns = netns_inode("hr-agent-1");
     let token = "ssh-test-token-4f0c2a9e";
 
@@ -477,7 +415,7 @@ fn a_key_sshd_refuses_fails_the_run_at_once_naming_the_agent() {
     let _ns = Netns::up();
     let files = SshFiles::new();
     let _sshd = Sshd::start(&files);
-    let server = SourceServer::start();
+    let server = SourceServer::start("10.203.0.1");
     let ns = netns_inode("hr-agent-1");
 
     let mut cmd = headroom();

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 pub mod chromium;
 pub mod netns_lock;
+pub mod source_server;
 
 /// headroom serve (reactor, one worker) in this process on 127.0.0.1, any free port.
 pub fn serve() -> headroom_serve::RunningServer {

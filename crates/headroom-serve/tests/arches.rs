@@ -293,7 +293,11 @@ fn db_without_a_database_is_503() {
 }
 
 /// `/db/read/N` and `/db/write/N` over HTTP, through every architecture, on `url`.
-fn db_endpoints_on(url: &str) {
+/// `/db/read/N` answers how many of N random ids in [min, max] it found. On a fresh SQLite
+/// database every id exists (`exact`); the shared test PostgreSQL keeps gaps where an earlier
+/// test's server was stopped mid-insert (a rolled-back insert still uses its sequence value), so
+/// there a read may find fewer, never none of 5 (a CI run saw "read 4").
+fn db_endpoints_on(url: &str, exact: bool) {
     each(
         |c| {
             c.db = Some(headroom_serve::DbConfig {
@@ -310,7 +314,17 @@ fn db_endpoints_on(url: &str) {
                 "{name}: {:?}",
                 String::from_utf8_lossy(&read.body)
             );
-            assert_eq!(read.body, b"read 5\n", "{name}");
+            let body = String::from_utf8_lossy(&read.body).into_owned();
+            let found: u32 = body
+                .strip_prefix("read ")
+                .and_then(|b| b.strip_suffix('\n'))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: {body:?}"));
+            if exact {
+                assert_eq!(found, 5, "{name}");
+            } else {
+                assert!((1..=5).contains(&found), "{name}: {body:?}");
+            }
             let write = r.get("/db/write/3");
             assert_eq!(
                 write.status,
@@ -346,7 +360,7 @@ fn db_endpoints_on(url: &str) {
 fn db_endpoints_on_sqlite_for_every_architecture() {
     let dir = std::env::temp_dir().join(format!("headroom-arches-db-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    db_endpoints_on(&format!("sqlite:{}", dir.join("h.db").display()));
+    db_endpoints_on(&format!("sqlite:{}", dir.join("h.db").display()), true);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -358,7 +372,7 @@ fn db_endpoints_on_postgresql_for_every_architecture() {
              export HEADROOM_PG_URL=$(scripts/postgres.sh start)"
         )
     });
-    db_endpoints_on(&url);
+    db_endpoints_on(&url, false);
 }
 
 #[test]

@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{headroom, run_json};
+use common::{agent_address, headroom, run_json};
 
 /// A `headroom agent` this test started, killed when dropped.
 struct Agent {
@@ -25,15 +24,7 @@ impl Agent {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn headroom agent");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("headroom agent listening on ")
-            .unwrap_or_else(|| panic!("the agent said '{line}'"))
-            .to_string();
+        let addr = agent_address(&mut child, "the agent");
         Agent { child, addr }
     }
 }

@@ -7,50 +7,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::netns_lock::{netns_lock, NetnsLock};
+use common::netns_lock::Netns;
 use common::source_server::SourceServer;
-use common::{headroom, repo_root};
-
-/// The namespaces, removed when dropped; the lock (taken first, released last) keeps other
-/// tests (tests/agents_ssh.rs) off them meanwhile.
-struct Netns {
-    _lock: NetnsLock,
-}
-
-impl Netns {
-    fn up(n: usize) -> Netns {
-        let root = unsafe { libc::geteuid() } == 0;
-        assert!(
-            root,
-            "this test makes network namespaces and needs root: run it as root \
-             (scripts/test does, and CI runs as root)"
-        );
-        let lock = netns_lock();
-        let out = Command::new(repo_root().join("scripts/netns.sh"))
-            .args(["up", &n.to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "scripts/netns.sh up {n}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Netns { _lock: lock }
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new(repo_root().join("scripts/netns.sh"))
-            .arg("down")
-            .output();
-    }
-}
+use common::{agent_address, headroom, repo_root};
 
 /// `headroom agent` inside namespace `i`, listening on its address.
 struct NsAgent {
@@ -68,15 +31,7 @@ impl NsAgent {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("headroom agent listening on ")
-            .unwrap_or_else(|| panic!("agent in namespace {i} said '{line}'"))
-            .to_string();
+        let addr = agent_address(&mut child, &format!("the agent in namespace {i}"));
         NsAgent { child, addr }
     }
 

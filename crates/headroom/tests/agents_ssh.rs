@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::netns_lock::{netns_lock, NetnsLock};
+use common::netns_lock::Netns;
 use common::source_server::SourceServer;
 use common::{headroom, repo_root};
 
@@ -34,44 +34,14 @@ const HOST: &str = "10.203.0.11";
 const PORT: u16 = 2222;
 const AGENT: &str = "ssh://root@10.203.0.11:2222";
 
-/// The lock, then namespace hr-agent-1; removed (and the lock released) when dropped.
-struct Netns {
-    _lock: NetnsLock,
-}
-
-impl Netns {
-    fn up() -> Netns {
-        assert!(
-            unsafe { libc::geteuid() } == 0,
-            "this test makes a network namespace and runs sshd in it, so it needs root: run \
-             `sudo scripts/test`, or `sudo -E cargo test --release -p headroom --test agents_ssh` \
-             (CI runs as root)"
-        );
-        assert!(
-            Path::new(SSHD).exists(),
-            "{SSHD} is missing: apt-get install openssh-server (scripts/test does, and keeps the \
-             system's sshd from starting)"
-        );
-        let lock = netns_lock();
-        let out = Command::new(repo_root().join("scripts/netns.sh"))
-            .args(["up", "1"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "scripts/netns.sh up 1: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Netns { _lock: lock }
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new(repo_root().join("scripts/netns.sh"))
-            .arg("down")
-            .output();
-    }
+/// Namespace hr-agent-1 (under the lock), after checking sshd is there.
+fn netns_with_sshd() -> Netns {
+    assert!(
+        Path::new(SSHD).exists(),
+        "{SSHD} is missing: apt-get install openssh-server (scripts/test does, and keeps the \
+         system's sshd from starting)"
+    );
+    Netns::up(1)
 }
 
 /// Keys and config of a private sshd, in a temporary directory.
@@ -336,7 +306,7 @@ fn assert_no_agent_left(ns: u64) {
 
 #[test]
 fn an_agent_started_over_ssh_loads_from_its_host_and_ends_with_the_controller() {
-    let _ns = Netns::up();
+    let _ns = netns_with_sshd();
     let files = SshFiles::new();
     let _sshd = Sshd::start(&files);
     let server = SourceServer::start("10.203.0.1");
@@ -412,7 +382,7 @@ fn an_agent_started_over_ssh_loads_from_its_host_and_ends_with_the_controller() 
 
 #[test]
 fn a_key_sshd_refuses_fails_the_run_at_once_naming_the_agent() {
-    let _ns = Netns::up();
+    let _ns = netns_with_sshd();
     let files = SshFiles::new();
     let _sshd = Sshd::start(&files);
     let server = SourceServer::start("10.203.0.1");

@@ -40,6 +40,19 @@ pub fn attrs<'a>(html: &'a str, marker: &str, attr: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// The address a `headroom agent` (spawned with its stdout piped) says it listens on.
+pub fn agent_address(child: &mut Child, who: &str) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("the agent's stdout is piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line.trim()
+        .strip_prefix("headroom agent listening on ")
+        .unwrap_or_else(|| panic!("{who} said '{line}'"))
+        .to_string()
+}
+
 pub fn headroom() -> Command {
     Command::new(env!("CARGO_BIN_EXE_headroom"))
 }

@@ -35,3 +35,39 @@ pub fn netns_lock() -> NetnsLock {
     }
     NetnsLock(f)
 }
+
+/// Namespaces hr-agent-1..n of `scripts/netns.sh`, made under the lock; removed (and the lock
+/// released) when dropped.
+pub struct Netns {
+    _lock: NetnsLock,
+}
+
+impl Netns {
+    pub fn up(n: usize) -> Netns {
+        assert!(
+            unsafe { libc::geteuid() } == 0,
+            "this test makes network namespaces and needs root: run `sudo scripts/test`, or the \
+             test alone with `sudo -E cargo test --release -p headroom --test NAME` (CI runs as \
+             root)"
+        );
+        let lock = netns_lock();
+        let out = std::process::Command::new(super::repo_root().join("scripts/netns.sh"))
+            .args(["up", &n.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "scripts/netns.sh up {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Netns { _lock: lock }
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(super::repo_root().join("scripts/netns.sh"))
+            .arg("down")
+            .output();
+    }
+}

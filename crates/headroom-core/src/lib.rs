@@ -47,11 +47,27 @@ pub enum ErrorKind {
     /// A well-formed reply that says the request failed: an XMPP iq of type `error`, an SQL
     /// ErrorResponse.
     ErrorReply,
+    /// TLS: the server's certificate is not signed by a trusted CA (self-signed, unknown issuer).
+    TlsUntrusted,
+    /// TLS: the server's certificate has expired (or is not valid yet).
+    TlsExpired,
+    /// TLS: the server's certificate is not valid for the name asked for (SNI / URL host).
+    TlsWrongName,
+    /// TLS: any other certificate problem (bad encoding, revoked, wrong usage, refused client
+    /// certificate).
+    TlsCertificate,
+    /// TLS: no protocol version or cipher suite in common (e.g. a TLS 1.3-only server and
+    /// `--tls-max 1.2`).
+    TlsVersion,
+    /// TLS: the server ended the handshake with another alert.
+    TlsAlert,
+    /// TLS: the server's bytes are not TLS at all (plain HTTP on an https URL) or are malformed.
+    TlsMalformed,
 }
 
 impl ErrorKind {
     /// All kinds, in counter order.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::ConnectTimeout,
         ErrorKind::Refused,
         ErrorKind::Reset,
@@ -64,6 +80,13 @@ impl ErrorKind {
         ErrorKind::Other,
         ErrorKind::Login,
         ErrorKind::ErrorReply,
+        ErrorKind::TlsUntrusted,
+        ErrorKind::TlsExpired,
+        ErrorKind::TlsWrongName,
+        ErrorKind::TlsCertificate,
+        ErrorKind::TlsVersion,
+        ErrorKind::TlsAlert,
+        ErrorKind::TlsMalformed,
     ];
     /// Number of kinds (the length of a counters array).
     pub const COUNT: usize = Self::ALL.len();
@@ -83,7 +106,28 @@ impl ErrorKind {
             ErrorKind::Other => "other",
             ErrorKind::Login => "login",
             ErrorKind::ErrorReply => "error_reply",
+            ErrorKind::TlsUntrusted => "tls_untrusted",
+            ErrorKind::TlsExpired => "tls_expired",
+            ErrorKind::TlsWrongName => "tls_wrong_name",
+            ErrorKind::TlsCertificate => "tls_certificate",
+            ErrorKind::TlsVersion => "tls_version",
+            ErrorKind::TlsAlert => "tls_alert",
+            ErrorKind::TlsMalformed => "tls_malformed",
         }
+    }
+
+    /// True for the TLS kinds (certificate and handshake failures).
+    pub fn is_tls(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::TlsUntrusted
+                | ErrorKind::TlsExpired
+                | ErrorKind::TlsWrongName
+                | ErrorKind::TlsCertificate
+                | ErrorKind::TlsVersion
+                | ErrorKind::TlsAlert
+                | ErrorKind::TlsMalformed
+        )
     }
 
     /// Index into a counters array.
@@ -150,10 +194,14 @@ pub enum ProtoCounter {
     WsPingsReceived,
     WsPongsReceived,
     WsClosesReceived,
+    /// TLS handshakes completed (full or resumed).
+    TlsHandshakes,
+    /// TLS handshakes that resumed an earlier session (ticket or session id).
+    TlsResumed,
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 22] = [
+    pub const ALL: [ProtoCounter; 24] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -176,6 +224,8 @@ impl ProtoCounter {
         ProtoCounter::WsPingsReceived,
         ProtoCounter::WsPongsReceived,
         ProtoCounter::WsClosesReceived,
+        ProtoCounter::TlsHandshakes,
+        ProtoCounter::TlsResumed,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -205,6 +255,8 @@ impl ProtoCounter {
             WsPingsReceived => ("websocket", "pings_received"),
             WsPongsReceived => ("websocket", "pongs_received"),
             WsClosesReceived => ("websocket", "closes_received"),
+            TlsHandshakes => ("tls", "handshakes"),
+            TlsResumed => ("tls", "resumed"),
         }
     }
 
@@ -294,6 +346,63 @@ pub struct SocketOptions {
     pub bind: Vec<std::net::IpAddr>,
 }
 
+/// A TLS protocol version, for `--tls-min` / `--tls-max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum TlsVersion {
+    #[serde(rename = "1.2")]
+    Tls12,
+    #[serde(rename = "1.3")]
+    Tls13,
+}
+
+impl TlsVersion {
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsVersion::Tls12 => "1.2",
+            TlsVersion::Tls13 => "1.3",
+        }
+    }
+}
+
+/// TLS on every connection of a run (`https://`, `wss://`, `tls:` in a scenario). Files are
+/// carried as their bytes, read once where the run was described: an agent never opens a path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsOptions {
+    /// The name sent as SNI and checked against the certificate (the URL's host). An IP address
+    /// is checked against the certificate's IP SANs and sends no SNI.
+    pub server_name: String,
+    /// ALPN protocols offered, in order (e.g. `h2`, `http/1.1`); empty offers none.
+    pub alpn: Vec<Vec<u8>>,
+    /// Accept any certificate (`-k/--insecure`): the handshake is still done and timed.
+    pub insecure: bool,
+    /// Trusted CA certificates (PEM) instead of the system's store (`--cacert`).
+    pub ca_pem: Option<Vec<u8>>,
+    /// Client certificate chain and key (PEM) for mutual TLS (`--cert`, `--key`).
+    pub client_cert_pem: Option<Vec<u8>>,
+    pub client_key_pem: Option<Vec<u8>>,
+    pub min_version: TlsVersion,
+    pub max_version: TlsVersion,
+    /// Resume sessions (tickets / session ids) on reconnects; off: a full handshake each time.
+    pub resume: bool,
+}
+
+impl TlsOptions {
+    /// TLS to `server_name` with the defaults: system CAs, TLS 1.2 to 1.3, resumption on.
+    pub fn new(server_name: impl Into<String>) -> TlsOptions {
+        TlsOptions {
+            server_name: server_name.into(),
+            alpn: Vec::new(),
+            insecure: false,
+            ca_pem: None,
+            client_cert_pem: None,
+            client_key_pem: None,
+            min_version: TlsVersion::Tls12,
+            max_version: TlsVersion::Tls13,
+            resume: true,
+        }
+    }
+}
+
 /// One HTTP request, as the user described it; the protocol crate encodes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpRequest {
@@ -348,6 +457,8 @@ pub struct Plan {
     /// Wall-clock instant the load starts at (a distributed run starts every agent at once);
     /// `None` starts at once.
     pub start_at: Option<std::time::SystemTime>,
+    /// TLS on every connection (`None`: plain TCP). Whatever the protocol, it never sees which.
+    pub tls: Option<std::sync::Arc<TlsOptions>>,
 }
 
 /// An execution segment: agent `index` of `count`, each running the same number of worker
@@ -382,6 +493,20 @@ impl Plan {
                 "segment {} of {} does not exist",
                 self.segment.index, self.segment.count
             )));
+        }
+        if let Some(t) = &self.tls {
+            if t.min_version > t.max_version {
+                return Err(PlanError(format!(
+                    "the lowest TLS version ({}) is above the highest ({})",
+                    t.min_version.name(),
+                    t.max_version.name()
+                )));
+            }
+            if t.client_cert_pem.is_some() != t.client_key_pem.is_some() {
+                return Err(PlanError(
+                    "a client certificate needs its key, and a key its certificate".into(),
+                ));
+            }
         }
         if self.interval < Duration::from_millis(10) {
             return Err(PlanError("interval must be at least 10ms".into()));

@@ -31,6 +31,7 @@
 //! message RecorderMsg {
 //!   bytes latency = 1; bytes latency_uncorrected = 2; bytes connect = 3; bytes sessions = 4;
 //!   CountersMsg counters = 5; repeated NameStatsMsg names = 6; repeated uint64 matches = 7;
+//!   bytes tls = 8;
 //! }
 //! message CountersMsg {
 //!   uint64 requests = 1; uint64 responses = 2; repeated uint64 errors = 3; repeated uint64 status = 4;
@@ -179,6 +180,8 @@ pub struct RecorderMsg {
     pub names: Vec<NameStatsMsg>,
     #[prost(uint64, repeated, tag = "7")]
     pub matches: Vec<u64>,
+    #[prost(bytes = "vec", tag = "8")]
+    pub tls: Vec<u8>,
 }
 
 /// [`headroom_metrics::Counters`], field for field.

@@ -105,6 +105,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         latency,
         latency_uncorrected,
         connect,
+        tls,
         sessions,
         counters,
         names,
@@ -134,6 +135,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         latency: encode_histogram(&mut s, latency),
         latency_uncorrected: encode_histogram(&mut s, latency_uncorrected),
         connect: encode_histogram(&mut s, connect),
+        tls: encode_histogram(&mut s, tls),
         sessions: encode_histogram(&mut s, sessions),
         counters: Some(CountersMsg {
             requests,
@@ -218,6 +220,7 @@ pub fn decode_recorder(m: &RecorderMsg) -> Result<Recorder, WireError> {
             "latency_uncorrected".into()
         })?,
         connect: decode_histogram(&mut d, &m.connect, || "connect".into())?,
+        tls: decode_histogram(&mut d, &m.tls, || "tls".into())?,
         sessions: decode_histogram(&mut d, &m.sessions, || "sessions".into())?,
         counters,
         names,

@@ -22,6 +22,8 @@ mod link;
 pub mod pacer;
 mod poller;
 mod session;
+pub mod tls;
+mod transport;
 mod worker;
 
 /// One merged interval, handed to the sink.
@@ -71,6 +73,8 @@ pub enum EngineError {
     },
     #[error("could not encode the request: {0}")]
     Request(String),
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// Execute `plan`. `stop` may be set from another thread (e.g. a Ctrl-C handler) to end the run
@@ -97,6 +101,10 @@ pub fn run(
         None => None,
     };
 
+    let tls = match &plan.tls {
+        Some(o) => Some(tls::TlsClient::new(o).map_err(EngineError::Tls)?),
+        None => None,
+    };
     let n = plan.threads;
     let (snap_tx, snap_rx) = mpsc::channel::<Snapshot>();
     let mut recycle_tx = Vec::with_capacity(n);
@@ -130,6 +138,7 @@ pub fn run(
             snapshots: snap_tx.clone(),
             recycled: rrx,
             program: program.clone(),
+            tls: tls.clone(),
         };
         let h = std::thread::Builder::new()
             .name(format!("headroom-w{id}"))

@@ -21,7 +21,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headroom_core::session::ArrivalPhase;
-use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan};
+use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan, ProtoCounter};
 use headroom_metrics::{micros, Recorder, Snapshot};
 use headroom_proto::http1::{Decoded, ResponseDecoder};
 use headroom_proto::raw;
@@ -42,6 +42,8 @@ use crate::link::{Link, Outcome};
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
 use crate::session::{Action, Awaiting, Env, Program, SessionState};
+use crate::tls::TlsClient;
+use crate::transport::{Conn, IoErr};
 
 /// Size of the per-worker receive buffer. Every connection reads into it, so an idle connection
 /// holds no buffer of its own.
@@ -80,6 +82,8 @@ pub(crate) struct WorkerSetup {
     pub recycled: Receiver<Recorder>,
     /// The prepared session workload (scenario runs).
     pub program: Option<Arc<Program>>,
+    /// TLS on every connection (a copy per worker: its own session store).
+    pub tls: Option<TlsClient>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +94,8 @@ enum State {
     Waiting,
     /// Non-blocking connect in progress.
     Connecting,
+    /// TCP connected; the TLS handshake is under way.
+    Tls,
     /// Connected; the protocol's setup (login, startup, upgrade) is running.
     Handshake,
     /// Request partly written; waiting for the socket to take the rest.
@@ -99,7 +105,8 @@ enum State {
 }
 
 struct User {
-    sock: Option<Socket>,
+    /// The connection (plain or TLS), while there is one.
+    conn: Option<Conn>,
     /// Bumped whenever the user gets a new socket or timer, so stale events/timers are ignored.
     gen: u32,
     state: State,
@@ -192,6 +199,8 @@ pub(crate) struct Worker {
     open_alive: u64,
     /// Users this worker made arrive so far (their global ids derive from it).
     arrived_total: u64,
+    /// TLS for every connection (this worker's copy).
+    tls: Option<TlsClient>,
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -236,6 +245,7 @@ impl Worker {
             phase_fresh: true,
             open_alive: 0,
             arrived_total: 0,
+            tls: s.tls.as_ref().map(TlsClient::for_worker),
             s,
         };
         if let Some(p) = w.s.program.clone() {
@@ -376,7 +386,7 @@ impl Worker {
         let now = self.s.start;
         self.next_gen = self.next_gen.wrapping_add(1);
         self.users.insert(User {
-            sock: None,
+            conn: None,
             gen: self.next_gen,
             state: State::Idle,
             wake: Wake::Send,
@@ -558,7 +568,7 @@ impl Worker {
         for (key, u) in self.users.iter() {
             if let Some(d) = u.deadline {
                 if now >= d {
-                    let kind = if u.state == State::Connecting {
+                    let kind = if matches!(u.state, State::Connecting | State::Tls) {
                         ErrorKind::ConnectTimeout
                     } else {
                         ErrorKind::Timeout
@@ -603,7 +613,7 @@ impl Worker {
         u.intended = intended;
         u.written = 0;
         u.outstanding = 0;
-        if u.sock.is_some() {
+        if u.conn.is_some() {
             self.write_request(key);
         } else {
             self.connect(key);
@@ -635,7 +645,7 @@ impl Worker {
         });
         match result {
             Ok(sock) => {
-                u.sock = Some(sock);
+                u.conn = Some(Conn::plain(sock));
                 u.state = State::Connecting;
                 u.deadline = Some(now + plan.connect_timeout);
                 self.open_conns += 1;
@@ -651,11 +661,22 @@ impl Worker {
 
     fn on_event(&mut self, key: usize, gen: u32, flags: u32) {
         let Some(u) = self.users.get(key) else { return };
-        if u.gen != gen || u.sock.is_none() {
+        if u.gen != gen || u.conn.is_none() {
             return;
         }
         const READABLE: u32 = poller::IN | poller::RDHUP | poller::ERR | poller::HUP;
         const WRITABLE: u32 = poller::OUT | poller::ERR | poller::HUP;
+        if u.state == State::Tls {
+            self.tls_handshake(key);
+            return;
+        }
+        if flags & WRITABLE != 0 && u.conn.as_ref().is_some_and(|c| c.wants_write()) {
+            // TLS records the socket could not take before.
+            if !self.flush_conn(key) {
+                return;
+            }
+        }
+        let Some(u) = self.users.get(key) else { return };
         if u.link.is_some() {
             // A protocol link reads whatever the state: the server speaks unasked (presence,
             // chats, pings), and every byte goes through the link's decoder.
@@ -670,7 +691,7 @@ impl Worker {
                 && self
                     .users
                     .get(key)
-                    .is_some_and(|u| u.gen == gen && u.sock.is_some())
+                    .is_some_and(|u| u.gen == gen && u.conn.is_some())
             {
                 self.read_link(key, flags);
             }
@@ -682,7 +703,7 @@ impl Worker {
                     self.on_connect(key);
                 }
             }
-            State::Handshake => {}
+            State::Tls | State::Handshake => {}
             State::Writing => {
                 if flags & WRITABLE != 0 {
                     self.write_request(key);
@@ -712,7 +733,9 @@ impl Worker {
     fn on_connect(&mut self, key: usize) {
         let now = Instant::now();
         let u = &mut self.users[key];
-        let Some(sock) = u.sock.as_ref() else { return };
+        let Some(sock) = u.conn.as_ref().map(|c| &c.sock) else {
+            return;
+        };
         match sock.take_error() {
             Ok(None) => {}
             Ok(Some(e)) | Err(e) => {
@@ -729,6 +752,61 @@ impl Worker {
         }
         self.rec.counters.connects += 1;
         self.rec.record_connect(micros(now - u.connect_start));
+        if let Some(tls) = &self.tls {
+            match tls.connect() {
+                Ok(t) => {
+                    if let Some(c) = u.conn.as_mut() {
+                        c.start_tls(t);
+                    }
+                    // The handshake is timed from here, apart from the connect, and bounded by
+                    // the connect timeout.
+                    u.connect_start = now;
+                    u.state = State::Tls;
+                    u.deadline = Some(now + self.s.plan.connect_timeout);
+                    self.tls_handshake(key);
+                }
+                Err(e) => self.fail(key, crate::tls::classify(&e), now),
+            }
+            return;
+        }
+        self.connected(key, now);
+    }
+
+    /// Drive the TLS handshake; once done, time it and go on as after a plain connect.
+    fn tls_handshake(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        let gen = u.gen;
+        let Some(conn) = u.conn.as_mut() else { return };
+        match conn.handshake(&mut self.rec.counters) {
+            Ok(false) | Err(IoErr::WouldBlock) => {}
+            Ok(true) => {
+                let now = Instant::now();
+                self.rec.record_tls(micros(now - u.connect_start));
+                self.rec.counters.proto(ProtoCounter::TlsHandshakes, 1);
+                if conn.resumed() {
+                    self.rec.counters.proto(ProtoCounter::TlsResumed, 1);
+                }
+                u.state = State::Idle;
+                u.deadline = None;
+                self.connected(key, now);
+                // Plaintext that came with the handshake's last flight raises no new edge:
+                // read it now if anybody listens.
+                if let Some(u) = self.users.get(key).filter(|u| u.gen == gen) {
+                    if u.link.is_some() {
+                        self.read_link(key, 0);
+                    } else if u.state == State::Reading {
+                        self.read(key, 0);
+                    }
+                }
+            }
+            Err(IoErr::Failed(kind)) => self.fail(key, kind, Instant::now()),
+        }
+    }
+
+    /// The connection (and its TLS) is up: start the protocol's setup, or go on with the step
+    /// that asked for the connection.
+    fn connected(&mut self, key: usize, now: Instant) {
+        let u = &mut self.users[key];
         if let Some(prog) = &self.s.program {
             if let Some(link) = Link::start(&prog.w.link, &prog.host, u.global, &mut self.rng) {
                 // The protocol's setup runs first; `link_ready` goes on from here after it.
@@ -765,7 +843,7 @@ impl Worker {
             }
         };
         let total = bytes.len();
-        let Some(sock) = u.sock.as_ref() else { return };
+        let Some(conn) = u.conn.as_mut() else { return };
         let first = u.state != State::Writing;
         if first {
             u.written = 0;
@@ -774,7 +852,7 @@ impl Worker {
         let mut off = u.written as usize;
         let gen = u.gen;
         while off < total {
-            match sock.send_with_flags(&bytes[off..total], libc::MSG_NOSIGNAL) {
+            match conn.send(&bytes[off..total], &mut self.rec.counters) {
                 Ok(n) => {
                     if off == 0 {
                         // First bytes of the batch on the wire: the requests now exist.
@@ -783,12 +861,9 @@ impl Worker {
                         self.rec.counters.requests += u64::from(u.batch);
                     }
                     off += n;
-                    self.rec.counters.bytes_sent += n as u64;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let kind = ErrorKind::from_io(&e, false);
+                Err(IoErr::WouldBlock) => break,
+                Err(IoErr::Failed(kind)) => {
                     self.fail(key, kind, Instant::now());
                     return;
                 }
@@ -834,17 +909,16 @@ impl Worker {
             if u.gen != gen || u.state != State::Reading {
                 break;
             }
-            let Some(sock) = u.sock.as_ref() else { break };
-            let mut s: &Socket = sock;
-            match s.read(&mut scratch) {
+            let Some(conn) = u.conn.as_mut() else { break };
+            let drains = conn.short_read_drains();
+            match conn.recv(&mut scratch, &mut self.rec.counters) {
                 Ok(0) => {
                     self.on_eof(key);
                     break;
                 }
                 Ok(n) => {
-                    self.rec.counters.bytes_received += n as u64;
                     self.on_bytes(key, &scratch[..n]);
-                    if n < scratch.len() {
+                    if drains && n < scratch.len() {
                         // Short read: drained. A peer half-close seen with this edge still
                         // needs handling if a response is awaited.
                         if flags & (poller::RDHUP | poller::HUP) != 0 {
@@ -856,10 +930,8 @@ impl Worker {
                         break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let kind = ErrorKind::from_io(&e, false);
+                Err(IoErr::WouldBlock) => break,
+                Err(IoErr::Failed(kind)) => {
                     self.fail(key, kind, Instant::now());
                     break;
                 }
@@ -876,7 +948,7 @@ impl Worker {
             let Some(u) = self.users.get_mut(key) else {
                 return;
             };
-            if u.gen != gen || u.sock.is_none() {
+            if u.gen != gen || u.conn.is_none() {
                 return;
             }
             if u.state != State::Reading {
@@ -962,22 +1034,37 @@ impl Worker {
         self.on_reply(key, Some(status), keep_alive);
     }
 
+    /// Writes what the transport holds (TLS records the socket did not take). False if that
+    /// failed the user.
+    fn flush_conn(&mut self, key: usize) -> bool {
+        let u = &mut self.users[key];
+        let Some(conn) = u.conn.as_mut() else {
+            return false;
+        };
+        match conn.flush(&mut self.rec.counters) {
+            Ok(()) | Err(IoErr::WouldBlock) => true,
+            Err(IoErr::Failed(kind)) => {
+                if u.link.is_some() {
+                    self.link_failed(key, kind);
+                } else {
+                    self.fail(key, kind, Instant::now());
+                }
+                false
+            }
+        }
+    }
+
     /// Writes what the protocol link has to send. A write error fails the user.
     fn flush_link(&mut self, key: usize) {
         let u = &mut self.users[key];
-        let (Some(sock), Some(link)) = (u.sock.as_ref(), u.link.as_mut()) else {
+        let (Some(conn), Some(link)) = (u.conn.as_mut(), u.link.as_mut()) else {
             return;
         };
         while link.written < link.out.len() {
-            match sock.send_with_flags(&link.out[link.written..], libc::MSG_NOSIGNAL) {
-                Ok(n) => {
-                    link.written += n;
-                    self.rec.counters.bytes_sent += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let kind = ErrorKind::from_io(&e, false);
+            match conn.send(&link.out[link.written..], &mut self.rec.counters) {
+                Ok(n) => link.written += n,
+                Err(IoErr::WouldBlock) => return,
+                Err(IoErr::Failed(kind)) => {
                     self.link_failed(key, kind);
                     return;
                 }
@@ -992,17 +1079,16 @@ impl Worker {
         let mut scratch = std::mem::take(&mut self.scratch);
         let gen = self.users[key].gen;
         while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
-            let Some(sock) = u.sock.as_ref() else { break };
-            let mut s: &Socket = sock;
-            match s.read(&mut scratch) {
+            let Some(conn) = u.conn.as_mut() else { break };
+            let drains = conn.short_read_drains();
+            match conn.recv(&mut scratch, &mut self.rec.counters) {
                 Ok(0) => {
                     self.link_eof(key);
                     break;
                 }
                 Ok(n) => {
-                    self.rec.counters.bytes_received += n as u64;
                     self.on_link_bytes(key, gen, &scratch[..n]);
-                    if n < scratch.len() {
+                    if drains && n < scratch.len() {
                         if flags & (poller::RDHUP | poller::HUP) != 0
                             && self.users.get(key).is_some_and(|u| u.gen == gen)
                         {
@@ -1011,10 +1097,9 @@ impl Worker {
                         break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.link_failed(key, ErrorKind::from_io(&e, false));
+                Err(IoErr::WouldBlock) => break,
+                Err(IoErr::Failed(kind)) => {
+                    self.link_failed(key, kind);
                     break;
                 }
             }
@@ -1262,7 +1347,7 @@ impl Worker {
                 }
                 Action::Connect => {
                     let u = &mut self.users[key];
-                    if u.sock.is_none() {
+                    if u.conn.is_none() {
                         u.batch = 0;
                         u.outstanding = 0;
                         self.connect(key);
@@ -1319,11 +1404,10 @@ impl Worker {
     /// A kept-alive connection became readable between requests.
     fn idle_readable(&mut self, key: usize) {
         let mut buf = [0u8; 512];
-        let u = &self.users[key];
-        let Some(sock) = u.sock.as_ref() else { return };
-        let mut s: &Socket = sock;
-        match s.read(&mut buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        let u = &mut self.users[key];
+        let Some(conn) = u.conn.as_mut() else { return };
+        match conn.recv(&mut buf, &mut self.rec.counters) {
+            Err(IoErr::WouldBlock) => {}
             Ok(0) | Err(_) => self.close(key), // closed while idle: reconnect when next needed
             Ok(n) if buf[..n].iter().all(|&b| b == b'\r' || b == b'\n') => {}
             Ok(_) => {
@@ -1378,8 +1462,8 @@ impl Worker {
         if let Some(mut link) = u.link.take() {
             link.release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
         }
-        if let Some(sock) = u.sock.take() {
-            drop(sock);
+        if let Some(conn) = u.conn.take() {
+            drop(conn);
             self.open_conns -= 1;
             self.rec.counters.disconnects += 1;
         }
@@ -1527,6 +1611,7 @@ mod tests {
             workload: None,
             segment: Default::default(),
             start_at: None,
+            tls: None,
         }
     }
 

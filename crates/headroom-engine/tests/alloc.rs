@@ -72,6 +72,7 @@ fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
         workload: None,
         segment: Default::default(),
         start_at: None,
+        tls: None,
     }
 }
 

@@ -121,6 +121,7 @@ fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
         workload: None,
         segment: Segment::default(),
         start_at: None,
+        tls: None,
     }
 }
 

@@ -259,6 +259,7 @@ pub fn load_for(
         workload: Some(Arc::new(c.workload)),
         segment: Default::default(),
         start_at: None,
+        tls: None,
     };
     plan.validate().map_err(|e| e.0)?;
     let mut scenario = s;

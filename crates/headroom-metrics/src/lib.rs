@@ -125,6 +125,9 @@ pub struct Recorder {
     pub latency_uncorrected: Histogram<u64>,
     /// TCP connect time.
     pub connect: Histogram<u64>,
+    /// TLS handshake time: from the TCP connect's completion to the handshake's (apart from
+    /// the connect time, like k6's `http_req_tls_handshaking`). Empty without TLS.
+    pub tls: Histogram<u64>,
     /// Wall time of each session that ran to its end (scenario runs).
     pub sessions: Histogram<u64>,
     pub counters: Counters,
@@ -167,6 +170,7 @@ impl Recorder {
             latency: new_histogram(),
             latency_uncorrected: new_histogram(),
             connect: new_histogram(),
+            tls: new_histogram(),
             sessions: new_histogram(),
             counters: Counters::default(),
             names: Vec::new(),
@@ -215,12 +219,18 @@ impl Recorder {
         self.connect.saturating_record(us.max(1));
     }
 
+    #[inline]
+    pub fn record_tls(&mut self, us: u64) {
+        self.tls.saturating_record(us.max(1));
+    }
+
     /// Merge `other` into `self` exactly.
     pub fn add(&mut self, other: &Recorder) {
         // Same bounds on both sides, so `add` cannot fail; saturate defensively anyway.
         let _ = self.latency.add(&other.latency);
         let _ = self.latency_uncorrected.add(&other.latency_uncorrected);
         let _ = self.connect.add(&other.connect);
+        let _ = self.tls.add(&other.tls);
         let _ = self.sessions.add(&other.sessions);
         self.counters.add(&other.counters);
         self.ensure_names(other.names.len(), other.matches.len());
@@ -239,6 +249,7 @@ impl Recorder {
         self.latency.reset();
         self.latency_uncorrected.reset();
         self.connect.reset();
+        self.tls.reset();
         self.sessions.reset();
         self.counters = Counters::default();
         for n in &mut self.names {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use headroom_core::{
     ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, SocketOptions, StopCondition,
+    TlsOptions, TlsVersion,
 };
 
 const ABOUT: &str = "Load generator and server-scalability lab.";
@@ -98,7 +99,7 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/path (http only for now), or a scenario file:
+    /// Target URL, e.g. http://127.0.0.1:8080/path or https://localhost:8443/, or a scenario file:
     /// FILE.yaml (see docs/scenario.md) or a Tsung FILE.xml.
     #[arg(value_name = "URL|SCENARIO")]
     pub url: String,
@@ -185,6 +186,43 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Network")]
     pub no_preflight: bool,
 
+    // ---- TLS ----
+    /// Accept any server certificate (self-signed, expired, another name); the handshake is
+    /// still done and timed.
+    #[arg(short = 'k', long, help_heading = "TLS")]
+    pub insecure: bool,
+    /// Trust the CA certificates in FILE (PEM) instead of the system's store.
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate chain (PEM) for mutual TLS; needs --key.
+    #[arg(long, value_name = "FILE", requires = "key", help_heading = "TLS")]
+    pub cert: Option<PathBuf>,
+    /// Private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert", help_heading = "TLS")]
+    pub key: Option<PathBuf>,
+    /// Lowest TLS version to offer.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "1.2",
+        value_name = "VERSION",
+        help_heading = "TLS"
+    )]
+    pub tls_min: TlsVersionArg,
+    /// Highest TLS version to offer.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "1.3",
+        value_name = "VERSION",
+        help_heading = "TLS"
+    )]
+    pub tls_max: TlsVersionArg,
+    /// A full TLS handshake on every new connection (resumption, by session ticket or id, is on
+    /// by default: the handshake's cost is a factor to study both ways).
+    #[arg(long, help_heading = "TLS")]
+    pub no_tls_resume: bool,
+
     // ---- output ----
     /// Reporting interval.
     #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Output")]
@@ -226,6 +264,23 @@ pub struct RunArgs {
     pub dist: crate::dist::AgentsArgs,
 }
 
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersionArg {
+    #[value(name = "1.2")]
+    Tls12,
+    #[value(name = "1.3")]
+    Tls13,
+}
+
+impl From<TlsVersionArg> for TlsVersion {
+    fn from(v: TlsVersionArg) -> TlsVersion {
+        match v {
+            TlsVersionArg::Tls12 => TlsVersion::Tls12,
+            TlsVersionArg::Tls13 => TlsVersion::Tls13,
+        }
+    }
+}
+
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
 pub enum ArrivalArg {
     Poisson,
@@ -247,9 +302,11 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
-/// The parts of an http:// URL that matter to a client.
+/// The parts of an http:// or https:// URL that matter to a client.
 #[derive(Debug, PartialEq)]
 pub struct Url {
+    /// https: TLS on every connection.
+    pub tls: bool,
     pub host: String,
     pub port: u16,
     /// Path and query, starting with '/'.
@@ -261,19 +318,15 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
     let Some((scheme, rest)) = s.split_once("://") else {
         return usage(format!("bad URL '{s}': no scheme; {fix}"));
     };
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" => {}
-        "https" => {
-            return usage(format!(
-                "bad URL '{s}': https is not supported yet; use http://"
-            ))
-        }
+    let tls = match scheme.to_ascii_lowercase().as_str() {
+        "http" => false,
+        "https" => true,
         other => {
             return usage(format!(
                 "bad URL '{s}': scheme '{other}' is not supported; {fix}"
             ))
         }
-    }
+    };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
         Some(i) => (&rest[..i], rest[i..].to_string()),
@@ -307,6 +360,7 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
         return usage(format!("bad URL '{s}': no host; {fix}"));
     }
     let port = match port {
+        None if tls => 443,
         None => 80,
         Some(p) => match p.parse::<u16>() {
             Ok(p) if p > 0 => p,
@@ -322,7 +376,12 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
             "bad URL '{s}': the path contains spaces or control characters; percent-encode them"
         ));
     }
-    Ok(Url { host, port, path })
+    Ok(Url {
+        tls,
+        host,
+        port,
+        path,
+    })
 }
 
 /// `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
@@ -483,7 +542,8 @@ impl RunArgs {
                 None => b.as_bytes().to_vec(),
             },
         };
-        let host = if url.port == 80 {
+        let default_port = if url.tls { 443 } else { 80 };
+        let host = if url.port == default_port {
             url.host.clone()
         } else if url.host.contains(':') {
             format!("[{}]:{}", url.host, url.port)
@@ -633,9 +693,46 @@ impl RunArgs {
             workload: None,
             segment: Default::default(),
             start_at: None,
+            tls: if url.tls {
+                Some(std::sync::Arc::new(self.tls_options(&url.host)?))
+            } else {
+                None
+            },
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
+    }
+
+    /// The TLS settings of the flags, for a server called `host` (SNI and the name checked).
+    /// Files are read here, once: the plan carries their bytes.
+    pub fn tls_options(&self, host: &str) -> Result<TlsOptions, UsageError> {
+        let read = |flag: &str, p: &PathBuf| {
+            std::fs::read(p)
+                .map_err(|e| UsageError(format!("cannot read {flag} file '{}': {e}", p.display())))
+        };
+        let mut o = TlsOptions::new(host);
+        o.alpn = vec![b"http/1.1".to_vec()];
+        o.insecure = self.insecure;
+        o.ca_pem = self
+            .cacert
+            .as_ref()
+            .map(|p| read("--cacert", p))
+            .transpose()?;
+        o.client_cert_pem = self.cert.as_ref().map(|p| read("--cert", p)).transpose()?;
+        o.client_key_pem = self.key.as_ref().map(|p| read("--key", p)).transpose()?;
+        o.min_version = self.tls_min.into();
+        o.max_version = self.tls_max.into();
+        if o.min_version > o.max_version {
+            return usage(format!(
+                "bad --tls-min {} with --tls-max {}: the lowest version is above the highest",
+                o.min_version.name(),
+                o.max_version.name()
+            ));
+        }
+        o.resume = !self.no_tls_resume;
+        // Check the files now: a bad CA or key is a usage error, not a run of failures.
+        headroom_engine::tls::TlsClient::new(&o).map_err(UsageError)?;
+        Ok(o)
     }
 }
 

@@ -133,6 +133,22 @@ fn command_line() -> String {
 /// One blocking connect before the load starts, as wrk does: a wrong port is one clear line,
 /// not a run full of `refused`.
 fn preflight(plan: &Plan) -> anyhow::Result<()> {
+    if let Some(tls) = &plan.tls {
+        // A TLS run: the handshake too, so a wrong certificate or a plain-text port is one
+        // line naming the cause and the fix.
+        return match headroom_engine::tls::probe(plan.target, tls, plan.connect_timeout) {
+            Ok(_) => Ok(()),
+            Err(e) => anyhow::bail!(
+                "TLS to {} ({}) failed{}: {} (--no-preflight loads it anyway)",
+                plan.target,
+                plan.target_name,
+                e.kind
+                    .map(|k| format!(" [{}]", k.name()))
+                    .unwrap_or_default(),
+                e.message
+            ),
+        };
+    }
     match std::net::TcpStream::connect_timeout(&plan.target, plan.connect_timeout) {
         Ok(_) => Ok(()),
         Err(e) => anyhow::bail!(
@@ -558,6 +574,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         workload: None,
         segment: Default::default(),
         start_at: None,
+        tls: None,
     };
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())

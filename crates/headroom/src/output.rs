@@ -97,6 +97,38 @@ fn model_details(plan: &Plan) -> serde_json::Value {
     }
 }
 
+/// The application protocol a run spoke, as summary.json says it: `http/1.1` (URL runs), or the
+/// scenario's (`xmpp`, `pgsql`, `websocket`, `raw`, `http/1.1`).
+pub fn protocol_name(plan: &Plan) -> &'static str {
+    use headroom_core::session::LinkSpec;
+    match plan.workload.as_deref().map(|w| &w.link) {
+        Some(LinkSpec::Xmpp(_)) => "xmpp",
+        Some(LinkSpec::Pgsql(_)) => "pgsql",
+        Some(LinkSpec::WebSocket(_)) => "websocket",
+        _ => "http/1.1",
+    }
+}
+
+/// The run's TLS settings and handshake counts; `null` for a plain run.
+fn tls_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value {
+    use headroom_core::ProtoCounter;
+    let Some(t) = &plan.tls else {
+        return serde_json::Value::Null;
+    };
+    serde_json::json!({
+        "server_name": t.server_name,
+        "min_version": t.min_version,
+        "max_version": t.max_version,
+        "alpn": t.alpn.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>(),
+        "insecure": t.insecure,
+        "ca": if t.ca_pem.is_some() { "file" } else { "system" },
+        "client_certificate": t.client_cert_pem.is_some(),
+        "resume": t.resume,
+        "handshakes": c.proto[ProtoCounter::TlsHandshakes.index()],
+        "resumed": c.proto[ProtoCounter::TlsResumed.index()],
+    })
+}
+
 /// summary.json as a JSON value.
 pub fn summary_json(
     plan: &Plan,
@@ -118,6 +150,8 @@ pub fn summary_json(
         "threads": plan.threads,
         "keepalive": plan.keepalive,
         "pipeline": plan.pipeline,
+        "protocol": protocol_name(plan),
+        "tls": tls_json(plan, c),
         "started_at": humantime::format_rfc3339_millis(out.started_at).to_string(),
         "duration_s": round3(secs),
         "interrupted": out.interrupted,
@@ -134,6 +168,7 @@ pub fn summary_json(
         "latency_us": LatencyStats::of(&t.latency),
         "latency_uncorrected_us": LatencyStats::of(&t.latency_uncorrected),
         "connect_us": LatencyStats::of(&t.connect),
+        "tls_us": LatencyStats::of(&t.tls),
         "connects": c.connects,
         "connections_peak": out.connections_peak,
         "bytes_sent": c.bytes_sent,
@@ -248,6 +283,7 @@ pub fn interval_json(
         "latency_us": lat(&r.latency),
         "latency_uncorrected_us": lat(&r.latency_uncorrected),
         "connect_us": lat(&r.connect),
+        "tls_us": lat(&r.tls),
         "connects": c.connects,
         "disconnects": c.disconnects,
         "connections_open": c.connections_open,
@@ -314,7 +350,7 @@ impl RunDir {
         let hlog = HlogWriter::new(
             BufWriter::new(File::create(path.join("latency.hlog"))?),
             started,
-            &format!("headroom {} — {command}\nlatency in microseconds; untagged = corrected, Tag=uncorrected, Tag=connect", env!("CARGO_PKG_VERSION")),
+            &format!("headroom {} — {command}\nlatency in microseconds; untagged = corrected, Tag=uncorrected, Tag=connect, Tag=tls", env!("CARGO_PKG_VERSION")),
         )?;
         Ok(RunDir {
             path: path.to_path_buf(),
@@ -339,6 +375,9 @@ impl RunDir {
         if !r.connect.is_empty() {
             self.hlog
                 .write(Some("connect"), iv.start, iv.length, &r.connect)?;
+        }
+        if !r.tls.is_empty() {
+            self.hlog.write(Some("tls"), iv.start, iv.length, &r.tls)?;
         }
         Ok(())
     }
@@ -544,6 +583,17 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
         lat_line(&LatencyStats::of(&t.connect)),
         thousands(c.connects)
     );
+    if !t.tls.is_empty() {
+        use headroom_core::ProtoCounter;
+        let resumed = c.proto[ProtoCounter::TlsResumed.index()];
+        let _ = writeln!(
+            w,
+            "  TLS          {}  ({} handshakes, {} resumed)",
+            lat_line(&LatencyStats::of(&t.tls)),
+            thousands(c.proto[ProtoCounter::TlsHandshakes.index()]),
+            thousands(resumed)
+        );
+    }
     let classes: Vec<String> = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"]
         .iter()
         .zip(c.status.iter())

@@ -14,6 +14,9 @@ fn random_recorder(rng: &mut SmallRng) -> Recorder {
         let v = rng.gen_range(1..5_000_000u64);
         r.record_latency(v, v / 2 + 1);
         r.record_connect(rng.gen_range(1..10_000));
+        if rng.gen_bool(0.3) {
+            r.record_tls(rng.gen_range(1..50_000));
+        }
         r.sessions
             .saturating_record(rng.gen_range(1..MAX_LATENCY_US * 2));
         if names > 0 {
@@ -48,8 +51,15 @@ fn assert_same(a: &Recorder, b: &Recorder) {
     assert_eq!(a.latency, b.latency);
     assert_eq!(a.latency_uncorrected, b.latency_uncorrected);
     assert_eq!(a.connect, b.connect);
+    assert_eq!(a.tls, b.tls);
     assert_eq!(a.sessions, b.sessions);
-    for h in [&a.latency, &a.latency_uncorrected, &a.connect, &a.sessions] {
+    for h in [
+        &a.latency,
+        &a.latency_uncorrected,
+        &a.connect,
+        &a.tls,
+        &a.sessions,
+    ] {
         assert_eq!(h.low(), 1);
         assert_eq!(h.high(), MAX_LATENCY_US);
     }

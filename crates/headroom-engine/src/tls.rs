@@ -1,0 +1,490 @@
+//! TLS for the engine's connections: the client configuration built once per run from a plan's
+//! [`TlsOptions`], the classification of rustls' errors into the fixed [`ErrorKind`]s, the one-line
+//! explanation a person can act on, and a blocking probe for the preflight.
+//!
+//! rustls is used through its sans-I/O `ClientConnection` (see `transport.rs`): the worker's
+//! epoll loop reads ciphertext into it and takes plaintext out, exactly as it does for a plain
+//! socket, so no protocol knows whether TLS carries it.
+//!
+//! Each worker gets its own copy of the configuration with its own session store, so resuming a
+//! session takes no lock shared between threads (the store is a mutex inside rustls, taken once
+//! per handshake, never per request).
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use headroom_core::{ErrorKind, TlsOptions, TlsVersion};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{Resumption, WebPkiServerVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, Error, RootCertStore,
+    SignatureScheme,
+};
+
+/// Sessions kept per worker for resumption (one per server name is enough for one target; a
+/// few spare for TLS 1.3's several tickets).
+const SESSIONS_PER_WORKER: usize = 64;
+
+/// A run's TLS client settings, ready to make connections.
+#[derive(Clone)]
+pub struct TlsClient {
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+    resume: bool,
+}
+
+impl std::fmt::Debug for TlsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsClient")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl TlsClient {
+    /// Build the configuration: trusted roots (`ca_pem`, else the system's store), client
+    /// certificate, versions, ALPN and resumption. Errors say which input is wrong.
+    pub fn new(o: &TlsOptions) -> Result<TlsClient, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut versions: Vec<&'static rustls::SupportedProtocolVersion> = Vec::new();
+        if o.min_version <= TlsVersion::Tls12 && o.max_version >= TlsVersion::Tls12 {
+            versions.push(&rustls::version::TLS12);
+        }
+        if o.max_version >= TlsVersion::Tls13 {
+            versions.push(&rustls::version::TLS13);
+        }
+        if versions.is_empty() {
+            return Err("no TLS version between --tls-min and --tls-max".into());
+        }
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&versions)
+            .map_err(|e| format!("TLS versions: {e}"))?;
+        let builder = if o.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+        } else {
+            let (roots, pinned) = roots(o.ca_pem.as_deref())?;
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("--cacert: {e}"))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Verifier { webpki, pinned }))
+        };
+        let mut config = match (&o.client_cert_pem, &o.client_key_pem) {
+            (Some(c), Some(k)) => {
+                let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(c)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("--cert: not a PEM certificate chain ({e})"))?;
+                if chain.is_empty() {
+                    return Err("--cert: no certificate in the file".into());
+                }
+                let key = PrivateKeyDer::from_pem_slice(k)
+                    .map_err(|e| format!("--key: not a PEM private key ({e})"))?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| format!("--cert/--key: {e}"))?
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = o.alpn.clone();
+        config.resumption = if o.resume {
+            Resumption::in_memory_sessions(SESSIONS_PER_WORKER)
+        } else {
+            Resumption::disabled()
+        };
+        let name = ServerName::try_from(o.server_name.clone())
+            .map_err(|_| format!("'{}' is not a valid TLS server name", o.server_name))?;
+        Ok(TlsClient {
+            config: Arc::new(config),
+            name,
+            resume: o.resume,
+        })
+    }
+
+    /// A copy for one worker, with a session store of its own.
+    pub(crate) fn for_worker(&self) -> TlsClient {
+        let mut c = (*self.config).clone();
+        c.resumption = if self.resume {
+            Resumption::in_memory_sessions(SESSIONS_PER_WORKER)
+        } else {
+            Resumption::disabled()
+        };
+        TlsClient {
+            config: Arc::new(c),
+            name: self.name.clone(),
+            resume: self.resume,
+        }
+    }
+
+    /// A new client connection (nothing sent yet: its ClientHello waits in its buffer).
+    pub(crate) fn connect(&self) -> Result<rustls::ClientConnection, Error> {
+        rustls::ClientConnection::new(self.config.clone(), self.name.clone())
+    }
+}
+
+/// The trusted roots, and the certificates of `--cacert` kept whole for pinning.
+fn roots(ca_pem: Option<&[u8]>) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), String> {
+    let mut roots = RootCertStore::empty();
+    let mut pinned = Vec::new();
+    match ca_pem {
+        Some(pem) => {
+            for c in CertificateDer::pem_slice_iter(pem) {
+                let c = c.map_err(|e| format!("--cacert: not a PEM certificate ({e})"))?;
+                roots
+                    .add(c.clone())
+                    .map_err(|e| format!("--cacert: a certificate was refused ({e})"))?;
+                pinned.push(c);
+            }
+            if pinned.is_empty() {
+                return Err("--cacert: no certificate in the file".into());
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            let (added, _) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                return Err(
+                    "no trusted CA certificates found in the system's store (install Debian's \
+                     ca-certificates), so no server can be verified: give --cacert FILE or \
+                     -k/--insecure"
+                        .into(),
+                );
+            }
+        }
+    }
+    Ok((roots, pinned))
+}
+
+/// The usual chain verification, plus pinning: a server certificate that is itself one of the
+/// `--cacert` certificates is trusted as it is. That is how curl treats a self-signed
+/// certificate given as its own CA (`openssl req -x509` makes one with CA:TRUE, which the
+/// chain verification refuses as an end entity).
+#[derive(Debug)]
+struct Verifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        match self
+            .webpki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
+            Ok(v) => Ok(v),
+            Err(_)
+                if self
+                    .pinned
+                    .iter()
+                    .any(|p| p.as_ref() == end_entity.as_ref()) =>
+            {
+                Ok(ServerCertVerified::assertion())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// `-k/--insecure`: every certificate is accepted, signatures are still checked (the handshake
+/// costs what it costs with verification, minus the chain's).
+#[derive(Debug)]
+struct AcceptAny(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The error kind of a failed handshake or TLS stream.
+pub fn classify(e: &Error) -> ErrorKind {
+    match e {
+        Error::InvalidCertificate(c) => match c {
+            CertificateError::UnknownIssuer | CertificateError::BadSignature => {
+                ErrorKind::TlsUntrusted
+            }
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. } => ErrorKind::TlsExpired,
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                ErrorKind::TlsWrongName
+            }
+            // A self-signed certificate made as a CA (`openssl req -x509`): webpki says
+            // "CA used as end entity" before it looks for an issuer; for a person it is
+            // untrusted, and --cacert (pinning) or -k is the fix.
+            CertificateError::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+                ErrorKind::TlsUntrusted
+            }
+            _ => ErrorKind::TlsCertificate,
+        },
+        Error::NoCertificatesPresented | Error::UnsupportedNameType => ErrorKind::TlsCertificate,
+        Error::AlertReceived(a) => match a {
+            AlertDescription::ProtocolVersion
+            | AlertDescription::HandshakeFailure
+            | AlertDescription::InsufficientSecurity => ErrorKind::TlsVersion,
+            AlertDescription::BadCertificate
+            | AlertDescription::UnsupportedCertificate
+            | AlertDescription::CertificateRevoked
+            | AlertDescription::CertificateExpired
+            | AlertDescription::CertificateUnknown
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateRequired
+            | AlertDescription::AccessDenied => ErrorKind::TlsCertificate,
+            _ => ErrorKind::TlsAlert,
+        },
+        Error::PeerIncompatible(_) => ErrorKind::TlsVersion,
+        Error::InvalidMessage(_)
+        | Error::InappropriateMessage { .. }
+        | Error::InappropriateHandshakeMessage { .. }
+        | Error::DecryptError
+        | Error::PeerMisbehaved(_) => ErrorKind::TlsMalformed,
+        _ => ErrorKind::TlsAlert,
+    }
+}
+
+/// One line that names the cause of a TLS failure and the fix.
+pub fn explain(e: &Error, o: &TlsOptions) -> String {
+    let name = &o.server_name;
+    match classify(e) {
+        ErrorKind::TlsUntrusted => format!(
+            "the server's certificate is not signed by a trusted CA (self-signed or a private \
+             CA: {e}); give its CA with --cacert FILE, or -k/--insecure to skip verification"
+        ),
+        ErrorKind::TlsExpired => format!(
+            "the server's certificate is expired or not yet valid ({e}); renew it, or \
+             -k/--insecure to load it anyway"
+        ),
+        ErrorKind::TlsWrongName => format!(
+            "the server's certificate is not valid for '{name}' ({e}); use a URL with a name the \
+             certificate holds, or -k/--insecure"
+        ),
+        ErrorKind::TlsVersion => format!(
+            "no TLS version or cipher suite in common with the server ({e}); headroom offered \
+             TLS {}..{}: widen --tls-min/--tls-max",
+            o.min_version.name(),
+            o.max_version.name()
+        ),
+        ErrorKind::TlsCertificate => format!(
+            "the TLS handshake failed on a certificate ({e}); if the server asks for a client \
+             certificate, give --cert FILE --key FILE"
+        ),
+        ErrorKind::TlsMalformed => format!(
+            "the server did not answer in TLS ({e}): is this a plain-text port? use http:// (or \
+             ws://, or the server's TLS port)"
+        ),
+        _ => format!("the server ended the TLS handshake ({e})"),
+    }
+}
+
+/// What a blocking handshake found.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub version: Option<&'static str>,
+    pub alpn: Option<Vec<u8>>,
+    pub handshake: Duration,
+}
+
+/// Why a probe failed: the kind, and one line for a person.
+#[derive(Debug, Clone)]
+pub struct ProbeError {
+    pub kind: Option<ErrorKind>,
+    pub message: String,
+}
+
+/// One blocking TCP connect and TLS handshake to `target` (the preflight of a TLS run): a wrong
+/// certificate or a plain-text port is one clear line before the load, not a run of failures.
+pub fn probe(target: SocketAddr, o: &TlsOptions, timeout: Duration) -> Result<Probe, ProbeError> {
+    let fail = |kind, message| ProbeError { kind, message };
+    let client = TlsClient::new(o).map_err(|m| fail(None, m))?;
+    let mut tcp = std::net::TcpStream::connect_timeout(&target, timeout)
+        .map_err(|e| fail(None, format!("cannot connect to {target}: {e}")))?;
+    let _ = tcp.set_read_timeout(Some(timeout));
+    let _ = tcp.set_write_timeout(Some(timeout));
+    let mut conn = client
+        .connect()
+        .map_err(|e| fail(Some(classify(&e)), explain(&e, o)))?;
+    let start = Instant::now();
+    while conn.is_handshaking() {
+        if start.elapsed() > timeout {
+            return Err(fail(
+                None,
+                format!("the TLS handshake with {target} did not finish within {timeout:?}"),
+            ));
+        }
+        match conn.complete_io(&mut tcp) {
+            Ok(_) => {}
+            Err(e) => {
+                if let Some(t) = e.get_ref().and_then(|x| x.downcast_ref::<Error>()) {
+                    return Err(fail(Some(classify(t)), explain(t, o)));
+                }
+                let kind = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    Some(ErrorKind::TlsMalformed)
+                } else {
+                    None
+                };
+                return Err(fail(
+                    kind,
+                    format!(
+                        "the TLS handshake with {target} failed: {e} (a plain-text port, or a \
+                         server that closed the connection?)"
+                    ),
+                ));
+            }
+        }
+    }
+    let handshake = start.elapsed();
+    // Close politely; the probe's session may be resumed by nobody (each worker has its own).
+    conn.send_close_notify();
+    let _ = conn.write_tls(&mut tcp);
+    let _ = tcp.flush();
+    let mut sink = [0u8; 64];
+    let _ = tcp.set_read_timeout(Some(Duration::from_millis(10)));
+    let _ = tcp.read(&mut sink);
+    Ok(Probe {
+        version: conn.protocol_version().map(|v| match v {
+            rustls::ProtocolVersion::TLSv1_3 => "1.3",
+            rustls::ProtocolVersion::TLSv1_2 => "1.2",
+            _ => "other",
+        }),
+        alpn: conn.alpn_protocol().map(|p| p.to_vec()),
+        handshake,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_names_each_failure() {
+        let c = |e| classify(&Error::InvalidCertificate(e));
+        assert_eq!(c(CertificateError::UnknownIssuer), ErrorKind::TlsUntrusted);
+        assert_eq!(c(CertificateError::Expired), ErrorKind::TlsExpired);
+        assert_eq!(
+            c(CertificateError::NotValidForName),
+            ErrorKind::TlsWrongName
+        );
+        assert_eq!(c(CertificateError::Revoked), ErrorKind::TlsCertificate);
+        assert_eq!(
+            classify(&Error::AlertReceived(AlertDescription::ProtocolVersion)),
+            ErrorKind::TlsVersion
+        );
+        assert_eq!(
+            classify(&Error::AlertReceived(AlertDescription::DecodeError)),
+            ErrorKind::TlsAlert
+        );
+        assert_eq!(
+            classify(&Error::InvalidMessage(
+                rustls::InvalidMessage::InvalidContentType
+            )),
+            ErrorKind::TlsMalformed
+        );
+    }
+
+    #[test]
+    fn bad_inputs_are_one_line_errors() {
+        let mut o = TlsOptions::new("localhost");
+        o.ca_pem = Some(b"not a pem".to_vec());
+        let e = TlsClient::new(&o).unwrap_err();
+        assert!(e.contains("--cacert"), "{e}");
+        let mut o = TlsOptions::new("localhost");
+        o.insecure = true;
+        o.client_cert_pem =
+            Some(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_vec());
+        o.client_key_pem = Some(b"nothing".to_vec());
+        let e = TlsClient::new(&o).unwrap_err();
+        assert!(e.contains("--"), "{e}");
+        assert!(!e.contains('\n'));
+        let mut o = TlsOptions::new("bad name with spaces");
+        o.insecure = true;
+        assert!(TlsClient::new(&o).is_err());
+    }
+
+    #[test]
+    fn versions_and_ip_names_build() {
+        let mut o = TlsOptions::new("127.0.0.1");
+        o.insecure = true;
+        o.max_version = TlsVersion::Tls12;
+        let c = TlsClient::new(&o).unwrap();
+        assert!(matches!(c.name, ServerName::IpAddress(_)));
+        o.min_version = TlsVersion::Tls13;
+        o.max_version = TlsVersion::Tls13;
+        assert!(TlsClient::new(&o).is_ok());
+    }
+}

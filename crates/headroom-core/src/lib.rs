@@ -384,6 +384,21 @@ pub struct TlsOptions {
     pub max_version: TlsVersion,
     /// Resume sessions (tickets / session ids) on reconnects; off: a full handshake each time.
     pub resume: bool,
+    /// How TLS starts on a fresh connection.
+    pub upgrade: TlsUpgrade,
+}
+
+/// How TLS starts: at once, or after the protocol's own plain-text exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TlsUpgrade {
+    /// The handshake is the first thing on the connection (https, wss, XMPP direct TLS).
+    #[default]
+    Direct,
+    /// XMPP STARTTLS: open the stream to `domain`, ask for TLS, then log in over it.
+    XmppStartTls { domain: String },
+    /// PostgreSQL SSLRequest; with `required` false (`sslmode=prefer`) a server that says no is
+    /// used in plain text.
+    PgSslRequest { required: bool },
 }
 
 impl TlsOptions {
@@ -399,6 +414,7 @@ impl TlsOptions {
             min_version: TlsVersion::Tls12,
             max_version: TlsVersion::Tls13,
             resume: true,
+            upgrade: TlsUpgrade::Direct,
         }
     }
 }

@@ -22,8 +22,9 @@
 
 use std::io::{self, Read, Write};
 
-use headroom_core::ErrorKind;
+use headroom_core::{ErrorKind, TlsUpgrade};
 use headroom_metrics::Counters;
+use headroom_proto::starttls::{Negotiation, Progress};
 use socket2::Socket;
 
 use crate::tls::classify;
@@ -46,6 +47,18 @@ const TLS_SEND_LIMIT: usize = 256 * 1024;
 pub(crate) struct Conn {
     pub sock: Socket,
     tls: Option<Box<rustls::ClientConnection>>,
+    /// The plain-text exchange before TLS (STARTTLS, SSLRequest), while it runs.
+    pre: Option<Box<PreTls>>,
+}
+
+struct PreTls {
+    neg: Negotiation,
+    out: Vec<u8>,
+    written: usize,
+    /// The TLS connection to start once the server says yes.
+    tls: rustls::ClientConnection,
+    /// A server that says no fails the connection (else it is used in plain text).
+    required: bool,
 }
 
 /// `Write`/`Read` on the socket for rustls, with MSG_NOSIGNAL (a peer's close must not raise
@@ -80,13 +93,87 @@ fn io_err(e: &io::Error) -> IoErr {
 
 impl Conn {
     pub fn plain(sock: Socket) -> Conn {
-        Conn { sock, tls: None }
+        Conn {
+            sock,
+            tls: None,
+            pre: None,
+        }
     }
 
-    /// Start TLS on this (connected) socket: the ClientHello is written by the next `flush`.
-    pub fn start_tls(&mut self, mut tls: rustls::ClientConnection) {
+    /// Start TLS on this (connected) socket, at once or after the protocol's plain-text
+    /// exchange: [`Conn::handshake`] drives both.
+    pub fn start_tls(&mut self, mut tls: rustls::ClientConnection, upgrade: &TlsUpgrade) {
         tls.set_buffer_limit(Some(TLS_SEND_LIMIT));
-        self.tls = Some(Box::new(tls));
+        let mut out = Vec::new();
+        let (neg, required) = match upgrade {
+            TlsUpgrade::Direct => {
+                self.tls = Some(Box::new(tls));
+                return;
+            }
+            TlsUpgrade::XmppStartTls { domain } => (Negotiation::xmpp(domain, &mut out), true),
+            TlsUpgrade::PgSslRequest { required } => (Negotiation::pg(&mut out), *required),
+        };
+        self.pre = Some(Box::new(PreTls {
+            neg,
+            out,
+            written: 0,
+            tls,
+            required,
+        }));
+    }
+
+    /// True once TLS carries the connection (false for a plain one, and for a server that
+    /// declined an optional upgrade).
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// The plain-text exchange before TLS. `Ok(true)` when it is over (TLS started, or
+    /// declined and not required), `Ok(false)` while it waits.
+    fn pre_tls(&mut self, c: &mut Counters) -> Result<bool, IoErr> {
+        let Some(pre) = self.pre.as_mut() else {
+            return Ok(true);
+        };
+        let mut buf = [0u8; 2048];
+        // Bounded: the negotiation refuses more than 16 KiB of server bytes.
+        loop {
+            while pre.written < pre.out.len() {
+                match self
+                    .sock
+                    .send_with_flags(&pre.out[pre.written..], libc::MSG_NOSIGNAL)
+                {
+                    Ok(n) => {
+                        pre.written += n;
+                        c.bytes_sent += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(io_err(&e)),
+                }
+            }
+            pre.out.clear();
+            pre.written = 0;
+            let n = match SockIo(&self.sock).read(&mut buf) {
+                Ok(0) => return Err(IoErr::Failed(ErrorKind::Closed)),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(&e)),
+            };
+            c.bytes_received += n as u64;
+            match pre.neg.feed(&buf[..n], &mut pre.out) {
+                Ok(Progress::NeedMore) => {}
+                Ok(Progress::StartTls) => {
+                    let pre = self.pre.take().expect("checked above");
+                    self.tls = Some(Box::new(pre.tls));
+                    return Ok(true);
+                }
+                Ok(Progress::Refused(_)) if !pre.required => {
+                    self.pre = None;
+                    return Ok(true);
+                }
+                Ok(Progress::Refused(_)) => return Err(IoErr::Failed(ErrorKind::Login)),
+                Err(_) => return Err(IoErr::Failed(ErrorKind::Protocol)),
+            }
+        }
     }
 
     /// True if this handshake resumed an earlier session.
@@ -217,6 +304,9 @@ impl Conn {
     /// Drive a TLS handshake: read and answer what the server sent. `Ok(true)` once it is done,
     /// `Ok(false)` while it waits for the server, `Err` when it failed.
     pub fn handshake(&mut self, c: &mut Counters) -> Result<bool, IoErr> {
+        if !self.pre_tls(c)? {
+            return Ok(false);
+        }
         let Some(tls) = self.tls.as_mut() else {
             return Ok(true);
         };

@@ -755,8 +755,8 @@ impl Worker {
         if let Some(tls) = &self.tls {
             match tls.connect() {
                 Ok(t) => {
-                    if let Some(c) = u.conn.as_mut() {
-                        c.start_tls(t);
+                    if let (Some(c), Some(o)) = (u.conn.as_mut(), self.s.plan.tls.as_ref()) {
+                        c.start_tls(t, &o.upgrade);
                     }
                     // The handshake is timed from here, apart from the connect, and bounded by
                     // the connect timeout.
@@ -781,10 +781,12 @@ impl Worker {
             Ok(false) | Err(IoErr::WouldBlock) => {}
             Ok(true) => {
                 let now = Instant::now();
-                self.rec.record_tls(micros(now - u.connect_start));
-                self.rec.counters.proto(ProtoCounter::TlsHandshakes, 1);
-                if conn.resumed() {
-                    self.rec.counters.proto(ProtoCounter::TlsResumed, 1);
+                if conn.is_tls() {
+                    self.rec.record_tls(micros(now - u.connect_start));
+                    self.rec.counters.proto(ProtoCounter::TlsHandshakes, 1);
+                    if conn.resumed() {
+                        self.rec.counters.proto(ProtoCounter::TlsResumed, 1);
+                    }
                 }
                 u.state = State::Idle;
                 u.deadline = None;

@@ -6,6 +6,7 @@ pub mod http1;
 pub mod json;
 pub mod pg;
 pub mod raw;
+pub mod starttls;
 pub mod ws;
 pub mod xmpp;
 

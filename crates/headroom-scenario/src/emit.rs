@@ -197,6 +197,44 @@ fn server(s: &Server) -> String {
         Protocol::Http => {}
         p => m.raw("protocol", p.as_str().into()),
     }
+    if let Some(t) = &s.tls {
+        m.raw("tls", server_tls(t));
+    }
+    m.finish()
+}
+
+fn server_tls(t: &ServerTls) -> String {
+    let mut m = Flow::default();
+    if t.insecure {
+        m.raw("insecure", "true".into());
+    }
+    for (k, v) in [
+        ("cacert", &t.cacert),
+        ("cert", &t.cert),
+        ("key", &t.key),
+        ("server_name", &t.server_name),
+    ] {
+        if let Some(v) = v {
+            m.str(k, v);
+        }
+    }
+    for (k, v) in [("min", t.min), ("max", t.max)] {
+        if let Some(v) = v {
+            m.raw(k, format!("'{}'", v.name()));
+        }
+    }
+    if let Some(r) = t.resume {
+        m.raw("resume", r.to_string());
+    }
+    if t.starttls {
+        m.raw("starttls", "true".into());
+    }
+    if let Some(s) = t.sslmode {
+        m.raw("sslmode", s.as_str().into());
+    }
+    if m.0.is_empty() {
+        return "true".into();
+    }
     m.finish()
 }
 

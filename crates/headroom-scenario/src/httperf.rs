@@ -84,6 +84,7 @@ pub fn import_httperf(
             host: opts.host.clone(),
             port: opts.port,
             protocol: Protocol::Http,
+            tls: None,
         }],
         load: Load {
             phases: vec![Phase {

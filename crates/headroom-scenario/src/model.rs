@@ -25,6 +25,50 @@ pub struct Server {
     pub host: String,
     pub port: u16,
     pub protocol: Protocol,
+    /// TLS on the connections (`tls: true` or a map); `None` is plain TCP.
+    pub tls: Option<ServerTls>,
+}
+
+/// A server's `tls:` settings. Command-line TLS flags (`-k`, `--cacert`, ...) add to these.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerTls {
+    /// Accept any certificate.
+    pub insecure: bool,
+    /// PEM files, relative to the scenario file.
+    pub cacert: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub min: Option<headroom_core::TlsVersion>,
+    pub max: Option<headroom_core::TlsVersion>,
+    /// Session resumption (on unless `false`).
+    pub resume: Option<bool>,
+    /// Name sent as SNI and checked against the certificate (default: the server's host).
+    pub server_name: Option<String>,
+    /// XMPP: STARTTLS on the plain port instead of TLS from the first byte.
+    pub starttls: bool,
+    /// PostgreSQL: `sslmode` (`require` unless given).
+    pub sslmode: Option<PgSslMode>,
+}
+
+/// PostgreSQL's `sslmode`, as libpq has it (`disable` is a server without `tls:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PgSslMode {
+    /// TLS if the server accepts it, plain text if not; the certificate is not checked.
+    Prefer,
+    /// TLS or nothing; the certificate is not checked.
+    Require,
+    /// TLS, with the chain and the host name checked.
+    VerifyFull,
+}
+
+impl PgSslMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PgSslMode::Prefer => "prefer",
+            PgSslMode::Require => "require",
+            PgSslMode::VerifyFull => "verify-full",
+        }
+    }
 }
 
 /// What the scenario's connections speak; it decides which steps a session may use.

@@ -371,7 +371,7 @@ impl Parser {
             let Some(m) = self.map(n, "server") else {
                 continue;
             };
-            self.keys(m, "server", &["host", "port", "protocol"]);
+            self.keys(m, "server", &["host", "port", "protocol", "tls"]);
             let host = self
                 .required(m, "host", "server")
                 .and_then(|h| self.name(h, "host"));
@@ -419,15 +419,107 @@ impl Parser {
                 continue;
             }
             self.protocol = protocol;
+            let tls = m.get_node("tls").and_then(|t| self.server_tls(t, protocol));
             if let (Some(host), Some(port)) = (host, port) {
                 out.push(Server {
                     host,
                     port,
                     protocol,
+                    tls,
                 });
             }
         }
         out
+    }
+
+    /// `tls: true`, `tls: false` or `tls: {insecure, cacert, cert, key, min, max, resume,
+    /// server_name, starttls (xmpp), sslmode (pgsql)}`.
+    fn server_tls(&mut self, node: &Node, protocol: Protocol) -> Option<ServerTls> {
+        if let Some(b) = node.as_scalar().and_then(|s| s.as_bool()) {
+            return b.then(ServerTls::default);
+        }
+        let m = self.map(node, "tls")?;
+        self.keys(
+            m,
+            "tls",
+            &[
+                "insecure",
+                "cacert",
+                "cert",
+                "key",
+                "min",
+                "max",
+                "resume",
+                "server_name",
+                "starttls",
+                "sslmode",
+            ],
+        );
+        let mut t = ServerTls::default();
+        let flag = |p: &mut Self, k: &str| {
+            m.get_node(k)
+                .and_then(|n| match n.as_scalar().and_then(|s| s.as_bool()) {
+                    Some(b) => Some(b),
+                    None => {
+                        p.err(n.span(), format!("tls.{k}: expected true or false"));
+                        None
+                    }
+                })
+        };
+        t.insecure = flag(self, "insecure").unwrap_or(false);
+        t.resume = flag(self, "resume");
+        t.starttls = flag(self, "starttls").unwrap_or(false);
+        for (k, slot) in [
+            ("cacert", &mut t.cacert),
+            ("cert", &mut t.cert),
+            ("key", &mut t.key),
+            ("server_name", &mut t.server_name),
+        ] {
+            if let Some(n) = m.get_node(k) {
+                *slot = self.name(n, &format!("tls.{k}"));
+            }
+        }
+        if t.cert.is_some() != t.key.is_some() {
+            self.err(m.span(), "tls: cert and key go together (mutual TLS)");
+        }
+        for (k, slot) in [("min", &mut t.min), ("max", &mut t.max)] {
+            if let Some(n) = m.get_node(k) {
+                *slot = match n.as_scalar().map(|s| s.as_str()) {
+                    Some("1.2") => Some(headroom_core::TlsVersion::Tls12),
+                    Some("1.3") => Some(headroom_core::TlsVersion::Tls13),
+                    _ => {
+                        self.err(n.span(), format!("tls.{k}: expected 1.2 or 1.3"));
+                        None
+                    }
+                };
+            }
+        }
+        if let (Some(a), Some(b)) = (t.min, t.max) {
+            if a > b {
+                self.err(m.span(), "tls: min is above max");
+            }
+        }
+        if let Some(n) = m.get_node("starttls") {
+            if t.starttls && protocol != Protocol::Xmpp {
+                self.err(n.span(), "tls.starttls: only for protocol xmpp");
+            }
+        }
+        if let Some(n) = m.get_node("sslmode") {
+            if protocol != Protocol::Pgsql {
+                self.err(n.span(), "tls.sslmode: only for protocol pgsql");
+            }
+            match n.as_scalar().map(|s| s.as_str()) {
+                Some("disable") => return None,
+                Some("prefer") => t.sslmode = Some(PgSslMode::Prefer),
+                Some("require") => t.sslmode = Some(PgSslMode::Require),
+                Some("verify-full") => t.sslmode = Some(PgSslMode::VerifyFull),
+                _ => self.err(
+                    n.span(),
+                    "tls.sslmode: expected disable, prefer, require or verify-full",
+                ),
+            }
+        }
+        Some(t)
     }
 
     fn load(&mut self, node: &Node) -> Option<Load> {

@@ -678,14 +678,33 @@ impl<'a> Conv<'a> {
                         None
                     }
                 });
+            let mut tls = None;
             let ok = match c.attr("type") {
                 None => true,
                 Some(t) => match t.value.as_str() {
                     "tcp" | "tcp6" => true,
-                    "ssl" | "ssl6" | "bosh_ssl" => {
+                    "ssl" | "ssl6" => {
+                        // Tsung does not check the server's certificate: neither does the
+                        // imported scenario (say so, so nobody takes it for verified).
+                        let pos = t.pos;
+                        self.warn(
+                            pos,
+                            format!(
+                                "type=\"{}\": TLS without certificate checks, as Tsung does \
+                                 (tls: {{insecure: true}}); drop `insecure` to verify",
+                                t.value
+                            ),
+                        );
+                        tls = Some(crate::model::ServerTls {
+                            insecure: true,
+                            ..Default::default()
+                        });
+                        true
+                    }
+                    "bosh_ssl" => {
                         self.error(
                             t.pos,
-                            format!("type=\"{}\": TLS not yet supported", t.value),
+                            format!("type=\"{}\": BOSH is not supported", t.value),
                         );
                         false
                     }
@@ -707,6 +726,7 @@ impl<'a> Conv<'a> {
                     host,
                     port,
                     protocol: Protocol::Http,
+                    tls,
                 });
             }
         }
@@ -1733,6 +1753,7 @@ impl<'a> Conv<'a> {
                 host: host.clone(),
                 port,
                 protocol: Protocol::Http,
+                tls: None,
             });
         } else if !self
             .servers

@@ -763,8 +763,8 @@ fn http_session(body: &str) -> String {
 fn tsung_errors_name_what_and_where() {
     let cases: &[(String, &str, usize)] = &[
         (
-            tsung_doc("").replace("type=\"tcp\"", "type=\"ssl\""),
-            "TLS not yet supported",
+            tsung_doc("").replace("type=\"tcp\"", "type=\"bosh_ssl\""),
+            "BOSH is not supported",
             3,
         ),
         (

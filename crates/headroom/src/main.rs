@@ -133,7 +133,11 @@ fn command_line() -> String {
 /// One blocking connect before the load starts, as wrk does: a wrong port is one clear line,
 /// not a run full of `refused`.
 fn preflight(plan: &Plan) -> anyhow::Result<()> {
-    if let Some(tls) = &plan.tls {
+    if let Some(tls) = plan
+        .tls
+        .as_ref()
+        .filter(|t| t.upgrade == headroom_core::TlsUpgrade::Direct)
+    {
         // A TLS run: the handshake too, so a wrong certificate or a plain-text port is one
         // line naming the cause and the fix.
         return match headroom_engine::tls::probe(plan.target, tls, plan.connect_timeout) {

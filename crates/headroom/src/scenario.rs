@@ -111,14 +111,31 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     };
     // The URL machinery validates the network and output flags and builds the base plan.
     let mut base_args = a.clone();
-    base_args.url = target_url;
+    base_args.url = target_url.clone();
     base_args.duration = None;
     let mut plan = base_args.to_plan()?;
+    if let Some(srv) = scenario.servers.first() {
+        plan.tls = match &srv.tls {
+            Some(t) => {
+                let domain = match &scenario.link {
+                    LinkSpec::Xmpp(x) => x.domain.clone(),
+                    _ => url_host(&target_url),
+                };
+                let o = scenario_tls(a, srv, t, &url_host(&target_url), &domain, base)?;
+                Some(Arc::new(o))
+            }
+            None => None,
+        };
+    }
+    let scheme_tls = plan.tls.is_some();
     let shown = match scenario.servers.first().map(|s| s.protocol) {
         Some(headroom_scenario::model::Protocol::Raw) => format!("tcp://{}", plan.target),
         Some(p @ headroom_scenario::model::Protocol::Xmpp)
         | Some(p @ headroom_scenario::model::Protocol::Pgsql) => {
             format!("{}://{}", p.as_str(), plan.target)
+        }
+        Some(headroom_scenario::model::Protocol::WebSocket) if scheme_tls => {
+            format!("wss://{}", plan.target)
         }
         Some(headroom_scenario::model::Protocol::WebSocket) => {
             format!("ws://{}", plan.target)
@@ -151,6 +168,74 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
         plan,
         thresholds: scenario.thresholds,
     })
+}
+
+/// The host of a `http://HOST:PORT/` URL built above (for SNI and the name checked).
+fn url_host(url: &str) -> String {
+    crate::args::parse_url(url)
+        .map(|u| u.host)
+        .unwrap_or_default()
+}
+
+/// The TLS of a scenario's server: its `tls:` settings, with the command line's TLS flags added
+/// (`-k`, `--cacert`, `--cert/--key`, `--tls-min/--tls-max`, `--no-tls-resume`). Files named in
+/// the scenario are relative to it.
+fn scenario_tls(
+    a: &RunArgs,
+    srv: &headroom_scenario::model::Server,
+    t: &headroom_scenario::model::ServerTls,
+    host: &str,
+    xmpp_domain: &str,
+    base: &Path,
+) -> Result<headroom_core::TlsOptions, UsageError> {
+    use headroom_core::TlsUpgrade;
+    use headroom_scenario::model::{PgSslMode, Protocol};
+    let mut flags = a.clone();
+    let file = |f: &Option<String>, flag: &Option<std::path::PathBuf>| match (f, flag) {
+        (_, Some(p)) => Some(p.clone()),
+        (Some(f), None) => Some(base.join(f)),
+        (None, None) => None,
+    };
+    flags.cacert = file(&t.cacert, &a.cacert);
+    flags.cert = file(&t.cert, &a.cert);
+    flags.key = file(&t.key, &a.key);
+    let pg = srv.protocol == Protocol::Pgsql;
+    let mode = t.sslmode.unwrap_or(PgSslMode::Require);
+    // libpq's prefer and require encrypt without checking the certificate.
+    flags.insecure = a.insecure || t.insecure || (pg && mode != PgSslMode::VerifyFull);
+    if let Some(v) = t.min {
+        if a.tls_min == crate::args::TlsVersionArg::Tls12 {
+            flags.tls_min = match v {
+                headroom_core::TlsVersion::Tls12 => crate::args::TlsVersionArg::Tls12,
+                headroom_core::TlsVersion::Tls13 => crate::args::TlsVersionArg::Tls13,
+            };
+        }
+    }
+    if let Some(v) = t.max {
+        if a.tls_max == crate::args::TlsVersionArg::Tls13 {
+            flags.tls_max = match v {
+                headroom_core::TlsVersion::Tls12 => crate::args::TlsVersionArg::Tls12,
+                headroom_core::TlsVersion::Tls13 => crate::args::TlsVersionArg::Tls13,
+            };
+        }
+    }
+    flags.no_tls_resume = a.no_tls_resume || t.resume == Some(false);
+    let name = t.server_name.clone().unwrap_or_else(|| host.to_string());
+    let mut o = flags.tls_options(&name)?;
+    o.alpn = match srv.protocol {
+        Protocol::Http | Protocol::WebSocket => vec![b"http/1.1".to_vec()],
+        _ => Vec::new(),
+    };
+    o.upgrade = match srv.protocol {
+        Protocol::Xmpp if t.starttls => TlsUpgrade::XmppStartTls {
+            domain: xmpp_domain.to_string(),
+        },
+        Protocol::Pgsql => TlsUpgrade::PgSslRequest {
+            required: mode != PgSslMode::Prefer,
+        },
+        _ => TlsUpgrade::Direct,
+    };
+    Ok(o)
 }
 
 /// A native scenario, or a Tsung XML converted (its warnings go to stderr, one per line).

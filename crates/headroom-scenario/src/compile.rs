@@ -9,13 +9,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use headroom_core::session::LinkSpec;
 use headroom_core::session::{
     ArrivalPhase, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op, Piece, RequestOp,
     SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsOp, XmppOp,
 };
-use headroom_core::ArrivalProcess;
+use headroom_core::{ArrivalProcess, TlsOptions, TlsUpgrade};
 
-use crate::model::{Arrival, Condition, CsvOrder, Rate, Scenario, SetSource, Step};
+use crate::model::{
+    Arrival, Condition, CsvOrder, PgSslMode, Protocol, Rate, Scenario, Server, SetSource, Step,
+};
 
 /// A scenario ready for the engine.
 #[derive(Debug, Clone)]
@@ -27,9 +30,60 @@ pub struct Compiled {
     pub users: u32,
     /// Total length of the phases (zero without phases).
     pub phases_duration: Duration,
-    /// The CSV files read, as the scenario names them (relative to its directory), in feeder
-    /// order: what a distributed run ships to its agents beside the scenario.
+    /// The CSV files read (in feeder order), then the TLS files, as the scenario names them
+    /// (relative to its directory): what a distributed run ships to its agents beside it.
     pub files: Vec<String>,
+    /// TLS to the first server, from its `tls:` settings (files read); `None` for plain TCP.
+    pub tls: Option<TlsOptions>,
+}
+
+/// The TLS options of a server's `tls:` settings; files are read relative to `base`.
+/// `xmpp_domain` is the stream's `to` for STARTTLS.
+pub fn server_tls(
+    srv: &Server,
+    xmpp_domain: Option<&str>,
+    base: &Path,
+) -> Result<Option<TlsOptions>, String> {
+    let Some(t) = &srv.tls else {
+        return Ok(None);
+    };
+    let read = |what: &str, f: &Option<String>| -> Result<Option<Vec<u8>>, String> {
+        match f {
+            Some(f) => std::fs::read(base.join(f))
+                .map(Some)
+                .map_err(|e| format!("tls.{what}: cannot read '{f}': {e}")),
+            None => Ok(None),
+        }
+    };
+    let mut o = TlsOptions::new(t.server_name.clone().unwrap_or_else(|| srv.host.clone()));
+    o.ca_pem = read("cacert", &t.cacert)?;
+    o.client_cert_pem = read("cert", &t.cert)?;
+    o.client_key_pem = read("key", &t.key)?;
+    let pg = srv.protocol == Protocol::Pgsql;
+    let mode = t.sslmode.unwrap_or(PgSslMode::Require);
+    // libpq's prefer and require encrypt without checking the certificate.
+    o.insecure = t.insecure || (pg && mode != PgSslMode::VerifyFull);
+    if let Some(v) = t.min {
+        o.min_version = v;
+    }
+    if let Some(v) = t.max {
+        o.max_version = v;
+    }
+    o.resume = t.resume.unwrap_or(true);
+    o.alpn = match srv.protocol {
+        Protocol::Http | Protocol::WebSocket => vec![b"http/1.1".to_vec()],
+        _ => Vec::new(),
+    };
+    o.upgrade = match srv.protocol {
+        Protocol::Xmpp if t.starttls => TlsUpgrade::XmppStartTls {
+            domain: xmpp_domain.unwrap_or(&srv.host).to_string(),
+        },
+        Protocol::Pgsql => TlsUpgrade::PgSslRequest {
+            required: mode != PgSslMode::Prefer,
+        },
+        _ => TlsUpgrade::Direct,
+    };
+    Ok(Some(o))
 }
 
 /// Compiles `s`; CSV files are read relative to `base` (the scenario file's directory).
@@ -126,6 +180,21 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         .map(|(f, &i)| (i, f.clone()))
         .collect();
     files.sort();
+    let tls = match s.servers.first() {
+        Some(srv) => {
+            let domain = match &s.link {
+                LinkSpec::Xmpp(x) => Some(x.domain.as_str()),
+                _ => None,
+            };
+            server_tls(srv, domain, base)?
+        }
+        None => None,
+    };
+    if let Some(t) = s.servers.first().and_then(|srv| srv.tls.as_ref()) {
+        for f in [&t.cacert, &t.cert, &t.key].into_iter().flatten() {
+            files.push((usize::MAX, f.clone()));
+        }
+    }
     let workload = Workload {
         sessions,
         cumulative,
@@ -143,6 +212,7 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         phases,
         phases_duration,
         files: files.into_iter().map(|(_, f)| f).collect(),
+        tls,
     })
 }
 

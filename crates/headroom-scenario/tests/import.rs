@@ -82,6 +82,7 @@ fn emit_writes_short_readable_yaml() {
             host: "127.0.0.1".into(),
             port: 8080,
             protocol: Protocol::Http,
+            tls: None,
         }],
         load: Load {
             phases: vec![Phase {
@@ -427,6 +428,7 @@ impl Gen {
                     host: self.text(true),
                     port: 1 + self.rng.below(65535) as u16,
                     protocol: Protocol::Http,
+                    tls: None,
                 })
                 .collect(),
             load: Load { phases, users },

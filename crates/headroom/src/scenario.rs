@@ -114,19 +114,10 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     base_args.url = target_url.clone();
     base_args.duration = None;
     let mut plan = base_args.to_plan()?;
-    if let Some(srv) = scenario.servers.first() {
-        plan.tls = match &srv.tls {
-            Some(t) => {
-                let domain = match &scenario.link {
-                    LinkSpec::Xmpp(x) => x.domain.clone(),
-                    _ => url_host(&target_url),
-                };
-                let o = scenario_tls(a, srv, t, &url_host(&target_url), &domain, base)?;
-                Some(Arc::new(o))
-            }
-            None => None,
-        };
-    }
+    plan.tls = match &compiled.tls {
+        Some(t) => Some(Arc::new(overlay_tls_flags(a, t.clone())?)),
+        None => None,
+    };
     let scheme_tls = plan.tls.is_some();
     let shown = match scenario.servers.first().map(|s| s.protocol) {
         Some(headroom_scenario::model::Protocol::Raw) => format!("tcp://{}", plan.target),
@@ -170,71 +161,41 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     })
 }
 
-/// The host of a `http://HOST:PORT/` URL built above (for SNI and the name checked).
-fn url_host(url: &str) -> String {
-    crate::args::parse_url(url)
-        .map(|u| u.host)
-        .unwrap_or_default()
-}
-
-/// The TLS of a scenario's server: its `tls:` settings, with the command line's TLS flags added
-/// (`-k`, `--cacert`, `--cert/--key`, `--tls-min/--tls-max`, `--no-tls-resume`). Files named in
-/// the scenario are relative to it.
-fn scenario_tls(
+/// A scenario server's TLS with the command line's TLS flags added: `-k`, `--cacert`,
+/// `--cert/--key`, `--tls-min/--tls-max` (when not at their defaults) and `--no-tls-resume`.
+fn overlay_tls_flags(
     a: &RunArgs,
-    srv: &headroom_scenario::model::Server,
-    t: &headroom_scenario::model::ServerTls,
-    host: &str,
-    xmpp_domain: &str,
-    base: &Path,
+    mut o: headroom_core::TlsOptions,
 ) -> Result<headroom_core::TlsOptions, UsageError> {
-    use headroom_core::TlsUpgrade;
-    use headroom_scenario::model::{PgSslMode, Protocol};
-    let mut flags = a.clone();
-    let file = |f: &Option<String>, flag: &Option<std::path::PathBuf>| match (f, flag) {
-        (_, Some(p)) => Some(p.clone()),
-        (Some(f), None) => Some(base.join(f)),
-        (None, None) => None,
+    use crate::args::TlsVersionArg;
+    let read = |flag: &str, p: &std::path::PathBuf| {
+        std::fs::read(p)
+            .map_err(|e| UsageError(format!("cannot read {flag} file '{}': {e}", p.display())))
     };
-    flags.cacert = file(&t.cacert, &a.cacert);
-    flags.cert = file(&t.cert, &a.cert);
-    flags.key = file(&t.key, &a.key);
-    let pg = srv.protocol == Protocol::Pgsql;
-    let mode = t.sslmode.unwrap_or(PgSslMode::Require);
-    // libpq's prefer and require encrypt without checking the certificate.
-    flags.insecure = a.insecure || t.insecure || (pg && mode != PgSslMode::VerifyFull);
-    if let Some(v) = t.min {
-        if a.tls_min == crate::args::TlsVersionArg::Tls12 {
-            flags.tls_min = match v {
-                headroom_core::TlsVersion::Tls12 => crate::args::TlsVersionArg::Tls12,
-                headroom_core::TlsVersion::Tls13 => crate::args::TlsVersionArg::Tls13,
-            };
-        }
+    o.insecure |= a.insecure;
+    if let Some(p) = &a.cacert {
+        o.ca_pem = Some(read("--cacert", p)?);
     }
-    if let Some(v) = t.max {
-        if a.tls_max == crate::args::TlsVersionArg::Tls13 {
-            flags.tls_max = match v {
-                headroom_core::TlsVersion::Tls12 => crate::args::TlsVersionArg::Tls12,
-                headroom_core::TlsVersion::Tls13 => crate::args::TlsVersionArg::Tls13,
-            };
-        }
+    if let (Some(c), Some(k)) = (&a.cert, &a.key) {
+        o.client_cert_pem = Some(read("--cert", c)?);
+        o.client_key_pem = Some(read("--key", k)?);
     }
-    flags.no_tls_resume = a.no_tls_resume || t.resume == Some(false);
-    let name = t.server_name.clone().unwrap_or_else(|| host.to_string());
-    let mut o = flags.tls_options(&name)?;
-    o.alpn = match srv.protocol {
-        Protocol::Http | Protocol::WebSocket => vec![b"http/1.1".to_vec()],
-        _ => Vec::new(),
-    };
-    o.upgrade = match srv.protocol {
-        Protocol::Xmpp if t.starttls => TlsUpgrade::XmppStartTls {
-            domain: xmpp_domain.to_string(),
-        },
-        Protocol::Pgsql => TlsUpgrade::PgSslRequest {
-            required: mode != PgSslMode::Prefer,
-        },
-        _ => TlsUpgrade::Direct,
-    };
+    if a.tls_min != TlsVersionArg::Tls12 {
+        o.min_version = a.tls_min.into();
+    }
+    if a.tls_max != TlsVersionArg::Tls13 {
+        o.max_version = a.tls_max.into();
+    }
+    o.resume &= !a.no_tls_resume;
+    if o.min_version > o.max_version {
+        return Err(UsageError(format!(
+            "{}: the lowest TLS version ({}) is above the highest ({})",
+            a.url,
+            o.min_version.name(),
+            o.max_version.name()
+        )));
+    }
+    headroom_engine::tls::TlsClient::new(&o).map_err(|e| UsageError(format!("{}: {e}", a.url)))?;
     Ok(o)
 }
 

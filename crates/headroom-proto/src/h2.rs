@@ -285,7 +285,10 @@ impl ClientConn {
                 (frame::SETTINGS_ENABLE_PUSH, 0),
                 (frame::SETTINGS_INITIAL_WINDOW_SIZE, our_window),
                 (frame::SETTINGS_MAX_FRAME_SIZE, our_max_frame),
-                (frame::SETTINGS_MAX_HEADER_LIST_SIZE, cfg.max_header_list_size),
+                (
+                    frame::SETTINGS_MAX_HEADER_LIST_SIZE,
+                    cfg.max_header_list_size,
+                ),
             ],
         );
         if our_window > frame::DEFAULT_WINDOW {
@@ -434,7 +437,8 @@ impl ClientConn {
                 &mut self.conn_send_window,
                 peer_max_frame,
             );
-            s.body.extend_from_slice(req.body.get(sent..).unwrap_or_default());
+            s.body
+                .extend_from_slice(req.body.get(sent..).unwrap_or_default());
         }
         Ok(id)
     }
@@ -574,7 +578,7 @@ impl ClientConn {
 
     /// Whether `id` is a stream we never opened (as opposed to one we opened and closed).
     fn is_idle(&self, id: u32) -> bool {
-        id % 2 == 0 || id >= self.next_id
+        id.is_multiple_of(2) || id >= self.next_id
     }
 
     fn free(&mut self, i: usize) {
@@ -884,7 +888,7 @@ impl ClientConn {
             }
             return Ok(());
         }
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err(frame_size("SETTINGS payload not a multiple of 6"));
         }
         let mut saw_max_streams = false;

@@ -129,7 +129,11 @@ pub fn write_headers(
     write_head(out, first.len(), HEADERS, flags, stream);
     out.extend_from_slice(first);
     while let Some(chunk) = rest.next() {
-        let flags = if rest.peek().is_none() { END_HEADERS } else { 0 };
+        let flags = if rest.peek().is_none() {
+            END_HEADERS
+        } else {
+            0
+        };
         write_head(out, chunk.len(), CONTINUATION, flags, stream);
         out.extend_from_slice(chunk);
     }

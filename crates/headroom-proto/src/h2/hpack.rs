@@ -241,6 +241,10 @@ impl DynTable {
         self.entries.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     pub fn size(&self) -> usize {
         self.size
     }
@@ -344,7 +348,9 @@ impl DynTable {
             let i = n - 1 - k;
             name_hit.get_or_insert(i);
             if e.value_len == value.len()
-                && self.bytes.get(start + e.name_len..start + e.name_len + e.value_len)
+                && self
+                    .bytes
+                    .get(start + e.name_len..start + e.name_len + e.value_len)
                     == Some(value)
             {
                 return (Some(i), name_hit);

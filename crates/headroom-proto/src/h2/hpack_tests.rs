@@ -16,7 +16,9 @@ fn hex(s: &str) -> Vec<u8> {
 fn decode(d: &mut Decoder, block: &[u8]) -> Fields {
     let mut got = Vec::new();
     let ok = d
-        .decode(block, usize::MAX, &mut |n, v| got.push((n.to_vec(), v.to_vec())))
+        .decode(block, usize::MAX, &mut |n, v| {
+            got.push((n.to_vec(), v.to_vec()))
+        })
         .unwrap();
     assert!(ok);
     got
@@ -61,7 +63,10 @@ const REQ3: &[(&str, &str)] = &[
 fn requests(blocks: [&str; 3]) {
     let mut d = Decoder::new(4096);
     assert_eq!(decode(&mut d, &hex(blocks[0])), fields(REQ1));
-    assert_eq!(table(d.table()), fields(&[(":authority", "www.example.com")]));
+    assert_eq!(
+        table(d.table()),
+        fields(&[(":authority", "www.example.com")])
+    );
     assert_eq!(d.table().size(), 57);
     assert_eq!(decode(&mut d, &hex(blocks[1])), fields(REQ2));
     assert_eq!(d.table().size(), 110);
@@ -174,10 +179,7 @@ fn rfc7541_c6_responses_with_huffman() {
 #[test]
 fn size_update_evicts_and_is_bounded() {
     let mut d = Decoder::new(256);
-    decode(
-        &mut d,
-        &hex("4803 3330 37 4004 6e61 6d65 0576 616c 7565"),
-    );
+    decode(&mut d, &hex("4803 3330 37 4004 6e61 6d65 0576 616c 7565"));
     assert_eq!(d.table().len(), 2);
     // Size update to 40 at the start of a block: only the newest entry (41 bytes) does not fit
     // either, so the table empties; a field after it references the static table.
@@ -214,7 +216,11 @@ fn bad_blocks_are_errors_not_panics() {
         // Index 63 names the second dynamic entry: absent.
         ("7f 00 00", HpackError::BadIndex),
     ] {
-        assert_eq!(d.decode(&hex(block), usize::MAX, &mut sink), Err(err), "{block}");
+        assert_eq!(
+            d.decode(&hex(block), usize::MAX, &mut sink),
+            Err(err),
+            "{block}"
+        );
     }
 }
 
@@ -250,9 +256,16 @@ fn many_insertions_keep_the_buffer_bounded() {
         block.extend_from_slice(&[0x40, 0x04]);
         block.extend_from_slice(b"name");
         encode_str(v.as_bytes(), &mut block);
-        assert_eq!(decode(&mut d, &block), vec![(b"name".to_vec(), v.into_bytes())]);
+        assert_eq!(
+            decode(&mut d, &block),
+            vec![(b"name".to_vec(), v.into_bytes())]
+        );
         assert!(d.table().size() <= 256);
-        assert!(d.table().bytes.len() <= 2 * 256 + 64, "{}", d.table().bytes.len());
+        assert!(
+            d.table().bytes.len() <= 2 * 256 + 64,
+            "{}",
+            d.table().bytes.len()
+        );
     }
 }
 
@@ -322,7 +335,20 @@ fn encoder_follows_the_peer_table_size() {
 #[test]
 fn integers_round_trip() {
     for n in 1..=7u32 {
-        for v in [0usize, 1, 30, 31, 126, 127, 128, 255, 1337, 65_535, 1 << 24, (1 << 32) - 1] {
+        for v in [
+            0usize,
+            1,
+            30,
+            31,
+            126,
+            127,
+            128,
+            255,
+            1337,
+            65_535,
+            1 << 24,
+            (1 << 32) - 1,
+        ] {
             let mut b = Vec::new();
             encode_int(v, n, 0, &mut b);
             let mut pos = 0;

@@ -195,8 +195,14 @@ mod tests {
         decode(&enc, &mut out).unwrap();
         assert_eq!(out, b"www.example.com");
         // A whole byte of padding (8 ones) is too long; zeros are not EOS bits.
-        assert_eq!(decode(&[0xff], &mut Vec::new()), Err(HuffmanError::BadPadding));
-        assert_eq!(decode(&[0x00], &mut Vec::new()), Err(HuffmanError::BadPadding));
+        assert_eq!(
+            decode(&[0xff], &mut Vec::new()),
+            Err(HuffmanError::BadPadding)
+        );
+        assert_eq!(
+            decode(&[0x00], &mut Vec::new()),
+            Err(HuffmanError::BadPadding)
+        );
         // EOS itself (30 ones) is an error.
         assert_eq!(
             decode(&[0xff, 0xff, 0xff, 0xfc], &mut Vec::new()),

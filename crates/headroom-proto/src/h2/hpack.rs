@@ -342,7 +342,7 @@ impl DynTable {
             let Some(en) = self.bytes.get(start..start + e.name_len) else {
                 continue;
             };
-            if !en.eq_ignore_ascii_case(name) {
+            if en != name {
                 continue;
             }
             let i = n - 1 - k;

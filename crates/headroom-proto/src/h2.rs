@@ -466,7 +466,7 @@ impl ClientConn {
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         if let Some(e) = self.dead {
             return Err(e);
@@ -487,7 +487,7 @@ impl ClientConn {
         &mut self,
         mut input: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         while !input.is_empty() {
             if !self.partial.is_empty() {
@@ -543,7 +543,7 @@ impl ClientConn {
         h: Head,
         payload: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         if let Some(c) = self.cont {
             if h.kind != frame::CONTINUATION || h.stream != c.stream {
@@ -598,7 +598,7 @@ impl ClientConn {
         i: usize,
         code: u32,
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) {
         let Some(id) = self.streams.get(i).map(|s| s.id) else {
             return;
@@ -609,7 +609,7 @@ impl ClientConn {
     }
 
     /// The response on slot `i` ended.
-    fn complete(&mut self, i: usize, out: &mut Vec<u8>, on: &mut impl FnMut(Event<'_>)) {
+    fn complete(&mut self, i: usize, out: &mut Vec<u8>, on: &mut (impl FnMut(Event<'_>) + ?Sized)) {
         let Some(s) = self.streams.get(i) else {
             return;
         };
@@ -627,7 +627,7 @@ impl ClientConn {
         h: Head,
         payload: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         if h.stream == 0 {
             return Err(proto("DATA on stream 0"));
@@ -688,7 +688,7 @@ impl ClientConn {
         h: Head,
         payload: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         if h.stream == 0 {
             return Err(proto("HEADERS on stream 0"));
@@ -725,7 +725,7 @@ impl ClientConn {
         h: Head,
         payload: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         let Some(mut c) = self.cont else {
             return Err(proto("CONTINUATION without a HEADERS before it"));
@@ -756,7 +756,7 @@ impl ClientConn {
         end_stream: bool,
         block: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         let compression = |_| conn_err(COMPRESSION_ERROR, "undecodable header block");
         let Some(i) = self.slot(stream) else {
@@ -835,7 +835,7 @@ impl ClientConn {
         h: Head,
         payload: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         if h.stream == 0 {
             return Err(proto("PRIORITY on stream 0"));
@@ -852,7 +852,7 @@ impl ClientConn {
         &mut self,
         h: Head,
         payload: &[u8],
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         let code: [u8; 4] = payload
             .try_into()
@@ -948,7 +948,7 @@ impl ClientConn {
         &mut self,
         h: Head,
         payload: &[u8],
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         if h.stream != 0 {
             return Err(proto("GOAWAY on a stream"));
@@ -986,7 +986,7 @@ impl ClientConn {
         h: Head,
         payload: &[u8],
         out: &mut Vec<u8>,
-        on: &mut impl FnMut(Event<'_>),
+        on: &mut (impl FnMut(Event<'_>) + ?Sized),
     ) -> Result<(), ConnError> {
         let inc: [u8; 4] = payload
             .try_into()

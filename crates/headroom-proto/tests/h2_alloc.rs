@@ -122,7 +122,7 @@ fn steady_state_exchanges_do_not_allocate() {
         let (a, rest) = input.split_at(13 + 13);
         let (b, c) = rest.split_at(rest.len() - 3);
         for piece in [a, b, c] {
-            conn.feed(piece, out, &mut &mut *on).unwrap();
+            conn.feed(piece, out, on).unwrap();
         }
         assert_eq!(conn.open_streams(), 0);
     };

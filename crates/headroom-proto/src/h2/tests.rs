@@ -904,3 +904,51 @@ fn peer_header_table_size_is_followed_by_the_encoder() {
     let g = c.take_out();
     assert_eq!(g[0].1.len(), f[0].1.len() - 1);
 }
+
+#[test]
+fn frames_on_streams_we_never_opened_are_connection_errors() {
+    let mut srv = Server::new();
+    for (input, code) in [
+        (frame(DATA, 0, 1, b"x"), PROTOCOL_ERROR),
+        (frame(DATA, 0, 0, b"x"), PROTOCOL_ERROR),
+        (srv.headers(2, &[(":status", "200")], true), PROTOCOL_ERROR),
+        (frame(HEADERS, END_HEADERS, 0, &[0x88]), PROTOCOL_ERROR),
+        (frame(PRIORITY, 0, 0, &[0; 5]), PROTOCOL_ERROR),
+        (frame(GOAWAY, 0, 0, &[0; 7]), FRAME_SIZE_ERROR),
+        (frame(WINDOW_UPDATE, 0, 0, &[0; 3]), FRAME_SIZE_ERROR),
+        (window_update(0, 0), PROTOCOL_ERROR),
+    ] {
+        let mut c = Client::ready(cfg(), &[]);
+        assert_eq!(c.feed(&input).unwrap_err().code, code, "{input:02x?}");
+        assert!(!c.conn.can_open());
+    }
+}
+
+#[test]
+fn close_says_goaway_and_ids_run_out() {
+    let mut c = Client::ready(cfg(), &[]);
+    c.conn.close(&mut c.out);
+    let f = c.take_out();
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].0.kind, f[0].0.stream), (GOAWAY, 0));
+    assert_eq!(f[0].1, [0; 8]);
+    c.conn.close(&mut c.out);
+    assert!(c.out.is_empty(), "one GOAWAY only");
+
+    let mut c = Client::ready(cfg(), &[]);
+    c.conn.next_id = MAX_31;
+    assert_eq!(c.get("/"), MAX_31);
+    assert!(!c.conn.can_open());
+    let req = Request {
+        method: b"GET",
+        scheme: b"http",
+        authority: b"a",
+        path: b"/",
+        headers: &[],
+        body: b"",
+    };
+    assert_eq!(
+        c.conn.send_request(&req, &mut c.out),
+        Err(SendError::IdsExhausted)
+    );
+}

@@ -50,6 +50,8 @@ if ! command -v h2load >/dev/null; then
         die "could not install h2load (apt-get install -y nghttp2-client)"
 fi
 
+# The machine is shared: the load when the run started goes into the summary.
+LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
 NAME=vs-h2load
 bench_init "$NAME" "mode,$CSV_HEADER,h2"
 bench_pki
@@ -79,8 +81,10 @@ mode_cmds() {
     for m in $MODES; do
         mode_cmds "$m"
         echo "# mode $m"
-        echo "${GEN_PIN[*]} ${H2LOAD_CMD[*]}"
-        echo "${GEN_PIN[*]} ${HR_CMD[*]}"
+        printf '%q ' "${GEN_PIN[@]}" "${H2LOAD_CMD[@]}"
+        echo
+        printf '%q ' "${GEN_PIN[@]}" "${HR_CMD[@]}"
+        echo
     done
 } >>"$OUT/$NAME.commands"
 
@@ -125,7 +129,8 @@ done
 
 {
     echo "$NAME: HTTP/2 GET, 1 generator thread, $CONNS connections x $STREAMS streams," \
-        "$DURATION per run, $ROUNDS rounds per mode, nginx 1 worker; $(date -Is) on $(hostname -s)"
+        "$DURATION per run, $ROUNDS rounds per mode, nginx 1 worker; $(date -Is) on $(hostname -s)," \
+        "load average at start $LOAD0"
     echo
     echo "Per run (requests = nginx access-log delta; h2 = of them over HTTP/2; CPU = generator" \
         "user+sys):"

@@ -67,6 +67,8 @@ if ! command -v wrk >/dev/null; then
     $sudo apt-get install -y -qq wrk >/dev/null || die "could not install wrk (apt-get install -y wrk)"
 fi
 
+# The machine is shared: the load when the run started goes into the summary.
+LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
 NAME=vs-wrk-tls
 bench_init "$NAME" "mode,$CSV_HEADER,reused"
 bench_pki
@@ -105,8 +107,10 @@ mode_cmds() {
     for m in $MODES; do
         mode_cmds "$m"
         echo "# mode $m"
-        echo "${GEN_PIN[*]} ${WRK_CMD[*]}"
-        echo "${GEN_PIN[*]} ${HR_CMD[*]}"
+        printf '%q ' "${GEN_PIN[@]}" "${WRK_CMD[@]}"
+        echo
+        printf '%q ' "${GEN_PIN[@]}" "${HR_CMD[@]}"
+        echo
     done
 } >>"$OUT/$NAME.commands"
 
@@ -151,7 +155,8 @@ done
 
 {
     echo "$NAME: HTTPS GET (HTTP/1.1), 1 generator thread, $CONNS connections, $DURATION per run," \
-        "$ROUNDS rounds per mode, nginx 1 worker, ECDSA P-256; $(date -Is) on $(hostname -s)"
+        "$ROUNDS rounds per mode, nginx 1 worker, ECDSA P-256; $(date -Is) on $(hostname -s)," \
+        "load average at start $LOAD0"
     echo
     echo "Per run (requests = nginx access-log delta; CPU = generator user+sys; reused = requests" \
         "on a resumed TLS session, by nginx):"

@@ -22,6 +22,10 @@
 //! - `POST /` with a body larger than the stream window (64 KiB): nginx answers 200 at once,
 //!   then sends RST_STREAM(NO_ERROR) for the rest of the body (RFC 9113 section 8.1: the client
 //!   must keep the response).
+//! - `max_concurrent_streams(1)`: a client that opens more streams than the server's SETTINGS
+//!   allow (e.g. before it has read them, as nghttp does) gets RST_STREAM(REFUSED_STREAM) for
+//!   the excess. Timing-dependent: a stream that arrives after an earlier one has finished is
+//!   served (nghttp with 3 URLs: 2 processed, stream 17 refused), so no test pins it.
 //! - `/static/64k.bin`, `/static/1m.bin`: files of 65,536 and 1,048,576 bytes of 'x' (flow
 //!   control: both exceed the initial 65,535-byte window).
 //! - `/missing` 404, `/fail` 503, everything else `200 "hello from nginx\n"`.

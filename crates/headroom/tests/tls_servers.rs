@@ -32,15 +32,17 @@ fn client(prog: &str, args: &[&str]) -> (bool, String) {
         });
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
+    // Bytes, not strings: s_client prints what the server sends, e.g. nginx's binary HTTP/2
+    // SETTINGS frame when h2 was negotiated (read_to_string would drop the whole output).
     let o = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
+        let mut b = Vec::new();
+        let _ = out.read_to_end(&mut b);
+        String::from_utf8_lossy(&b).into_owned()
     });
     let e = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        String::from_utf8_lossy(&b).into_owned()
     });
     let t = Instant::now();
     let status = loop {

@@ -2,7 +2,16 @@
 # bench/lib.sh — shared helpers for the headroom benchmark scripts. Source it, don't run it.
 #
 # What it gives the scripts:
-#   nginx_start DIR PORT [WORKERS]  a throw-away nginx on 127.0.0.1:PORT, everything under DIR
+#   nginx_start DIR PORT [WORKERS]  a throw-away nginx on 127.0.0.1:PORT, everything under DIR;
+#                                   NGINX_SERVERS (server blocks, e.g. from nginx_tls_server),
+#                                   NGINX_HTTP_EXTRA and NGINX_LOG_FORMAT change its config
+#   nginx_tls_server PORT RESUME [LISTEN_FLAGS]  a TLS (or h2c) `return 200` server block for
+#                                   NGINX_SERVERS (RESUME on|off: session cache and tickets)
+#   bench_pki                       the test PKI (scripts/pki.sh) in $WORK/pki; sets PKI
+#   reused_count DIR / h2_count DIR lines of a TLS_LOG_FORMAT log on a resumed TLS session / over
+#                                   HTTP/2 (measure sets M_REUSED and M_H2 from them)
+#   paired_ratios CSV TOOL BASE     median, min and max of the per-round ratios TOOL/BASE of
+#                                   requests per generator CPU-second
 #   nginx_stop DIR                  stop it (also done automatically on exit)
 #   access_count DIR                requests nginx has logged so far (the neutral request count)
 #   cpu_of CMD...                   run CMD under /usr/bin/time; sets CPU_USER, CPU_SYS (seconds),
@@ -113,9 +122,10 @@ events {
 }
 
 http {
-    log_format minimal '\$status';
+    log_format minimal '${NGINX_LOG_FORMAT:-\$status}';
     access_log $dir/access.log minimal buffer=256k flush=${ACCESS_FLUSH_S}s;
     error_log $dir/error.log warn;
+${NGINX_HTTP_EXTRA:-}
 
     keepalive_requests 1000000;
     keepalive_timeout 120s;
@@ -126,13 +136,7 @@ http {
     uwsgi_temp_path $dir/tmp/uwsgi;
     scgi_temp_path $dir/tmp/scgi;
 
-    server {
-        listen 127.0.0.1:$port backlog=4096;
-        location / {
-            default_type text/plain;
-            return 200 "hello\n";
-        }
-    }
+${NGINX_SERVERS:-$(nginx_plain_server "$port")}
 }
 EOF
     # -e: nginx opens its compiled-in error log before reading the config; keep that in DIR too.
@@ -152,6 +156,67 @@ EOF
     done
     cat "$dir/nginx.out" "$dir/error.log" >&2 || true
     die "nginx did not start on 127.0.0.1:$port"
+}
+
+nginx_plain_server() {
+    cat <<EOF
+    server {
+        listen 127.0.0.1:$1 backlog=4096;
+        location / {
+            default_type text/plain;
+            return 200 "hello\n";
+        }
+    }
+EOF
+}
+
+# The access-log format of the TLS benches: status, "r" for a resumed TLS session ("." for a full
+# handshake), protocol. Counted by reused_count and h2_count.
+# shellcheck disable=SC2016,SC2034 # nginx variables, not shell ones; used by the scripts
+TLS_LOG_FORMAT='$status $ssl_session_reused $server_protocol'
+
+# The http-level directives of the TLS benches: nginx 1.22's default ssl_protocols lack TLSv1.3
+# (added to the default in 1.23.4).
+# shellcheck disable=SC2034 # used by the scripts that source this file
+TLS_HTTP_EXTRA='    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_timeout 1h;
+    http2_max_concurrent_streams 128;'
+
+# nginx_tls_server PORT RESUME [LISTEN_FLAGS] — a `return 200` server block with the test PKI's
+# localhost certificate (call bench_pki first). RESUME=on: a shared session cache and session
+# tickets (both kinds of resumption); off: neither, so every handshake is a full one whatever
+# the client offers. LISTEN_FLAGS e.g. "http2". LISTEN_FLAGS=h2c: no TLS, HTTP/2 in cleartext
+# (prior knowledge only, in nginx 1.22).
+nginx_tls_server() {
+    local port=$1 resume=$2 flags=${3:-} listen tls cache
+    if [[ $flags == h2c ]]; then
+        listen="listen 127.0.0.1:$port backlog=4096 http2;"
+        tls=""
+    else
+        listen="listen 127.0.0.1:$port backlog=4096 ssl $flags;"
+        if [[ $resume == on ]]; then
+            cache="ssl_session_cache shared:SSL:16m; ssl_session_tickets on;"
+        else
+            cache="ssl_session_cache off; ssl_session_tickets off;"
+        fi
+        tls="ssl_certificate $PKI/localhost.pem; ssl_certificate_key $PKI/localhost.key; $cache"
+    fi
+    cat <<EOF
+    server {
+        $listen
+        $tls
+        location / {
+            default_type text/plain;
+            return 200 "hello\n";
+        }
+    }
+EOF
+}
+
+# bench_pki — the test CA and its localhost certificate (ECDSA P-256) in $WORK/pki; sets PKI.
+bench_pki() {
+    PKI=$WORK/pki
+    "$REPO_ROOT/scripts/pki.sh" "$PKI" >/dev/null || die "scripts/pki.sh failed"
 }
 
 # nginx_stop DIR — fast shutdown (TERM; QUIT would wait for held keep-alive connections), then
@@ -175,6 +240,11 @@ access_count() {
     sleep "$ACCESS_SETTLE_S"
     wc -l <"$1/access.log"
 }
+
+# reused_count DIR / h2_count DIR — lines of a TLS_LOG_FORMAT log on a resumed session / over
+# HTTP/2 (no settling of their own: call right after access_count). 0 with other formats.
+reused_count() { awk '$2 == "r"' "$1/access.log" | wc -l; }
+h2_count() { awk '$3 == "HTTP/2.0"' "$1/access.log" | wc -l; }
 
 # --- measuring a generator ---------------------------------------------------------------------
 
@@ -211,6 +281,8 @@ record_versions() {
         echo "nginx: $("$NGINX" -v 2>&1)"
         command -v wrk >/dev/null && echo "wrk: $(wrk -v 2>&1 | head -n 1)"
         command -v tsung >/dev/null && echo "tsung: $(tsung -v 2>&1 | head -n 1)"
+        command -v h2load >/dev/null && echo "h2load: $(h2load --version 2>&1 | head -n 1)"
+        command -v openssl >/dev/null && echo "openssl: $(openssl version 2>&1)"
         command -v erl >/dev/null && echo "erlang: $(erl -noshell -eval \
             'io:format("~s~n",[erlang:system_info(otp_release)]),halt().' 2>/dev/null || echo '?')"
         if [[ -x $HEADROOM ]]; then
@@ -222,6 +294,23 @@ record_versions() {
         echo "headroom git: $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(
             git -C "$REPO_ROOT" diff --quiet HEAD 2>/dev/null || echo ' (dirty)')"
     } >"$f"
+}
+
+# paired_ratios CSV TOOL BASE — for every round in which both TOOL and BASE succeeded (status 0,
+# requests > 0; columns as CSV_HEADER), TOOL's requests per generator CPU-second / BASE's;
+# prints "median min max n" ("- - - 0" without such a round). The tools alternate within a
+# round, so a pair shares the machine's weather: its ratio is steadier than a ratio of medians.
+paired_ratios() {
+    awk -F, -v t="$2" -v b="$3" '
+        NR > 1 && $5 == 0 && $6 > 0 && $13 > 0 {
+            if ($1 == t) tv[$2] = $13
+            if ($1 == b) bv[$2] = $13
+        }
+        END { for (r in tv) if (r in bv) print tv[r] / bv[r] }' "$1" |
+        sort -g | awk '{ v[NR] = $1 } END {
+            if (NR == 0) { print "- - - 0"; exit }
+            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf "%.3f %.3f %.3f %d\n", m, v[1], v[NR], NR }'
 }
 
 # median and max of numbers on stdin, printed as "median max"
@@ -271,10 +360,15 @@ measure() {
     local ngdir=$1 out=$2 before after
     shift 2
     before=$(access_count "$ngdir")
+    local r0 h0
+    r0=$(reused_count "$ngdir")
+    h0=$(h2_count "$ngdir")
     M_STATUS=0
     cpu_of "${GEN_PIN[@]}" "$@" >"$out" 2>"$out.err" || M_STATUS=$?
     after=$(access_count "$ngdir")
     M_REQUESTS=$((after - before))
+    M_REUSED=$(($(reused_count "$ngdir") - r0))
+    M_H2=$(($(h2_count "$ngdir") - h0))
 }
 
 # The CSV every comparison script writes; one row per generator run.

@@ -9,10 +9,16 @@
 #   scripts/ejabberd.sh register FIRST LAST register user{N} with password pass{N} for every N
 #                                           in FIRST..=LAST (existing users are left as they are)
 #   scripts/ejabberd.sh url                 print the c2s address, e.g. for HEADROOM_XMPP_ADDR
+#   scripts/ejabberd.sh tls-url             print the direct-TLS c2s address, e.g. for
+#                                           HEADROOM_XMPP_TLS_ADDR
 #
 #   HEADROOM_EJABBERD_DIR   where it lives (default /tmp/headroom-ejabberd: etc/, spool/, logs/)
 #   HEADROOM_EJABBERD_PORT  its c2s port on 127.0.0.1 (default 25222)
 #   HEADROOM_EJABBERD_DIST_PORT  its Erlang distribution port on 127.0.0.1 (default 25223)
+#   HEADROOM_EJABBERD_TLS_PORT   its direct-TLS c2s port on 127.0.0.1 (default c2s port + 2,
+#                                so 25224; XEP-0368 "direct TLS": TLS from the first byte)
+#   HEADROOM_PKI_DIR             the test PKI its certificate comes from (default
+#                                /tmp/headroom-pki; made by scripts/pki.sh when missing)
 #
 # The instance is its own: config, Mnesia spool, logs and Erlang cookie under $DIR, Erlang node
 # "headroom-ejabberd@localhost" reached on a fixed distribution port (ERL_DIST_PORT, so no epmd
@@ -21,8 +27,16 @@
 # the two coexist. (In a container whose policy-rc.d forbids starting services, installing the
 # package does not start it at all.)
 #
-# What the config allows, for load tests rather than production: plaintext c2s (no STARTTLS
-# offered: no certificate is configured), auth "internal" with plain passwords plus SASL
+# TLS, for the XMPP-over-TLS tests: the c2s port offers STARTTLS, not required (a client that
+# ignores <starttls/> logs in in plaintext as before), and a second c2s listener on the TLS port
+# speaks TLS from the first byte. Both present $HEADROOM_PKI_DIR/localhost.pem (names localhost,
+# 127.0.0.1, ::1; signed by the test CA, $HEADROOM_PKI_DIR/ca.pem), copied under $DIR/etc/tls
+# for the ejabberd user. Check by hand:
+#   openssl s_client -connect 127.0.0.1:25222 -starttls xmpp -xmpphost localhost -CAfile CA
+#   openssl s_client -connect 127.0.0.1:25224 -CAfile CA -verify_hostname localhost
+#
+# What the config allows, for load tests rather than production: plaintext c2s (STARTTLS
+# offered, not required), auth "internal" with plain passwords plus SASL
 # ANONYMOUS, in-band registration (XEP-0077) for anyone from anywhere with no rate limit
 # (registration_timeout: infinity), no traffic shaper on c2s, 100,000 sessions per user,
 # 100,000 offline messages per user, max_fsm_queue 100,000, listen backlog 4,096, stanzas up to
@@ -42,6 +56,9 @@ set -euo pipefail
 DIR=${HEADROOM_EJABBERD_DIR:-/tmp/headroom-ejabberd}
 PORT=${HEADROOM_EJABBERD_PORT:-25222}
 DIST_PORT=${HEADROOM_EJABBERD_DIST_PORT:-25223}
+TLS_PORT=${HEADROOM_EJABBERD_TLS_PORT:-$((PORT + 2))}
+SCRIPTS=$(cd "$(dirname "$0")" && pwd)
+PKI_DIR=${HEADROOM_PKI_DIR:-/tmp/headroom-pki}
 DOMAIN=localhost
 NODE=headroom-ejabberd@localhost
 MIN_FDS=6500
@@ -53,6 +70,7 @@ say() { echo "ejabberd.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 url() { echo "127.0.0.1:$PORT"; }
+tls_url() { echo "127.0.0.1:$TLS_PORT"; }
 
 install_ejabberd() {
   [ -x /usr/sbin/ejabberdctl ] && return 0
@@ -106,6 +124,11 @@ write_config() {
   fi
   chmod 600 "$ETC/cookie"
   [ -f "$ETC/inetrc" ] || cp /etc/ejabberd/inetrc "$ETC/inetrc"
+  # The test PKI's localhost certificate, and its CA (ca_file: ejabberd checks the chain).
+  "$SCRIPTS/pki.sh" "$PKI_DIR" >/dev/null
+  mkdir -p "$ETC/tls"
+  cp "$PKI_DIR/localhost.pem" "$PKI_DIR/localhost.key" "$PKI_DIR/ca.pem" "$ETC/tls/"
+  chmod 600 "$ETC/tls/localhost.key"
   local new="$ETC/ejabberd.yml.new"
   cat >"$new" <<EOF
 # headroom's private ejabberd (written by scripts/ejabberd.sh; edits are overwritten)
@@ -114,7 +137,10 @@ hosts:
 loglevel: warning
 log_rotate_count: 1
 log_rotate_size: 10485760
-certfiles: []
+certfiles:
+  - "$ETC/tls/localhost.pem"
+  - "$ETC/tls/localhost.key"
+ca_file: "$ETC/tls/ca.pem"
 listen:
   -
     port: $PORT
@@ -123,8 +149,18 @@ listen:
     max_stanza_size: 1048576
     shaper: c2s_shaper
     access: c2s
-    starttls: false
+    starttls: true
     starttls_required: false
+    backlog: 4096
+    max_fsm_queue: 100000
+  -
+    port: $TLS_PORT
+    ip: "127.0.0.1"
+    module: ejabberd_c2s
+    tls: true
+    max_stanza_size: 1048576
+    shaper: c2s_shaper
+    access: c2s
     backlog: 4096
     max_fsm_queue: 100000
 auth_method: [internal, anonymous]
@@ -221,9 +257,14 @@ raise_fd_limit() {
 start() {
   install_ejabberd
   if running; then
-    say "already running on $(url) (node $NODE)"
-    url
-    return 0
+    if tls_port_open; then
+      say "already running on $(url) and $(tls_url) (TLS) (node $NODE)"
+      url
+      return 0
+    fi
+    # Started by an older version of this script, without the TLS listener: restart it.
+    say "running without its TLS listener on $(tls_url): restarting it with the new config"
+    stop
   fi
   # A node left half-alive (pid file, no answer to status) is stopped first.
   if pid >/dev/null; then
@@ -231,9 +272,9 @@ start() {
     stop
   fi
   local p
-  for p in "$PORT" "$DIST_PORT"; do
+  for p in "$PORT" "$DIST_PORT" "$TLS_PORT"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      die "127.0.0.1:$p is taken by another process; free it, or set HEADROOM_EJABBERD_PORT / HEADROOM_EJABBERD_DIST_PORT"
+      die "127.0.0.1:$p is taken by another process; free it, or set HEADROOM_EJABBERD_PORT / HEADROOM_EJABBERD_DIST_PORT / HEADROOM_EJABBERD_TLS_PORT"
     fi
   done
   write_config
@@ -243,7 +284,7 @@ start() {
   t0=$(date +%s.%N)
   ctl start >/dev/null 2>"$LOGS/start.err" || { cat "$LOGS/start.err" >&2; die "ejabberdctl start failed"; }
   for _ in $(seq 1 60); do
-    if ctl status >/dev/null 2>&1 && port_open; then
+    if ctl status >/dev/null 2>&1 && port_open && tls_port_open; then
       cp "$DIR/ejabberd.pid" "$DIR/node.pid" 2>/dev/null || true
       say "started in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s (pid $(pid || echo ?), open files limit $(fd_limit_of_pid))"
       url
@@ -259,6 +300,7 @@ start() {
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
+tls_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$TLS_PORT") 2>/dev/null; }
 
 fd_limit_of_pid() {
   local p
@@ -341,7 +383,7 @@ case "${1:-}" in
   stop) stop ;;
   status)
     if running; then
-      say "running on $(url) (node $NODE, pid $(pid), open files limit $(fd_limit_of_pid))"
+      say "running on $(url) and $(tls_url) (TLS) (node $NODE, pid $(pid), open files limit $(fd_limit_of_pid))"
     else
       say "not running"
       exit 3
@@ -349,8 +391,9 @@ case "${1:-}" in
     ;;
   register) shift; register "$@" ;;
   url) url ;;
+  tls-url) tls_url ;;
   *)
-    echo "usage: scripts/ejabberd.sh start|stop|status|register FIRST LAST|url  (HEADROOM_EJABBERD_DIR, HEADROOM_EJABBERD_PORT)" >&2
+    echo "usage: scripts/ejabberd.sh start|stop|status|register FIRST LAST|url|tls-url  (HEADROOM_EJABBERD_DIR, HEADROOM_EJABBERD_PORT, HEADROOM_EJABBERD_TLS_PORT)" >&2
     exit 2
     ;;
 esac

@@ -6,10 +6,22 @@
 #   scripts/postgres.sh stop     stop it (idempotent)
 #   scripts/postgres.sh status   say whether it runs
 #   scripts/postgres.sh url      print the postgres:// URL, e.g. for HEADROOM_PG_URL
+#   scripts/postgres.sh tls-url  the same with ?sslmode=require, e.g. for HEADROOM_PG_TLS_URL
 #
 #   HEADROOM_PG_DIR   where the cluster lives (default /tmp/headroom-pg: data/, log, socket)
 #   HEADROOM_PG_PORT  its TCP port (default 25432)
 #   HEADROOM_PG_SYNCHRONOUS_COMMIT  on|off (default off), applied when the server starts
+#   HEADROOM_PKI_DIR  the test PKI the server's certificate comes from (default
+#                     /tmp/headroom-pki; made by scripts/pki.sh when missing)
+#
+# TLS: `start` turns ssl on (ALTER SYSTEM and a reload, so a cluster already running gets it
+# too) with $HEADROOM_PKI_DIR/localhost.pem (names localhost, 127.0.0.1, ::1; signed by the test
+# CA, $HEADROOM_PKI_DIR/ca.pem), copied into the data directory for the cluster's owner. The
+# pg_hba.conf lines are `host` lines, which match TLS and plain connections alike, so
+# sslmode=disable, prefer, require and verify-full (with sslrootcert=CA, host=localhost or
+# 127.0.0.1) all connect:
+#   psql "host=127.0.0.1 port=25432 user=headroom dbname=headroom sslmode=verify-full sslrootcert=CA"
+#   SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid();     -- t
 #
 # synchronous_commit is off by default: a commit returns without waiting for its WAL fsync (the
 # WAL is still written in order and fsynced within ~0.6 s: a crash loses the last commits, never
@@ -42,12 +54,15 @@ PGUSER_NAME=headroom
 PGPASS=headroom
 PGDB=headroom
 DATA="$DIR/data"
+PKI_DIR=${HEADROOM_PKI_DIR:-/tmp/headroom-pki}
+SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 LOG="$DIR/postgresql.log"
 
 say() { echo "postgres.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 url() { echo "postgres://$PGUSER_NAME:$PGPASS@127.0.0.1:$PORT/$PGDB"; }
+tls_url() { echo "$(url)?sslmode=require"; }
 
 bindir() {
   local d best=""
@@ -151,7 +166,41 @@ start() {
     as_owner "$bin/createdb" -h "$DIR" -p "$PORT" -U "$PGUSER_NAME" "$PGDB"
   fi
   auth_roles "$bin"
+  tls_on "$bin"
   url
+}
+
+# ssl = on with the test PKI's localhost certificate (idempotent: the files are copied again
+# only when they differ, and the settings written and reloaded only when not in force).
+tls_on() {
+  local bin=$1 own changed=false f
+  own=$(owner)
+  "$SCRIPTS/pki.sh" "$PKI_DIR" >/dev/null
+  for f in crt key; do
+    local src="$PKI_DIR/localhost.pem"
+    [ "$f" = key ] && src="$PKI_DIR/localhost.key"
+    if ! cmp -s "$src" "$DATA/server.$f"; then
+      cp "$src" "$DATA/server.$f"
+      changed=true
+    fi
+    chown "$own": "$DATA/server.$f" 2>/dev/null || true
+    # PostgreSQL refuses a key that others can read.
+    chmod 600 "$DATA/server.$f"
+  done
+  local psql=(as_owner "$bin/psql" -h "$DIR" -p "$PORT" -U "$PGUSER_NAME" -d postgres -XqAt
+    -v ON_ERROR_STOP=1)
+  if $changed || [ "$("${psql[@]}" -c 'SHOW ssl')" != on ]; then
+    say "turning TLS on (certificate from $PKI_DIR)"
+    "${psql[@]}" -c "ALTER SYSTEM SET ssl = on" -c "ALTER SYSTEM SET ssl_cert_file = 'server.crt'" \
+      -c "ALTER SYSTEM SET ssl_key_file = 'server.key'" -c "SELECT pg_reload_conf()" >/dev/null
+    local i
+    for i in $(seq 1 50); do
+      [ "$("${psql[@]}" -c 'SHOW ssl')" = on ] && return 0
+      sleep 0.1
+    done
+    tail -n 5 "$LOG" >&2 || true
+    die "ssl is still off after the reload (log above)"
+  fi
 }
 
 # The roles and pg_hba.conf lines of the protocol client's auth tests (see the top). Idempotent:
@@ -215,5 +264,6 @@ case "${1:-}" in
   status)
     if running; then say "running on 127.0.0.1:$(sed -n 4p "$DATA/postmaster.pid")"; else say "not running"; exit 3; fi ;;
   url) url ;;
-  *) echo "usage: scripts/postgres.sh start|stop|status|url  (HEADROOM_PG_DIR, HEADROOM_PG_PORT)" >&2; exit 2 ;;
+  tls-url) tls_url ;;
+  *) echo "usage: scripts/postgres.sh start|stop|status|url|tls-url  (HEADROOM_PG_DIR, HEADROOM_PG_PORT)" >&2; exit 2 ;;
 esac

@@ -5,7 +5,11 @@ It is deliberately not headroom's code: the tests of headroom_proto::ws interope
 independent RFC 6455 implementation. Start it with scripts/ws-echo.sh (which installs the
 package, runs this in the background and keeps a pid file); run by hand:
 
-    /usr/bin/python3 scripts/ws_echo.py --host 127.0.0.1 --port 25380
+    /usr/bin/python3 scripts/ws_echo.py --host 127.0.0.1 --port 25380 \
+        [--tls-port 25381 --cert CERT.pem --key KEY.pem]
+
+With --tls-port it serves the same paths over TLS too (wss://HOST:TLS_PORT/), with the given
+certificate (scripts/ws-echo.sh passes the test PKI's localhost one); TLS 1.2 and 1.3, no ALPN.
 
 Paths (query parameters are optional):
 
@@ -31,6 +35,7 @@ ready and stops on SIGTERM or SIGINT.
 import argparse
 import asyncio
 import signal
+import ssl
 import sys
 import urllib.parse
 
@@ -110,25 +115,34 @@ async def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=25380)
+    ap.add_argument("--tls-port", type=int, default=None)
+    ap.add_argument("--cert", default=None)
+    ap.add_argument("--key", default=None)
     args = ap.parse_args()
+    if args.tls_port is not None and not (args.cert and args.key):
+        ap.error("--tls-port needs --cert and --key")
 
     loop = asyncio.get_running_loop()
     stop = loop.create_future()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set_result, None)
 
-    async with websockets.serve(
-        handler,
-        args.host,
-        args.port,
-        compression=None,
-        max_size=MAX_SIZE,
-        ping_interval=None,
-        close_timeout=2,
-    ):
-        print(f"ws_echo: listening on {args.host}:{args.port} "
-              f"(websockets {websockets.__version__})", flush=True)
-        await stop
+    options = dict(compression=None, max_size=MAX_SIZE, ping_interval=None, close_timeout=2)
+    async with websockets.serve(handler, args.host, args.port, **options):
+        if args.tls_port is None:
+            print(f"ws_echo: listening on {args.host}:{args.port} "
+                  f"(websockets {websockets.__version__})", flush=True)
+            await stop
+        else:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(args.cert, args.key)
+            async with websockets.serve(handler, args.host, args.tls_port, ssl=context,
+                                        **options):
+                print(f"ws_echo: listening on {args.host}:{args.port} and "
+                      f"{args.host}:{args.tls_port} (TLS) "
+                      f"(websockets {websockets.__version__})", flush=True)
+                await stop
     print("ws_echo: stopped", flush=True)
 
 

@@ -11,9 +11,14 @@ use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub mod access_log;
 pub mod chromium;
+pub mod h2o;
 pub mod netns_lock;
+pub mod pki;
 pub mod source_server;
+pub mod tls_nginx;
+pub mod tls_services;
 
 /// headroom serve (reactor, one worker) in this process on 127.0.0.1, any free port.
 pub fn serve() -> headroom_serve::RunningServer {

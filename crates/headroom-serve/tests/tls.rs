@@ -238,7 +238,7 @@ fn plain_exchange(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Per architecture: 100 keep-alive requests each to `/` and `/bytes/100000` with exact
-/// bodies, a pipelined batch, a resumed second connection, and a plain-HTTP client that fails
+/// bodies, a pipelined batch, a 1 MiB request body, a resumed second connection, and a plain-HTTP client that fails
 /// alone (counted) while a TLS client on another connection goes on being served.
 #[test]
 fn every_arch_serves_resumes_and_survives_plain_http() {
@@ -270,6 +270,18 @@ fn every_arch_serves_resumes_and_survives_plain_http() {
         for i in 0..10 {
             expect_body(&format!("{name} pipelined #{i}"), &a.response(), &big[..i]);
         }
+        // A 1 MiB request body (many records per read, skipped by the parser), then a request.
+        let body = vec![b'y'; 1 << 20];
+        a.send(
+            format!(
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        a.send(&body);
+        expect_body(&format!("{name} POST"), &a.response(), BODY);
+        expect_body(&format!("{name} after POST"), &a.get("/"), BODY);
         a.close();
 
         // The first connection's session (a TLS 1.3 ticket) resumes the second.
@@ -292,7 +304,7 @@ fn every_arch_serves_resumes_and_survives_plain_http() {
         assert_eq!(st.tls_handshake_failures, 1, "{name}: {st:?}");
         assert_eq!(st.tls_handshakes, 2, "{name}: {st:?}");
         assert_eq!(st.tls_resumed, 1, "{name}: {st:?}");
-        assert_eq!(st.requests, 100 + 100 + 10 + 2, "{name}: {st:?}");
+        assert_eq!(st.requests, 100 + 100 + 10 + 2 + 2, "{name}: {st:?}");
 
         // /status (over TLS, itself a third handshake) says the same.
         let j = status(&s, &config);
@@ -562,4 +574,34 @@ fn plain_status_says_no_tls() {
     assert_eq!(j["tls_handshakes"], 0);
     assert!(s.tls().is_none());
     s.stop();
+}
+
+/// A drain closes an idle TLS keep-alive connection (the client sees the end) and returns long
+/// before its deadline; a request in flight on another connection is answered first.
+#[test]
+fn drain_closes_idle_tls_connections() {
+    for (name, arch) in arches() {
+        let s = start_self_signed(name, arch);
+        let config = tls13(&s);
+        let mut idle = Client::connect(s.local_addr(), &config, "localhost");
+        expect_body(name, &idle.get("/"), BODY);
+        let mut busy = Client::connect(s.local_addr(), &config, "localhost");
+        busy.send(b"GET /sleep/300 HTTP/1.1\r\nHost: x\r\n\r\n");
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let drained = std::thread::spawn(move || s.drain(Duration::from_secs(8)));
+        let r = busy.response();
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (200, &b"slept 300 ms\n"[..]),
+            "{name}"
+        );
+        assert_eq!(idle.fill(), 0, "{name}: the idle connection ends");
+        drained.join().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{name}: drain took {:?}",
+            started.elapsed()
+        );
+    }
 }

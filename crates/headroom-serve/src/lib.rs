@@ -73,6 +73,13 @@
 //! connections are tracked for that); the async one through a `watch` channel its tasks
 //! select on; the reactor through its stop eventfd (see [`RunningServer`] for the contract).
 //!
+//! # TLS
+//!
+//! [`ServerConfig::tls`] puts rustls around the same request handling in every architecture (see
+//! [`tls`]): a sans-I/O session between the socket and the parser in the reactor and the async
+//! server, a blocking rustls stream after a timed handshake in the blocking ones. The plain path
+//! is the code it was: a plain connection carries a `None` where a TLS one has its session.
+//!
 //! Nothing read from the network can panic a worker: the parser is [`http::InputState`], pure,
 //! tested byte by byte and fuzzed (`fuzz/fuzz_targets/http1_request.rs`).
 

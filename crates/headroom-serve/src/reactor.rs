@@ -17,6 +17,16 @@
 //! changed only when it differs, so epoll keeps its steady state of one `epoll_wait` + one
 //! `read` + one `write` per request and no `epoll_ctl`.
 //!
+//! # TLS
+//!
+//! A TLS connection ([`Conn::tls`]) reads and writes the socket exactly as a plain one does; its
+//! session decrypts what a read returned into the worker's `plain` buffer, which is parsed as
+//! the scratch buffer would be, and [`Conn::write_out`] seals the round's responses (and any
+//! queued handshake records) before the one write, so an unsent tail is ciphertext. While its
+//! handshake runs a connection is in [`Phase::Handshake`], swept at the handshake timeout. A
+//! connection closed before its handshake completed counts as a failed handshake
+//! ([`Loop::close`]).
+//!
 //! # Time
 //!
 //! Three things are timed, all per worker and all off the request path:

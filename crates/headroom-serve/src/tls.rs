@@ -5,9 +5,9 @@
 //!
 //! - **The reactor and the async architecture** keep their plain socket code (read into the
 //!   worker's scratch buffer, write the round's output with one `write`, keep the unsent tail)
-//!   and put a [`Session`] between the socket and the parser: [`Session::receive`] takes the
+//!   and put a `Session` between the socket and the parser: `Session::receive` takes the
 //!   ciphertext one read returned and appends its plaintext to a per-worker buffer that is then
-//!   parsed as a plain read would be; [`Session::seal`] turns the round's plaintext responses
+//!   parsed as a plain read would be; `Session::seal` turns the round's plaintext responses
 //!   into ciphertext in the same `Vec`, handshake records included. The socket's readiness
 //!   discipline (edge-triggered, one read until a short read, writability watched only while a
 //!   tail is unsent) is therefore unchanged, and so is the plain path: a plain connection has

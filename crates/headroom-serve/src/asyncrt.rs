@@ -14,6 +14,11 @@
 //! are written from a per-thread output buffer, and only what the socket did not take is copied
 //! into a task-owned `Vec` while it is awaited.
 //!
+//! TLS: a task holds a boxed [`tls::Session`] between its socket and its parser, and the
+//! synchronous step above stays the same: the read's ciphertext is decrypted into a per-thread
+//! plaintext buffer and parsed from there, and the round's output is sealed before it is
+//! written (see `tls.rs`). The handshake must complete within the handshake timeout.
+//!
 //! Stop and drain go through a `watch` channel: the accept loop and idle connections select on
 //! it. Stopping ends `block_on`; the runtime is then shut down, which drops every task (and so
 //! closes every socket) at its next await point.
@@ -30,6 +35,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::http::{Batch, InputState, Responses, Slow, SlowRoute};
+use crate::tls;
 use crate::{blocking, classify_accept_error, handlers, AcceptFailure, Runtime, Shared, Tally};
 
 /// Per-thread read buffer.
@@ -136,6 +142,7 @@ async fn accept_loop(
                             shared: Arc::clone(&shared),
                             tally: Tally::default(),
                             live: Arc::clone(&live),
+                            handshaking: false,
                         };
                         next = next.wrapping_add(1);
                         tokio::spawn(serve(stream, conn, phase.clone()));
@@ -182,6 +189,8 @@ struct Conn {
     shard: usize,
     tally: Tally,
     live: Arc<AtomicUsize>,
+    /// TLS: the handshake has not completed (ending now is a failed handshake).
+    handshaking: bool,
 }
 
 impl Conn {
@@ -198,6 +207,9 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        if self.handshaking && !self.shared.control.stopping() {
+            self.tally.tls_handshake_failures += 1;
+        }
         self.tally.closed += 1;
         self.publish();
         self.live.fetch_sub(1, SeqCst);
@@ -209,12 +221,15 @@ impl Drop for Conn {
 struct Scratch {
     buf: Box<[u8]>,
     out: Vec<u8>,
+    /// TLS: the plaintext of one read (never allocated without TLS).
+    plain: Vec<u8>,
 }
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch {
         buf: vec![0; READ_BUF].into_boxed_slice(),
         out: Vec::new(),
+        plain: Vec::new(),
     });
 }
 
@@ -225,6 +240,10 @@ enum Step {
     /// The client closed.
     Eof,
     Failed(io::Error),
+    /// The TLS peer broke the protocol: send `alert` (if the socket takes it) and close.
+    Broken {
+        alert: Vec<u8>,
+    },
     /// `unsent`: the part of the output the socket did not take (usually empty, unallocated).
     Done {
         batch: Batch,
@@ -232,8 +251,16 @@ enum Step {
     },
 }
 
-/// Read (or resume) and answer with the thread's scratch buffers, without awaiting.
-fn step(stream: &TcpStream, input: &mut InputState, responses: &Responses, resume: bool) -> Step {
+/// Read (or resume) and answer with the thread's scratch buffers, without awaiting. `tls`: the
+/// connection's session (the handshake is counted in `tally` when it completes).
+fn step(
+    stream: &TcpStream,
+    input: &mut InputState,
+    responses: &Responses,
+    resume: bool,
+    mut tls: Option<&mut tls::Session>,
+    tally: &mut Tally,
+) -> Step {
     SCRATCH.with(|cell| {
         let s = &mut *cell.borrow_mut();
         let batch = if resume || input.has_backlog() {
@@ -241,7 +268,24 @@ fn step(stream: &TcpStream, input: &mut InputState, responses: &Responses, resum
         } else {
             match stream.try_read(&mut s.buf) {
                 Ok(0) => return Step::Eof,
-                Ok(n) => input.feed(&s.buf[..n], responses, &mut s.out, OUT_LIMIT),
+                Ok(n) => match tls.as_deref_mut() {
+                    None => input.feed(&s.buf[..n], responses, &mut s.out, OUT_LIMIT),
+                    Some(t) => {
+                        if t.receive(&s.buf[..n], &mut s.plain, tally).is_err() {
+                            s.plain.clear();
+                            let mut alert = Vec::new();
+                            t.seal(&mut alert);
+                            return Step::Broken { alert };
+                        }
+                        let batch = if s.plain.is_empty() {
+                            Batch::default() // handshake records only
+                        } else {
+                            input.feed(&s.plain, responses, &mut s.out, OUT_LIMIT)
+                        };
+                        s.plain.clear();
+                        batch
+                    }
+                },
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -253,6 +297,9 @@ fn step(stream: &TcpStream, input: &mut InputState, responses: &Responses, resum
                 Err(e) => return Step::Failed(e),
             }
         };
+        if let Some(t) = tls {
+            t.seal(&mut s.out); // ciphertext from here on, handshake records first
+        }
         let mut written = 0;
         while written < s.out.len() {
             match stream.try_write(&s.out[written..]) {
@@ -282,17 +329,33 @@ async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<P
     let mut input = InputState::default();
     let mut head_since: Option<std::time::Instant> = None;
     let mut resume = false;
+    let mut tls = match &sh.tls {
+        None => None,
+        Some(t) => match tls::Session::new(t) {
+            Ok(s) => Some(s),
+            Err(_) => {
+                me.tally.errors += 1; // rustls refused its own configuration
+                return;
+            }
+        },
+    };
+    me.handshaking = tls.is_some();
+    let handshake_end = sh
+        .tls
+        .as_ref()
+        .map(|t| std::time::Instant::now() + t.handshake_timeout);
     loop {
         if !(resume || input.has_backlog()) {
             let draining = *phase.borrow_and_update() != Phase::Running;
             if draining {
-                if input.is_idle() {
+                if input.is_idle() && !me.handshaking {
                     return;
                 }
                 input.close_after_next();
             }
             me.publish();
             let deadline = match (input.in_head(), head_since, cfg.header_timeout) {
+                _ if me.handshaking => handshake_end,
                 (true, Some(since), Some(t)) => Some(since + t),
                 _ => cfg.idle_timeout.map(|t| std::time::Instant::now() + t),
             };
@@ -318,12 +381,28 @@ async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<P
                 }
             }
         }
-        let (batch, unsent) = match step(&stream, &mut input, &sh.responses, resume) {
+        let stepped = step(
+            &stream,
+            &mut input,
+            &sh.responses,
+            resume,
+            tls.as_deref_mut(),
+            &mut me.tally,
+        );
+        let (batch, unsent) = match stepped {
             Step::WouldBlock => continue,
             Step::Eof => return,
             Step::Failed(e) => return me.failed(&e),
+            Step::Broken { alert } => {
+                let _ = stream.try_write(&alert);
+                if !me.handshaking {
+                    me.tally.errors += 1; // a failed handshake is counted when `me` drops
+                }
+                return;
+            }
             Step::Done { batch, unsent } => (batch, unsent),
         };
+        me.handshaking = tls.as_ref().is_some_and(|t| t.handshaking());
         resume = false;
         me.tally.requests += batch.responses;
         me.tally.bad_requests += batch.bad_requests;
@@ -334,9 +413,12 @@ async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<P
             }
         }
         if let Some(slow) = batch.slow {
-            let Some(out) = run_slow(&sh, slow).await else {
+            let Some(mut out) = run_slow(&sh, slow).await else {
                 return;
             };
+            if let Some(t) = &mut tls {
+                t.seal(&mut out);
+            }
             if let Err(e) = stream.write_all(&out).await {
                 return me.failed(&e);
             }
@@ -344,6 +426,13 @@ async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<P
             resume = !batch.close;
         }
         if batch.close {
+            if let Some(t) = &mut tls {
+                // close_notify, if the socket takes it at once.
+                t.close_notify();
+                let mut alert = Vec::new();
+                t.seal(&mut alert);
+                let _ = stream.try_write(&alert);
+            }
             return linger(&mut stream).await;
         }
     }

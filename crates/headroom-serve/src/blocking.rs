@@ -13,6 +13,12 @@
 //! Stopping and draining reach a thread blocked in `accept` through `shutdown(2)` on the listener
 //! and a thread blocked in `read`/`write` through `shutdown(2)` on its socket, listed in
 //! [`crate::Control`] while it is served.
+//!
+//! TLS ([`Transport::Tls`]): the handshake is driven first, under the handshake timeout (the
+//! socket's `SO_RCVTIMEO` set to what is left of it before every read), so a client that never
+//! finishes it frees the thread; the connection is then served exactly as a plain one, through a
+//! blocking `rustls::StreamOwned`. `/file` is read into memory there instead of sendfile(2),
+//! which would bypass the encryption.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -20,7 +26,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustls::{ServerConnection, StreamOwned};
+
 use crate::http::InputState;
+use crate::tls::{self, TlsServer};
 use crate::{classify_accept_error, handlers, AcceptFailure, Counters, Shared, Tally};
 
 /// Read buffer of each thread (thread per connection: of each connection).
@@ -187,7 +196,14 @@ impl<'a> Handler<'a> {
     /// Serve `stream` (listed in the control as `key`) until it ends, then unlist it and count
     /// it closed. The descriptor closes when the last `Arc` goes.
     fn serve(&mut self, stream: &Arc<TcpStream>, key: usize) {
-        self.conn(stream);
+        match &self.shared.tls {
+            None => self.conn(stream, &mut Transport::Plain(stream)),
+            Some(t) => {
+                if let Some(mut io) = self.handshake(stream, t) {
+                    self.conn(stream, &mut io);
+                }
+            }
+        }
         self.shared.control.unregister(key);
         self.tally.closed += 1;
         self.out.clear();
@@ -196,7 +212,55 @@ impl<'a> Handler<'a> {
         }
     }
 
-    fn conn(&mut self, s: &TcpStream) {
+    /// Complete the TLS handshake on `s` within the handshake timeout; `None` (counted as a
+    /// failed handshake, unless the server is stopping or draining) when it fails or times out.
+    fn handshake<'s>(&mut self, s: &'s TcpStream, tls: &TlsServer) -> Option<Transport<'s>> {
+        let Ok(mut conn) = ServerConnection::new(Arc::clone(&tls.config)) else {
+            self.tally.errors += 1; // rustls refused its own configuration
+            return None;
+        };
+        let deadline = Instant::now() + tls.handshake_timeout;
+        let mut sock = s;
+        // Bounded by the deadline: every read waits at most what is left of it.
+        while conn.is_handshaking() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let failure = if left.is_zero() {
+                Some(io::Error::from(io::ErrorKind::TimedOut))
+            } else if let Err(e) = s.set_read_timeout(Some(left.max(Duration::from_millis(1)))) {
+                Some(e)
+            } else {
+                match conn.complete_io(&mut sock) {
+                    // No progress at all: the peer is gone.
+                    Ok((0, 0)) if conn.is_handshaking() => {
+                        Some(io::Error::from(io::ErrorKind::UnexpectedEof))
+                    }
+                    Ok(_) => None,
+                    Err(e) => Some(e),
+                }
+            };
+            if let Some(e) = failure {
+                let control = &self.shared.control;
+                if !(control.stopping() || control.draining()) {
+                    self.tally.tls_handshake_failures += 1;
+                    if is_timeout(&e) {
+                        self.tally.timeouts += 1;
+                    } else if !(tls::is_tls_error(&e) || e.kind() == io::ErrorKind::UnexpectedEof) {
+                        self.tally.io_error(&e);
+                    }
+                }
+                return None;
+            }
+        }
+        tls::count_handshake(&conn, &mut self.tally);
+        // `conn` sets the timeouts it wants from none.
+        if s.set_read_timeout(None).is_err() {
+            self.tally.errors += 1;
+            return None;
+        }
+        Some(Transport::Tls(Box::new(StreamOwned::new(conn, s))))
+    }
+
+    fn conn(&mut self, s: &TcpStream, io: &mut Transport<'_>) {
         let sh = self.shared;
         let cfg = &sh.config;
         let mut input = InputState::default();
@@ -228,7 +292,7 @@ impl<'a> Handler<'a> {
                     }
                     read_timeout = want;
                 }
-                match (&*s).read(&mut self.buf) {
+                match io.read(&mut self.buf) {
                     Ok(0) => return, // the client closed (or a drain shut our read side)
                     Ok(n) => {
                         if sh.control.draining() {
@@ -241,6 +305,8 @@ impl<'a> Handler<'a> {
                         return;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // TLS: the client closed without a close_notify (most do).
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return,
                     Err(e) => return self.failed(&e),
                 }
             };
@@ -249,29 +315,37 @@ impl<'a> Handler<'a> {
             head_since = track_head(&input, head_since, &batch);
             if let Some(slow) = &batch.slow {
                 // The responses before it go out first: the client may be waiting on them.
-                if let Err(e) = self.write_out(s) {
+                if let Err(e) = self.write_out(io) {
                     return self.failed(&e);
                 }
-                match handlers::run_blocking_on(slow, &sh.ctx, &mut self.out, s) {
+                let done = match io {
+                    Transport::Plain(s) => {
+                        handlers::run_blocking_on(slow, &sh.ctx, &mut self.out, s)
+                    }
+                    // No sendfile under TLS: the file is read into `out` and encrypted.
+                    Transport::Tls(_) => Ok(handlers::run_blocking(slow, &sh.ctx, &mut self.out)),
+                };
+                match done {
                     Ok(_) => self.tally.requests += 1,
                     Err(e) => return self.failed(&e),
                 }
                 resume = !batch.close;
             }
-            if let Err(e) = self.write_out(s) {
+            if let Err(e) = self.write_out(io) {
                 return self.failed(&e);
             }
             if batch.close {
+                io.close_notify();
                 return linger(s, &mut self.buf);
             }
         }
     }
 
-    fn write_out(&mut self, s: &TcpStream) -> io::Result<()> {
+    fn write_out(&mut self, io: &mut Transport<'_>) -> io::Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
-        let r = (&*s).write_all(&self.out);
+        let r = io.write_all(&self.out).and_then(|_| io.flush());
         self.out.clear();
         r
     }
@@ -280,6 +354,47 @@ impl<'a> Handler<'a> {
     fn failed(&mut self, e: &io::Error) {
         if !self.shared.control.stopping() {
             self.tally.io_error(e);
+        }
+    }
+}
+
+/// What a connection reads and writes through: the socket, or rustls over it.
+enum Transport<'s> {
+    Plain(&'s TcpStream),
+    Tls(Box<StreamOwned<ServerConnection, &'s TcpStream>>),
+}
+
+impl Transport<'_> {
+    /// TLS: send a close_notify before our side closes (best effort).
+    fn close_notify(&mut self) {
+        if let Transport::Tls(t) = self {
+            t.conn.send_close_notify();
+            let _ = t.flush();
+        }
+    }
+}
+
+impl Read for Transport<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Transport<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(buf),
+            Transport::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Transport::Plain(_) => Ok(()),
+            Transport::Tls(t) => t.flush(),
         }
     }
 }

@@ -47,6 +47,8 @@ pub struct Ctx {
     pub(crate) workers: usize,
     pub(crate) counters: Arc<[Counters]>,
     pub(crate) control: Arc<Control>,
+    /// The server speaks TLS (shown in `/status`).
+    pub(crate) tls: bool,
     /// `/db/*` calls that failed (answered 500). Counted here, on the error path only, so that
     /// every architecture counts them the same way.
     db_errors: AtomicU64,
@@ -70,6 +72,7 @@ impl Ctx {
         workers: usize,
         counters: Arc<[Counters]>,
         control: Arc<Control>,
+        tls: bool,
     ) -> Ctx {
         Ctx {
             db,
@@ -78,6 +81,7 @@ impl Ctx {
             workers,
             counters,
             control,
+            tls,
             db_errors: AtomicU64::new(0),
         }
     }
@@ -358,6 +362,24 @@ pub fn metrics_text(ctx: &Ctx) -> String {
         "Failed database calls.",
         s.db_errors,
     );
+    put(
+        "tls_handshakes_total",
+        "counter",
+        "TLS handshakes completed.",
+        s.tls_handshakes,
+    );
+    put(
+        "tls_resumed_total",
+        "counter",
+        "Of the TLS handshakes, resumed ones.",
+        s.tls_resumed,
+    );
+    put(
+        "tls_handshake_failures_total",
+        "counter",
+        "TLS connections that ended before their handshake completed.",
+        s.tls_handshake_failures,
+    );
     t
 }
 
@@ -392,7 +414,8 @@ pub fn status_json(ctx: &Ctx) -> String {
     let _ = write!(
         j,
         ",\"open\":{},\"accepted\":{},\"requests\":{},\"bad_requests\":{},\"errors\":{},\
-         \"accept_errors\":{},\"resets\":{},\"timeouts\":{},\"rejected\":{},\"db_errors\":{}",
+         \"accept_errors\":{},\"resets\":{},\"timeouts\":{},\"rejected\":{},\"db_errors\":{},\
+         \"tls\":{},\"tls_handshakes\":{},\"tls_resumed\":{},\"tls_handshake_failures\":{}",
         s.open,
         s.accepted,
         s.requests,
@@ -402,7 +425,11 @@ pub fn status_json(ctx: &Ctx) -> String {
         s.resets,
         s.timeouts,
         s.rejected,
-        s.db_errors
+        s.db_errors,
+        ctx.tls,
+        s.tls_handshakes,
+        s.tls_resumed,
+        s.tls_handshake_failures
     );
     if let Some(db) = &ctx.db {
         let _ = write!(j, ",\"db_pool\":{}", db.pool_size());
@@ -460,6 +487,7 @@ mod tests {
             1,
             (0..2).map(|_| Counters::default()).collect(),
             Arc::new(Control::default()),
+            false,
         )
     }
 

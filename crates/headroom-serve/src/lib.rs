@@ -73,6 +73,13 @@
 //! connections are tracked for that); the async one through a `watch` channel its tasks
 //! select on; the reactor through its stop eventfd (see [`RunningServer`] for the contract).
 //!
+//! # TLS
+//!
+//! [`ServerConfig::tls`] puts rustls around the same request handling in every architecture (see
+//! [`tls`]): a sans-I/O session between the socket and the parser in the reactor and the async
+//! server, a blocking rustls stream after a timed handshake in the blocking ones. The plain path
+//! is the code it was: a plain connection carries a `None` where a TLS one has its session.
+//!
 //! Nothing read from the network can panic a worker: the parser is [`http::InputState`], pure,
 //! tested byte by byte and fuzzed (`fuzz/fuzz_targets/http1_request.rs`).
 
@@ -95,6 +102,9 @@ pub mod http;
 mod poller;
 mod reactor;
 mod sys;
+pub mod tls;
+
+pub use tls::{TlsError, TlsServer, TlsSource};
 
 /// Which server architecture to run: the factor the studies compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,6 +214,8 @@ pub struct ServerConfig {
     pub docroot: Option<PathBuf>,
     /// Database of `/db/read/N` and `/db/write/N`; `None` answers 503.
     pub db: Option<DbConfig>,
+    /// Serve HTTP over TLS with this certificate (see [`tls`]); `None`: plain HTTP.
+    pub tls: Option<TlsSource>,
 }
 
 impl Default for ServerConfig {
@@ -225,6 +237,7 @@ impl Default for ServerConfig {
             keepalive_requests: None,
             docroot: None,
             db: None,
+            tls: None,
         }
     }
 }
@@ -262,6 +275,13 @@ pub struct ServerStats {
     pub rejected: u64,
     /// `/db/*` requests answered 500 because the database call failed.
     pub db_errors: u64,
+    /// TLS handshakes completed (see [`tls`]).
+    pub tls_handshakes: u64,
+    /// Of `tls_handshakes`, resumed ones (a session ID or a ticket from an earlier connection).
+    pub tls_resumed: u64,
+    /// TLS connections that ended before their handshake completed: bytes that are not TLS
+    /// (plain HTTP), an alert, a client that left, the handshake timeout.
+    pub tls_handshake_failures: u64,
 }
 
 /// One worker's published counters, alone on its cache line.
@@ -277,6 +297,9 @@ pub(crate) struct Counters {
     resets: AtomicU64,
     timeouts: AtomicU64,
     rejected: AtomicU64,
+    tls_handshakes: AtomicU64,
+    tls_resumed: AtomicU64,
+    tls_handshake_failures: AtomicU64,
 }
 
 impl Counters {
@@ -334,6 +357,9 @@ pub(crate) struct Tally {
     pub resets: u64,
     pub timeouts: u64,
     pub rejected: u64,
+    pub tls_handshakes: u64,
+    pub tls_resumed: u64,
+    pub tls_handshake_failures: u64,
 }
 
 impl Tally {
@@ -349,6 +375,9 @@ impl Tally {
             (self.resets, &c.resets),
             (self.timeouts, &c.timeouts),
             (self.rejected, &c.rejected),
+            (self.tls_handshakes, &c.tls_handshakes),
+            (self.tls_resumed, &c.tls_resumed),
+            (self.tls_handshake_failures, &c.tls_handshake_failures),
         ];
         for (n, counter) in pairs {
             if n > 0 {
@@ -381,6 +410,9 @@ pub(crate) fn sum_counters(counters: &[Counters]) -> ServerStats {
         s.resets += c.resets.load(Relaxed);
         s.timeouts += c.timeouts.load(Relaxed);
         s.rejected += c.rejected.load(Relaxed);
+        s.tls_handshakes += c.tls_handshakes.load(Relaxed);
+        s.tls_resumed += c.tls_resumed.load(Relaxed);
+        s.tls_handshake_failures += c.tls_handshake_failures.load(Relaxed);
     }
     s.open = s.accepted.saturating_sub(closed);
     s
@@ -492,6 +524,8 @@ pub(crate) struct Shared {
     pub ctx: Arc<handlers::Ctx>,
     pub counters: Arc<[Counters]>,
     pub control: Arc<Control>,
+    /// TLS around every connection (`ServerConfig::tls`), loaded at start.
+    pub tls: Option<Arc<TlsServer>>,
 }
 
 /// The architecture-specific part of a [`RunningServer`].
@@ -541,6 +575,7 @@ pub struct RunningServer {
     /// tracked by `Control::conns`.
     threads: Vec<JoinHandle<()>>,
     backend: Backend,
+    tls: Option<Arc<TlsServer>>,
 }
 
 impl std::fmt::Debug for RunningServer {
@@ -566,6 +601,11 @@ impl RunningServer {
     /// The architecture running.
     pub fn arch(&self) -> Arch {
         self.arch
+    }
+
+    /// The TLS setup when the server speaks TLS: its certificate and fingerprint.
+    pub fn tls(&self) -> Option<&TlsServer> {
+        self.tls.as_deref()
     }
 
     /// Counters summed over the workers.
@@ -716,8 +756,9 @@ pub(crate) fn listen_socket(
 /// Start the server `config.arch` describes.
 ///
 /// Errors: binding (address in use, permission), `workers == 0` (reactor, multi-thread async),
-/// `handlers == 0` (pool), opening the database, or failing to create threads, poll sets or the
-/// runtime; nothing is left running on error.
+/// `handlers == 0` (pool), loading the TLS certificate and key (`InvalidInput`, one line naming
+/// the file), opening the database, or failing to create threads, poll sets or the runtime;
+/// nothing is left running on error.
 pub fn start(config: ServerConfig) -> io::Result<RunningServer> {
     let invalid = |msg: &str| io::Error::new(io::ErrorKind::InvalidInput, msg.to_string());
     let shards = match config.arch {
@@ -741,6 +782,18 @@ pub fn start(config: ServerConfig) -> io::Result<RunningServer> {
         }
         Arch::ThreadPerConn => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let tls = match &config.tls {
+        Some(source) => {
+            let timeout = config
+                .header_timeout
+                .unwrap_or(tls::DEFAULT_HANDSHAKE_TIMEOUT);
+            let loaded = source
+                .load(timeout)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+            Some(Arc::new(loaded))
+        }
+        None => None,
+    };
     let db = match &config.db {
         Some(d) => {
             Some(db::open(&d.url, d.pool).map_err(|e| io::Error::other(format!("database: {e}")))?)
@@ -756,10 +809,11 @@ pub fn start(config: ServerConfig) -> io::Result<RunningServer> {
         config.workers,
         Arc::clone(&counters),
         Arc::clone(&control),
+        tls.is_some(),
     ));
     let arch = config.arch;
     match arch {
-        Arch::Reactor { .. } => start_reactor(config, ctx),
+        Arch::Reactor { .. } => start_reactor(config, ctx, tls),
         Arch::ThreadPerConn | Arch::Pool { .. } | Arch::Async { .. } => {
             let listener = bind_listener(&config)?;
             let local_addr = listener.local_addr()?;
@@ -769,6 +823,7 @@ pub fn start(config: ServerConfig) -> io::Result<RunningServer> {
                 ctx: Arc::clone(&ctx),
                 counters,
                 control,
+                tls: tls.clone(),
             });
             let (backend, async_thread) = match arch {
                 Arch::Async { runtime } => {
@@ -788,6 +843,7 @@ pub fn start(config: ServerConfig) -> io::Result<RunningServer> {
                 ctx,
                 threads: async_thread.into_iter().collect(),
                 backend,
+                tls,
             };
             if let Backend::Blocking { listener } = &server.backend {
                 let listener = Arc::clone(listener);
@@ -804,9 +860,14 @@ pub fn start(config: ServerConfig) -> io::Result<RunningServer> {
     }
 }
 
-fn start_reactor(config: ServerConfig, ctx: Arc<handlers::Ctx>) -> io::Result<RunningServer> {
+fn start_reactor(
+    config: ServerConfig,
+    ctx: Arc<handlers::Ctx>,
+    tls: Option<Arc<TlsServer>>,
+) -> io::Result<RunningServer> {
     let stop = sys::EventFd::new()?;
-    let (local_addr, workers) = reactor::prepare(&config, stop.raw(), Arc::clone(&ctx))?;
+    let (local_addr, workers) =
+        reactor::prepare(&config, stop.raw(), Arc::clone(&ctx), tls.clone())?;
     debug_assert_eq!(workers.len(), ctx.counters.len());
     let mut server = RunningServer {
         local_addr,
@@ -814,6 +875,7 @@ fn start_reactor(config: ServerConfig, ctx: Arc<handlers::Ctx>) -> io::Result<Ru
         ctx: Arc::clone(&ctx),
         threads: Vec::with_capacity(workers.len()),
         backend: Backend::Reactor { stop },
+        tls,
     };
     for (i, worker) in workers.into_iter().enumerate() {
         let ctx = Arc::clone(&ctx);

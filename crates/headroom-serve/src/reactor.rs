@@ -17,6 +17,16 @@
 //! changed only when it differs, so epoll keeps its steady state of one `epoll_wait` + one
 //! `read` + one `write` per request and no `epoll_ctl`.
 //!
+//! # TLS
+//!
+//! A TLS connection ([`Conn::tls`]) reads and writes the socket exactly as a plain one does; its
+//! session decrypts what a read returned into the worker's `plain` buffer, which is parsed as
+//! the scratch buffer would be, and [`Conn::write_out`] seals the round's responses (and any
+//! queued handshake records) before the one write, so an unsent tail is ciphertext. While its
+//! handshake runs a connection is in [`Phase::Handshake`], swept at the handshake timeout. A
+//! connection closed before its handshake completed counts as a failed handshake
+//! ([`Loop::close`]).
+//!
 //! # Time
 //!
 //! Three things are timed, all per worker and all off the request path:
@@ -71,6 +81,7 @@ use socket2::Socket;
 
 use crate::http::{Batch, InputState, Responses, Slow, SlowRoute};
 use crate::poller::{self, Interest, PollSet, ERR, HUP, IN, OUT, RDHUP};
+use crate::tls::{self, TlsServer};
 use crate::{
     classify_accept_error, handlers, sys, AcceptFailure, Arch, Counters, Poller, ServerConfig,
     Tally,
@@ -100,6 +111,7 @@ pub(crate) fn prepare(
     config: &ServerConfig,
     stop: RawFd,
     handlers: Arc<handlers::Ctx>,
+    tls: Option<Arc<TlsServer>>,
 ) -> io::Result<(SocketAddr, Vec<Worker>)> {
     let kind = match config.arch {
         Arch::Reactor { poller } => poller,
@@ -130,6 +142,7 @@ pub(crate) fn prepare(
             idle_timeout: config.idle_timeout,
             header_timeout: config.header_timeout,
             handlers: Arc::clone(&handlers),
+            tls: tls.clone(),
         };
         workers.push(match kind {
             Poller::Select => Worker::Select(Box::new(Loop::new(poller::Select::new(), shared)?)),
@@ -154,6 +167,7 @@ struct Shared {
     idle_timeout: Option<Duration>,
     header_timeout: Option<Duration>,
     handlers: Arc<handlers::Ctx>,
+    tls: Option<Arc<TlsServer>>,
 }
 
 /// One worker: the same loop over one of the three pollers (monomorphized, so epoll's loop is
@@ -204,6 +218,11 @@ pub(crate) struct Loop<P> {
     scratch: Box<[u8]>,
     /// Responses of one round, written with one `write`; empty between events.
     out: Vec<u8>,
+    /// TLS: the plaintext of one read, parsed from here; empty between events (and never
+    /// allocated without TLS).
+    plain: Vec<u8>,
+    /// Every connection speaks TLS through a session made from this.
+    tls: Option<Arc<TlsServer>>,
     tally: Tally,
     /// Set after EMFILE & co: accept again at this instant (the listener is edge-triggered on
     /// epoll, so no new event would come for connections already queued; select and poll stop
@@ -213,6 +232,8 @@ pub(crate) struct Loop<P> {
     /// Timeouts in milliseconds (`u32::MAX`: none).
     idle_ms: u32,
     header_ms: u32,
+    /// The TLS handshake timeout (`u32::MAX`: no TLS).
+    handshake_ms: u32,
     /// Sweep period; `None` when neither timeout is set.
     sweep_every: Option<Duration>,
     next_sweep: Option<Instant>,
@@ -243,10 +264,11 @@ impl<P: PollSet> Loop<P> {
         poller.register_stop(shared.stop, STOP)?;
         poller.register(lfd, LISTENER, Interest::Read)?;
         let ms = |d: Option<Duration>| d.map_or(u32::MAX, |d| d.as_millis().min(1 << 31) as u32);
-        let shortest = match (shared.idle_timeout, shared.header_timeout) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let handshake = shared.tls.as_ref().map(|t| t.handshake_timeout);
+        let shortest = [shared.idle_timeout, shared.header_timeout, handshake]
+            .into_iter()
+            .flatten()
+            .min();
         let now = Instant::now();
         Ok(Loop {
             poller,
@@ -257,11 +279,14 @@ impl<P: PollSet> Loop<P> {
             handlers: shared.handlers,
             scratch: vec![0; SCRATCH].into_boxed_slice(),
             out: Vec::with_capacity(OUT_LIMIT),
+            plain: Vec::new(),
+            tls: shared.tls,
             tally: Tally::default(),
             accept_paused_until: None,
             held: shared.held,
             idle_ms: ms(shared.idle_timeout),
             header_ms: ms(shared.header_timeout),
+            handshake_ms: ms(handshake),
             sweep_every: shortest.map(|d| (d / 4).clamp(SWEEP_MIN, SWEEP_MAX)),
             next_sweep: None,
             doomed: Vec::new(),
@@ -423,6 +448,20 @@ impl<P: PollSet> Loop<P> {
                             continue;
                         }
                     }
+                    let session = match &self.tls {
+                        None => None,
+                        Some(t) => match tls::Session::new(t) {
+                            Ok(s) => Some(s),
+                            Err(_) => {
+                                // rustls refused its own configuration: nothing to serve.
+                                self.tally.errors += 1;
+                                if let Some((held, _)) = &self.held {
+                                    held.fetch_sub(1, Relaxed);
+                                }
+                                continue;
+                            }
+                        },
+                    };
                     let entry = self.conns.vacant_entry();
                     let key = entry.key();
                     if self
@@ -437,7 +476,13 @@ impl<P: PollSet> Loop<P> {
                         continue;
                     }
                     self.next_serial = self.next_serial.wrapping_add(1);
-                    entry.insert(Conn::new(stream, self.next_serial, self.clock.ms));
+                    let mut conn = Conn::new(stream, self.next_serial, self.clock.ms);
+                    if session.is_some() {
+                        // The handshake timeout runs from the accept, bytes or not.
+                        conn.tls = session;
+                        conn.phase = Phase::Handshake;
+                    }
+                    entry.insert(conn);
                     self.tally.accepted += 1;
                     if self.next_sweep.is_none() {
                         if let Some(every) = self.sweep_every {
@@ -492,6 +537,7 @@ impl<P: PollSet> Loop<P> {
         let mut cx = Ctx {
             scratch: &mut self.scratch,
             out: &mut self.out,
+            plain: &mut self.plain,
             responses: &self.responses,
             handlers: &self.handlers,
             tally: &mut self.tally,
@@ -540,6 +586,9 @@ impl<P: PollSet> Loop<P> {
         let conn = self.conns.remove(key);
         self.poller.deregister(conn.fd(), key as u64 + FIRST_CONN);
         self.tally.closed += 1;
+        if let Some(t) = &conn.tls {
+            t.ended(&mut self.tally);
+        }
         if let Some((held, _)) = &self.held {
             held.fetch_sub(1, Relaxed);
         }
@@ -591,6 +640,7 @@ impl<P: PollSet> Loop<P> {
             let limit = match c.phase {
                 Phase::Idle | Phase::Linger => self.idle_ms,
                 Phase::Head => self.header_ms,
+                Phase::Handshake => self.handshake_ms,
                 Phase::Busy => continue,
             };
             if now.wrapping_sub(c.since) >= limit {
@@ -609,6 +659,8 @@ impl<P: PollSet> Loop<P> {
 struct Ctx<'a> {
     scratch: &'a mut [u8],
     out: &'a mut Vec<u8>,
+    /// TLS: the plaintext of one read.
+    plain: &'a mut Vec<u8>,
     responses: &'a Responses,
     handlers: &'a handlers::Ctx,
     tally: &'a mut Tally,
@@ -643,6 +695,8 @@ enum Phase {
     Idle,
     /// Part of a request head is buffered: `header_timeout` from its first byte.
     Head,
+    /// The TLS handshake is not complete: the handshake timeout from the accept.
+    Handshake,
     /// Lingering after our last response: `idle_timeout` (the client should close).
     Linger,
     /// Owed a response, writing a tail, or sleeping: no timeout.
@@ -652,8 +706,11 @@ enum Phase {
 struct Conn {
     stream: TcpStream,
     input: InputState,
-    /// Response bytes the socket did not take yet; empty (unallocated) almost always.
+    /// Response bytes the socket did not take yet (TLS: ciphertext); empty (unallocated)
+    /// almost always.
     unsent: Vec<u8>,
+    /// TLS: the session between the socket and `input`; `None` for plain HTTP.
+    tls: Option<Box<tls::Session>>,
     /// The `/sleep` this connection waits on (its response is due when the timer fires).
     sleeping: Option<Box<Slow>>,
     /// Tells this connection's timers from those of an earlier one in the same slab slot.
@@ -674,6 +731,7 @@ impl Conn {
             stream,
             input: InputState::default(),
             unsent: Vec::new(),
+            tls: None,
             sleeping: None,
             serial,
             since: now_ms,
@@ -701,6 +759,9 @@ impl Conn {
     }
 
     fn phase(&self) -> Phase {
+        if self.tls.as_ref().is_some_and(|t| t.handshaking()) {
+            return Phase::Handshake;
+        }
         match self.state {
             State::Lingering => Phase::Linger,
             State::Open if self.unsent.is_empty() && !self.resume => {
@@ -773,6 +834,7 @@ impl Conn {
         self.after_slow(&slow);
         if !self.unsent.is_empty() {
             // Order: behind the tail, which is still waiting for the client to read.
+            self.seal(cx.out);
             self.unsent.extend_from_slice(cx.out);
             cx.out.clear();
             return Next::Keep;
@@ -814,8 +876,24 @@ impl Conn {
                         // A short read emptied the receive queue (no EAGAIN read needed),
                         // unless the peer also hung up: then read on to see the end of file.
                         readable = n == cx.scratch.len() || hangup;
-                        self.input
-                            .feed(&cx.scratch[..n], cx.responses, cx.out, OUT_LIMIT)
+                        match &mut self.tls {
+                            None => {
+                                self.input
+                                    .feed(&cx.scratch[..n], cx.responses, cx.out, OUT_LIMIT)
+                            }
+                            Some(t) => {
+                                if t.receive(&cx.scratch[..n], cx.plain, cx.tally).is_err() {
+                                    return self.tls_broken(cx);
+                                }
+                                let batch = if cx.plain.is_empty() {
+                                    Batch::default() // handshake records only
+                                } else {
+                                    self.input.feed(cx.plain, cx.responses, cx.out, OUT_LIMIT)
+                                };
+                                cx.plain.clear();
+                                batch
+                            }
+                        }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         readable = false;
@@ -824,8 +902,8 @@ impl Conn {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return fail(cx, &e),
                 }
-            } else if !cx.out.is_empty() {
-                Batch::default() // a slow response to write
+            } else if self.has_output(cx.out) {
+                Batch::default() // a slow response (or TLS records) to write
             } else if cx.draining && self.phase() == Phase::Idle {
                 // Draining, everything answered and the socket empty: a FIN, not a reset.
                 return Next::Close;
@@ -851,7 +929,7 @@ impl Conn {
                     self.after_slow(&slow);
                 }
             }
-            if !cx.out.is_empty() {
+            if self.has_output(cx.out) {
                 match self.write_out(cx) {
                     Err(e) => return fail(cx, &e),
                     // The rest when the socket says it is writable.
@@ -870,9 +948,42 @@ impl Conn {
         }
     }
 
+    /// Output to write: responses in `out`, or TLS records queued in the session.
+    fn has_output(&self, out: &[u8]) -> bool {
+        !out.is_empty() || self.tls.as_ref().is_some_and(|t| t.wants_write())
+    }
+
+    /// TLS: turn the plaintext in `out` into ciphertext, queued records first. Plain: nothing.
+    fn seal(&mut self, out: &mut Vec<u8>) {
+        if let Some(t) = &mut self.tls {
+            t.seal(out);
+        }
+    }
+
+    /// The TLS peer broke the protocol (plain HTTP on a TLS port, an alert, garbage): send the
+    /// alert rustls queued, if the socket takes it at once, and close. A handshake that never
+    /// completed is counted when the connection closes; a broken established session counts as
+    /// an error.
+    fn tls_broken(&mut self, cx: &mut Ctx<'_>) -> Next {
+        cx.out.clear();
+        cx.plain.clear();
+        self.seal(cx.out);
+        let _ = (&self.stream).write(cx.out);
+        cx.out.clear();
+        if self.tls.as_ref().is_some_and(|t| !t.handshaking()) {
+            cx.tally.errors += 1;
+        }
+        Next::Close
+    }
+
     /// Write the round's output with one `write`; keep what the socket did not take (the loop
-    /// then watches writability). Ok(true) when everything went.
+    /// then watches writability). Ok(true) when everything went. TLS: the output is sealed
+    /// first, so `unsent` holds ciphertext.
     fn write_out(&mut self, cx: &mut Ctx<'_>) -> io::Result<bool> {
+        self.seal(cx.out);
+        if cx.out.is_empty() {
+            return Ok(true);
+        }
         let written = loop {
             match (&self.stream).write(cx.out) {
                 Ok(n) => break n,
@@ -918,6 +1029,13 @@ impl Conn {
         self.state = State::Lingering;
         self.input = InputState::default();
         self.resume = false;
+        if let Some(t) = &mut self.tls {
+            // close_notify, if the socket takes it at once (a client may ignore its absence).
+            t.close_notify();
+            let mut alert = Vec::new();
+            t.seal(&mut alert);
+            let _ = (&self.stream).write(&alert);
+        }
         if self.stream.shutdown(Shutdown::Write).is_err() {
             return Next::Close;
         }

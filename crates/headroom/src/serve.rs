@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use headroom_serve::{Arch, DbConfig, Poller, Runtime, ServerConfig};
+use headroom_serve::{Arch, DbConfig, Poller, Runtime, ServerConfig, TlsSource};
 
 use crate::args::{parse_duration, parse_size, UsageError};
 
@@ -27,14 +27,23 @@ Architectures:
 
 Endpoints: /  /bytes/N  /sleep/MS  /file/PATH (--docroot)  /db/read/N  /db/write/N (--db)  /status
 
-Prints one line 'headroom serve: listening on ADDR (...)' on stdout when ready.
+TLS (every architecture; rustls, TLS 1.2 and 1.3, ALPN http/1.1): --tls CERT,KEY serves the PEM
+certificate chain and key; --tls-self-signed makes a certificate for localhost, 127.0.0.1 and ::1
+at start. Resumption: TLS 1.2 session IDs (a server cache) and tickets, TLS 1.3 tickets. A
+handshake must finish within --header-timeout (10s without it). /status counts tls_handshakes,
+tls_resumed and tls_handshake_failures.
+
+Prints one line 'headroom serve: listening on ADDR (...)' on stdout when ready, and with TLS a
+second one with the certificate's SHA-256 fingerprint.
 SIGTERM or Ctrl-C drains it; a second Ctrl-C stops at once.
 
 Examples:
   headroom serve --listen 127.0.0.1:8080
   headroom serve --arch pool --handlers 5 --listen 127.0.0.1:8080
   headroom serve --arch reactor --poller poll --workers 1 --sndbuf 8k
-  headroom serve --arch async --runtime multi --workers 2 --db sqlite:/tmp/h.db --db-pool 50";
+  headroom serve --arch async --runtime multi --workers 2 --db sqlite:/tmp/h.db --db-pool 50
+  headroom serve --tls-self-signed --listen 127.0.0.1:8443
+  headroom serve --arch pool --handlers 50 --tls cert.pem,key.pem --header-timeout 5s";
 
 #[derive(Args, Debug, Clone)]
 #[command(long_about = SERVE_LONG)]
@@ -93,6 +102,25 @@ pub struct ServeArgs {
     /// How long SIGTERM waits for in-flight requests before closing everything.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// Serve HTTPS with this certificate chain and private key (PEM files), given as CERT,KEY.
+    #[arg(long, value_name = "CERT,KEY", value_parser = parse_tls_files)]
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Serve HTTPS with a certificate made at start for localhost, 127.0.0.1 and ::1 (its
+    /// SHA-256 fingerprint is printed after the ready line).
+    #[arg(long, conflicts_with = "tls")]
+    pub tls_self_signed: bool,
+}
+
+/// `CERT,KEY`: two file names (split at the first comma).
+fn parse_tls_files(s: &str) -> Result<(PathBuf, PathBuf), String> {
+    match s.split_once(',') {
+        Some((cert, key)) if !cert.is_empty() && !key.is_empty() => {
+            Ok((PathBuf::from(cert), PathBuf::from(key)))
+        }
+        _ => Err(format!(
+            "'{s}': give the certificate and key PEM files as CERT,KEY"
+        )),
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +211,21 @@ impl ServeArgs {
                 })
             }
         };
+        let tls = match (&self.tls, self.tls_self_signed) {
+            (Some((cert, key)), _) => {
+                let source = TlsSource::Files {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                };
+                // Read the files now: a bad one is a usage error (exit 2), not a failed start.
+                if let Err(e) = source.check() {
+                    return bad(format!("bad --tls: {e}"));
+                }
+                Some(source)
+            }
+            (None, true) => Some(TlsSource::SelfSigned),
+            (None, false) => None,
+        };
         Ok(ServerConfig {
             listen: self.listen,
             arch,
@@ -197,13 +240,23 @@ impl ServeArgs {
             keepalive_requests: self.keepalive_requests,
             docroot: self.docroot.clone(),
             db,
+            tls,
             ..ServerConfig::default()
         })
     }
 }
 
-/// A short description of the architecture for the readiness line and /status.
+/// A short description of the architecture (and TLS) for the readiness line.
 pub fn describe(c: &ServerConfig) -> String {
+    let tls = match &c.tls {
+        None => "",
+        Some(TlsSource::SelfSigned) => ", tls self-signed",
+        Some(TlsSource::Files { .. }) => ", tls",
+    };
+    format!("{}{tls}", describe_arch(c))
+}
+
+fn describe_arch(c: &ServerConfig) -> String {
     match c.arch {
         Arch::ThreadPerConn => "thread-per-conn".into(),
         Arch::Pool { handlers } => format!("pool, {handlers} handlers"),
@@ -239,6 +292,13 @@ pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             "headroom serve: listening on {} ({what})",
             server.local_addr()
         )?;
+        if let Some(tls) = server.tls() {
+            writeln!(
+                o,
+                "headroom serve: tls certificate sha256 {}",
+                tls.fingerprint()
+            )?;
+        }
         o.flush()?;
     }
     // Wait for the first SIGTERM/SIGINT.
@@ -267,4 +327,54 @@ pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         crate::output::thousands(stats_before.accepted)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let argv = std::iter::once("serve").chain(args.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.serve)
+    }
+
+    #[test]
+    fn tls_flags() {
+        let a = parse(&["--tls-self-signed", "--arch", "pool"]).unwrap();
+        let c = a.to_config().unwrap();
+        assert_eq!(c.tls, Some(TlsSource::SelfSigned));
+        assert_eq!(describe(&c), "pool, 10 handlers, tls self-signed");
+        assert!(parse(&["--tls", "cert.pem"]).is_err(), "CERT,KEY needed");
+        assert!(parse(&["--tls", "a,b", "--tls-self-signed"]).is_err());
+        assert_eq!(parse(&[]).unwrap().to_config().unwrap().tls, None);
+    }
+
+    #[test]
+    fn tls_missing_key_is_a_one_line_usage_error() {
+        let dir = std::env::temp_dir().join(format!("headroom-serve-args-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cert = dir.join("cert.pem");
+        std::fs::write(
+            &cert,
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let missing = dir.join("key.pem");
+        let arg = format!("{},{}", cert.display(), missing.display());
+        let e = parse(&["--tls", &arg]).unwrap().to_config().unwrap_err();
+        assert!(
+            e.0.starts_with("bad --tls: cannot read the key file"),
+            "{}",
+            e.0
+        );
+        assert!(e.0.contains("key.pem") && !e.0.contains('\n'), "{}", e.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -63,11 +63,14 @@ pub enum ErrorKind {
     TlsAlert,
     /// TLS: the server's bytes are not TLS at all (plain HTTP on an https URL) or are malformed.
     TlsMalformed,
+    /// HTTP/2: the request's stream was reset (RST_STREAM from the server, a stream error, or
+    /// refused by a GOAWAY); the codes are counted under `http2` in the protocol counters.
+    StreamReset,
 }
 
 impl ErrorKind {
     /// All kinds, in counter order.
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::ConnectTimeout,
         ErrorKind::Refused,
         ErrorKind::Reset,
@@ -87,6 +90,7 @@ impl ErrorKind {
         ErrorKind::TlsVersion,
         ErrorKind::TlsAlert,
         ErrorKind::TlsMalformed,
+        ErrorKind::StreamReset,
     ];
     /// Number of kinds (the length of a counters array).
     pub const COUNT: usize = Self::ALL.len();
@@ -113,6 +117,7 @@ impl ErrorKind {
             ErrorKind::TlsVersion => "tls_version",
             ErrorKind::TlsAlert => "tls_alert",
             ErrorKind::TlsMalformed => "tls_malformed",
+            ErrorKind::StreamReset => "stream_reset",
         }
     }
 
@@ -198,10 +203,32 @@ pub enum ProtoCounter {
     TlsHandshakes,
     /// TLS handshakes that resumed an earlier session (ticket or session id).
     TlsResumed,
+    /// HTTP/2: GOAWAY frames received.
+    H2GoAway,
+    /// HTTP/2: streams reset (by the server, by us for a stream error, or refused by a GOAWAY),
+    /// by error code (RFC 9113 §7); codes above 0xd are counted as `rst_other`.
+    H2RstNoError,
+    H2RstProtocolError,
+    H2RstInternalError,
+    H2RstFlowControlError,
+    H2RstSettingsTimeout,
+    H2RstStreamClosed,
+    H2RstFrameSizeError,
+    H2RstRefusedStream,
+    H2RstCancel,
+    H2RstCompressionError,
+    H2RstConnectError,
+    H2RstEnhanceYourCalm,
+    H2RstInadequateSecurity,
+    H2RstHttp11Required,
+    H2RstOther,
+    /// HTTP/2: connections that ended in a connection error (ours or the server's GOAWAY with
+    /// an error code).
+    H2ConnectionErrors,
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 24] = [
+    pub const ALL: [ProtoCounter; 41] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -226,6 +253,23 @@ impl ProtoCounter {
         ProtoCounter::WsClosesReceived,
         ProtoCounter::TlsHandshakes,
         ProtoCounter::TlsResumed,
+        ProtoCounter::H2GoAway,
+        ProtoCounter::H2RstNoError,
+        ProtoCounter::H2RstProtocolError,
+        ProtoCounter::H2RstInternalError,
+        ProtoCounter::H2RstFlowControlError,
+        ProtoCounter::H2RstSettingsTimeout,
+        ProtoCounter::H2RstStreamClosed,
+        ProtoCounter::H2RstFrameSizeError,
+        ProtoCounter::H2RstRefusedStream,
+        ProtoCounter::H2RstCancel,
+        ProtoCounter::H2RstCompressionError,
+        ProtoCounter::H2RstConnectError,
+        ProtoCounter::H2RstEnhanceYourCalm,
+        ProtoCounter::H2RstInadequateSecurity,
+        ProtoCounter::H2RstHttp11Required,
+        ProtoCounter::H2RstOther,
+        ProtoCounter::H2ConnectionErrors,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -257,12 +301,51 @@ impl ProtoCounter {
             WsClosesReceived => ("websocket", "closes_received"),
             TlsHandshakes => ("tls", "handshakes"),
             TlsResumed => ("tls", "resumed"),
+            H2GoAway => ("http2", "goaway"),
+            H2RstNoError => ("http2", "rst_no_error"),
+            H2RstProtocolError => ("http2", "rst_protocol_error"),
+            H2RstInternalError => ("http2", "rst_internal_error"),
+            H2RstFlowControlError => ("http2", "rst_flow_control_error"),
+            H2RstSettingsTimeout => ("http2", "rst_settings_timeout"),
+            H2RstStreamClosed => ("http2", "rst_stream_closed"),
+            H2RstFrameSizeError => ("http2", "rst_frame_size_error"),
+            H2RstRefusedStream => ("http2", "rst_refused_stream"),
+            H2RstCancel => ("http2", "rst_cancel"),
+            H2RstCompressionError => ("http2", "rst_compression_error"),
+            H2RstConnectError => ("http2", "rst_connect_error"),
+            H2RstEnhanceYourCalm => ("http2", "rst_enhance_your_calm"),
+            H2RstInadequateSecurity => ("http2", "rst_inadequate_security"),
+            H2RstHttp11Required => ("http2", "rst_http_1_1_required"),
+            H2RstOther => ("http2", "rst_other"),
+            H2ConnectionErrors => ("http2", "connection_errors"),
         }
     }
 
     #[inline]
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// The counter of an RST_STREAM error code.
+    pub fn h2_rst(code: u32) -> ProtoCounter {
+        use ProtoCounter::*;
+        const BY_CODE: [ProtoCounter; 14] = [
+            H2RstNoError,
+            H2RstProtocolError,
+            H2RstInternalError,
+            H2RstFlowControlError,
+            H2RstSettingsTimeout,
+            H2RstStreamClosed,
+            H2RstFrameSizeError,
+            H2RstRefusedStream,
+            H2RstCancel,
+            H2RstCompressionError,
+            H2RstConnectError,
+            H2RstEnhanceYourCalm,
+            H2RstInadequateSecurity,
+            H2RstHttp11Required,
+        ];
+        BY_CODE.get(code as usize).copied().unwrap_or(H2RstOther)
     }
 }
 
@@ -475,6 +558,17 @@ pub struct Plan {
     pub start_at: Option<std::time::SystemTime>,
     /// TLS on every connection (`None`: plain TCP). Whatever the protocol, it never sees which.
     pub tls: Option<std::sync::Arc<TlsOptions>>,
+    /// Speak HTTP/2 (over TLS by ALPN, or h2c with prior knowledge on plain TCP); `None` is
+    /// HTTP/1.1.
+    pub http2: Option<Http2Options>,
+}
+
+/// HTTP/2 settings of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2Options {
+    /// Requests in flight at once on each connection (`--streams`), never above the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub streams: u32,
 }
 
 /// An execution segment: agent `index` of `count`, each running the same number of worker
@@ -521,6 +615,34 @@ impl Plan {
             if t.client_cert_pem.is_some() != t.client_key_pem.is_some() {
                 return Err(PlanError(
                     "a client certificate needs its key, and a key its certificate".into(),
+                ));
+            }
+        }
+        if let Some(h) = &self.http2 {
+            if h.streams == 0 {
+                return Err(PlanError("streams must be at least 1".into()));
+            }
+            if self.pipeline > 1 {
+                return Err(PlanError(
+                    "HTTP/2 has no pipelining: use --streams for requests in flight".into(),
+                ));
+            }
+            if !self.keepalive {
+                return Err(PlanError(
+                    "HTTP/2 keeps its connections: --no-keepalive does not apply".into(),
+                ));
+            }
+            if self.workload.is_some() {
+                return Err(PlanError(
+                    "HTTP/2 runs URL loads only so far (scenarios speak HTTP/1.1)".into(),
+                ));
+            }
+            let closed_no_think = matches!(self.model, LoadModel::Closed { think: None, .. });
+            if h.streams > 1 && !closed_no_think {
+                return Err(PlanError(
+                    "--streams above 1 needs the closed model without --think (use -c and \
+                     --streams; with --rate or --arrival-rate each connection has one stream)"
+                        .into(),
                 ));
             }
         }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use headroom_core::{Plan, PlanError};
 use headroom_metrics::{Recorder, Snapshot};
 
+mod http2;
 mod link;
 pub mod pacer;
 mod poller;
@@ -105,6 +106,12 @@ pub fn run(
         Some(o) => Some(tls::TlsClient::new(o).map_err(EngineError::Tls)?),
         None => None,
     };
+    let h2req = match plan.http2 {
+        Some(_) => Some(Arc::new(
+            http2::H2Request::new(&plan).map_err(EngineError::Request)?,
+        )),
+        None => None,
+    };
     let n = plan.threads;
     let (snap_tx, snap_rx) = mpsc::channel::<Snapshot>();
     let mut recycle_tx = Vec::with_capacity(n);
@@ -139,6 +146,7 @@ pub fn run(
             recycled: rrx,
             program: program.clone(),
             tls: tls.clone(),
+            h2req: h2req.clone(),
         };
         let h = std::thread::Builder::new()
             .name(format!("headroom-w{id}"))

@@ -176,6 +176,11 @@ impl Conn {
         }
     }
 
+    /// The protocol the server chose by ALPN (TLS only).
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.tls.as_ref().and_then(|t| t.alpn_protocol())
+    }
+
     /// True if this handshake resumed an earlier session.
     pub fn resumed(&self) -> bool {
         self.tls

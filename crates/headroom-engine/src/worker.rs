@@ -32,12 +32,13 @@ use headroom_core::session::ArrivalPhase;
 use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan, ProtoCounter};
 use headroom_metrics::{micros, Recorder, Snapshot};
 use headroom_proto::http1::{Decoded, ResponseDecoder};
-use headroom_proto::raw;
+use headroom_proto::{h2, raw};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use slab::Slab;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::http2::{H2Conn, H2Event, H2Request};
 use crate::link::{Link, Outcome};
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
@@ -84,6 +85,8 @@ pub(crate) struct WorkerSetup {
     pub program: Option<Arc<Program>>,
     /// TLS on every connection (a copy per worker: its own session store).
     pub tls: Option<TlsClient>,
+    /// HTTP/2 runs: the request, in the parts a stream sends.
+    pub h2req: Option<Arc<H2Request>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +142,8 @@ struct User {
     arrived: bool,
     /// The connection's protocol state (XMPP, PostgreSQL, WebSocket runs), while connected.
     link: Option<Box<Link>>,
+    /// HTTP/2 runs: the connection's codec and its streams in flight, while connected.
+    h2: Option<Box<H2Conn>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +206,8 @@ pub(crate) struct Worker {
     arrived_total: u64,
     /// TLS for every connection (this worker's copy).
     tls: Option<TlsClient>,
+    /// HTTP/2: what one read's `feed` reported (reused).
+    h2_events: Vec<H2Event>,
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -246,6 +253,7 @@ impl Worker {
             open_alive: 0,
             arrived_total: 0,
             tls: s.tls.as_ref().map(TlsClient::for_worker),
+            h2_events: Vec::new(),
             s,
         };
         if let Some(p) = w.s.program.clone() {
@@ -404,6 +412,7 @@ impl Worker {
             sess: None,
             arrived: false,
             link: None,
+            h2: None,
         })
     }
 
@@ -586,6 +595,18 @@ impl Worker {
 
     /// Begin a request (or a pipelined batch) meant to go at `intended`.
     fn start_request(&mut self, key: usize, intended: Instant) {
+        if self.s.h2req.is_some() {
+            // HTTP/2: streams are opened (and counted against quotas) one by one by `h2_fill`.
+            let u = &mut self.users[key];
+            u.intended = intended;
+            u.batch = 0;
+            if u.h2.is_some() {
+                self.h2_fill(key, intended);
+            } else if u.conn.is_none() {
+                self.connect(key);
+            }
+            return;
+        }
         let pipeline = u64::from(self.s.plan.pipeline);
         let u = &mut self.users[key];
         let mut batch = pipeline;
@@ -677,6 +698,15 @@ impl Worker {
             }
         }
         let Some(u) = self.users.get(key) else { return };
+        if u.h2.is_some() {
+            if flags & WRITABLE != 0 && !self.h2_flush(key) {
+                return;
+            }
+            if flags & READABLE != 0 && self.users.get(key).is_some_and(|u| u.gen == gen) {
+                self.h2_read(key);
+            }
+            return;
+        }
         if u.link.is_some() {
             // A protocol link reads whatever the state: the server speaks unasked (presence,
             // chats, pings), and every byte goes through the link's decoder.
@@ -794,7 +824,9 @@ impl Worker {
                 // Plaintext that came with the handshake's last flight raises no new edge:
                 // read it now if anybody listens.
                 if let Some(u) = self.users.get(key).filter(|u| u.gen == gen) {
-                    if u.link.is_some() {
+                    if u.h2.is_some() {
+                        self.h2_read(key);
+                    } else if u.link.is_some() {
                         self.read_link(key, 0);
                     } else if u.state == State::Reading {
                         self.read(key, 0);
@@ -809,6 +841,20 @@ impl Worker {
     /// that asked for the connection.
     fn connected(&mut self, key: usize, now: Instant) {
         let u = &mut self.users[key];
+        if let Some(h) = self.s.plan.http2 {
+            if u.conn
+                .as_ref()
+                .is_some_and(|c| c.is_tls() && c.alpn() != Some(b"h2"))
+            {
+                // The server did not agree to HTTP/2 (ALPN): nothing can be sent.
+                self.fail(key, ErrorKind::Protocol, now);
+                return;
+            }
+            u.h2 = Some(Box::new(H2Conn::new(h.streams)));
+            let intended = u.intended;
+            self.h2_fill(key, intended);
+            return;
+        }
         if let Some(prog) = &self.s.program {
             if let Some(link) = Link::start(&prog.w.link, &prog.host, u.global, &mut self.rng) {
                 // The protocol's setup runs first; `link_ready` goes on from here after it.
@@ -1034,6 +1080,196 @@ impl Worker {
 
     fn on_response(&mut self, key: usize, status: u16, keep_alive: bool) {
         self.on_reply(key, Some(status), keep_alive);
+    }
+
+    /// HTTP/2: open streams up to `--streams` (and the server's limit) while the user's quota
+    /// and the run's budget allow; `intended` is when these requests were meant to go. A user
+    /// left with nothing in flight and nothing to send is done.
+    fn h2_fill(&mut self, key: usize, intended: Instant) {
+        let streams = self.s.plan.http2.map_or(1, |h| h.streams) as usize;
+        let Some(req) = self.s.h2req.clone() else {
+            return;
+        };
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        let Some(h) = u.h2.as_mut() else { return };
+        while h.slots.len() < streams && h.conn.can_open() {
+            if u.remaining == Some(0) || self.budget == Some(0) {
+                break;
+            }
+            let Ok(stream) = req.send(&mut h.conn, &mut h.out) else {
+                break;
+            };
+            h.slots.push(crate::http2::Slot {
+                stream,
+                intended,
+                sent: now,
+            });
+            if let Some(r) = u.remaining.as_mut() {
+                *r -= 1;
+            }
+            if let Some(b) = self.budget.as_mut() {
+                *b -= 1;
+            }
+            self.rec.counters.requests += 1;
+        }
+        u.outstanding = h.slots.len() as u32;
+        if h.slots.is_empty() {
+            if u.remaining == Some(0) || self.budget == Some(0) {
+                self.user_done(key);
+            } else {
+                // GOAWAY (or ids exhausted): this connection takes no more streams.
+                self.close(key);
+                self.schedule(key, now, Wake::Send);
+            }
+            return;
+        }
+        if u.state != State::Reading {
+            u.state = State::Reading;
+            u.sent = now;
+        }
+        u.deadline = Some(now + self.s.plan.timeout);
+        self.h2_flush(key);
+    }
+
+    /// HTTP/2: write the codec's frames. False if that failed the user.
+    fn h2_flush(&mut self, key: usize) -> bool {
+        let u = &mut self.users[key];
+        let (Some(conn), Some(h)) = (u.conn.as_mut(), u.h2.as_mut()) else {
+            return false;
+        };
+        while h.written < h.out.len() {
+            match conn.send(&h.out[h.written..], &mut self.rec.counters) {
+                Ok(n) => h.written += n,
+                Err(IoErr::WouldBlock) => return true,
+                Err(IoErr::Failed(kind)) => {
+                    self.fail(key, kind, Instant::now());
+                    return false;
+                }
+            }
+        }
+        h.out.clear();
+        h.written = 0;
+        true
+    }
+
+    /// HTTP/2: read until the socket is drained, handing every byte to the codec.
+    fn h2_read(&mut self, key: usize) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut events = std::mem::take(&mut self.h2_events);
+        let gen = self.users[key].gen;
+        while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
+            let (Some(conn), Some(h)) = (u.conn.as_mut(), u.h2.as_mut()) else {
+                break;
+            };
+            let drains = conn.short_read_drains();
+            let n = match conn.recv(&mut scratch, &mut self.rec.counters) {
+                Ok(0) => {
+                    // Closed by the server: whatever was in flight failed.
+                    let kind = if h.conn.goaway().is_some() && h.slots.is_empty() {
+                        None
+                    } else {
+                        Some(ErrorKind::Closed)
+                    };
+                    match kind {
+                        Some(k) => self.fail(key, k, Instant::now()),
+                        None => {
+                            self.close(key);
+                            self.next_request(key, Instant::now());
+                        }
+                    }
+                    break;
+                }
+                Ok(n) => n,
+                Err(IoErr::WouldBlock) => break,
+                Err(IoErr::Failed(kind)) => {
+                    self.fail(key, kind, Instant::now());
+                    break;
+                }
+            };
+            events.clear();
+            let fed = h.conn.feed(&scratch[..n], &mut h.out, &mut |e| match e {
+                h2::Event::Complete { stream, status } => {
+                    events.push(H2Event::Complete { stream, status })
+                }
+                h2::Event::Reset { stream, code } => events.push(H2Event::Reset { stream, code }),
+                h2::Event::GoAway { code, .. } => events.push(H2Event::GoAway { code }),
+                _ => {}
+            });
+            self.h2_events_done(key, &events, fed.is_err());
+            if self.users.get(key).is_none_or(|u| u.gen != gen) {
+                break;
+            }
+            if drains && n < scratch.len() {
+                break;
+            }
+        }
+        self.h2_events = events;
+        self.scratch = scratch;
+    }
+
+    /// HTTP/2: count what one read completed, then keep the streams going.
+    fn h2_events_done(&mut self, key: usize, events: &[H2Event], conn_failed: bool) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        let Some(h) = u.h2.as_mut() else { return };
+        let rec = &mut self.rec;
+        for e in events {
+            let c = &mut rec.counters;
+            match *e {
+                H2Event::Complete { stream, status } => {
+                    let Some(slot) = h.take(stream) else { continue };
+                    c.responses += 1;
+                    c.status(status);
+                    match status {
+                        400..=499 => c.error(ErrorKind::Http4xx),
+                        500..=599 => c.error(ErrorKind::Http5xx),
+                        _ => {}
+                    }
+                    rec.record_latency(micros(now - slot.intended), micros(now - slot.sent));
+                }
+                H2Event::Reset { stream, code } => {
+                    if h.take(stream).is_some() {
+                        c.error(ErrorKind::StreamReset);
+                    }
+                    c.proto(ProtoCounter::h2_rst(code), 1);
+                }
+                H2Event::GoAway { code } => {
+                    c.proto(ProtoCounter::H2GoAway, 1);
+                    if code != h2::error_code::NO_ERROR {
+                        c.proto(ProtoCounter::H2ConnectionErrors, 1);
+                    }
+                }
+            }
+        }
+        u.outstanding = h.slots.len() as u32;
+        if conn_failed {
+            // A connection error: the codec wrote its GOAWAY; the streams in flight failed.
+            self.rec.counters.proto(ProtoCounter::H2ConnectionErrors, 1);
+            self.h2_flush(key);
+            if self.users.get(key).is_some_and(|u| u.conn.is_some()) {
+                self.fail(key, ErrorKind::Protocol, now);
+            }
+            return;
+        }
+        let closed_loop = matches!(self.s.plan.model, LoadModel::Closed { think: None, .. });
+        let idle = h.slots.is_empty();
+        if closed_loop {
+            // Each answered stream is replaced at once (the closed model's next request).
+            self.h2_fill(key, now);
+        } else if idle {
+            u.state = State::Idle;
+            u.deadline = None;
+            if h.conn.goaway().is_some() {
+                self.close(key);
+            }
+            self.next_request(key, now);
+        } else {
+            u.deadline = Some(now + self.s.plan.timeout);
+        }
+        if self.users.get(key).is_some_and(|u| u.h2.is_some()) {
+            self.h2_flush(key);
+        }
     }
 
     /// Writes what the transport holds (TLS records the socket did not take). False if that
@@ -1450,9 +1686,22 @@ impl Worker {
     /// Count the failed batch against the user's quota and park the user on a due-now timer.
     fn retry_later(&mut self, key: usize, now: Instant) {
         let u = &mut self.users[key];
+        let batch = if self.s.h2req.is_some() {
+            // HTTP/2 streams took their quota when sent; a failure with none in flight (a
+            // connect or handshake) counts as one request, so a dead target still ends a run
+            // bounded by -n.
+            let none_sent = u.outstanding == 0;
+            if none_sent {
+                if let Some(b) = self.budget.as_mut() {
+                    *b = b.saturating_sub(1);
+                }
+            }
+            u64::from(none_sent)
+        } else {
+            u64::from(u.batch.max(1))
+        };
         u.outstanding = 0;
         u.deadline = None;
-        let batch = u64::from(u.batch.max(1));
         if let Some(r) = u.remaining.as_mut() {
             *r = r.saturating_sub(batch);
         }
@@ -1464,6 +1713,7 @@ impl Worker {
         if let Some(mut link) = u.link.take() {
             link.release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
         }
+        u.h2 = None;
         if let Some(conn) = u.conn.take() {
             drop(conn);
             self.open_conns -= 1;
@@ -1614,6 +1864,7 @@ mod tests {
             segment: Default::default(),
             start_at: None,
             tls: None,
+            http2: None,
         }
     }
 

@@ -73,6 +73,7 @@ fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
         segment: Default::default(),
         start_at: None,
         tls: None,
+        http2: None,
     }
 }
 

@@ -122,6 +122,7 @@ fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
         segment: Segment::default(),
         start_at: None,
         tls: None,
+        http2: None,
     }
 }
 

@@ -260,6 +260,7 @@ pub fn load_for(
         segment: Default::default(),
         start_at: None,
         tls: None,
+        http2: None,
     };
     plan.validate().map_err(|e| e.0)?;
     let mut scenario = s;

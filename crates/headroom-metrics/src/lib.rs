@@ -26,7 +26,7 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Plain counters of one interval (or of a whole run once merged).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counters {
     /// Requests written to a socket (at least partly).
     pub requests: u64,
@@ -60,6 +60,30 @@ pub struct Counters {
     pub users_dropped: u64,
     /// Protocol counters by [`ProtoCounter::index`] (XMPP stanzas, SQL statements, frames).
     pub proto: [u64; ProtoCounter::COUNT],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            requests: 0,
+            responses: 0,
+            errors: [0; ErrorKind::COUNT],
+            status: [0; 6],
+            bytes_sent: 0,
+            bytes_received: 0,
+            users_started: 0,
+            users_finished: 0,
+            connects: 0,
+            disconnects: 0,
+            connections_open: 0,
+            connections_peak: 0,
+            users_active: 0,
+            sessions_completed: 0,
+            sessions_aborted: 0,
+            users_dropped: 0,
+            proto: [0; ProtoCounter::COUNT],
+        }
+    }
 }
 
 impl Counters {

@@ -161,6 +161,16 @@ pub struct RunArgs {
     /// Requests written back to back on a connection before reading the replies.
     #[arg(long, default_value_t = 1, value_name = "K", help_heading = "HTTP")]
     pub pipeline: u32,
+    /// Speak HTTP/2 over TLS (https:// URLs; ALPN h2).
+    #[arg(long, help_heading = "HTTP")]
+    pub http2: bool,
+    /// Speak HTTP/2 in clear text with prior knowledge (http:// URLs; h2c).
+    #[arg(long, conflicts_with = "http2", help_heading = "HTTP")]
+    pub h2c: bool,
+    /// HTTP/2: requests in flight at once on each connection (-c connections x S streams),
+    /// never more than the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    #[arg(long, value_name = "S", help_heading = "HTTP")]
+    pub streams: Option<u32>,
 
     // ---- timeouts and sockets ----
     /// Give up on a connect after this long.
@@ -694,13 +704,41 @@ impl RunArgs {
             segment: Default::default(),
             start_at: None,
             tls: if url.tls {
-                Some(std::sync::Arc::new(self.tls_options(&url.host)?))
+                let mut o = self.tls_options(&url.host)?;
+                if self.http2 {
+                    o.alpn = vec![b"h2".to_vec()];
+                }
+                Some(std::sync::Arc::new(o))
             } else {
                 None
             },
+            http2: self.http2_options(url.tls)?,
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
+    }
+
+    /// `--http2` / `--h2c` / `--streams`, checked against the URL's scheme.
+    fn http2_options(&self, tls: bool) -> Result<Option<headroom_core::Http2Options>, UsageError> {
+        if self.http2 && !tls {
+            return usage(
+                "--http2 speaks HTTP/2 over TLS (an https:// URL); for clear text use --h2c",
+            );
+        }
+        if self.h2c && tls {
+            return usage("--h2c is HTTP/2 in clear text (an http:// URL); over TLS use --http2");
+        }
+        if !(self.http2 || self.h2c) {
+            if self.streams.is_some() {
+                return usage("--streams needs HTTP/2: add --http2 (https) or --h2c (http)");
+            }
+            return Ok(None);
+        }
+        let streams = self.streams.unwrap_or(1);
+        if streams == 0 || streams > 10_000 {
+            return usage(format!("bad --streams {streams}: allowed 1 to 10,000"));
+        }
+        Ok(Some(headroom_core::Http2Options { streams }))
     }
 
     /// The TLS settings of the flags, for a server called `host` (SNI and the name checked).

@@ -141,6 +141,16 @@ fn preflight(plan: &Plan) -> anyhow::Result<()> {
         // A TLS run: the handshake too, so a wrong certificate or a plain-text port is one
         // line naming the cause and the fix.
         return match headroom_engine::tls::probe(plan.target, tls, plan.connect_timeout) {
+            Ok(p) if plan.http2.is_some() && p.alpn.as_deref() != Some(b"h2") => anyhow::bail!(
+                "{} ({}) does not speak HTTP/2 over TLS: headroom offered ALPN h2 and the \
+                 server chose {} — drop --http2 for HTTP/1.1, or enable http2 on the server \
+                 (--no-preflight loads it anyway)",
+                plan.target,
+                plan.target_name,
+                p.alpn
+                    .map(|a| String::from_utf8_lossy(&a).into_owned())
+                    .unwrap_or_else(|| "none".into())
+            ),
             Ok(_) => Ok(()),
             Err(e) => anyhow::bail!(
                 "TLS to {} ({}) failed{}: {} (--no-preflight loads it anyway)",
@@ -579,6 +589,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         segment: Default::default(),
         start_at: None,
         tls: None,
+        http2: None,
     };
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())

@@ -97,10 +97,13 @@ fn model_details(plan: &Plan) -> serde_json::Value {
     }
 }
 
-/// The application protocol a run spoke, as summary.json says it: `http/1.1` (URL runs), or the
-/// scenario's (`xmpp`, `pgsql`, `websocket`, `raw`, `http/1.1`).
+/// The application protocol a run spoke, as summary.json says it: `http/1.1`, `h2` (HTTP/2 over
+/// TLS) or `h2c` for URL runs, or the scenario's (`xmpp`, `pgsql`, `websocket`, `http/1.1`).
 pub fn protocol_name(plan: &Plan) -> &'static str {
     use headroom_core::session::LinkSpec;
+    if plan.http2.is_some() {
+        return if plan.tls.is_some() { "h2" } else { "h2c" };
+    }
     match plan.workload.as_deref().map(|w| &w.link) {
         Some(LinkSpec::Xmpp(_)) => "xmpp",
         Some(LinkSpec::Pgsql(_)) => "pgsql",
@@ -151,6 +154,7 @@ pub fn summary_json(
         "keepalive": plan.keepalive,
         "pipeline": plan.pipeline,
         "protocol": protocol_name(plan),
+        "streams": plan.http2.map(|h| h.streams),
         "tls": tls_json(plan, c),
         "started_at": humantime::format_rfc3339_millis(out.started_at).to_string(),
         "duration_s": round3(secs),
@@ -533,6 +537,14 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
             }
             format!("sessions, {}", parts.join(" + "))
         }
+    };
+    let model = match plan.http2 {
+        Some(h) => format!(
+            "{}, {model} x {} stream(s)",
+            protocol_name(plan).to_uppercase(),
+            h.streams
+        ),
+        None => model,
     };
     let mut s = String::new();
     let w = &mut s;

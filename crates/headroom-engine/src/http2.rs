@@ -1,0 +1,148 @@
+//! HTTP/2 for URL loads: a connection's codec state and its streams in flight, for the worker.
+//!
+//! A user of an HTTP/2 run owns one connection and keeps up to `--streams` requests in flight on
+//! it, each a stream with its own intended and sent instants, so every response's latency is
+//! measured from when *its* request was meant to go (coordinated omission, as for HTTP/1.1). The
+//! codec ([`headroom_proto::h2::ClientConn`]) is sans-I/O: the worker feeds it what the transport
+//! read and writes what it put in [`H2Conn::out`].
+//!
+//! The request is the same on every stream; its parts are kept once per run ([`H2Request`]) and
+//! borrowed for each send, so a warm send allocates nothing (the codec's HPACK encoder indexes
+//! every field after the first request).
+
+use std::time::Instant;
+
+use headroom_core::{HttpRequest, Plan};
+use headroom_proto::h2::{self, ClientConn};
+
+/// Headers a request may carry over HTTP/2 in a URL run (`-H`, plus user-agent and
+/// content-length); borrowed into a fixed array per send.
+pub(crate) const MAX_HEADERS: usize = 64;
+
+/// The run's request, split into the parts an HTTP/2 request is made of.
+#[derive(Debug)]
+pub(crate) struct H2Request {
+    method: Vec<u8>,
+    scheme: &'static [u8],
+    authority: Vec<u8>,
+    path: Vec<u8>,
+    headers: Vec<(Vec<u8>, Vec<u8>)>,
+    body: Vec<u8>,
+}
+
+impl H2Request {
+    pub fn new(plan: &Plan) -> Result<H2Request, String> {
+        let r: &HttpRequest = &plan.request;
+        let mut headers: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut agent = false;
+        for (k, v) in &r.headers {
+            let lk = k.to_ascii_lowercase();
+            if lk == "user-agent" {
+                agent = true;
+            }
+            if lk == "host" {
+                // :authority carries it.
+                continue;
+            }
+            headers.push((lk.into_bytes(), v.clone().into_bytes()));
+        }
+        if !agent {
+            headers.push((
+                b"user-agent".to_vec(),
+                format!("headroom/{}", env!("CARGO_PKG_VERSION")).into_bytes(),
+            ));
+        }
+        if !r.body.is_empty() && !headers.iter().any(|(k, _)| k == b"content-length") {
+            headers.push((
+                b"content-length".to_vec(),
+                r.body.len().to_string().into_bytes(),
+            ));
+        }
+        if headers.len() > MAX_HEADERS {
+            return Err(format!(
+                "HTTP/2 requests carry at most {MAX_HEADERS} headers ({} given)",
+                headers.len()
+            ));
+        }
+        Ok(H2Request {
+            method: r.method.clone().into_bytes(),
+            scheme: if plan.tls.is_some() {
+                b"https"
+            } else {
+                b"http"
+            },
+            authority: r.host.clone().into_bytes(),
+            path: r.path.clone().into_bytes(),
+            headers,
+            body: r.body.clone(),
+        })
+    }
+
+    /// Send it on `conn` (the frames go to `out`): the new stream's id.
+    pub fn send(&self, conn: &mut ClientConn, out: &mut Vec<u8>) -> Result<u32, h2::SendError> {
+        let empty: &[u8] = &[];
+        let mut hs: [(&[u8], &[u8]); MAX_HEADERS] = [(empty, empty); MAX_HEADERS];
+        for (slot, (k, v)) in hs.iter_mut().zip(&self.headers) {
+            *slot = (k.as_slice(), v.as_slice());
+        }
+        let req = h2::Request {
+            method: &self.method,
+            scheme: self.scheme,
+            authority: &self.authority,
+            path: &self.path,
+            headers: &hs[..self.headers.len()],
+            body: &self.body,
+        };
+        conn.send_request(&req, out)
+    }
+}
+
+/// One request in flight on a stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    pub stream: u32,
+    /// When it was meant to be sent (corrected latency) and when it was (uncorrected).
+    pub intended: Instant,
+    pub sent: Instant,
+}
+
+/// A user's HTTP/2 connection state.
+pub(crate) struct H2Conn {
+    pub conn: ClientConn,
+    /// Frames to write, and how many of them are written.
+    pub out: Vec<u8>,
+    pub written: usize,
+    /// Requests in flight.
+    pub slots: Vec<Slot>,
+}
+
+impl H2Conn {
+    pub fn new(streams: u32) -> H2Conn {
+        let cfg = h2::ClientConfig {
+            max_concurrent_streams_cap: streams,
+            ..Default::default()
+        };
+        let mut out = Vec::with_capacity(4096);
+        let conn = ClientConn::new(&cfg, &mut out);
+        H2Conn {
+            conn,
+            out,
+            written: 0,
+            slots: Vec::with_capacity(streams.min(1024) as usize),
+        }
+    }
+
+    /// Take the slot of `stream` out of the in-flight list.
+    pub fn take(&mut self, stream: u32) -> Option<Slot> {
+        let i = self.slots.iter().position(|s| s.stream == stream)?;
+        Some(self.slots.swap_remove(i))
+    }
+}
+
+/// What one `feed` reported, kept without borrowing the input (a reused list per worker).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum H2Event {
+    Complete { stream: u32, status: u16 },
+    Reset { stream: u32, code: u32 },
+    GoAway { code: u32 },
+}

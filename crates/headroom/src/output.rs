@@ -112,6 +112,26 @@ pub fn protocol_name(plan: &Plan) -> &'static str {
     }
 }
 
+/// HTTP/2 frames that matter (GOAWAY, RST_STREAM by code, connection errors); `null` for an
+/// HTTP/1.1 run.
+fn http2_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value {
+    use headroom_core::ProtoCounter;
+    if plan.http2.is_none() {
+        return serde_json::Value::Null;
+    }
+    let m: serde_json::Map<String, serde_json::Value> = ProtoCounter::ALL
+        .iter()
+        .filter(|k| k.name().0 == "http2")
+        .map(|k| {
+            (
+                k.name().1.to_string(),
+                serde_json::json!(c.proto[k.index()]),
+            )
+        })
+        .collect();
+    serde_json::Value::Object(m)
+}
+
 /// The run's TLS settings and handshake counts; `null` for a plain run.
 fn tls_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value {
     use headroom_core::ProtoCounter;
@@ -155,6 +175,7 @@ pub fn summary_json(
         "pipeline": plan.pipeline,
         "protocol": protocol_name(plan),
         "streams": plan.http2.map(|h| h.streams),
+        "http2": http2_json(plan, c),
         "tls": tls_json(plan, c),
         "started_at": humantime::format_rfc3339_millis(out.started_at).to_string(),
         "duration_s": round3(secs),

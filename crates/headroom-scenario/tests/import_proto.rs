@@ -151,6 +151,7 @@ fn server(port: u16, protocol: Protocol) -> Vec<Server> {
         host: "127.0.0.1".into(),
         port,
         protocol,
+        tls: None,
     }]
 }
 

@@ -812,6 +812,7 @@ fn random_protocol_steps_round_trip() {
                 host: "127.0.0.1".into(),
                 port: 1000,
                 protocol,
+                tls: None,
             }],
             load: Load {
                 phases: vec![],

@@ -64,19 +64,25 @@ impl TlsClient {
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&versions)
             .map_err(|e| format!("TLS versions: {e}"))?;
-        let builder = if o.insecure {
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+        // -k/--insecure: every certificate is accepted; signatures are still checked, so the
+        // handshake costs what it costs with verification, minus the chain's.
+        let (chain, pinned) = if o.insecure {
+            (None, Vec::new())
         } else {
             let (roots, pinned) = roots(o.ca_pem.as_deref())?;
-            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| format!("--cacert: {e}"))?;
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Verifier { webpki, pinned }))
+            let webpki =
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                    .build()
+                    .map_err(|e| format!("--cacert: {e}"))?;
+            (Some(webpki), pinned)
         };
+        let builder = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Verifier {
+                chain,
+                pinned,
+                provider,
+            }));
         let mut config = match (&o.client_cert_pem, &o.client_key_pem) {
             (Some(c), Some(k)) => {
                 let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(c)
@@ -162,14 +168,15 @@ fn roots(ca_pem: Option<&[u8]>) -> Result<(RootCertStore, Vec<CertificateDer<'st
     Ok((roots, pinned))
 }
 
-/// The usual chain verification, plus pinning: a server certificate that is itself one of the
-/// `--cacert` certificates is trusted as it is. That is how curl treats a self-signed
-/// certificate given as its own CA (`openssl req -x509` makes one with CA:TRUE, which the
-/// chain verification refuses as an end entity).
+/// The usual chain verification (none with `-k`), plus pinning: a server certificate that is
+/// itself one of the `--cacert` certificates is trusted as it is. That is how curl treats a
+/// self-signed certificate given as its own CA (`openssl req -x509` makes one with CA:TRUE,
+/// which the chain verification refuses as an end entity).
 #[derive(Debug)]
 struct Verifier {
-    webpki: Arc<WebPkiServerVerifier>,
+    chain: Option<Arc<WebPkiServerVerifier>>,
     pinned: Vec<CertificateDer<'static>>,
+    provider: Arc<CryptoProvider>,
 }
 
 impl ServerCertVerifier for Verifier {
@@ -181,10 +188,10 @@ impl ServerCertVerifier for Verifier {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        match self
-            .webpki
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Ok(v) => Ok(v),
             Err(_)
                 if self
@@ -204,7 +211,8 @@ impl ServerCertVerifier for Verifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
+        let algs = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
     }
 
     fn verify_tls13_signature(
@@ -213,61 +221,14 @@ impl ServerCertVerifier for Verifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
+        let algs = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
-    }
-}
-
-/// `-k/--insecure`: every certificate is accepted, signatures are still checked (the handshake
-/// costs what it costs with verification, minus the chain's).
-#[derive(Debug)]
-struct AcceptAny(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
@@ -321,6 +282,26 @@ pub fn classify(e: &Error) -> ErrorKind {
 /// One line that names the cause of a TLS failure and the fix.
 pub fn explain(e: &Error, o: &TlsOptions) -> String {
     let name = &o.server_name;
+    if matches!(
+        e,
+        Error::AlertReceived(AlertDescription::NoApplicationProtocol)
+    ) {
+        let offered: Vec<String> = o
+            .alpn
+            .iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        if o.alpn.iter().any(|p| p == b"h2") {
+            return format!(
+                "the server does not speak HTTP/2 over TLS: it refused ALPN h2 ({e}); drop \
+                 --http2 for HTTP/1.1, or enable http2 on the server"
+            );
+        }
+        return format!(
+            "the server accepts none of the protocols offered by ALPN ({}; {e})",
+            offered.join(", ")
+        );
+    }
     match classify(e) {
         ErrorKind::TlsUntrusted => format!(
             "the server's certificate is not signed by a trusted CA (self-signed or a private \

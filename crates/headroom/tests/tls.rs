@@ -108,17 +108,29 @@ fn check_failure(
     for fix in fixes {
         assert!(line.contains(fix), "{kind}: no '{fix}' in: {line}");
     }
-    assert_eq!(requests_logged(), 0, "{kind}: the preflight let a request through");
+    assert_eq!(
+        requests_logged(),
+        0,
+        "{kind}: the preflight let a request through"
+    );
 
     let (v, out) = run_json(
         url,
-        &[args, &["--no-preflight", "-c", "1", "-n", "20", "-d", BOUND]].concat(),
+        &[
+            args,
+            &["--no-preflight", "-c", "1", "-n", "20", "-d", BOUND],
+        ]
+        .concat(),
     );
     assert_eq!(err(&v, kind), 20, "{kind}: {v:#}");
     assert_eq!(num(&v, &["errors_total"]), 20, "{kind}: {v:#}");
     assert_eq!(num(&v, &["responses"]), 0, "{kind}: {v:#}");
     assert_eq!(num(&v, &["tls", "handshakes"]), 0, "{kind}: {v:#}");
-    assert_eq!(requests_logged(), 0, "{kind}: a failed handshake carried a request");
+    assert_eq!(
+        requests_logged(),
+        0,
+        "{kind}: a failed handshake carried a request"
+    );
     // A run whose every request failed says so in its exit status, with the summary printed.
     assert_ne!(out.status.code(), Some(2), "{kind}: {out:?}");
 }
@@ -183,7 +195,13 @@ fn tls_failures_are_named_by_the_preflight_and_counted_by_kind_without_it() {
         log.lines().filter(|l| !l.ends_with(" 400")).count()
     };
     let url = format!("https://{}/", plain.addr);
-    check_failure(&url, &["--cacert", ca], "tls_malformed", &["http://"], served);
+    check_failure(
+        &url,
+        &["--cacert", ca],
+        "tls_malformed",
+        &["http://"],
+        served,
+    );
 }
 
 #[test]

@@ -131,7 +131,7 @@ fn check_failure(
         0,
         "{kind}: a failed handshake carried a request"
     );
-    // A run whose every request failed says so in its exit status, with the summary printed.
+    // Failed handshakes are the run's findings, not a usage error: the summary is printed.
     assert_ne!(out.status.code(), Some(2), "{kind}: {out:?}");
 }
 

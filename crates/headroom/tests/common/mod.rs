@@ -82,6 +82,60 @@ pub fn run_json(url: &str, args: &[&str]) -> (serde_json::Value, Output) {
     (v, out)
 }
 
+/// Run `headroom run TARGET ARGS... -q` without `--json`: for runs that must stop before any
+/// load (a usage error, a failed preflight), whose stderr is the point.
+pub fn run_plain(target: &str, args: &[&str]) -> Output {
+    headroom()
+        .arg("run")
+        .arg(target)
+        .args(args)
+        .arg("-q")
+        .output()
+        .expect("spawn headroom")
+}
+
+/// The single line a failed run printed on stderr; panics unless there is exactly one.
+pub fn one_line(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "wanted one line on stderr, got {} (exit {:?}):\n{err}",
+        lines.len(),
+        out.status.code()
+    );
+    lines[0].to_string()
+}
+
+/// Write `yaml` as `s.yaml` in a fresh directory, with `files` (name, source) copied beside it
+/// (a scenario names its files relative to itself), and `run_json` it.
+pub fn run_scenario(
+    yaml: &str,
+    files: &[(&str, &Path)],
+    args: &[&str],
+) -> (serde_json::Value, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, src) in files {
+        std::fs::copy(src, dir.path().join(name))
+            .unwrap_or_else(|e| panic!("copy {} to {name}: {e}", src.display()));
+    }
+    let file = dir.path().join("s.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    run_json(file.to_str().unwrap(), args)
+}
+
+/// The number at `path` in `v` (`num(&v, &["tls", "handshakes"])`); panics, showing `v`, when
+/// there is none.
+pub fn num(v: &serde_json::Value, path: &[&str]) -> u64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_u64()
+        .unwrap_or_else(|| panic!("no number at {path:?} in {v:#}"))
+}
+
 pub fn err(v: &serde_json::Value, kind: &str) -> u64 {
     v["errors"][kind]
         .as_u64()

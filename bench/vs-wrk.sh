@@ -14,7 +14,10 @@
 # Output: a table on stdout, and bench/runs/<YYYY-MM-DD>-<host>/ gets vs-wrk.csv, vs-wrk.txt
 # (the table), vs-wrk.commands (exact commands), vs-wrk.versions, and raw tool outputs in vs-wrk.raw/.
 #
-# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (2), PIN (1), PORT.
+# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (2), PIN (1), PORT,
+# HEADROOM_BEFORE (another headroom binary, e.g. built from an earlier commit: it runs third in
+# every round as tool "before", and the paired ratio headroom/before is printed: a change's cost
+# measured in one run, never against a figure from another day).
 
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -42,6 +45,10 @@ HR_CMD=("$HEADROOM" run "$URL" -t 1 -c "$CONNS" -d "$DURATION" --json)
     echo "${GEN_PIN[*]} ${HR_CMD[*]}"
 } >>"$OUT/vs-wrk.commands"
 
+if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+    cp "$HEADROOM_BEFORE" "$WORK/headroom-before" || die "no binary at HEADROOM_BEFORE=$HEADROOM_BEFORE"
+    echo "# before: $HEADROOM_BEFORE ($("$WORK/headroom-before" --version))" >>"$OUT/vs-wrk.commands"
+fi
 if ! have_headroom; then
     log "headroom binary not found at $HEADROOM (cargo build --release -p headroom); running wrk only"
 fi
@@ -53,12 +60,26 @@ for round in $(seq 1 "$ROUNDS"); do
     csv_row wrk "$round" "$CONNS" "$DUR_S" "${wrk_req:--}" - - >>"$CSV"
 
     have_headroom && headroom_round "$round"
+    if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+        log "round $round/$ROUNDS: headroom (before) -c $CONNS -d $DURATION"
+        BEFORE_CMD=("$WORK/headroom-before" "${HR_CMD[@]:1}")
+        measure "$WORK/nginx" "$RAW/before-$round.json" "${BEFORE_CMD[@]}"
+        csv_row before "$round" "$CONNS" "$DUR_S" - - - >>"$CSV"
+    fi
 done
 
 {
     echo "vs-wrk: closed keep-alive GET, 1 generator thread, $CONNS connections, $DURATION per run," \
         "$ROUNDS rounds, nginx 1 worker; $(date -Is) on $(hostname -s)"
     summarize "$CSV" wrk
+    if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+        read -r med lo hi n <<<"$(paired_ratios "$CSV" headroom before)"
+        echo "paired per-round ratio headroom/before (requests per CPU-second): median $med (min $lo, max $hi, $n rounds)"
+        read -r med lo hi n <<<"$(paired_ratios "$CSV" headroom wrk)"
+        echo "paired per-round ratio headroom/wrk: median $med (min $lo, max $hi, $n rounds)"
+        read -r med lo hi n <<<"$(paired_ratios "$CSV" before wrk)"
+        echo "paired per-round ratio before/wrk: median $med (min $lo, max $hi, $n rounds)"
+    fi
 } | tee "$OUT/vs-wrk.txt"
 echo
 echo "run dir: $OUT"

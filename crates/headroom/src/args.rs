@@ -800,6 +800,7 @@ mod tests {
         assert_eq!(
             u,
             Url {
+                tls: false,
                 host: "127.0.0.1".into(),
                 port: 8080,
                 path: "/a/b?x=1".into()
@@ -807,6 +808,10 @@ mod tests {
         );
         let u = parse_url("http://localhost").unwrap();
         assert_eq!((u.port, u.path.as_str()), (80, "/"));
+        let u = parse_url("https://localhost").unwrap();
+        assert_eq!((u.tls, u.port, u.path.as_str()), (true, 443, "/"));
+        let u = parse_url("HTTPS://h:8443/x").unwrap();
+        assert_eq!((u.tls, u.port), (true, 8443));
         let u = parse_url("http://[::1]:9000?q").unwrap();
         assert_eq!(
             (u.host.as_str(), u.port, u.path.as_str()),

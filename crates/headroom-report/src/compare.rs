@@ -517,7 +517,7 @@ pub fn pick(chart: &Chart) -> Series {
     let preferred: &[&str] = match chart.name.as_str() {
         "users" => &["users_active", "users"],
         "throughput" => &["rps"],
-        "latency" | "connect" => &["p99"],
+        "latency" | "connect" | "tls" => &["p99"],
         "percentiles" => &["corrected"],
         "errors" => return total(&chart.series, "errors"),
         _ => &[],

@@ -1,6 +1,7 @@
 //! The report's charts, built from a [`RunData`]. Each function returns one [`Chart`]; every
 //! chart is returned even when its data is missing (with a note), so a report always has the
-//! same six charts in the same order.
+//! same six charts in the same order, plus the TLS handshake chart in runs that timed one and
+//! the server's charts in runs that sampled it.
 //!
 //! x is the interval's end since the run start (`t_s + length_s`): a point stands for what
 //! happened up to that instant. It is in seconds, or in minutes for runs over 20 minutes.

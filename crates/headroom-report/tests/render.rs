@@ -472,7 +472,11 @@ fn tls_and_http2_parts_appear_only_for_a_run_that_has_them() {
     let at = |n: &str| names.iter().position(|c| *c == n).unwrap();
     assert_eq!(at("tls"), at("connect") + 1, "{names:?}");
     assert_eq!(names.len(), headroom_report::charts::NAMES.len() + 1);
-    assert_eq!(found[at("tls")].1, [2, 2], "p50 and p99 of the two intervals");
+    assert_eq!(
+        found[at("tls")].1,
+        [2, 2],
+        "p50 and p99 of the two intervals"
+    );
     for expected in [
         "<tr><th>protocol</th><td>h2</td></tr>",
         "<tr><th>streams per connection</th><td>8</td></tr>",

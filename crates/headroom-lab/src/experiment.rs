@@ -268,6 +268,11 @@ pub struct LoadSection {
     pub threads: Option<usize>,
     #[serde(default)]
     pub timeout: Option<String>,
+    /// Keep connections open between requests (template, `true` by default). `false` sends
+    /// `Connection: close` and opens a connection (and, over TLS, a handshake) per request, so
+    /// a factor such as `keepalive: ["true", "false"]` sweeps it.
+    #[serde(default)]
+    pub keepalive: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use headroom_core::{ErrorKind, HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
+use headroom_core::{
+    ErrorKind, HttpRequest, LoadModel, Plan, ProtoCounter, SocketOptions, StopCondition,
+};
 use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
 use headroom_monitor::prom::Scraper;
@@ -51,6 +53,8 @@ pub struct LoadSpec {
     pub duration: Duration,
     pub threads: usize,
     pub timeout: Duration,
+    /// `load.keepalive` as this configuration has it: `false` is `headroom run --no-keepalive`.
+    pub keepalive: bool,
 }
 
 /// What a driver measured: the merged outcome, warnings for the progress lines (an agent lost)
@@ -208,9 +212,27 @@ pub fn load_for(
             .map_err(|_| format!("load.timeout '{t}' is not a duration"))?,
         None => Duration::from_secs(10),
     };
+    let keepalive = match l
+        .exp
+        .load
+        .keepalive
+        .as_deref()
+        .map(|k| expand_known(k, values))
+    {
+        None => true,
+        Some(k) => match k.trim() {
+            "true" | "yes" | "on" => true,
+            "false" | "no" | "off" => false,
+            other => return Err(format!("load.keepalive '{other}' is not true or false")),
+        },
+    };
+    // TLS comes from the scenario's first server (`tls:`), as `headroom run SCENARIO` takes
+    // it; a factor in its text (`resume: {resume}`) varies it per configuration.
+    let tls = c.tls.map(Arc::new);
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let plan = Plan {
         target,
-        target_name: format!("http://{target}/"),
+        target_name: format!("{scheme}://{target}/"),
         request: HttpRequest {
             method: "GET".into(),
             path: "/".into(),
@@ -250,7 +272,7 @@ pub fn load_for(
         interval: Duration::from_secs(1),
         connect_timeout: Duration::from_secs(5),
         timeout,
-        keepalive: true,
+        keepalive,
         pipeline: 1,
         socket: SocketOptions {
             nodelay: true,
@@ -259,7 +281,7 @@ pub fn load_for(
         workload: Some(Arc::new(c.workload)),
         segment: Default::default(),
         start_at: None,
-        tls: None,
+        tls,
         http2: None,
     };
     plan.validate().map_err(|e| e.0)?;
@@ -287,6 +309,7 @@ pub fn load_for(
         duration,
         threads: plan.threads,
         timeout,
+        keepalive,
     };
     Ok((plan, spec))
 }
@@ -310,6 +333,22 @@ fn metrics(plan: &Plan, out: &RunOutcome, samples: &[Sample]) -> BTreeMap<String
     put("latency_p99_ms", lat.p99 as f64 / 1000.0);
     put("connect_mean_ms", conn.mean / 1000.0);
     put("connect_p99_ms", conn.p99 as f64 / 1000.0);
+    // TLS figures only for a TLS load, so a plain run's table cell reads "-" rather than 0.
+    if plan.tls.is_some() {
+        let tls = LatencyStats::of(&t.tls);
+        let handshakes = c.proto[ProtoCounter::TlsHandshakes.index()];
+        let resumed = c.proto[ProtoCounter::TlsResumed.index()];
+        put("tls_mean_ms", tls.mean / 1000.0);
+        put("tls_p50_ms", tls.p50 as f64 / 1000.0);
+        put("tls_p99_ms", tls.p99 as f64 / 1000.0);
+        put("tls_handshakes", handshakes as f64);
+        put("tls_resumed", resumed as f64);
+        put("tls_handshakes_per_s", handshakes as f64 / secs);
+        put(
+            "tls_resumed_pct",
+            resumed as f64 / handshakes.max(1) as f64 * 100.0,
+        );
+    }
     put("errors_total", c.errors_total() as f64);
     let attempts = (c.responses + c.errors_total()).max(1);
     put("error_rate", c.errors_total() as f64 / attempts as f64);
@@ -370,6 +409,7 @@ fn metrics(plan: &Plan, out: &RunOutcome, samples: &[Sample]) -> BTreeMap<String
 fn interval_line(iv: &headroom_engine::Interval<'_>) -> serde_json::Value {
     let c = &iv.merged.counters;
     let lat = LatencyStats::of(&iv.merged.latency);
+    let tls = LatencyStats::of(&iv.merged.tls);
     serde_json::json!({
         "index": iv.index,
         "t_s": iv.start.as_secs_f64(),
@@ -382,6 +422,11 @@ fn interval_line(iv: &headroom_engine::Interval<'_>) -> serde_json::Value {
         "connections_peak": c.connections_peak,
         "connect_timeouts": c.errors[ErrorKind::ConnectTimeout.index()],
         "sessions_completed": c.sessions_completed,
+        // Zero in a plain run; the handshakes finished in this interval.
+        "tls_p50_us": tls.p50,
+        "tls_p99_us": tls.p99,
+        "tls_handshakes": c.proto[ProtoCounter::TlsHandshakes.index()],
+        "tls_resumed": c.proto[ProtoCounter::TlsResumed.index()],
     })
 }
 
@@ -973,7 +1018,7 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                 if opts.progress {
                                     eprintln!("{tag}: {} ({stopped})", brief(&mx));
                                 }
-                                let mut summary = summary_json(&out, &stopped);
+                                let mut summary = summary_json(&plan, &out, &stopped);
                                 for (k, v) in driven.extra {
                                     summary[k] = v;
                                 }
@@ -1079,13 +1124,29 @@ fn prom_source(l: &Loaded, values: &Factors) -> Result<Option<PromSource>, Strin
     }))
 }
 
-fn summary_json(out: &RunOutcome, stopped: &str) -> serde_json::Value {
+/// A run's stored summary. `tls_us` and `tls` (handshakes, resumed) as `headroom run`'s
+/// summary.json has them; `tls` is `null` for a plain load.
+fn summary_json(plan: &Plan, out: &RunOutcome, stopped: &str) -> serde_json::Value {
+    let c = &out.total.counters;
+    let tls = match &plan.tls {
+        Some(t) => serde_json::json!({
+            "resume": t.resume,
+            "insecure": t.insecure,
+            "handshakes": c.proto[ProtoCounter::TlsHandshakes.index()],
+            "resumed": c.proto[ProtoCounter::TlsResumed.index()],
+        }),
+        None => serde_json::Value::Null,
+    };
     serde_json::json!({
         "elapsed_s": out.elapsed.as_secs_f64(),
-        "requests": out.total.counters.requests,
-        "responses": out.total.counters.responses,
+        "requests": c.requests,
+        "responses": c.responses,
+        "keepalive": plan.keepalive,
         "latency_us": LatencyStats::of(&out.total.latency),
         "connect_us": LatencyStats::of(&out.total.connect),
+        "tls_us": LatencyStats::of(&out.total.tls),
+        "tls": tls,
+        "connects": c.connects,
         "in_flight": out.in_flight,
         "server_stop": stopped,
     })
@@ -1094,14 +1155,24 @@ fn summary_json(out: &RunOutcome, stopped: &str) -> serde_json::Value {
 /// A run's headline figures for a progress line.
 fn brief(m: &BTreeMap<String, f64>) -> String {
     let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
-    format!(
+    let mut line = format!(
         "{:.0} req/s, p99 {:.2} ms, errors {}, server CPU {:.0}% user {:.0}% sys",
         g("throughput_rps"),
         g("latency_p99_ms"),
         g("errors_total"),
         g("server_cpu_user_pct"),
         g("server_cpu_sys_pct"),
-    )
+    );
+    if m.contains_key("tls_handshakes") {
+        line.push_str(&format!(
+            ", TLS {} handshakes ({} resumed) p50 {:.2} ms p99 {:.2} ms",
+            g("tls_handshakes"),
+            g("tls_resumed"),
+            g("tls_p50_ms"),
+            g("tls_p99_ms"),
+        ));
+    }
+    line
 }
 
 /// What one search run stores.
@@ -1202,7 +1273,7 @@ fn search_run(
                         }
                     }
                 }
-                let mut summary = summary_json(out, "");
+                let mut summary = summary_json(&plan, out, "");
                 for (k, v) in &driven.extra {
                     summary[*k] = v.clone();
                 }
@@ -1291,6 +1362,9 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
             "connections_peak",
             "connect_timeouts",
             "sessions_completed",
+            "tls_p99_us",
+            "tls_handshakes",
+            "tls_resumed",
         ],
         Curve::Probes => &[
             "probe",

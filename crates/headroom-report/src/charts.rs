@@ -1,6 +1,7 @@
 //! The report's charts, built from a [`RunData`]. Each function returns one [`Chart`]; every
 //! chart is returned even when its data is missing (with a note), so a report always has the
-//! same six charts in the same order.
+//! same six charts in the same order, plus the TLS handshake chart in runs that timed one and
+//! the server's charts in runs that sampled it.
 //!
 //! x is the interval's end since the run start (`t_s + length_s`): a point stands for what
 //! happened up to that instant. It is in seconds, or in minutes for runs over 20 minutes.
@@ -18,12 +19,15 @@ pub const NAMES: [&str; 6] = [
     "percentiles",
 ];
 
+/// The TLS handshake chart, after `connect`, in runs that timed a handshake (TLS runs).
+pub const TLS_NAME: &str = "tls";
+
 /// The charts of the server under test, after [`NAMES`], in runs that sampled it
 /// (`run --server-pid`).
 pub const SERVER_NAMES: [&str; 2] = ["server-cpu", "server-memory"];
 
-/// Every chart of the report: [`NAMES`] in order, then [`SERVER_NAMES`] when any interval
-/// holds a server sample.
+/// Every chart of the report: [`NAMES`] in order (with [`TLS_NAME`] after `connect` when the
+/// run timed a TLS handshake), then [`SERVER_NAMES`] when any interval holds a server sample.
 pub fn all(data: &RunData) -> Vec<Chart> {
     let mut charts = vec![
         users(&data.intervals),
@@ -31,8 +35,11 @@ pub fn all(data: &RunData) -> Vec<Chart> {
         latency(&data.intervals),
         errors(&data.intervals),
         connect(&data.intervals),
-        percentiles(data),
     ];
+    if has_tls(&data.intervals) {
+        charts.push(tls(&data.intervals));
+    }
+    charts.push(percentiles(data));
     if data.intervals.iter().any(|i| i.server.is_some()) {
         charts.push(server_cpu(&data.intervals));
         charts.push(server_memory(&data.intervals));
@@ -241,6 +248,35 @@ pub fn connect(intervals: &[Interval]) -> Chart {
         .collect();
     if c.series.is_empty() {
         c.note = Some("no connect times measured".to_string());
+    }
+    no_interval_note(&mut c, intervals);
+    c
+}
+
+/// Whether any interval timed a TLS handshake: a plain run's `tls_us` is all zeros (or, from
+/// an older headroom, missing).
+pub fn has_tls(intervals: &[Interval]) -> bool {
+    intervals.iter().any(|i| {
+        [i.tls_us.p50, i.tls_us.p99, i.tls_us.max]
+            .iter()
+            .any(|v| v.is_some_and(|v| v > 0.0))
+    })
+}
+
+/// TLS handshake time p50 and p99 per interval, in ms (from the TCP connection's establishment
+/// to the handshake's end, beside [`connect`]). An interval without a handshake has all-zero
+/// figures and is left out: a keep-alive run shakes hands once per connection.
+pub fn tls(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart(TLS_NAME, "TLS handshake time", "ms", intervals);
+    let pick = |name: &str, f: fn(&Figures) -> Option<f64>| {
+        figure_ms(intervals, name, |i| (Some(0), &i.tls_us), f)
+    };
+    c.series = [pick("p50", |f| f.p50), pick("p99", |f| f.p99)]
+        .into_iter()
+        .filter(|s| s.points.iter().any(|p| p.1 != 0.0))
+        .collect();
+    if c.series.is_empty() {
+        c.note = Some("no TLS handshakes measured".to_string());
     }
     no_interval_note(&mut c, intervals);
     c

@@ -245,7 +245,7 @@ fn settings_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
         })
         .collect();
     let code = |v: Option<&str>| format!("<code>{}</code>", html::text(v));
-    let rows: Vec<Row> = vec![
+    let mut rows: Vec<Row> = vec![
         by_text("command", col(&|s| code(s.command.as_deref()))),
         by_text("target", col(&|s| code(s.target.as_deref()))),
         by_text("model", col(&|s| html::text(s.model.as_deref()))),
@@ -264,6 +264,20 @@ fn settings_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
             col(&|s| html::text(s.headroom_version.as_deref())),
         ),
     ];
+    // What ran on the wire, when some run's summary says it (newer headroom).
+    if summaries.iter().any(|s| s.protocol.is_some()) {
+        rows.insert(
+            3,
+            by_text("protocol", col(&|s| html::text(s.protocol.as_deref()))),
+        );
+    }
+    if summaries.iter().any(|s| s.tls.is_some()) {
+        let tls = |s: &Summary| match &s.tls {
+            Some(_) => "yes".to_string(),
+            None => "no".to_string(),
+        };
+        rows.insert(4, by_text("TLS", col(&tls)));
+    }
     let _ = writeln!(
         out,
         "<h2>Settings</h2>\n<p>Cells that differ from the baseline are marked.</p>\n\
@@ -345,6 +359,13 @@ const FIGURES: [Figure; 15] = [
     ("generator max RSS (MiB)", mib, |s| as_f64(s.max_rss_kb)),
 ];
 
+/// Figures shown only when every run has them: TLS handshake time means nothing beside a
+/// plain run's.
+const WHEN_EVERY_RUN_HAS_IT: [Figure; 2] = [
+    ("TLS handshake p50 (ms)", ms, |s| measured(&s.tls_us)?.p50),
+    ("TLS handshake p99 (ms)", ms, |s| measured(&s.tls_us)?.p99),
+];
+
 fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
     let base = escape(&labels[0]);
     let mut header = format!("<tr><th></th><th class=\"run n\">{base}</th>");
@@ -361,7 +382,10 @@ fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
          divide each run's value by the baseline's.</p>\n<table class=\"figures compare\">\n\
          {header}</tr>"
     );
-    for (name, show, of) in FIGURES {
+    let optional = WHEN_EVERY_RUN_HAS_IT
+        .into_iter()
+        .filter(|(_, _, of)| summaries.iter().all(|s| s.used_tls() && of(s).is_some()));
+    for (name, show, of) in FIGURES.into_iter().chain(optional) {
         let values: Vec<Option<f64>> = summaries.iter().map(of).collect();
         let _ = write!(out, "<tr><th>{name}</th>");
         for (i, v) in values.iter().enumerate() {
@@ -493,7 +517,7 @@ pub fn pick(chart: &Chart) -> Series {
     let preferred: &[&str] = match chart.name.as_str() {
         "users" => &["users_active", "users"],
         "throughput" => &["rps"],
-        "latency" | "connect" => &["p99"],
+        "latency" | "connect" | "tls" => &["p99"],
         "percentiles" => &["corrected"],
         "errors" => return total(&chart.series, "errors"),
         _ => &[],

@@ -111,6 +111,16 @@ pub struct Summary {
     pub latency_us: Figures,
     pub latency_uncorrected_us: Figures,
     pub connect_us: Figures,
+    /// TLS handshake time (`tls_us`); all zero with a count of 0 in a plain run.
+    pub tls_us: Figures,
+    /// `tls`: the run's TLS settings and handshake counts; `None` for a plain run (`null`).
+    pub tls: Option<TlsSummary>,
+    /// The application protocol that ran (`http/1.1`, `h2`, `h2c`, `xmpp`...).
+    pub protocol: Option<String>,
+    /// HTTP/2 streams per connection (`null` without HTTP/2).
+    pub streams: Option<u64>,
+    /// `http2`: GOAWAY, RST_STREAM by code and connection errors; empty without HTTP/2.
+    pub http2: BTreeMap<String, u64>,
     pub connects: Option<u64>,
     pub connections_peak: Option<u64>,
     pub bytes_sent: Option<u64>,
@@ -122,6 +132,24 @@ pub struct Summary {
     /// Scenario thresholds and whether each held (empty when the run had none).
     pub thresholds: Vec<Threshold>,
     pub thresholds_ok: Option<bool>,
+}
+
+/// summary.json's `tls` section.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TlsSummary {
+    pub handshakes: Option<u64>,
+    pub resumed: Option<u64>,
+    /// The settings (`server_name`, `min_version`, `resume`, `alpn`...) as (key, value text),
+    /// the counts left out.
+    pub settings: Vec<(String, String)>,
+}
+
+impl Summary {
+    /// Whether the run spoke TLS: summary.json says so (`tls` not null), or it timed a
+    /// handshake.
+    pub fn used_tls(&self) -> bool {
+        self.tls.is_some() || self.tls_us.count.is_some_and(|n| n > 0)
+    }
 }
 
 /// One line of intervals.jsonl.
@@ -141,6 +169,8 @@ pub struct Interval {
     pub latency_us: Figures,
     pub latency_uncorrected_us: Figures,
     pub connect_us: Figures,
+    /// TLS handshakes finished in the interval (`tls_us`; zeros in a plain run).
+    pub tls_us: Figures,
     pub connects: Option<u64>,
     pub disconnects: Option<u64>,
     pub connections_open: Option<u64>,
@@ -328,6 +358,18 @@ fn summary_from(o: &Map<String, Value>) -> Summary {
         latency_us: figures_of(o.get("latency_us")),
         latency_uncorrected_us: figures_of(o.get("latency_uncorrected_us")),
         connect_us: figures_of(o.get("connect_us")),
+        tls_us: figures_of(o.get("tls_us")),
+        tls: o.get("tls").and_then(Value::as_object).map(|t| TlsSummary {
+            handshakes: u64_of(t.get("handshakes")),
+            resumed: u64_of(t.get("resumed")),
+            settings: pairs_of(Some(&Value::Object(t.clone())))
+                .into_iter()
+                .filter(|(k, _)| k != "handshakes" && k != "resumed")
+                .collect(),
+        }),
+        protocol: str_of(o.get("protocol")),
+        streams: u64_of(o.get("streams")),
+        http2: counts_of(o.get("http2")),
         connects: u64_of(o.get("connects")),
         connections_peak: u64_of(o.get("connections_peak")),
         bytes_sent: u64_of(o.get("bytes_sent")),
@@ -406,6 +448,7 @@ fn interval_from(o: &Map<String, Value>, line: usize) -> Interval {
         latency_us: figures_of(o.get("latency_us")),
         latency_uncorrected_us: figures_of(o.get("latency_uncorrected_us")),
         connect_us: figures_of(o.get("connect_us")),
+        tls_us: figures_of(o.get("tls_us")),
         connects: u64_of(o.get("connects")),
         disconnects: u64_of(o.get("disconnects")),
         connections_open: u64_of(o.get("connections_open")),

@@ -129,7 +129,7 @@ pub(crate) fn settings(out: &mut String, s: &Summary) {
         (Some(d), _) => format!("{} s", num(d)),
         (None, _) => MISSING.to_string(),
     };
-    let rows: [(&str, String); 10] = [
+    let mut rows: Vec<(&str, String)> = vec![
         ("headroom version", text(s.headroom_version.as_deref())),
         (
             "command",
@@ -147,6 +147,22 @@ pub(crate) fn settings(out: &mut String, s: &Summary) {
         ("started at", text(s.started_at.as_deref())),
         ("duration", duration),
     ];
+    // Beside the model: what ran on the wire. Only files that say it (newer headroom).
+    if s.protocol.is_some() {
+        rows.insert(4, ("protocol", text(s.protocol.as_deref())));
+    }
+    if let Some(n) = s.streams {
+        rows.insert(5, ("streams per connection", n.to_string()));
+    }
+    if let Some(t) = &s.tls {
+        let settings = t
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        rows.push(("TLS", escape(&settings)));
+    }
     for (k, v) in rows {
         let _ = writeln!(out, "<tr><th>{k}</th><td>{v}</td></tr>");
     }
@@ -179,7 +195,7 @@ pub(crate) fn headline(out: &mut String, s: &Summary) {
         (None, None) => MISSING.to_string(),
         (u, y) => format!("{} s user, {} s system", opt_num(u), opt_num(y)),
     };
-    let rows: [(&str, String); 16] = [
+    let mut rows: Vec<(&str, String)> = vec![
         ("requests", int(s.requests)),
         ("responses", int(s.responses)),
         ("in flight at the end", int(s.in_flight)),
@@ -206,20 +222,25 @@ pub(crate) fn headline(out: &mut String, s: &Summary) {
         ("latency samples", int(s.latency_us.count)),
         ("format version", int(s.format_version)),
     ];
+    if let Some(t) = &s.tls {
+        rows.insert(10, ("TLS handshakes", int(t.handshakes)));
+        rows.insert(11, ("TLS handshakes resumed", int(t.resumed)));
+    }
     for (k, v) in rows {
         let _ = writeln!(out, "<tr><th>{k}</th><td class=\"n\">{v}</td></tr>");
     }
     out.push_str("</table>\n");
 
     out.push_str("<h3>Latency (ms)</h3>\n");
-    figures_table(
-        out,
-        &[
-            ("corrected", &s.latency_us),
-            ("uncorrected", &s.latency_uncorrected_us),
-            ("connect", &s.connect_us),
-        ],
-    );
+    let mut figures: Vec<(&str, &Figures)> = vec![
+        ("corrected", &s.latency_us),
+        ("uncorrected", &s.latency_uncorrected_us),
+        ("connect", &s.connect_us),
+    ];
+    if s.used_tls() {
+        figures.push(("TLS handshake", &s.tls_us));
+    }
+    figures_table(out, &figures);
     counts_table(
         out,
         "Errors by kind",
@@ -227,6 +248,15 @@ pub(crate) fn headline(out: &mut String, s: &Summary) {
         &s.errors,
         "no error kinds recorded",
     );
+    if !s.http2.is_empty() {
+        counts_table(
+            out,
+            "HTTP/2 frames and errors",
+            "counter",
+            &s.http2,
+            "no HTTP/2 counters recorded",
+        );
+    }
     counts_table(
         out,
         "Responses by status",

@@ -435,3 +435,90 @@ fn empty_directory_is_not_a_run() {
     let err = render_run(&dir.path().join("nope")).unwrap_err();
     assert!(matches!(err, ReportError::Io { .. }), "{err:?}");
 }
+
+/// A TLS run over HTTP/2: its handshake time beside connect time (the latency table and a `tls`
+/// chart after `connect`), the protocol, streams and TLS settings, the handshake counts and the
+/// HTTP/2 counters. The same run without them (a plain HTTP/1.1 run) shows none of it.
+#[test]
+fn tls_and_http2_parts_appear_only_for_a_run_that_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = summary();
+    s["protocol"] = json!("h2");
+    s["streams"] = json!(8);
+    s["tls_us"] = figures(2100);
+    s["tls"] = json!({"server_name": "localhost", "min_version": "1.2", "max_version": "1.3",
+                      "alpn": ["h2"], "insecure": true, "ca": "system",
+                      "client_certificate": false, "resume": true,
+                      "handshakes": 40, "resumed": 36});
+    s["http2"] = json!({"goaway": 1, "rst_cancel": 3, "rst_refused_stream": 0,
+                        "connection_errors": 0});
+    let lines: Vec<Value> = thirty_lines()
+        .into_iter()
+        .map(|mut l| {
+            let i = l["index"].as_u64().unwrap();
+            // Handshakes in the first two intervals only (keep-alive); zeros after.
+            l["tls_us"] = if i < 2 {
+                json!({"mean": 2000.5, "p50": 2000, "p90": 2500, "p99": 3100, "max": 3300})
+            } else {
+                json!({"mean": 0.0, "p50": 0, "p90": 0, "p99": 0, "max": 0})
+            };
+            l
+        })
+        .collect();
+    write_run(dir.path(), Some(&s), &lines);
+    let html = render_run(dir.path()).unwrap();
+    let found = charts(&html);
+    let names: Vec<&str> = found.iter().map(|c| c.0.as_str()).collect();
+    let at = |n: &str| names.iter().position(|c| *c == n).unwrap();
+    assert_eq!(at("tls"), at("connect") + 1, "{names:?}");
+    assert_eq!(names.len(), headroom_report::charts::NAMES.len() + 1);
+    assert_eq!(
+        found[at("tls")].1,
+        [2, 2],
+        "p50 and p99 of the two intervals"
+    );
+    for expected in [
+        "<tr><th>protocol</th><td>h2</td></tr>",
+        "<tr><th>streams per connection</th><td>8</td></tr>",
+        "server_name=localhost",
+        "resume=true",
+        "<tr><th>TLS handshakes</th><td class=\"n\">40</td></tr>",
+        "<tr><th>TLS handshakes resumed</th><td class=\"n\">36</td></tr>",
+        "<tr><th>TLS handshake</th><td class=\"n\">35990</td>",
+        "2.100", // the handshake p50 in ms
+        "HTTP/2 frames and errors",
+        "<td>rst_cancel</td><td class=\"n\">3</td>",
+        "<td>goaway</td><td class=\"n\">1</td>",
+    ] {
+        assert!(html.contains(expected), "missing {expected:?}");
+    }
+
+    // Plain HTTP/1.1, as headroom writes it: tls null, tls_us zeros, http2 null.
+    let plain = tempfile::tempdir().unwrap();
+    let mut s = summary();
+    s["protocol"] = json!("http/1.1");
+    s["streams"] = Value::Null;
+    s["tls"] = Value::Null;
+    s["http2"] = Value::Null;
+    s["tls_us"] = json!({"count": 0, "mean": 0.0, "p50": 0, "p99": 0, "max": 0});
+    let lines: Vec<Value> = thirty_lines()
+        .into_iter()
+        .map(|mut l| {
+            l["tls_us"] = json!({"mean": 0.0, "p50": 0, "p90": 0, "p99": 0, "max": 0});
+            l
+        })
+        .collect();
+    write_run(plain.path(), Some(&s), &lines);
+    let html = render_run(plain.path()).unwrap();
+    let names: Vec<String> = charts(&html).into_iter().map(|c| c.0).collect();
+    assert_eq!(names, headroom_report::charts::NAMES);
+    assert!(html.contains("<tr><th>protocol</th><td>http/1.1</td></tr>"));
+    for absent in [
+        "streams per connection",
+        "<tr><th>TLS",
+        "HTTP/2 frames",
+        "data-chart=\"tls\"",
+    ] {
+        assert!(!html.contains(absent), "a plain run shows {absent:?}");
+    }
+}

@@ -236,7 +236,7 @@ fn start_agents(
 /// No preflight: the lab checked the server is ready, and the load must open no connection
 /// of its own.
 fn lab_job(load: &LoadSpec) -> Result<headroom_dist::Job, String> {
-    let args = vec![
+    let mut args = vec![
         SCENARIO_FILE.to_string(),
         "--target".into(),
         load.target.to_string(),
@@ -249,6 +249,9 @@ fn lab_job(load: &LoadSpec) -> Result<headroom_dist::Job, String> {
         "--no-preflight".into(),
         "-q".into(),
     ];
+    if !load.keepalive {
+        args.push("--no-keepalive".into());
+    }
     let mut files = vec![(
         SCENARIO_FILE.to_string(),
         headroom_scenario::to_yaml(&load.scenario).into_bytes(),

@@ -560,3 +560,96 @@ tables:
     assert_eq!(stdout.trim(), report.display().to_string());
     assert_eq!(std::fs::read_to_string(&report).unwrap(), html);
 }
+
+/// `experiments/tls-handshake.yaml --quick`: the reactor over TLS (self-signed), 1 and 2
+/// workers, keep-alive against a connection per request, resumption on and off. Every
+/// configuration runs without an error; a connection per request costs a handshake per
+/// request, resumed with resumption on and never with it off; keep-alive serves far more.
+#[test]
+fn tls_handshake_quick_sweeps_keepalive_and_resumption() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = repo().join("experiments/tls-handshake.yaml");
+    let o = lab(&[exp.to_str().unwrap(), "--quick"], tmp.path());
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("8 run(s) now, 0 found stored, 0 failed"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("TLS handshake p99 (ms)"), "{stdout}");
+    let tables: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("tables.json")).unwrap())
+            .unwrap();
+    // metric -> (workers, keepalive, resume) -> mean over the cell's runs.
+    let value = |metric: &str, workers: &str, keepalive: &str, resume: &str| -> f64 {
+        let t = tables
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["metric"] == metric)
+            .unwrap_or_else(|| panic!("no table of {metric}"));
+        let r = t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|r| r[0] == workers && r[1] == keepalive)
+            .unwrap_or_else(|| panic!("{metric}: no row {workers}, {keepalive}"));
+        let c = t["cols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|c| c[0] == resume)
+            .unwrap_or_else(|| panic!("{metric}: no column {resume}"));
+        t["cells"][r][c]["mean"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{metric} {workers} {keepalive} {resume}: {stdout}"))
+    };
+    for workers in ["1", "2"] {
+        for resume in ["true", "false"] {
+            let what = format!("workers={workers} resume={resume}\n{stdout}");
+            for keepalive in ["true", "false"] {
+                assert_eq!(
+                    value("errors_total", workers, keepalive, resume),
+                    0.0,
+                    "{what}"
+                );
+                assert!(
+                    value("throughput_rps", workers, keepalive, resume) > 0.0,
+                    "{what}"
+                );
+                // The server's CPU was sampled.
+                assert!(
+                    value("server_cpu_user_pct", workers, keepalive, resume)
+                        + value("server_cpu_sys_pct", workers, keepalive, resume)
+                        > 1.0,
+                    "{what}"
+                );
+                assert!(
+                    value("tls_p50_ms", workers, keepalive, resume) > 0.0,
+                    "{what}"
+                );
+            }
+            // A connection per request: a handshake per response, give or take the 4 users'
+            // connections in flight at the end (2 s runs: 2 per second).
+            let rps = value("throughput_rps", workers, "false", resume);
+            let hps = value("tls_handshakes_per_s", workers, "false", resume);
+            assert!(
+                (hps - rps).abs() <= 0.03 * rps + 4.0,
+                "{hps} handshakes/s for {rps} responses/s: {what}"
+            );
+            let resumed = value("tls_resumed_pct", workers, "false", resume);
+            if resume == "true" {
+                assert!(resumed > 50.0, "{resumed}% resumed: {what}");
+            } else {
+                assert_eq!(resumed, 0.0, "{what}");
+            }
+            // Keep-alive: a handshake per user, then only requests.
+            let ka = value("throughput_rps", workers, "true", resume);
+            assert!(ka > 3.0 * rps, "keep-alive {ka}/s against {rps}/s: {what}");
+            assert!(
+                value("tls_handshakes_per_s", workers, "true", resume) < 0.01 * ka,
+                "{what}"
+            );
+        }
+    }
+}

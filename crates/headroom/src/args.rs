@@ -819,7 +819,6 @@ mod tests {
         );
         for bad in [
             "127.0.0.1:80",
-            "https://x/",
             "ftp://x/",
             "http://:80/",
             "http://h:99999/",

@@ -17,7 +17,7 @@ fn stderr_of(args: &[&str]) -> (i32, String, String) {
 fn bad_url_is_one_line_and_exit_2() {
     for (url, says) in [
         ("127.0.0.1:8080", "no scheme"),
-        ("https://127.0.0.1/", "https is not supported"),
+        ("ftp://127.0.0.1/", "scheme 'ftp' is not supported"),
         ("http://127.0.0.1:70000/", "not a number from 1 to 65535"),
     ] {
         let (code, stdout, stderr) = stderr_of(&["run", url]);

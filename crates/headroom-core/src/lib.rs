@@ -121,20 +121,6 @@ impl ErrorKind {
         }
     }
 
-    /// True for the TLS kinds (certificate and handshake failures).
-    pub fn is_tls(self) -> bool {
-        matches!(
-            self,
-            ErrorKind::TlsUntrusted
-                | ErrorKind::TlsExpired
-                | ErrorKind::TlsWrongName
-                | ErrorKind::TlsCertificate
-                | ErrorKind::TlsVersion
-                | ErrorKind::TlsAlert
-                | ErrorKind::TlsMalformed
-        )
-    }
-
     /// Index into a counters array.
     #[inline]
     pub fn index(self) -> usize {

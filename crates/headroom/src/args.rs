@@ -742,24 +742,36 @@ impl RunArgs {
     }
 
     /// The TLS settings of the flags, for a server called `host` (SNI and the name checked).
-    /// Files are read here, once: the plan carries their bytes.
     pub fn tls_options(&self, host: &str) -> Result<TlsOptions, UsageError> {
+        let mut o = TlsOptions::new(host);
+        o.alpn = vec![b"http/1.1".to_vec()];
+        self.add_tls_flags(o)
+    }
+
+    /// `o` (a URL's defaults, or a scenario server's `tls:`) with the TLS flags added: `-k`,
+    /// `--cacert`, `--cert/--key`, `--tls-min/--tls-max` (when not at their defaults) and
+    /// `--no-tls-resume`. Files are read here, once: the plan carries their bytes. The result
+    /// is checked now, so a bad CA or key is a usage error, not a run of failures.
+    pub fn add_tls_flags(&self, mut o: TlsOptions) -> Result<TlsOptions, UsageError> {
         let read = |flag: &str, p: &PathBuf| {
             std::fs::read(p)
                 .map_err(|e| UsageError(format!("cannot read {flag} file '{}': {e}", p.display())))
         };
-        let mut o = TlsOptions::new(host);
-        o.alpn = vec![b"http/1.1".to_vec()];
-        o.insecure = self.insecure;
-        o.ca_pem = self
-            .cacert
-            .as_ref()
-            .map(|p| read("--cacert", p))
-            .transpose()?;
-        o.client_cert_pem = self.cert.as_ref().map(|p| read("--cert", p)).transpose()?;
-        o.client_key_pem = self.key.as_ref().map(|p| read("--key", p)).transpose()?;
-        o.min_version = self.tls_min.into();
-        o.max_version = self.tls_max.into();
+        o.insecure |= self.insecure;
+        if let Some(p) = &self.cacert {
+            o.ca_pem = Some(read("--cacert", p)?);
+        }
+        if let (Some(c), Some(k)) = (&self.cert, &self.key) {
+            o.client_cert_pem = Some(read("--cert", c)?);
+            o.client_key_pem = Some(read("--key", k)?);
+        }
+        if self.tls_min != TlsVersionArg::Tls12 {
+            o.min_version = self.tls_min.into();
+        }
+        if self.tls_max != TlsVersionArg::Tls13 {
+            o.max_version = self.tls_max.into();
+        }
+        o.resume &= !self.no_tls_resume;
         if o.min_version > o.max_version {
             return usage(format!(
                 "bad --tls-min {} with --tls-max {}: the lowest version is above the highest",
@@ -767,8 +779,6 @@ impl RunArgs {
                 o.max_version.name()
             ));
         }
-        o.resume = !self.no_tls_resume;
-        // Check the files now: a bad CA or key is a usage error, not a run of failures.
         headroom_engine::tls::TlsClient::new(&o).map_err(UsageError)?;
         Ok(o)
     }

@@ -115,7 +115,10 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     base_args.duration = None;
     let mut plan = base_args.to_plan()?;
     plan.tls = match &compiled.tls {
-        Some(t) => Some(Arc::new(overlay_tls_flags(a, t.clone())?)),
+        Some(t) => Some(Arc::new(
+            a.add_tls_flags(t.clone())
+                .map_err(|e| UsageError(format!("{}: {e}", a.url)))?,
+        )),
         None => None,
     };
     let scheme_tls = plan.tls.is_some();
@@ -159,44 +162,6 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
         plan,
         thresholds: scenario.thresholds,
     })
-}
-
-/// A scenario server's TLS with the command line's TLS flags added: `-k`, `--cacert`,
-/// `--cert/--key`, `--tls-min/--tls-max` (when not at their defaults) and `--no-tls-resume`.
-fn overlay_tls_flags(
-    a: &RunArgs,
-    mut o: headroom_core::TlsOptions,
-) -> Result<headroom_core::TlsOptions, UsageError> {
-    use crate::args::TlsVersionArg;
-    let read = |flag: &str, p: &std::path::PathBuf| {
-        std::fs::read(p)
-            .map_err(|e| UsageError(format!("cannot read {flag} file '{}': {e}", p.display())))
-    };
-    o.insecure |= a.insecure;
-    if let Some(p) = &a.cacert {
-        o.ca_pem = Some(read("--cacert", p)?);
-    }
-    if let (Some(c), Some(k)) = (&a.cert, &a.key) {
-        o.client_cert_pem = Some(read("--cert", c)?);
-        o.client_key_pem = Some(read("--key", k)?);
-    }
-    if a.tls_min != TlsVersionArg::Tls12 {
-        o.min_version = a.tls_min.into();
-    }
-    if a.tls_max != TlsVersionArg::Tls13 {
-        o.max_version = a.tls_max.into();
-    }
-    o.resume &= !a.no_tls_resume;
-    if o.min_version > o.max_version {
-        return Err(UsageError(format!(
-            "{}: the lowest TLS version ({}) is above the highest ({})",
-            a.url,
-            o.min_version.name(),
-            o.max_version.name()
-        )));
-    }
-    headroom_engine::tls::TlsClient::new(&o).map_err(|e| UsageError(format!("{}: {e}", a.url)))?;
-    Ok(o)
 }
 
 /// A native scenario, or a Tsung XML converted (its warnings go to stderr, one per line).

@@ -100,11 +100,7 @@ impl TlsClient {
             _ => builder.with_no_client_auth(),
         };
         config.alpn_protocols = o.alpn.clone();
-        config.resumption = if o.resume {
-            Resumption::in_memory_sessions(SESSIONS_PER_WORKER)
-        } else {
-            Resumption::disabled()
-        };
+        config.resumption = resumption(o.resume);
         let name = ServerName::try_from(o.server_name.clone())
             .map_err(|_| format!("'{}' is not a valid TLS server name", o.server_name))?;
         Ok(TlsClient {
@@ -117,11 +113,7 @@ impl TlsClient {
     /// A copy for one worker, with a session store of its own.
     pub(crate) fn for_worker(&self) -> TlsClient {
         let mut c = (*self.config).clone();
-        c.resumption = if self.resume {
-            Resumption::in_memory_sessions(SESSIONS_PER_WORKER)
-        } else {
-            Resumption::disabled()
-        };
+        c.resumption = resumption(self.resume);
         TlsClient {
             config: Arc::new(c),
             name: self.name.clone(),
@@ -132,6 +124,15 @@ impl TlsClient {
     /// A new client connection (nothing sent yet: its ClientHello waits in its buffer).
     pub(crate) fn connect(&self) -> Result<rustls::ClientConnection, Error> {
         rustls::ClientConnection::new(self.config.clone(), self.name.clone())
+    }
+}
+
+/// A fresh session store (each call its own), or none.
+fn resumption(resume: bool) -> Resumption {
+    if resume {
+        Resumption::in_memory_sessions(SESSIONS_PER_WORKER)
+    } else {
+        Resumption::disabled()
     }
 }
 

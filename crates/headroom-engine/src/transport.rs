@@ -138,17 +138,8 @@ impl Conn {
         // Bounded: the negotiation refuses more than 16 KiB of server bytes.
         loop {
             while pre.written < pre.out.len() {
-                match self
-                    .sock
-                    .send_with_flags(&pre.out[pre.written..], libc::MSG_NOSIGNAL)
-                {
-                    Ok(n) => {
-                        pre.written += n;
-                        c.bytes_sent += n as u64;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(io_err(&e)),
-                }
+                let out = &pre.out[pre.written..];
+                pre.written += Self::send_plain(&self.sock, out, &mut c.bytes_sent)?;
             }
             pre.out.clear();
             pre.written = 0;
@@ -207,16 +198,7 @@ impl Conn {
     pub fn send(&mut self, buf: &[u8], c: &mut Counters) -> Result<usize, IoErr> {
         let sent = &mut c.bytes_sent;
         let Some(tls) = self.tls.as_mut() else {
-            loop {
-                match self.sock.send_with_flags(buf, libc::MSG_NOSIGNAL) {
-                    Ok(n) => {
-                        *sent += n as u64;
-                        return Ok(n);
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(io_err(&e)),
-                }
-            }
+            return Self::send_plain(&self.sock, buf, sent);
         };
         let n = tls.writer().write(buf).map_err(|e| io_err(&e))?;
         match Self::flush_tls(tls, &self.sock, sent) {
@@ -279,22 +261,7 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
                 Err(e) => return Err(io_err(&e)),
             }
-            let got = loop {
-                match tls.read_tls(&mut SockIo(&self.sock)) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(io_err(&e)),
-                }
-            };
-            c.bytes_received += got as u64;
-            let processed = tls.process_new_packets();
-            // Whatever rustls has to say (handshake messages, an alert on failure) goes out
-            // now; a full socket keeps it for the writable event.
-            let _ = Self::flush_tls(tls, &self.sock, &mut c.bytes_sent);
-            if let Err(e) = processed {
-                return Err(IoErr::Failed(classify(&e)));
-            }
-            if got == 0 {
+            if Self::pump(tls, &self.sock, c)? == 0 {
                 // The peer closed: plaintext already decrypted is still read above first.
                 return match tls.reader().read(buf) {
                     Ok(n) => Ok(n),
@@ -315,38 +282,66 @@ impl Conn {
         let Some(tls) = self.tls.as_mut() else {
             return Ok(true);
         };
-        let sent = &mut c.bytes_sent;
         // Bounded as in `recv`.
         while tls.is_handshaking() {
-            match Self::flush_tls(tls, &self.sock, sent) {
+            match Self::flush_tls(tls, &self.sock, &mut c.bytes_sent) {
                 Ok(()) | Err(IoErr::WouldBlock) => {}
                 Err(e) => return Err(e),
             }
-            let got = match tls.read_tls(&mut SockIo(&self.sock)) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => return Err(io_err(&e)),
+            let got = match Self::pump(tls, &self.sock, c) {
+                Err(IoErr::WouldBlock) => return Ok(false),
+                r => r?,
             };
-            c.bytes_received += got as u64;
-            let processed = tls.process_new_packets();
-            match Self::flush_tls(tls, &self.sock, sent) {
-                Ok(()) | Err(IoErr::WouldBlock) => {}
-                Err(e) if processed.is_ok() => return Err(e),
-                Err(_) => {}
-            }
-            if let Err(e) = processed {
-                return Err(IoErr::Failed(classify(&e)));
-            }
             if got == 0 {
                 // Closed mid-handshake: a server that does not speak TLS (or refused us
                 // without an alert).
                 return Err(IoErr::Failed(ErrorKind::TlsMalformed));
             }
         }
-        match Self::flush_tls(tls, &self.sock, sent) {
+        match Self::flush_tls(tls, &self.sock, &mut c.bytes_sent) {
             Ok(()) | Err(IoErr::WouldBlock) => Ok(true),
             Err(e) => Err(e),
+        }
+    }
+
+    /// One read of ciphertext into rustls, processed; what rustls then has to say (handshake
+    /// messages, an alert on failure) goes out at once, and a full socket keeps it for the
+    /// writable event. Returns the bytes read (0: the peer closed); a TLS error is classified.
+    fn pump(
+        tls: &mut rustls::ClientConnection,
+        sock: &Socket,
+        c: &mut Counters,
+    ) -> Result<usize, IoErr> {
+        let got = loop {
+            match tls.read_tls(&mut SockIo(sock)) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(&e)),
+            }
+        };
+        c.bytes_received += got as u64;
+        let processed = tls.process_new_packets();
+        let flushed = Self::flush_tls(tls, sock, &mut c.bytes_sent);
+        if let Err(e) = processed {
+            return Err(IoErr::Failed(classify(&e)));
+        }
+        match flushed {
+            Ok(()) | Err(IoErr::WouldBlock) => Ok(got),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One plain `send(2)`, retried on EINTR.
+    fn send_plain(sock: &Socket, buf: &[u8], sent: &mut u64) -> Result<usize, IoErr> {
+        loop {
+            match sock.send_with_flags(buf, libc::MSG_NOSIGNAL) {
+                Ok(n) => {
+                    *sent += n as u64;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(&e)),
+            }
         }
     }
 }

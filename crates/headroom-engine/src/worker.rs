@@ -1165,18 +1165,13 @@ impl Worker {
             let drains = conn.short_read_drains();
             let n = match conn.recv(&mut scratch, &mut self.rec.counters) {
                 Ok(0) => {
-                    // Closed by the server: whatever was in flight failed.
-                    let kind = if h.conn.goaway().is_some() && h.slots.is_empty() {
-                        None
+                    // Closed by the server: a close after a GOAWAY with nothing in flight is the
+                    // end it announced; otherwise whatever was in flight failed.
+                    if h.conn.goaway().is_some() && h.slots.is_empty() {
+                        self.close(key);
+                        self.next_request(key, Instant::now());
                     } else {
-                        Some(ErrorKind::Closed)
-                    };
-                    match kind {
-                        Some(k) => self.fail(key, k, Instant::now()),
-                        None => {
-                            self.close(key);
-                            self.next_request(key, Instant::now());
-                        }
+                        self.fail(key, ErrorKind::Closed, Instant::now());
                     }
                     break;
                 }

@@ -1087,7 +1087,8 @@ impl Worker {
     /// left with nothing in flight and nothing to send is done.
     fn h2_fill(&mut self, key: usize, intended: Instant) {
         let streams = self.s.plan.http2.map_or(1, |h| h.streams) as usize;
-        let Some(req) = self.s.h2req.clone() else {
+        // Borrowed, not cloned: an Arc clone per send would bounce its count between workers.
+        let Some(req) = self.s.h2req.as_deref() else {
             return;
         };
         let now = Instant::now();

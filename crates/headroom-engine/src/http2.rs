@@ -12,8 +12,11 @@
 
 use std::time::Instant;
 
-use headroom_core::{HttpRequest, Plan};
+use headroom_core::{ErrorKind, HttpRequest, Plan, ProtoCounter};
+use headroom_metrics::Counters;
 use headroom_proto::h2::{self, ClientConn};
+
+use crate::proto::Outcome;
 
 /// Headers a request may carry over HTTP/2 in a URL run (`-H`, plus user-agent and
 /// content-length); borrowed into a fixed array per send.
@@ -114,6 +117,11 @@ pub(crate) struct H2Conn {
     pub written: usize,
     /// Requests in flight.
     pub slots: Vec<Slot>,
+    /// What the last read completed, handed out one per `feed` call from `next`.
+    events: Vec<Outcome>,
+    next: usize,
+    /// The codec failed on the last read: reported once its earlier outcomes are taken.
+    failed: bool,
 }
 
 impl H2Conn {
@@ -129,6 +137,9 @@ impl H2Conn {
             out,
             written: 0,
             slots: Vec::with_capacity(streams.min(1024) as usize),
+            events: Vec::with_capacity(streams.min(1024) as usize),
+            next: 0,
+            failed: false,
         }
     }
 
@@ -137,12 +148,58 @@ impl H2Conn {
         let i = self.slots.iter().position(|s| s.stream == stream)?;
         Some(self.slots.swap_remove(i))
     }
-}
 
-/// What one `feed` reported, kept without borrowing the input (a reused list per worker).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum H2Event {
-    Complete { stream: u32, status: u16 },
-    Reset { stream: u32, code: u32 },
-    GoAway { code: u32 },
+    /// Outcomes of the last read are still to be taken.
+    pub fn queued(&self) -> bool {
+        self.next < self.events.len() || self.failed
+    }
+
+    /// The protocol's `feed` (see [`crate::proto`]): the codec takes a whole read at once, so
+    /// the first call uses all of `input` and later calls (with no input) hand out the rest of
+    /// what it completed. A connection error (the codec wrote its GOAWAY) comes after them.
+    pub fn feed(
+        &mut self,
+        input: &[u8],
+        c: &mut Counters,
+    ) -> Result<(usize, Option<Outcome>), ErrorKind> {
+        if let Some(&e) = self.events.get(self.next) {
+            self.next += 1;
+            return Ok((0, Some(e)));
+        }
+        if self.failed {
+            self.failed = false;
+            c.proto(ProtoCounter::H2ConnectionErrors, 1);
+            return Err(ErrorKind::Protocol);
+        }
+        self.events.clear();
+        self.next = 0;
+        if input.is_empty() {
+            return Ok((0, None));
+        }
+        let events = &mut self.events;
+        let fed = self.conn.feed(input, &mut self.out, &mut |e| match e {
+            h2::Event::Complete { stream, status } => events.push(Outcome::Reply {
+                stream,
+                status: Some(status),
+                keep_alive: true,
+                ok: true,
+            }),
+            h2::Event::Reset { stream, code } => events.push(Outcome::Reset { stream, code }),
+            h2::Event::GoAway { code, .. } => events.push(Outcome::GoAway { code }),
+            _ => {}
+        });
+        self.failed = fed.is_err();
+        match self.events.first() {
+            Some(&e) => {
+                self.next = 1;
+                Ok((input.len(), Some(e)))
+            }
+            None if self.failed => {
+                self.failed = false;
+                c.proto(ProtoCounter::H2ConnectionErrors, 1);
+                Err(ErrorKind::Protocol)
+            }
+            None => Ok((input.len(), None)),
+        }
+    }
 }

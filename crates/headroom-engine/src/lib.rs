@@ -22,6 +22,7 @@ mod http2;
 mod link;
 pub mod pacer;
 mod poller;
+mod proto;
 mod session;
 pub mod tls;
 mod transport;

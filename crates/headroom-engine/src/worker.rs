@@ -31,17 +31,18 @@ use std::time::{Duration, Instant};
 use headroom_core::session::ArrivalPhase;
 use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan, ProtoCounter};
 use headroom_metrics::{micros, Recorder, Snapshot};
-use headroom_proto::http1::{Decoded, ResponseDecoder};
-use headroom_proto::{h2, raw};
+use headroom_proto::h2;
+use headroom_proto::http1::ResponseDecoder;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use slab::Slab;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::http2::{H2Conn, H2Event, H2Request};
-use crate::link::{Link, Outcome};
+use crate::http2::{H2Conn, H2Request};
+use crate::link::Link;
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
+use crate::proto::{self, Outcome, Proto};
 use crate::session::{Action, Awaiting, Env, Program, SessionState};
 use crate::tls::TlsClient;
 use crate::transport::{Conn, IoErr};
@@ -59,8 +60,6 @@ const TIMER_BATCH: usize = 4096;
 /// were ~10% of the generator's CPU in bench/xmpp-vs-tsung.sh. Deadlines, intervals and timers
 /// are exact whatever this is: the sleep ends at the earliest of them.
 const MAX_WAIT: Duration = Duration::from_millis(200);
-/// Most reply bytes kept for a scenario's `extract`/`match` (the rest is read, not kept).
-const CAPTURE_LIMIT: usize = 4 << 20;
 /// Sessions a closed user may start within one turn before yielding (a session without I/O).
 const SESSIONS_PER_TURN: usize = 64;
 
@@ -140,10 +139,8 @@ struct User {
     sess: Option<Box<SessionState>>,
     /// Arrived in an open phase: leaves after one session and counts against `max_users`.
     arrived: bool,
-    /// The connection's protocol state (XMPP, PostgreSQL, WebSocket runs), while connected.
-    link: Option<Box<Link>>,
-    /// HTTP/2 runs: the connection's codec and its streams in flight, while connected.
-    h2: Option<Box<H2Conn>>,
+    /// The connection's protocol above its transport (`Plain` while there is none).
+    proto: Proto,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,8 +203,6 @@ pub(crate) struct Worker {
     arrived_total: u64,
     /// TLS for every connection (this worker's copy).
     tls: Option<TlsClient>,
-    /// HTTP/2: what one read's `feed` reported (reused).
-    h2_events: Vec<H2Event>,
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -253,7 +248,6 @@ impl Worker {
             open_alive: 0,
             arrived_total: 0,
             tls: s.tls.as_ref().map(TlsClient::for_worker),
-            h2_events: Vec::new(),
             s,
         };
         if let Some(p) = w.s.program.clone() {
@@ -411,8 +405,7 @@ impl Worker {
             written: 0,
             sess: None,
             arrived: false,
-            link: None,
-            h2: None,
+            proto: Proto::Plain,
         })
     }
 
@@ -565,7 +558,7 @@ impl Worker {
                 Wake::Send => self.start_request(key, t.at),
                 Wake::Next if u.sess.is_some() => self.session_next(key, t.at),
                 Wake::Next => self.next_request(key, Instant::now()),
-                Wake::Written => self.on_reply(key, None, true),
+                Wake::Written => self.complete_reply(key, None, true, false),
             }
         }
     }
@@ -600,7 +593,7 @@ impl Worker {
             let u = &mut self.users[key];
             u.intended = intended;
             u.batch = 0;
-            if u.h2.is_some() {
+            if u.proto.is_h2() {
                 self.h2_fill(key, intended);
             } else if u.conn.is_none() {
                 self.connect(key);
@@ -691,72 +684,36 @@ impl Worker {
             self.tls_handshake(key);
             return;
         }
-        if flags & WRITABLE != 0 && u.conn.as_ref().is_some_and(|c| c.wants_write()) {
-            // TLS records the socket could not take before.
-            if !self.flush_conn(key) {
-                return;
-            }
-        }
-        let Some(u) = self.users.get(key) else { return };
-        if u.h2.is_some() {
-            if flags & WRITABLE != 0 && !self.h2_flush(key) {
-                return;
-            }
-            if flags & READABLE != 0 && self.users.get(key).is_some_and(|u| u.gen == gen) {
-                self.h2_read(key);
-            }
-            return;
-        }
-        if u.link.is_some() {
-            // A protocol link reads whatever the state: the server speaks unasked (presence,
-            // chats, pings), and every byte goes through the link's decoder.
+        if u.state == State::Connecting {
             if flags & WRITABLE != 0 {
-                if u.state == State::Writing {
-                    self.write_request(key);
-                } else {
-                    self.flush_link(key);
-                }
-            }
-            if flags & READABLE != 0
-                && self
-                    .users
-                    .get(key)
-                    .is_some_and(|u| u.gen == gen && u.conn.is_some())
-            {
-                self.read_link(key, flags);
+                self.on_connect(key);
             }
             return;
         }
-        match u.state {
-            State::Connecting => {
-                if flags & WRITABLE != 0 {
-                    self.on_connect(key);
-                }
+        if flags & WRITABLE != 0 {
+            if u.conn.as_ref().is_some_and(|c| c.wants_write()) && !self.flush_conn(key) {
+                // TLS records the socket could not take before; writing them failed the user.
+                return;
             }
-            State::Tls | State::Handshake => {}
-            State::Writing => {
-                if flags & WRITABLE != 0 {
-                    self.write_request(key);
-                }
-                let still = self.users.get(key);
-                if still.is_some_and(|u| u.state == State::Reading && u.gen == gen)
-                    && flags & poller::IN != 0
-                {
-                    self.read(key, flags);
-                }
+            let Some(u) = self.users.get(key).filter(|u| u.gen == gen) else {
+                return;
+            };
+            if u.state == State::Writing {
+                self.write_request(key);
+            } else if u.proto.pending() && !self.flush_proto(key) {
+                return;
             }
-            State::Reading => {
-                if flags & READABLE != 0 {
-                    self.read(key, flags);
-                }
-            }
-            State::Idle | State::Waiting => {
-                // A kept-alive connection between requests: the server closed it (or sent bytes
-                // nobody asked for).
-                if flags & (poller::IN | poller::RDHUP | poller::ERR | poller::HUP) != 0 {
-                    self.idle_readable(key);
-                }
-            }
+        }
+        // Every protocol reads through one path; plain HTTP reads while a reply is awaited, and
+        // between requests to see the server close a kept-alive connection (or send bytes nobody
+        // asked for).
+        if flags & READABLE != 0
+            && self
+                .users
+                .get(key)
+                .is_some_and(|u| u.gen == gen && u.conn.is_some())
+        {
+            self.read(key, flags);
         }
     }
 
@@ -823,14 +780,10 @@ impl Worker {
                 self.connected(key, now);
                 // Plaintext that came with the handshake's last flight raises no new edge:
                 // read it now if anybody listens.
-                if let Some(u) = self.users.get(key).filter(|u| u.gen == gen) {
-                    if u.h2.is_some() {
-                        self.h2_read(key);
-                    } else if u.link.is_some() {
-                        self.read_link(key, 0);
-                    } else if u.state == State::Reading {
-                        self.read(key, 0);
-                    }
+                if self.users.get(key).is_some_and(|u| {
+                    u.gen == gen && (u.proto.reads_always() || u.state == State::Reading)
+                }) {
+                    self.read(key, 0);
                 }
             }
             Err(IoErr::Failed(kind)) => self.fail(key, kind, Instant::now()),
@@ -850,7 +803,7 @@ impl Worker {
                 self.fail(key, ErrorKind::Protocol, now);
                 return;
             }
-            u.h2 = Some(Box::new(H2Conn::new(h.streams)));
+            u.proto = Proto::H2(Box::new(H2Conn::new(h.streams)));
             let intended = u.intended;
             self.h2_fill(key, intended);
             return;
@@ -858,10 +811,10 @@ impl Worker {
         if let Some(prog) = &self.s.program {
             if let Some(link) = Link::start(&prog.w.link, &prog.host, u.global, &mut self.rng) {
                 // The protocol's setup runs first; `link_ready` goes on from here after it.
-                u.link = Some(Box::new(link));
+                u.proto = Proto::Link(Box::new(link));
                 u.state = State::Handshake;
                 u.deadline = Some(now + self.s.plan.timeout);
-                self.flush_link(key);
+                self.flush_proto(key);
                 return;
             }
         }
@@ -927,9 +880,9 @@ impl Worker {
         } else {
             State::Reading
         };
-        if u.state == State::Reading && u.link.as_ref().is_some_and(|l| l.pending()) {
+        if u.state == State::Reading && u.proto.pending() {
             // Protocol bytes (a pong, say) that waited for the request to be written.
-            self.flush_link(key);
+            self.flush_proto(key);
             let Some(u) = self.users.get(key).filter(|u| u.gen == gen) else {
                 return;
             };
@@ -950,14 +903,16 @@ impl Worker {
         }
     }
 
+    /// Reads the connection until it is drained, handing every byte to the protocol (see
+    /// [`crate::proto`]): one read path for every protocol and transport.
     fn read(&mut self, key: usize, flags: u32) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let gen = self.users[key].gen;
-        while let Some(u) = self.users.get_mut(key) {
-            if u.gen != gen || u.state != State::Reading {
+        while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
+            let reads = u.proto.reads_always() || u.state != State::Writing;
+            let Some(conn) = u.conn.as_mut().filter(|_| reads) else {
                 break;
-            }
-            let Some(conn) = u.conn.as_mut() else { break };
+            };
             let drains = conn.short_read_drains();
             match conn.recv(&mut scratch, &mut self.rec.counters) {
                 Ok(0) => {
@@ -965,22 +920,25 @@ impl Worker {
                     break;
                 }
                 Ok(n) => {
-                    self.on_bytes(key, &scratch[..n]);
+                    self.feed(key, gen, &scratch[..n]);
                     if drains && n < scratch.len() {
                         // Short read: drained. A peer half-close seen with this edge still
-                        // needs handling if a response is awaited.
-                        if flags & (poller::RDHUP | poller::HUP) != 0 {
-                            let still = self.users.get(key);
-                            if still.is_some_and(|u| u.gen == gen && u.state == State::Reading) {
-                                self.on_eof(key);
-                            }
+                        // needs handling.
+                        if flags & (poller::RDHUP | poller::HUP) != 0
+                            && self.users.get(key).is_some_and(|u| {
+                                u.gen == gen
+                                    && u.conn.is_some()
+                                    && (u.proto.reads_always() || u.state != State::Writing)
+                            })
+                        {
+                            self.on_eof(key);
                         }
                         break;
                     }
                 }
                 Err(IoErr::WouldBlock) => break,
                 Err(IoErr::Failed(kind)) => {
-                    self.fail(key, kind, Instant::now());
+                    self.proto_failed(key, kind);
                     break;
                 }
             }
@@ -988,98 +946,159 @@ impl Worker {
         self.scratch = scratch;
     }
 
-    fn on_bytes(&mut self, key: usize, mut buf: &[u8]) {
-        let gen = self.users[key].gen;
-        while !buf.is_empty() {
-            // Handling a response may end the user (removed from the slab) or replace its
-            // socket (new generation): re-check before every step.
-            let Some(u) = self.users.get_mut(key) else {
+    /// Hands bytes read to the protocol and acts on each outcome, until it needs more.
+    fn feed(&mut self, key: usize, gen: u32, mut buf: &[u8]) {
+        loop {
+            // Each outcome may end the user or replace its connection: re-check every turn.
+            let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) else {
                 return;
             };
-            if u.gen != gen || u.conn.is_none() {
-                return;
+            if u.conn.is_none() || (buf.is_empty() && !u.proto.queued()) {
+                break;
             }
-            if u.state != State::Reading {
-                // A stray CRLF after a body is a known server quirk, not an error.
-                if buf.iter().all(|&b| b == b'\r' || b == b'\n') {
+            let cx = proto::FeedCx {
+                decoder: &mut u.decoder,
+                sess: u.sess.as_deref_mut(),
+                reading: u.state == State::Reading,
+                program: self.s.program.as_deref(),
+                counters: &mut self.rec.counters,
+            };
+            let (used, outcome) = match proto::feed(&mut u.proto, cx, buf) {
+                Ok(x) => x,
+                Err(kind) => {
+                    self.proto_failed(key, kind);
                     return;
                 }
-                // Other bytes after every response we asked for: the connection cannot be
-                // trusted for reuse. The user keeps its schedule and reconnects when next due.
+            };
+            buf = buf.get(used..).unwrap_or(&[]);
+            if u.proto.link().is_some_and(|l| l.pending()) && u.state != State::Writing {
+                // A link's answer (a pong, a login step) goes out at once; HTTP/2's frames wait
+                // for the end of the read, with the requests it makes room for.
+                self.flush_proto(key);
+                if self.users.get(key).is_none_or(|u| u.gen != gen) {
+                    return;
+                }
+            }
+            match outcome {
+                None if used == 0 => break,
+                None => {}
+                Some(o) => self.on_outcome(key, o),
+            }
+        }
+        if self.users[key].proto.is_h2() {
+            self.h2_after_read(key);
+        }
+    }
+
+    /// Acts on what the protocol completed.
+    fn on_outcome(&mut self, key: usize, o: Outcome) {
+        let u = &mut self.users[key];
+        if let Some(h) = u.proto.h2() {
+            let c = &mut self.rec.counters;
+            match o {
+                Outcome::Reply { stream, status, .. } => {
+                    if let Some(slot) = h.take(stream) {
+                        let now = Instant::now();
+                        c.responses += 1;
+                        proto::count_status(c, status.unwrap_or(0));
+                        self.rec
+                            .record_latency(micros(now - slot.intended), micros(now - slot.sent));
+                    }
+                }
+                Outcome::Reset { stream, code } => {
+                    let in_flight = h.take(stream).is_some();
+                    proto::count_reset(c, code, in_flight);
+                }
+                Outcome::GoAway { code } => {
+                    c.proto(ProtoCounter::H2GoAway, 1);
+                    if code != h2::error_code::NO_ERROR {
+                        c.proto(ProtoCounter::H2ConnectionErrors, 1);
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
+        match o {
+            Outcome::Ready => self.link_ready(key),
+            Outcome::Reply {
+                status,
+                keep_alive,
+                ok,
+                ..
+            } => {
+                if u.state == State::Reading {
+                    if !ok {
+                        self.rec.counters.error(ErrorKind::ErrorReply);
+                    }
+                    self.complete_reply(key, status, keep_alive, !ok);
+                }
+            }
+            Outcome::Closed => {
+                // The server ended the session unasked: a user waiting on a reply failed; an
+                // idle one just loses its connection (and reconnects when next due).
+                if matches!(u.state, State::Reading | State::Writing) {
+                    self.fail(key, ErrorKind::Closed, Instant::now());
+                } else {
+                    self.close(key);
+                }
+            }
+            Outcome::Unexpected => {
+                // The user keeps its schedule and reconnects when next due.
                 self.rec.counters.error(ErrorKind::Protocol);
                 self.close(key);
-                return;
             }
-            if let Some(Awaiting::Raw { session, pc }) = u.sess.as_ref().map(|st| st.awaiting) {
-                let prog = self.s.program.as_ref().expect("sessions have a program");
-                let Some(expect) = prog.expect(session, pc) else {
-                    return;
-                };
-                let st = u.sess.as_mut().expect("checked above");
-                match st.raw.feed(expect, buf) {
-                    Ok((used, progress)) => {
-                        if st.capture && st.reply.len() < CAPTURE_LIMIT {
-                            st.reply.extend_from_slice(&buf[..used]);
-                        }
-                        buf = buf.get(used..).unwrap_or(&[]);
-                        if let raw::Progress::Complete(_) = progress {
-                            self.on_reply(key, None, true);
-                        }
-                    }
-                    Err(_) => {
-                        st.raw.reset();
-                        self.fail(key, ErrorKind::Protocol, Instant::now());
-                        return;
-                    }
-                }
-                continue;
-            }
-            let result = u.decoder.decode(buf);
-            if let (Some(st), Ok((used, _))) = (u.sess.as_mut(), &result) {
-                if st.capture && st.reply.len() < CAPTURE_LIMIT {
-                    st.reply.extend_from_slice(&buf[..*used]);
-                }
-            }
-            match result {
-                Ok((used, Decoded::NeedMore)) => {
-                    if used == 0 {
-                        return;
-                    }
-                    buf = buf.get(used..).unwrap_or(&[]);
-                }
-                Ok((used, Decoded::Complete(meta))) => {
-                    buf = buf.get(used..).unwrap_or(&[]);
-                    self.on_response(key, meta.status, meta.keep_alive);
-                }
-                Err(_) => {
-                    self.fail(key, ErrorKind::Protocol, Instant::now());
-                    return;
-                }
-            }
+            Outcome::Reset { .. } | Outcome::GoAway { .. } => {}
         }
     }
 
+    /// The server closed the connection.
     fn on_eof(&mut self, key: usize) {
-        if let Some(st) = self.users[key].sess.as_mut() {
-            if matches!(st.awaiting, Awaiting::Raw { .. }) {
-                // A raw reply ends only as its matcher says: a close before that fails it.
-                st.raw.reset();
-                self.fail(key, ErrorKind::Closed, Instant::now());
-                return;
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        match &mut u.proto {
+            Proto::Link(_) => self.link_eof(key),
+            Proto::H2(h) => {
+                // A close after a GOAWAY with nothing in flight is the end it announced;
+                // otherwise whatever was in flight failed.
+                if h.conn.goaway().is_some() && h.slots.is_empty() {
+                    self.close(key);
+                    self.next_request(key, now);
+                } else {
+                    self.fail(key, ErrorKind::Closed, now);
+                }
             }
-        }
-        match self.users[key].decoder.eof() {
-            Ok(Some(meta)) => {
+            Proto::Plain if u.state != State::Reading => {
+                // Closed while idle: reconnect when next needed.
+                self.close(key);
+            }
+            Proto::Plain => match proto::eof_plain(&mut u.decoder, u.sess.as_deref_mut()) {
                 // A body delimited by the close: complete. If more responses of a pipelined
                 // batch were expected, those failed.
-                self.on_response(key, meta.status, false);
-            }
-            _ => self.fail(key, ErrorKind::Closed, Instant::now()),
+                Ok(o) => self.on_outcome(key, o),
+                Err(kind) => self.fail(key, kind, now),
+            },
         }
     }
 
-    fn on_response(&mut self, key: usize, status: u16, keep_alive: bool) {
-        self.on_reply(key, Some(status), keep_alive);
+    /// The connection failed (bad bytes, a refused login, a dead socket).
+    fn proto_failed(&mut self, key: usize, kind: ErrorKind) {
+        let u = &self.users[key];
+        match &u.proto {
+            Proto::Link(_) => self.link_failed(key, kind),
+            Proto::H2(_) => {
+                // The codec may have written its GOAWAY: send it before the connection goes.
+                self.flush_proto(key);
+                if self.users.get(key).is_some_and(|u| u.conn.is_some()) {
+                    self.fail(key, kind, Instant::now());
+                }
+            }
+            Proto::Plain if matches!(u.state, State::Reading | State::Writing) => {
+                self.fail(key, kind, Instant::now())
+            }
+            // Lost while idle: nobody waited; reconnect when next needed.
+            Proto::Plain => self.close(key),
+        }
     }
 
     /// HTTP/2: open streams up to `--streams` (and the server's limit) while the user's quota
@@ -1093,7 +1112,7 @@ impl Worker {
         };
         let now = Instant::now();
         let u = &mut self.users[key];
-        let Some(h) = u.h2.as_mut() else { return };
+        let Some(h) = u.proto.h2() else { return };
         while h.slots.len() < streams && h.conn.can_open() {
             if u.remaining == Some(0) || self.budget == Some(0) {
                 break;
@@ -1130,141 +1149,33 @@ impl Worker {
             u.sent = now;
         }
         u.deadline = Some(now + self.s.plan.timeout);
-        self.h2_flush(key);
+        self.flush_proto(key);
     }
 
-    /// HTTP/2: write the codec's frames. False if that failed the user.
-    fn h2_flush(&mut self, key: usize) -> bool {
-        let u = &mut self.users[key];
-        let (Some(conn), Some(h)) = (u.conn.as_mut(), u.h2.as_mut()) else {
-            return false;
-        };
-        while h.written < h.out.len() {
-            match conn.send(&h.out[h.written..], &mut self.rec.counters) {
-                Ok(n) => h.written += n,
-                Err(IoErr::WouldBlock) => return true,
-                Err(IoErr::Failed(kind)) => {
-                    self.fail(key, kind, Instant::now());
-                    return false;
-                }
-            }
-        }
-        h.out.clear();
-        h.written = 0;
-        true
-    }
-
-    /// HTTP/2: read until the socket is drained, handing every byte to the codec.
-    fn h2_read(&mut self, key: usize) {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let mut events = std::mem::take(&mut self.h2_events);
-        let gen = self.users[key].gen;
-        while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
-            let (Some(conn), Some(h)) = (u.conn.as_mut(), u.h2.as_mut()) else {
-                break;
-            };
-            let drains = conn.short_read_drains();
-            let n = match conn.recv(&mut scratch, &mut self.rec.counters) {
-                Ok(0) => {
-                    // Closed by the server: a close after a GOAWAY with nothing in flight is the
-                    // end it announced; otherwise whatever was in flight failed.
-                    if h.conn.goaway().is_some() && h.slots.is_empty() {
-                        self.close(key);
-                        self.next_request(key, Instant::now());
-                    } else {
-                        self.fail(key, ErrorKind::Closed, Instant::now());
-                    }
-                    break;
-                }
-                Ok(n) => n,
-                Err(IoErr::WouldBlock) => break,
-                Err(IoErr::Failed(kind)) => {
-                    self.fail(key, kind, Instant::now());
-                    break;
-                }
-            };
-            events.clear();
-            let fed = h.conn.feed(&scratch[..n], &mut h.out, &mut |e| match e {
-                h2::Event::Complete { stream, status } => {
-                    events.push(H2Event::Complete { stream, status })
-                }
-                h2::Event::Reset { stream, code } => events.push(H2Event::Reset { stream, code }),
-                h2::Event::GoAway { code, .. } => events.push(H2Event::GoAway { code }),
-                _ => {}
-            });
-            self.h2_events_done(key, &events, fed.is_err());
-            if self.users.get(key).is_none_or(|u| u.gen != gen) {
-                break;
-            }
-            if drains && n < scratch.len() {
-                break;
-            }
-        }
-        self.h2_events = events;
-        self.scratch = scratch;
-    }
-
-    /// HTTP/2: count what one read completed, then keep the streams going.
-    fn h2_events_done(&mut self, key: usize, events: &[H2Event], conn_failed: bool) {
+    /// HTTP/2, after a read's outcomes: keep the streams going, and write what the codec and
+    /// the new streams put out in one go.
+    fn h2_after_read(&mut self, key: usize) {
         let now = Instant::now();
         let u = &mut self.users[key];
-        let Some(h) = u.h2.as_mut() else { return };
-        let rec = &mut self.rec;
-        for e in events {
-            let c = &mut rec.counters;
-            match *e {
-                H2Event::Complete { stream, status } => {
-                    let Some(slot) = h.take(stream) else { continue };
-                    c.responses += 1;
-                    c.status(status);
-                    match status {
-                        400..=499 => c.error(ErrorKind::Http4xx),
-                        500..=599 => c.error(ErrorKind::Http5xx),
-                        _ => {}
-                    }
-                    rec.record_latency(micros(now - slot.intended), micros(now - slot.sent));
-                }
-                H2Event::Reset { stream, code } => {
-                    if h.take(stream).is_some() {
-                        c.error(ErrorKind::StreamReset);
-                    }
-                    c.proto(ProtoCounter::h2_rst(code), 1);
-                }
-                H2Event::GoAway { code } => {
-                    c.proto(ProtoCounter::H2GoAway, 1);
-                    if code != h2::error_code::NO_ERROR {
-                        c.proto(ProtoCounter::H2ConnectionErrors, 1);
-                    }
-                }
-            }
-        }
+        let Some(h) = u.proto.h2() else { return };
         u.outstanding = h.slots.len() as u32;
-        if conn_failed {
-            // A connection error: the codec wrote its GOAWAY; the streams in flight failed.
-            self.rec.counters.proto(ProtoCounter::H2ConnectionErrors, 1);
-            self.h2_flush(key);
-            if self.users.get(key).is_some_and(|u| u.conn.is_some()) {
-                self.fail(key, ErrorKind::Protocol, now);
-            }
-            return;
-        }
-        let closed_loop = matches!(self.s.plan.model, LoadModel::Closed { think: None, .. });
         let idle = h.slots.is_empty();
-        if closed_loop {
+        let goaway = h.conn.goaway().is_some();
+        if matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
             // Each answered stream is replaced at once (the closed model's next request).
             self.h2_fill(key, now);
         } else if idle {
             u.state = State::Idle;
             u.deadline = None;
-            if h.conn.goaway().is_some() {
+            if goaway {
                 self.close(key);
             }
             self.next_request(key, now);
         } else {
             u.deadline = Some(now + self.s.plan.timeout);
         }
-        if self.users.get(key).is_some_and(|u| u.h2.is_some()) {
-            self.h2_flush(key);
+        if self.users.get(key).is_some_and(|u| u.proto.is_h2()) {
+            self.flush_proto(key);
         }
     }
 
@@ -1278,133 +1189,43 @@ impl Worker {
         match conn.flush(&mut self.rec.counters) {
             Ok(()) | Err(IoErr::WouldBlock) => true,
             Err(IoErr::Failed(kind)) => {
-                if u.link.is_some() {
-                    self.link_failed(key, kind);
-                } else {
-                    self.fail(key, kind, Instant::now());
-                }
+                self.proto_failed(key, kind);
                 false
             }
         }
     }
 
-    /// Writes what the protocol link has to send. A write error fails the user.
-    fn flush_link(&mut self, key: usize) {
+    /// Writes the protocol's own bytes (link answers, HTTP/2 frames). False if that failed the
+    /// user.
+    fn flush_proto(&mut self, key: usize) -> bool {
         let u = &mut self.users[key];
-        let (Some(conn), Some(link)) = (u.conn.as_mut(), u.link.as_mut()) else {
-            return;
+        let (Some(conn), Some((out, written))) = (u.conn.as_mut(), u.proto.out()) else {
+            return true;
         };
-        while link.written < link.out.len() {
-            match conn.send(&link.out[link.written..], &mut self.rec.counters) {
-                Ok(n) => link.written += n,
-                Err(IoErr::WouldBlock) => return,
+        while *written < out.len() {
+            match conn.send(&out[*written..], &mut self.rec.counters) {
+                Ok(n) => *written += n,
+                Err(IoErr::WouldBlock) => return true,
                 Err(IoErr::Failed(kind)) => {
-                    self.link_failed(key, kind);
-                    return;
-                }
-            }
-        }
-        link.out.clear();
-        link.written = 0;
-    }
-
-    /// Reads a protocol link's connection until it is drained, whatever the user's state.
-    fn read_link(&mut self, key: usize, flags: u32) {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let gen = self.users[key].gen;
-        while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
-            let Some(conn) = u.conn.as_mut() else { break };
-            let drains = conn.short_read_drains();
-            match conn.recv(&mut scratch, &mut self.rec.counters) {
-                Ok(0) => {
-                    self.link_eof(key);
-                    break;
-                }
-                Ok(n) => {
-                    self.on_link_bytes(key, gen, &scratch[..n]);
-                    if drains && n < scratch.len() {
-                        if flags & (poller::RDHUP | poller::HUP) != 0
-                            && self.users.get(key).is_some_and(|u| u.gen == gen)
-                        {
-                            self.link_eof(key);
-                        }
-                        break;
-                    }
-                }
-                Err(IoErr::WouldBlock) => break,
-                Err(IoErr::Failed(kind)) => {
-                    self.link_failed(key, kind);
-                    break;
-                }
-            }
-        }
-        self.scratch = scratch;
-    }
-
-    fn on_link_bytes(&mut self, key: usize, gen: u32, mut buf: &[u8]) {
-        let Some(prog) = self.s.program.clone() else {
-            return;
-        };
-        while !buf.is_empty() {
-            // Each outcome may end the user or replace its connection: re-check every turn.
-            let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) else {
-                return;
-            };
-            let Some(link) = u.link.as_mut() else { return };
-            let fed = link.feed(
-                &prog.w.link,
-                prog.xmpp.as_ref(),
-                buf,
-                &mut self.rec.counters,
-            );
-            let (used, outcome) = match fed {
-                Ok(x) => x,
-                Err(kind) => {
-                    self.link_failed(key, kind);
-                    return;
-                }
-            };
-            buf = buf.get(used..).unwrap_or(&[]);
-            if link.pending() && u.state != State::Writing {
-                self.flush_link(key);
-                if self.users.get(key).is_none_or(|u| u.gen != gen) {
-                    return;
-                }
-            }
-            match outcome {
-                None => {
-                    if used == 0 {
-                        return;
-                    }
-                }
-                Some(Outcome::Ready) => self.link_ready(key),
-                Some(Outcome::Reply { ok }) => {
-                    if self.users[key].state == State::Reading {
-                        if !ok {
-                            self.rec.counters.error(ErrorKind::ErrorReply);
-                        }
-                        self.complete_reply(key, None, true, !ok);
-                    }
-                }
-                Some(Outcome::Closed) => {
-                    // The server ended the session unasked: a user waiting on a reply failed;
-                    // an idle one just loses its connection (and reconnects when next due).
-                    if matches!(self.users[key].state, State::Reading | State::Writing) {
-                        self.fail(key, ErrorKind::Closed, Instant::now());
+                    if u.proto.is_h2() {
+                        self.fail(key, kind, Instant::now());
                     } else {
-                        self.close(key);
+                        self.link_failed(key, kind);
                     }
-                    return;
+                    return false;
                 }
             }
         }
+        out.clear();
+        *written = 0;
+        true
     }
 
     /// The protocol's setup is done: time it, and go on with the step that connected.
     fn link_ready(&mut self, key: usize) {
         let now = Instant::now();
         let u = &mut self.users[key];
-        if let (Some(link), Some(prog)) = (u.link.as_ref(), self.s.program.as_ref()) {
+        if let (Some(link), Some(prog)) = (u.proto.link(), self.s.program.as_ref()) {
             if let Some(id) = prog.w.handshake {
                 self.rec
                     .record_name(id as usize, micros(now - link.started), false);
@@ -1439,11 +1260,10 @@ impl Worker {
     /// The server closed a protocol link's connection.
     fn link_eof(&mut self, key: usize) {
         let u = &self.users[key];
-        let clean = u.link.as_ref().is_some_and(|l| l.eof_is_clean());
+        let clean = u.proto.link().is_some_and(|l| l.eof_is_clean());
         match u.state {
             State::Reading | State::Writing | State::Handshake => {
-                let closing = u.link.as_ref().is_some_and(|l| l.closing);
-                if closing && u.state == State::Reading && clean {
+                if u.proto.closing() && u.state == State::Reading && clean {
                     // Our close, answered by the close of the connection.
                     self.complete_reply(key, None, false, false);
                 } else {
@@ -1455,17 +1275,12 @@ impl Worker {
         }
     }
 
-    /// A reply completed: an HTTP response (`status`), or a raw reply (`None`).
-    fn on_reply(&mut self, key: usize, status: Option<u16>, keep_alive: bool) {
-        self.complete_reply(key, status, keep_alive, false);
-    }
-
     /// A reply completed; `failed` marks a protocol error reply (iq error, SQL error).
     fn complete_reply(&mut self, key: usize, status: Option<u16>, keep_alive: bool, failed: bool) {
         let now = Instant::now();
         let u = &mut self.users[key];
         // A protocol close that was answered (or written) ends the connection.
-        let keep_alive = keep_alive && !u.link.as_ref().is_some_and(|l| l.closing);
+        let keep_alive = keep_alive && !u.proto.closing();
         let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
         let c = &mut self.rec.counters;
@@ -1568,7 +1383,7 @@ impl Worker {
                 rec: &mut self.rec,
                 cursors: &mut self.cursors,
                 now,
-                link: u.link.as_deref_mut(),
+                link: u.proto.link_mut(),
             };
             match st.advance(&prog, &mut env) {
                 Action::Send => {
@@ -1587,13 +1402,15 @@ impl Worker {
                         self.connect(key);
                         return;
                     }
-                    if u.link.as_ref().is_some_and(|l| !l.ready) {
+                    if u.proto.link().is_some_and(|l| !l.ready) {
                         // A protocol step on a connection whose setup is not done: cannot
                         // happen (steps run only once it is), but never spin on it.
                         self.fail(key, ErrorKind::Protocol, now);
                         return;
                     }
-                    if u.link.is_none() && prog.w.link != headroom_core::session::LinkSpec::Plain {
+                    if u.proto.link().is_none()
+                        && prog.w.link != headroom_core::session::LinkSpec::Plain
+                    {
                         // A protocol step on a connection without its link: reconnect.
                         self.close(key);
                     }
@@ -1631,22 +1448,6 @@ impl Worker {
                         return;
                     }
                 }
-            }
-        }
-    }
-
-    /// A kept-alive connection became readable between requests.
-    fn idle_readable(&mut self, key: usize) {
-        let mut buf = [0u8; 512];
-        let u = &mut self.users[key];
-        let Some(conn) = u.conn.as_mut() else { return };
-        match conn.recv(&mut buf, &mut self.rec.counters) {
-            Err(IoErr::WouldBlock) => {}
-            Ok(0) | Err(_) => self.close(key), // closed while idle: reconnect when next needed
-            Ok(n) if buf[..n].iter().all(|&b| b == b'\r' || b == b'\n') => {}
-            Ok(_) => {
-                self.rec.counters.error(ErrorKind::Protocol);
-                self.close(key);
             }
         }
     }
@@ -1706,10 +1507,9 @@ impl Worker {
 
     fn close(&mut self, key: usize) {
         let u = &mut self.users[key];
-        if let Some(mut link) = u.link.take() {
+        if let Proto::Link(mut link) = std::mem::replace(&mut u.proto, Proto::Plain) {
             link.release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
         }
-        u.h2 = None;
         if let Some(conn) = u.conn.take() {
             drop(conn);
             self.open_conns -= 1;

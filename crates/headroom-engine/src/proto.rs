@@ -1,0 +1,267 @@
+//! The protocol above a connection, as the worker sees it: one calling convention for every
+//! protocol headroom speaks, whatever transport (plain TCP or TLS) carries it.
+//!
+//! Each protocol is sans-I/O and follows the same three rules, as the codecs in
+//! `headroom-proto` already do:
+//! - **encode** into an output buffer: a request into the session's or the run's bytes, and the
+//!   protocol's own bytes (login steps, pongs, SETTINGS acks, window updates) into
+//!   [`Proto::out`], which the worker writes whenever no request is half written;
+//! - **feed** received bytes: [`feed`] takes what the socket gave and returns how much it used
+//!   and at most one [`Outcome`]; the worker calls it again with the rest until it returns
+//!   `(0, None)`;
+//! - **outcomes**: the setup is [`Outcome::Ready`], a [`Outcome::Reply`] completed (with its
+//!   status, whether the connection may be reused, and whether it was an error reply), the server
+//!   ended the session ([`Outcome::Closed`]), bytes came that nobody asked for
+//!   ([`Outcome::Unexpected`]), HTTP/2's stream resets and GOAWAY; or an error kind, after which
+//!   the connection is unusable.
+//!
+//! The worker therefore has one read path, one write path for protocol bytes and one place that
+//! acts on outcomes; adding a protocol means a variant here, not a new path through the worker.
+
+use headroom_core::{ErrorKind, ProtoCounter};
+use headroom_metrics::Counters;
+use headroom_proto::http1::{Decoded, ResponseDecoder};
+use headroom_proto::raw;
+
+use crate::http2::H2Conn;
+use crate::link::{self, Link};
+use crate::session::{Awaiting, Program, SessionState};
+
+/// Raw replies and HTTP responses kept for extraction are bounded per batch.
+pub(crate) const CAPTURE_LIMIT: usize = 4 << 20;
+
+/// What one `feed` completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The protocol's setup (login, startup, upgrade) finished: requests may be sent.
+    Ready,
+    /// A reply completed. `stream` is the HTTP/2 stream (0 elsewhere); `status` the HTTP status
+    /// (none for raw and session protocols); `keep_alive` false when the server will close;
+    /// `ok` false for an error reply (iq error, SQL error).
+    Reply {
+        stream: u32,
+        status: Option<u16>,
+        keep_alive: bool,
+        ok: bool,
+    },
+    /// HTTP/2: the server reset a stream with `code`.
+    Reset { stream: u32, code: u32 },
+    /// HTTP/2: the server sent GOAWAY with `code`.
+    GoAway { code: u32 },
+    /// The server ended the session unasked (XMPP `</stream:stream>`, a WebSocket close).
+    Closed,
+    /// Bytes after every reply that was asked for: the connection cannot be trusted for reuse.
+    Unexpected,
+}
+
+/// The protocol state of one connection.
+pub(crate) enum Proto {
+    /// HTTP/1.1 (the user's response decoder) and raw TCP (the session's reply matcher): both
+    /// keep their state on the user, because it outlives a connection's setup.
+    Plain,
+    /// XMPP, PostgreSQL, WebSocket: a setup, then requests and unasked server traffic.
+    Link(Box<Link>),
+    /// HTTP/2: a connection's codec and its streams in flight.
+    H2(Box<H2Conn>),
+}
+
+impl Proto {
+    /// Reads whatever the user's state: the server speaks unasked (presence, chats, pings,
+    /// SETTINGS), so every byte goes through the protocol's decoder. Plain HTTP reads only while
+    /// a reply is awaited or the connection idles.
+    pub fn reads_always(&self) -> bool {
+        !matches!(self, Proto::Plain)
+    }
+
+    /// The protocol's own bytes still to write, and how many of them are written.
+    pub fn out(&mut self) -> Option<(&mut Vec<u8>, &mut usize)> {
+        match self {
+            Proto::Plain => None,
+            Proto::Link(l) => Some((&mut l.out, &mut l.written)),
+            Proto::H2(h) => Some((&mut h.out, &mut h.written)),
+        }
+    }
+
+    /// Bytes of [`Proto::out`] are waiting.
+    pub fn pending(&self) -> bool {
+        match self {
+            Proto::Plain => false,
+            Proto::Link(l) => l.pending(),
+            Proto::H2(h) => h.written < h.out.len(),
+        }
+    }
+
+    /// Outcomes of an earlier `feed` are still to be taken (HTTP/2 reports all a read completed
+    /// at once, and hands them out one per call).
+    pub fn queued(&self) -> bool {
+        match self {
+            Proto::H2(h) => h.queued(),
+            _ => false,
+        }
+    }
+
+    pub fn link(&self) -> Option<&Link> {
+        match self {
+            Proto::Link(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn link_mut(&mut self) -> Option<&mut Link> {
+        match self {
+            Proto::Link(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn h2(&mut self) -> Option<&mut H2Conn> {
+        match self {
+            Proto::H2(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    pub fn is_h2(&self) -> bool {
+        matches!(self, Proto::H2(_))
+    }
+
+    /// A close was sent on a link: the connection ends once it is answered.
+    pub fn closing(&self) -> bool {
+        self.link().is_some_and(|l| l.closing)
+    }
+}
+
+/// The user state `feed` needs besides the protocol's own.
+pub(crate) struct FeedCx<'a> {
+    pub decoder: &'a mut ResponseDecoder,
+    pub sess: Option<&'a mut SessionState>,
+    /// A reply is awaited (the user is reading).
+    pub reading: bool,
+    pub program: Option<&'a Program>,
+    pub counters: &'a mut Counters,
+}
+
+/// Takes bytes from the server: how many were used and what completed, if anything. Call again
+/// with the rest; `(0, None)` means the protocol needs more bytes. An error means the
+/// connection is unusable.
+pub(crate) fn feed(
+    proto: &mut Proto,
+    cx: FeedCx<'_>,
+    buf: &[u8],
+) -> Result<(usize, Option<Outcome>), ErrorKind> {
+    match proto {
+        Proto::Plain => feed_plain(cx, buf),
+        Proto::Link(l) => {
+            if buf.is_empty() {
+                return Ok((0, None));
+            }
+            let Some(prog) = cx.program else {
+                return Err(ErrorKind::Other);
+            };
+            let (used, o) = l.feed(&prog.w.link, prog.xmpp.as_ref(), buf, cx.counters)?;
+            let o = o.map(|o| match o {
+                link::Outcome::Ready => Outcome::Ready,
+                link::Outcome::Reply { ok } => Outcome::Reply {
+                    stream: 0,
+                    status: None,
+                    keep_alive: true,
+                    ok,
+                },
+                link::Outcome::Closed => Outcome::Closed,
+            });
+            Ok((used, o))
+        }
+        Proto::H2(h) => h.feed(buf, cx.counters),
+    }
+}
+
+/// HTTP/1.1 responses, or a raw reply as the session's matcher delimits it.
+fn feed_plain(cx: FeedCx<'_>, buf: &[u8]) -> Result<(usize, Option<Outcome>), ErrorKind> {
+    if buf.is_empty() {
+        return Ok((0, None));
+    }
+    if !cx.reading {
+        // A stray CRLF after a body is a known server quirk, not an error.
+        if buf.iter().all(|&b| b == b'\r' || b == b'\n') {
+            return Ok((buf.len(), None));
+        }
+        return Ok((buf.len(), Some(Outcome::Unexpected)));
+    }
+    let mut sess = cx.sess;
+    if let Some(st) = sess.as_deref_mut() {
+        if let Awaiting::Raw { session, pc } = st.awaiting {
+            let Some(expect) = cx.program.and_then(|p| p.expect(session, pc)) else {
+                return Ok((0, None));
+            };
+            return match st.raw.feed(expect, buf) {
+                Ok((used, progress)) => {
+                    if st.capture && st.reply.len() < CAPTURE_LIMIT {
+                        st.reply.extend_from_slice(&buf[..used]);
+                    }
+                    let done = matches!(progress, raw::Progress::Complete(_));
+                    Ok((used, done.then_some(reply(None, true))))
+                }
+                Err(_) => {
+                    st.raw.reset();
+                    Err(ErrorKind::Protocol)
+                }
+            };
+        }
+    }
+    let (used, d) = cx.decoder.decode(buf).map_err(|_| ErrorKind::Protocol)?;
+    if let Some(st) = sess {
+        if st.capture && st.reply.len() < CAPTURE_LIMIT {
+            st.reply.extend_from_slice(&buf[..used]);
+        }
+    }
+    Ok(match d {
+        Decoded::NeedMore => (used, None),
+        Decoded::Complete(meta) => (used, Some(reply(Some(meta.status), meta.keep_alive))),
+    })
+}
+
+fn reply(status: Option<u16>, keep_alive: bool) -> Outcome {
+    Outcome::Reply {
+        stream: 0,
+        status,
+        keep_alive,
+        ok: true,
+    }
+}
+
+/// The server closed a plain connection while a reply was awaited: the reply that completes by
+/// the close (an HTTP body delimited by it), or the error.
+pub(crate) fn eof_plain(
+    decoder: &mut ResponseDecoder,
+    sess: Option<&mut SessionState>,
+) -> Result<Outcome, ErrorKind> {
+    if let Some(st) = sess {
+        if matches!(st.awaiting, Awaiting::Raw { .. }) {
+            // A raw reply ends only as its matcher says: a close before that fails it.
+            st.raw.reset();
+            return Err(ErrorKind::Closed);
+        }
+    }
+    match decoder.eof() {
+        Ok(Some(meta)) => Ok(reply(Some(meta.status), false)),
+        _ => Err(ErrorKind::Closed),
+    }
+}
+
+/// Count a reply's HTTP status: its class, and an error for 4xx and 5xx.
+pub(crate) fn count_status(c: &mut Counters, status: u16) {
+    c.status(status);
+    match status {
+        400..=499 => c.error(ErrorKind::Http4xx),
+        500..=599 => c.error(ErrorKind::Http5xx),
+        _ => {}
+    }
+}
+
+/// Count an HTTP/2 reset of `code` (and a failed request when it ended one in flight).
+pub(crate) fn count_reset(c: &mut Counters, code: u32, in_flight: bool) {
+    if in_flight {
+        c.error(ErrorKind::StreamReset);
+    }
+    c.proto(ProtoCounter::h2_rst(code), 1);
+}

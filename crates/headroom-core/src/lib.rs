@@ -618,16 +618,25 @@ impl Plan {
                     "HTTP/2 keeps its connections: --no-keepalive does not apply".into(),
                 ));
             }
-            if self.workload.is_some() {
-                return Err(PlanError(
-                    "HTTP/2 runs URL loads only so far (scenarios speak HTTP/1.1)".into(),
-                ));
+            if let Some(w) = &self.workload {
+                if w.link != crate::session::LinkSpec::Plain {
+                    return Err(PlanError("HTTP/2 carries HTTP requests only".into()));
+                }
+                if h.streams != 1 {
+                    return Err(PlanError(
+                        "a scenario's users send their own requests: --streams does not apply"
+                            .into(),
+                    ));
+                }
             }
-            let closed_no_think = matches!(self.model, LoadModel::Closed { think: None, .. });
-            if h.streams > 1 && !closed_no_think {
+            let streams_fit = matches!(
+                self.model,
+                LoadModel::Closed { think: None, .. } | LoadModel::Rate { .. }
+            );
+            if h.streams > 1 && !streams_fit {
                 return Err(PlanError(
-                    "--streams above 1 needs the closed model without --think (use -c and \
-                     --streams; with --rate or --arrival-rate each connection has one stream)"
+                    "--streams above 1 needs -c alone or with --rate (with --think or \
+                     --arrival-rate each connection has one stream)"
                         .into(),
                 ));
             }

@@ -16,7 +16,7 @@ use headroom_core::{ErrorKind, HttpRequest, Plan, ProtoCounter};
 use headroom_metrics::Counters;
 use headroom_proto::h2::{self, ClientConn};
 
-use crate::proto::Outcome;
+use crate::proto::{Outcome, CAPTURE_LIMIT};
 
 /// Headers a request may carry over HTTP/2 in a URL run (`-H`, plus user-agent and
 /// content-length); borrowed into a fixed array per send.
@@ -100,6 +100,70 @@ impl H2Request {
     }
 }
 
+/// Streams a session user may keep open at once (its batch of requests), below any server's
+/// limit in practice; a batch larger than the server allows fails as a protocol error.
+pub(crate) const SESSION_STREAMS: u32 = 128;
+
+/// Sends each HTTP/1.1 request of `wire` (a session's batch, encoded back to back) as a stream
+/// of `conn`: the session encodes its requests once, as HTTP/1.1, whatever version carries
+/// them, and this re-reads their parts (method, target, headers, body) without copying them.
+/// `opened` gets each new stream's id. An error kind if a request does not parse or no stream
+/// could be opened for it.
+pub(crate) fn send_http1_batch(
+    conn: &mut ClientConn,
+    out: &mut Vec<u8>,
+    wire: &[u8],
+    scheme: &[u8],
+    opened: &mut dyn FnMut(u32),
+) -> Result<(), ErrorKind> {
+    let mut rest = wire;
+    while !rest.is_empty() {
+        let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut hs);
+        let head = match req.parse(rest) {
+            Ok(httparse::Status::Complete(n)) => n,
+            _ => return Err(ErrorKind::Other),
+        };
+        let (Some(method), Some(path)) = (req.method, req.path) else {
+            return Err(ErrorKind::Other);
+        };
+        let mut authority: &[u8] = b"";
+        let mut len = 0usize;
+        let empty: &[u8] = &[];
+        let mut fields: [(&[u8], &[u8]); MAX_HEADERS] = [(empty, empty); MAX_HEADERS];
+        let mut n = 0;
+        for h in req.headers.iter() {
+            if h.name.eq_ignore_ascii_case("host") {
+                authority = h.value;
+            } else {
+                if h.name.eq_ignore_ascii_case("content-length") {
+                    len = std::str::from_utf8(h.value)
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok())
+                        .ok_or(ErrorKind::Other)?;
+                }
+                fields[n] = (h.name.as_bytes(), h.value);
+                n += 1;
+            }
+        }
+        let body = rest.get(head..head + len).ok_or(ErrorKind::Other)?;
+        let r = h2::Request {
+            method: method.as_bytes(),
+            scheme,
+            authority,
+            path: path.as_bytes(),
+            headers: &fields[..n],
+            body,
+        };
+        let stream = conn
+            .send_request(&r, out)
+            .map_err(|_| ErrorKind::Protocol)?;
+        opened(stream);
+        rest = &rest[head + len..];
+    }
+    Ok(())
+}
+
 /// One request in flight on a stream.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
@@ -122,6 +186,8 @@ pub(crate) struct H2Conn {
     next: usize,
     /// The codec failed on the last read: reported once its earlier outcomes are taken.
     failed: bool,
+    /// Capturing a session's reply: its body began (the head's blank line is written).
+    in_body: bool,
 }
 
 impl H2Conn {
@@ -140,6 +206,7 @@ impl H2Conn {
             events: Vec::with_capacity(streams.min(1024) as usize),
             next: 0,
             failed: false,
+            in_body: false,
         }
     }
 
@@ -157,10 +224,13 @@ impl H2Conn {
     /// The protocol's `feed` (see [`crate::proto`]): the codec takes a whole read at once, so
     /// the first call uses all of `input` and later calls (with no input) hand out the rest of
     /// what it completed. A connection error (the codec wrote its GOAWAY) comes after them.
+    /// `capture`, when given, gets each response as HTTP/1.1 text (status line, headers, blank
+    /// line, body) for a session's `extract` and `match`, bounded by `CAPTURE_LIMIT`.
     pub fn feed(
         &mut self,
         input: &[u8],
         c: &mut Counters,
+        mut capture: Option<&mut Vec<u8>>,
     ) -> Result<(usize, Option<Outcome>), ErrorKind> {
         if let Some(&e) = self.events.get(self.next) {
             self.next += 1;
@@ -177,16 +247,51 @@ impl H2Conn {
             return Ok((0, None));
         }
         let events = &mut self.events;
+        let in_body = &mut self.in_body;
         let fed = self.conn.feed(input, &mut self.out, &mut |e| match e {
-            h2::Event::Complete { stream, status } => events.push(Outcome::Reply {
-                stream,
-                status: Some(status),
-                keep_alive: true,
-                ok: true,
-            }),
+            h2::Event::Status { status, .. } => {
+                *in_body = false;
+                if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
+                    cap.extend_from_slice(b"HTTP/1.1 ");
+                    cap.extend_from_slice(status.to_string().as_bytes());
+                    cap.extend_from_slice(b" \r\n");
+                }
+            }
+            h2::Event::Header { name, value, .. } => {
+                if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
+                    if !*in_body && name.first() != Some(&b':') {
+                        cap.extend_from_slice(name);
+                        cap.extend_from_slice(b": ");
+                        cap.extend_from_slice(value);
+                        cap.extend_from_slice(b"\r\n");
+                    }
+                }
+            }
+            h2::Event::Data { data, .. } => {
+                if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
+                    if !*in_body {
+                        cap.extend_from_slice(b"\r\n");
+                    }
+                    cap.extend_from_slice(data);
+                }
+                *in_body = true;
+            }
+            h2::Event::Complete { stream, status } => {
+                if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
+                    if !*in_body {
+                        cap.extend_from_slice(b"\r\n");
+                    }
+                }
+                *in_body = false;
+                events.push(Outcome::Reply {
+                    stream,
+                    status: Some(status),
+                    keep_alive: true,
+                    ok: true,
+                })
+            }
             h2::Event::Reset { stream, code } => events.push(Outcome::Reset { stream, code }),
             h2::Event::GoAway { code, .. } => events.push(Outcome::GoAway { code }),
-            _ => {}
         });
         self.failed = fed.is_err();
         match self.events.first() {

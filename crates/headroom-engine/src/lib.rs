@@ -107,11 +107,12 @@ pub fn run(
         Some(o) => Some(tls::TlsClient::new(o).map_err(EngineError::Tls)?),
         None => None,
     };
+    // URL runs send one request on every stream; scenario sessions send their own requests.
     let h2req = match plan.http2 {
-        Some(_) => Some(Arc::new(
+        Some(_) if plan.workload.is_none() => Some(Arc::new(
             http2::H2Request::new(&plan).map_err(EngineError::Request)?,
         )),
-        None => None,
+        _ => None,
     };
     let n = plan.threads;
     let (snap_tx, snap_rx) = mpsc::channel::<Snapshot>();

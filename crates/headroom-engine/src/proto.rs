@@ -171,7 +171,10 @@ pub(crate) fn feed(
             });
             Ok((used, o))
         }
-        Proto::H2(h) => h.feed(buf, cx.counters),
+        Proto::H2(h) => {
+            let capture = cx.sess.filter(|st| st.capture).map(|st| &mut st.reply);
+            h.feed(buf, cx.counters, capture)
+        }
     }
 }
 

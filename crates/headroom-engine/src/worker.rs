@@ -38,7 +38,7 @@ use rand::{Rng, SeedableRng};
 use slab::Slab;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::http2::{H2Conn, H2Request};
+use crate::http2::{H2Conn, H2Request, SESSION_STREAMS};
 use crate::link::Link;
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
@@ -119,8 +119,15 @@ struct User {
     remaining: Option<u64>,
     /// Global user index (pacing slot in rate mode).
     global: u64,
-    /// Paced sends done (rate mode).
+    /// Paced sends done (rate mode); for HTTP/2, paced sends that fell due.
     seq: u64,
+    /// HTTP/2 at a rate: sends that fell due and wait for a free stream, and how many paced
+    /// sends went out (the next one's intended time is the pace slot `sent_seq`).
+    due: u32,
+    sent_seq: u64,
+    /// HTTP/2 at a rate: the user's pace timers carry this (never changed by a reconnect, unlike
+    /// `gen`: the pace goes on whatever happens to the connection).
+    pace_gen: u32,
     /// When the current request was meant to be sent: the origin of corrected latency.
     intended: Instant,
     /// When it was actually written: the origin of uncorrected latency.
@@ -158,6 +165,9 @@ struct Timer {
     at: Instant,
     key: u32,
     gen: u32,
+    /// A pace tick of an HTTP/2 user at a rate (checked against `pace_gen`, whatever the
+    /// user's state), not the user's one wake.
+    pace: bool,
 }
 
 pub(crate) struct Worker {
@@ -396,6 +406,9 @@ impl Worker {
             remaining,
             global,
             seq: 0,
+            due: 0,
+            sent_seq: 0,
+            pace_gen: self.next_gen,
             intended: now,
             sent: now,
             connect_start: now,
@@ -425,6 +438,17 @@ impl Worker {
             at,
             key: key as u32,
             gen: u.gen,
+            pace: false,
+        }));
+    }
+
+    /// HTTP/2 at a rate: the user's next pace tick, at `at`, whatever its state.
+    fn schedule_pace(&mut self, key: usize, at: Instant) {
+        self.timers.push(Reverse(Timer {
+            at,
+            key: key as u32,
+            gen: self.users[key].pace_gen,
+            pace: true,
         }));
     }
 
@@ -551,6 +575,12 @@ impl Worker {
             let Some(u) = self.users.get(key) else {
                 continue;
             };
+            if t.pace {
+                if u.pace_gen == t.gen {
+                    self.h2_pace(key);
+                }
+                continue;
+            }
             if u.gen != t.gen || u.state != State::Waiting {
                 continue;
             }
@@ -590,6 +620,12 @@ impl Worker {
     fn start_request(&mut self, key: usize, intended: Instant) {
         if self.s.h2req.is_some() {
             // HTTP/2: streams are opened (and counted against quotas) one by one by `h2_fill`.
+            if self.pace().is_some() {
+                // The first pace tick: later ones come from the pace timer.
+                self.users[key].state = State::Idle;
+                self.h2_pace(key);
+                return;
+            }
             let u = &mut self.users[key];
             u.intended = intended;
             u.batch = 0;
@@ -803,6 +839,12 @@ impl Worker {
                 self.fail(key, ErrorKind::Protocol, now);
                 return;
             }
+            if u.sess.is_some() {
+                // A session's requests go out as streams when its steps send them.
+                u.proto = Proto::H2(Box::new(H2Conn::new(SESSION_STREAMS)));
+                self.after_connect(key, now);
+                return;
+            }
             u.proto = Proto::H2(Box::new(H2Conn::new(h.streams)));
             let intended = u.intended;
             self.h2_fill(key, intended);
@@ -835,6 +877,10 @@ impl Worker {
     }
 
     fn write_request(&mut self, key: usize) {
+        if self.users[key].proto.is_h2() {
+            self.h2_send_session(key);
+            return;
+        }
         let u = &mut self.users[key];
         let (bytes, head): (&[u8], bool) = match &u.sess {
             Some(st) => (&st.out, st.head),
@@ -992,63 +1038,72 @@ impl Worker {
 
     /// Acts on what the protocol completed.
     fn on_outcome(&mut self, key: usize, o: Outcome) {
+        let now = Instant::now();
         let u = &mut self.users[key];
-        if let Some(h) = u.proto.h2() {
-            let c = &mut self.rec.counters;
-            match o {
-                Outcome::Reply { stream, status, .. } => {
-                    if let Some(slot) = h.take(stream) {
-                        let now = Instant::now();
-                        c.responses += 1;
-                        proto::count_status(c, status.unwrap_or(0));
-                        self.rec
-                            .record_latency(micros(now - slot.intended), micros(now - slot.sent));
-                    }
+        let session = u.sess.is_some();
+        let c = &mut self.rec.counters;
+        match (o, u.proto.h2()) {
+            (Outcome::GoAway { code }, _) => {
+                c.proto(ProtoCounter::H2GoAway, 1);
+                if code != h2::error_code::NO_ERROR {
+                    c.proto(ProtoCounter::H2ConnectionErrors, 1);
                 }
-                Outcome::Reset { stream, code } => {
-                    let in_flight = h.take(stream).is_some();
-                    proto::count_reset(c, code, in_flight);
-                }
-                Outcome::GoAway { code } => {
-                    c.proto(ProtoCounter::H2GoAway, 1);
-                    if code != h2::error_code::NO_ERROR {
-                        c.proto(ProtoCounter::H2ConnectionErrors, 1);
-                    }
-                }
-                _ => {}
             }
-            return;
-        }
-        match o {
-            Outcome::Ready => self.link_ready(key),
-            Outcome::Reply {
-                status,
-                keep_alive,
-                ok,
-                ..
-            } => {
+            (Outcome::Reset { stream, code }, Some(h)) => {
+                let in_flight = h.take(stream).is_some();
+                proto::count_reset(c, code, in_flight && !session);
+                if in_flight && session {
+                    // A session's request failed: the session goes on as after any failure.
+                    self.fail(key, ErrorKind::StreamReset, now);
+                }
+            }
+            (Outcome::Reply { stream, status, .. }, Some(h)) if !session => {
+                // A URL run's stream: counted here; `h2_after_read` refills.
+                if let Some(slot) = h.take(stream) {
+                    c.responses += 1;
+                    proto::count_status(c, status.unwrap_or(0));
+                    self.rec
+                        .record_latency(micros(now - slot.intended), micros(now - slot.sent));
+                }
+            }
+            (Outcome::Reply { stream, status, .. }, Some(h)) => {
+                // A session's stream completes a request of its batch, as over HTTP/1.1.
+                if h.take(stream).is_some() && u.state == State::Reading {
+                    self.complete_reply(key, status, true, false);
+                }
+            }
+            (Outcome::Ready, _) => self.link_ready(key),
+            (
+                Outcome::Reply {
+                    status,
+                    keep_alive,
+                    ok,
+                    ..
+                },
+                None,
+            ) => {
                 if u.state == State::Reading {
                     if !ok {
-                        self.rec.counters.error(ErrorKind::ErrorReply);
+                        c.error(ErrorKind::ErrorReply);
                     }
                     self.complete_reply(key, status, keep_alive, !ok);
                 }
             }
-            Outcome::Closed => {
+            (Outcome::Closed, _) => {
                 // The server ended the session unasked: a user waiting on a reply failed; an
                 // idle one just loses its connection (and reconnects when next due).
                 if matches!(u.state, State::Reading | State::Writing) {
-                    self.fail(key, ErrorKind::Closed, Instant::now());
+                    self.fail(key, ErrorKind::Closed, now);
                 } else {
                     self.close(key);
                 }
             }
-            Outcome::Unexpected => {
+            (Outcome::Unexpected, _) => {
                 // The user keeps its schedule and reconnects when next due.
-                self.rec.counters.error(ErrorKind::Protocol);
+                c.error(ErrorKind::Protocol);
                 self.close(key);
             }
-            Outcome::Reset { .. } | Outcome::GoAway { .. } => {}
+            (Outcome::Reset { .. }, None) => {}
         }
     }
 
@@ -1111,14 +1166,29 @@ impl Worker {
             return;
         };
         let now = Instant::now();
+        let pace = self.pace();
         let u = &mut self.users[key];
         let Some(h) = u.proto.h2() else { return };
         while h.slots.len() < streams && h.conn.can_open() {
             if u.remaining == Some(0) || self.budget == Some(0) {
                 break;
             }
+            if pace.is_some() && u.due == 0 {
+                break;
+            }
             let Ok(stream) = req.send(&mut h.conn, &mut h.out) else {
                 break;
+            };
+            let intended = match pace {
+                // At a rate each stream's request was meant for its own pace slot: latency runs
+                // from there, however long it waited for a free stream (coordinated omission).
+                Some((start, conns, rate)) => {
+                    let at = start + pacer::rate_offset(u.global, u.sent_seq, conns, rate);
+                    u.due -= 1;
+                    u.sent_seq += 1;
+                    at
+                }
+                None => intended,
             };
             h.slots.push(crate::http2::Slot {
                 stream,
@@ -1137,10 +1207,19 @@ impl Worker {
         if h.slots.is_empty() {
             if u.remaining == Some(0) || self.budget == Some(0) {
                 self.user_done(key);
+            } else if pace.is_some() && u.due == 0 {
+                // At a rate, nothing due: wait for the next pace tick.
+                u.state = State::Idle;
+                u.deadline = None;
             } else {
                 // GOAWAY (or ids exhausted): this connection takes no more streams.
                 self.close(key);
-                self.schedule(key, now, Wake::Send);
+                let wake = if pace.is_some() {
+                    Wake::Next
+                } else {
+                    Wake::Send
+                };
+                self.schedule(key, now, wake);
             }
             return;
         }
@@ -1152,17 +1231,113 @@ impl Worker {
         self.flush_proto(key);
     }
 
+    /// HTTP/2 in a scenario: the session's batch (encoded as HTTP/1.1) goes out as one stream
+    /// per request, all in flight at once.
+    fn h2_send_session(&mut self, key: usize) {
+        let now = Instant::now();
+        let scheme: &[u8] = if self.s.plan.tls.is_some() {
+            b"https"
+        } else {
+            b"http"
+        };
+        let u = &mut self.users[key];
+        let (Some(st), Some(h)) = (u.sess.as_deref(), u.proto.h2()) else {
+            return;
+        };
+        let intended = u.intended;
+        let slots = &mut h.slots;
+        let sent = crate::http2::send_http1_batch(
+            &mut h.conn,
+            &mut h.out,
+            &st.out,
+            scheme,
+            &mut |stream| {
+                slots.push(crate::http2::Slot {
+                    stream,
+                    intended,
+                    sent: now,
+                })
+            },
+        );
+        u.sent = now;
+        u.outstanding = h.slots.len() as u32;
+        self.rec.counters.requests += u64::from(u.outstanding);
+        if let Err(kind) = sent {
+            self.fail(key, kind, now);
+            return;
+        }
+        u.written = 0;
+        u.state = State::Reading;
+        u.deadline = Some(now + self.s.plan.timeout);
+        self.flush_proto(key);
+    }
+
+    /// HTTP/2 at a rate (`--rate`): the pace's start and parameters; `None` otherwise. Each
+    /// user keeps its own pace of sends whatever its streams are doing, so up to `--streams` of
+    /// its requests are in flight at once and a late reply delays no later send.
+    fn pace(&self) -> Option<(Instant, u64, f64)> {
+        match self.s.plan.model {
+            LoadModel::Rate { connections, rate } if self.s.h2req.is_some() => {
+                Some((self.s.start, u64::from(connections), rate))
+            }
+            _ => None,
+        }
+    }
+
+    /// HTTP/2 at a rate: one more send of this user fell due; schedule the next tick and send
+    /// what a free stream allows.
+    fn h2_pace(&mut self, key: usize) {
+        let Some((start, conns, rate)) = self.pace() else {
+            return;
+        };
+        let u = &mut self.users[key];
+        let left = u
+            .remaining
+            .map_or(u64::MAX, |r| r.saturating_sub(u64::from(u.due)));
+        if left == 0 || self.budget == Some(0) {
+            return;
+        }
+        u.due += 1;
+        u.seq += 1;
+        if left > 1 {
+            let at = start + pacer::rate_offset(u.global, u.seq, conns, rate);
+            self.schedule_pace(key, at);
+        }
+        self.h2_kick(key);
+    }
+
+    /// HTTP/2 at a rate: send what fell due, connecting first if needed. A user waiting on a
+    /// timer (a retry) or a connect in progress is left alone: it goes on from there.
+    fn h2_kick(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        if u.state == State::Waiting {
+            return;
+        }
+        if u.proto.is_h2() {
+            self.h2_fill(key, Instant::now());
+        } else if u.conn.is_none() && u.due > 0 {
+            self.connect(key);
+        }
+    }
+
     /// HTTP/2, after a read's outcomes: keep the streams going, and write what the codec and
     /// the new streams put out in one go.
     fn h2_after_read(&mut self, key: usize) {
         let now = Instant::now();
+        let refill = self.pace().is_some();
         let u = &mut self.users[key];
+        if u.sess.is_some() {
+            // Sessions go on from each reply (complete_reply): only the codec's frames to send.
+            self.flush_proto(key);
+            return;
+        }
         let Some(h) = u.proto.h2() else { return };
         u.outstanding = h.slots.len() as u32;
         let idle = h.slots.is_empty();
         let goaway = h.conn.goaway().is_some();
-        if matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
-            // Each answered stream is replaced at once (the closed model's next request).
+        if refill || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
+            // Each answered stream is replaced at once (the closed model's next request), or
+            // by a send that fell due meanwhile (at a rate).
             self.h2_fill(key, now);
         } else if idle {
             u.state = State::Idle;
@@ -1343,9 +1518,16 @@ impl Worker {
             self.session_next(key, now);
             return;
         }
+        let paced = self.pace().is_some();
         let u = &mut self.users[key];
         if u.remaining == Some(0) || self.budget == Some(0) {
             self.user_done(key);
+            return;
+        }
+        if paced {
+            // HTTP/2 at a rate: the pace timer makes sends due; go on with those.
+            u.state = State::Idle;
+            self.h2_kick(key);
             return;
         }
         match self.s.plan.model {
@@ -1491,6 +1673,11 @@ impl Worker {
             if none_sent {
                 if let Some(b) = self.budget.as_mut() {
                     *b = b.saturating_sub(1);
+                }
+                if u.due > 0 {
+                    // At a rate: the send that fell due is the one that failed.
+                    u.due -= 1;
+                    u.sent_seq += 1;
                 }
             }
             u64::from(none_sent)

@@ -282,7 +282,9 @@ pub fn load_for(
         segment: Default::default(),
         start_at: None,
         tls,
-        http2: None,
+        http2: c
+            .http2
+            .then_some(headroom_core::Http2Options { streams: 1 }),
     };
     plan.validate().map_err(|e| e.0)?;
     let mut scenario = s;

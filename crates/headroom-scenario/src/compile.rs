@@ -35,6 +35,8 @@ pub struct Compiled {
     pub files: Vec<String>,
     /// TLS to the first server, from its `tls:` settings (files read); `None` for plain TCP.
     pub tls: Option<TlsOptions>,
+    /// The servers speak HTTP/2 (`http: 2`).
+    pub http2: bool,
 }
 
 /// The TLS options of a server's `tls:` settings; files are read relative to `base`.
@@ -71,6 +73,7 @@ pub fn server_tls(
     }
     o.resume = t.resume.unwrap_or(true);
     o.alpn = match srv.protocol {
+        Protocol::Http if srv.http2 => vec![b"h2".to_vec()],
         Protocol::Http | Protocol::WebSocket => vec![b"http/1.1".to_vec()],
         _ => Vec::new(),
     };
@@ -213,6 +216,7 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         phases_duration,
         files: files.into_iter().map(|(_, f)| f).collect(),
         tls,
+        http2: s.servers.first().is_some_and(|srv| srv.http2),
     })
 }
 

@@ -200,6 +200,9 @@ fn server(s: &Server) -> String {
     if let Some(t) = &s.tls {
         m.raw("tls", server_tls(t));
     }
+    if s.http2 {
+        m.raw("http", "2".into());
+    }
     m.finish()
 }
 

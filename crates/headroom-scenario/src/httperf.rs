@@ -81,6 +81,7 @@ pub fn import_httperf(
             .map(|s| s.to_string_lossy().into_owned())
             .filter(|s| !s.is_empty()),
         servers: vec![Server {
+            http2: false,
             host: opts.host.clone(),
             port: opts.port,
             protocol: Protocol::Http,

@@ -27,6 +27,8 @@ pub struct Server {
     pub protocol: Protocol,
     /// TLS on the connections (`tls: true` or a map); `None` is plain TCP.
     pub tls: Option<ServerTls>,
+    /// `http: 2`: HTTP/2 (over TLS by ALPN, or h2c by prior knowledge without `tls`).
+    pub http2: bool,
 }
 
 /// A server's `tls:` settings. Command-line TLS flags (`-k`, `--cacert`, ...) add to these.

@@ -371,7 +371,7 @@ impl Parser {
             let Some(m) = self.map(n, "server") else {
                 continue;
             };
-            self.keys(m, "server", &["host", "port", "protocol", "tls"]);
+            self.keys(m, "server", &["host", "port", "protocol", "tls", "http"]);
             let host = self
                 .required(m, "host", "server")
                 .and_then(|h| self.name(h, "host"));
@@ -420,12 +420,34 @@ impl Parser {
             }
             self.protocol = protocol;
             let tls = m.get_node("tls").and_then(|t| self.server_tls(t, protocol));
+            let mut http2 = false;
+            if let Some(h) = m.get_node("http") {
+                match h.as_scalar().map(|s| s.as_str()) {
+                    Some("2") if protocol == Protocol::Http => http2 = true,
+                    Some("1.1") => {}
+                    Some("2") => self.err(
+                        h.span(),
+                        format!(
+                            "http: 2 is for http servers (this one speaks {})",
+                            protocol.as_str()
+                        ),
+                    ),
+                    _ => self.err(h.span(), "http: expected 1.1 or 2"),
+                }
+            }
+            if i > 0 && out.first().is_some_and(|f: &Server| f.http2 != http2) {
+                self.err(
+                    m.span(),
+                    "http: every server of a scenario speaks the same HTTP version",
+                );
+            }
             if let (Some(host), Some(port)) = (host, port) {
                 out.push(Server {
                     host,
                     port,
                     protocol,
                     tls,
+                    http2,
                 });
             }
         }

@@ -723,6 +723,7 @@ impl<'a> Conv<'a> {
             };
             if let (Some(host), Some(port), true) = (host, port, ok) {
                 self.servers.push(Server {
+                    http2: false,
                     host,
                     port,
                     protocol: Protocol::Http,
@@ -1750,6 +1751,7 @@ impl<'a> Conv<'a> {
         }
         if self.servers.is_empty() {
             self.servers.push(Server {
+                http2: false,
                 host: host.clone(),
                 port,
                 protocol: Protocol::Http,

@@ -79,6 +79,7 @@ fn emit_writes_short_readable_yaml() {
     let s = Scenario {
         name: Some("demo".into()),
         servers: vec![Server {
+            http2: false,
             host: "127.0.0.1".into(),
             port: 8080,
             protocol: Protocol::Http,
@@ -425,6 +426,7 @@ impl Gen {
             name: self.rng.coin().then(|| self.text(false)),
             servers: (0..self.rng.below(3))
                 .map(|_| Server {
+                    http2: false,
                     host: self.text(true),
                     port: 1 + self.rng.below(65535) as u16,
                     protocol: Protocol::Http,

@@ -148,6 +148,7 @@ fn one_phase(secs: u64, rate: f64) -> Load {
 
 fn server(port: u16, protocol: Protocol) -> Vec<Server> {
     vec![Server {
+        http2: false,
         host: "127.0.0.1".into(),
         port,
         protocol,

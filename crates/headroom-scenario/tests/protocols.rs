@@ -809,6 +809,7 @@ fn random_protocol_steps_round_trip() {
         let s = Scenario {
             name: None,
             servers: vec![Server {
+                http2: false,
                 host: "127.0.0.1".into(),
                 port: 1000,
                 protocol,

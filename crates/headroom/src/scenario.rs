@@ -156,6 +156,9 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
         users: compiled.users,
         phases: compiled.phases.clone(),
     };
+    if compiled.http2 {
+        plan.http2 = Some(headroom_core::Http2Options { streams: 1 });
+    }
     plan.workload = Some(Arc::new(compiled.workload));
     plan.validate().map_err(|e| UsageError(e.0))?;
     Ok(ScenarioRun {

@@ -199,3 +199,126 @@ fn http2_with_an_http_url_is_a_usage_error() {
     assert!(one_line(&out).contains("--h2c"), "{out:?}");
     assert_eq!(plain.log_lines().len(), 0);
 }
+
+#[test]
+fn streams_at_a_rate_keep_slow_replies_in_flight_at_once() {
+    // 100 requests/s on one connection to replies that take 100 ms (headroom serve's
+    // /sleep/100 behind an h2c nginx): ~10 must be in flight at once. With --streams 16 the
+    // rate holds and each reply's latency is about the sleep; with one stream the connection
+    // carries at most 10/s and the corrected latency shows the queue (coordinated omission).
+    let backend = common::serve();
+    let ng = Nginx::builder()
+        .h2c(true)
+        .upstream(backend.local_addr())
+        .start();
+    let url = ng.url("/sleep/100");
+    let base = ["--h2c", "-c", "1", "--rate", "100", "-d", "3s"];
+    let (v, out) = run_json(&url, &[&base[..], &["--streams", "16"]].concat());
+    assert!(out.status.success(), "{v:#}");
+    assert_eq!(num(&v, &["streams"]), 16);
+    let requests = num(&v, &["requests"]);
+    assert!(
+        (270..=310).contains(&requests),
+        "{requests} requests: {v:#}"
+    );
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    assert_eq!(num(&v, &["connects"]), 1, "{v:#}");
+    let p50 = num(&v, &["latency_us", "p50"]);
+    let p99 = num(&v, &["latency_us", "p99"]);
+    assert!((100_000..180_000).contains(&p50), "p50 {p50}µs: {v:#}");
+    assert!(p99 < 400_000, "p99 {p99}µs: {v:#}");
+    let answered = num(&v, &["responses"]);
+    let logged = ng.log_lines().iter().filter(|l| l.status == 200).count() as u64;
+    assert!(
+        logged >= answered && logged <= requests,
+        "nginx logged {logged}, headroom {answered} answered of {requests}"
+    );
+
+    let (v, out) = run_json(&url, &[&base[..], &["--streams", "1"]].concat());
+    assert!(out.status.success(), "{v:#}");
+    let requests = num(&v, &["requests"]);
+    assert!(
+        requests <= 40,
+        "one stream carries at most ~10/s: {requests}: {v:#}"
+    );
+    let p99 = num(&v, &["latency_us", "p99"]);
+    assert!(
+        p99 > 1_000_000,
+        "the queue shows in corrected latency: p99 {p99}µs"
+    );
+}
+
+/// A scenario over HTTP/2 (`http: 2`): `tls` is the server's `tls:` value (`""` for h2c).
+fn h2_scenario(port: u16, tls: &str, ca: Option<&std::path::Path>) -> serde_json::Value {
+    // 20 sessions of 3 requests: a page, an extract from its body (nginx's `return 200`
+    // text), a request that uses it, and a 404; every request a stream of the user's
+    // connection.
+    let yaml = format!(
+        r#"
+servers: [{{host: 127.0.0.1, port: {port}, http: 2{tls}}}]
+load: {{phases: [{{duration: 1s, arrival_rate: 20, arrival: constant}}]}}
+sessions:
+  - name: s
+    steps:
+      - request: {{name: home, path: /}}
+      - extract: {{var: who, regex: 'hello from (\w+)'}}
+      - request: {{name: static, path: "/static/${{who}}.txt"}}
+      - request: {{name: missing, path: /missing}}
+"#
+    );
+    let files: Vec<(&str, &std::path::Path)> = ca.iter().map(|p| ("ca.pem", *p)).collect();
+    let (v, out) = common::run_scenario(&yaml, &files, &["-d", BOUND]);
+    assert_ne!(out.status.code(), Some(2), "{v:#}");
+    v
+}
+
+#[test]
+fn scenarios_speak_http2_over_tls_and_h2c() {
+    let pki = Pki::new();
+    for tls in [false, true] {
+        let b = Nginx::builder().http2(true);
+        let ng = if tls {
+            b.tls(&pki.localhost)
+        } else {
+            b.h2c(true)
+        }
+        .start();
+        let port: u16 = ng
+            .url("/")
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.trim_end_matches('/').parse().ok())
+            .unwrap();
+        let v = if tls {
+            h2_scenario(port, ", tls: {cacert: ca.pem}", Some(&pki.ca))
+        } else {
+            h2_scenario(port, "", None)
+        };
+        let want = if tls { "h2" } else { "h2c" };
+        assert_eq!(v["protocol"], want, "{v:#}");
+        assert_eq!(num(&v, &["requests"]), 60, "{v:#}");
+        assert_eq!(num(&v, &["responses"]), 60, "{v:#}");
+        assert_eq!(num(&v, &["status", "2xx"]), 20, "{v:#}");
+        assert_eq!(num(&v, &["status", "4xx"]), 40, "{v:#}");
+        let by = &v["scenario"]["by_request"];
+        assert_eq!(num(by, &["home", "count"]), 20, "{by:#}");
+        assert_eq!(num(by, &["static", "count"]), 20, "{by:#}");
+        assert_eq!(num(by, &["missing", "count"]), 20, "{by:#}");
+        let lines = ng.log_lines();
+        assert_eq!(lines.len(), 60, "{want}");
+        assert!(lines.iter().all(|l| l.protocol == "HTTP/2.0"), "{want}");
+        // The extracted word reached the server: /static/nginx.txt (absent: 404).
+        let extracted = lines
+            .iter()
+            .filter(|l| l.uri == "/static/nginx.txt")
+            .count();
+        assert_eq!(
+            extracted,
+            20,
+            "{want}: {:?}",
+            lines.iter().map(|l| &l.uri).collect::<Vec<_>>()
+        );
+        if tls {
+            assert_eq!(num(&v, &["tls", "handshakes"]), 20, "{v:#}");
+        }
+    }
+}

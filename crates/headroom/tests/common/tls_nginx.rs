@@ -61,6 +61,7 @@ pub struct NginxBuilder {
     keepalive_requests: u64,
     max_concurrent_streams: u32,
     session_resumption: bool,
+    upstream: Option<std::net::SocketAddr>,
 }
 
 impl Nginx {
@@ -74,6 +75,7 @@ impl Nginx {
             keepalive_requests: 1_000_000,
             max_concurrent_streams: 128,
             session_resumption: true,
+            upstream: None,
         }
     }
 }
@@ -121,6 +123,13 @@ impl NginxBuilder {
         self
     }
 
+    /// Pass `/sleep/` to this HTTP/1.1 server (`proxy_pass`), e.g. headroom serve, whose
+    /// `/sleep/MS` answers after MS milliseconds: slow replies behind an HTTP/2 front.
+    pub fn upstream(mut self, addr: std::net::SocketAddr) -> Self {
+        self.upstream = Some(addr);
+        self
+    }
+
     /// Start it on a free loopback port (5 tries on port clashes), killed on drop.
     pub fn start(&self) -> TlsNginx {
         let mut last = String::new();
@@ -153,6 +162,13 @@ impl NginxBuilder {
         } else {
             "ssl_session_cache off; ssl_session_tickets off;"
         };
+        let upstream = match self.upstream {
+            Some(a) => format!(
+                "location /sleep/ {{ proxy_pass http://{a}; proxy_http_version 1.1; \
+                 proxy_set_header Connection \"\"; }}"
+            ),
+            None => String::new(),
+        };
         let d = d.display();
         format!(
             r#"daemon off;
@@ -180,6 +196,7 @@ http {{
     location /fail {{ return 503; }}
     location /rst {{ return 444; }}
     location /static/ {{ root {d}/www; }}
+    {upstream}
   }}
   server {{
     listen 127.0.0.1:{ready_port};

@@ -1216,12 +1216,7 @@ impl Worker {
                 H2Event::Complete { stream, status } => {
                     let Some(slot) = h.take(stream) else { continue };
                     c.responses += 1;
-                    c.status(status);
-                    match status {
-                        400..=499 => c.error(ErrorKind::Http4xx),
-                        500..=599 => c.error(ErrorKind::Http5xx),
-                        _ => {}
-                    }
+                    c.reply_status(status, &self.s.plan.expect_status);
                     rec.record_latency(micros(now - slot.intended), micros(now - slot.sent));
                 }
                 H2Event::Reset { stream, code } => {
@@ -1471,12 +1466,7 @@ impl Worker {
         let c = &mut self.rec.counters;
         c.responses += 1;
         if let Some(status) = status {
-            c.status(status);
-            match status {
-                400..=499 => c.error(ErrorKind::Http4xx),
-                500..=599 => c.error(ErrorKind::Http5xx),
-                _ => {}
-            }
+            c.reply_status(status, &self.s.plan.expect_status);
         }
         let corrected = micros(now - u.intended);
         self.rec.record_latency(corrected, micros(now - u.sent));
@@ -1853,6 +1843,7 @@ mod tests {
             interval: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(1),
+            expect_status: Default::default(),
             keepalive: true,
             pipeline: 1,
             socket,

@@ -11,8 +11,10 @@ use std::time::Duration;
 mod dist;
 pub mod session;
 pub mod stats;
+pub mod status;
 pub mod surge;
 pub use dist::{secs_saturating, Distribution};
+pub use status::{StatusSet, STATUS_CODES, STATUS_MAX, STATUS_MIN};
 
 /// Every way a request or a connection can fail, as counted per interval.
 ///
@@ -66,11 +68,14 @@ pub enum ErrorKind {
     /// HTTP/2: the request's stream was reset (RST_STREAM from the server, a stream error, or
     /// refused by a GOAWAY); the codes are counted under `http2` in the protocol counters.
     StreamReset,
+    /// A complete response whose status is not in `--expect-status` ([`Plan::expect_status`]).
+    /// With an expected set, this replaces [`ErrorKind::Http4xx`] and [`ErrorKind::Http5xx`].
+    UnexpectedStatus,
 }
 
 impl ErrorKind {
     /// All kinds, in counter order.
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::ConnectTimeout,
         ErrorKind::Refused,
         ErrorKind::Reset,
@@ -91,6 +96,7 @@ impl ErrorKind {
         ErrorKind::TlsAlert,
         ErrorKind::TlsMalformed,
         ErrorKind::StreamReset,
+        ErrorKind::UnexpectedStatus,
     ];
     /// Number of kinds (the length of a counters array).
     pub const COUNT: usize = Self::ALL.len();
@@ -118,6 +124,7 @@ impl ErrorKind {
             ErrorKind::TlsAlert => "tls_alert",
             ErrorKind::TlsMalformed => "tls_malformed",
             ErrorKind::StreamReset => "stream_reset",
+            ErrorKind::UnexpectedStatus => "unexpected_status",
         }
     }
 
@@ -528,6 +535,11 @@ pub struct Plan {
     pub connect_timeout: Duration,
     /// Response timeout, from the moment the request is written.
     pub timeout: Duration,
+    /// The statuses a reply may have (`--expect-status`, URL runs only). Empty: no expectation,
+    /// and a 4xx or 5xx counts as `http_4xx` / `http_5xx`. Not empty: any other status counts as
+    /// `unexpected_status` (instead of `http_4xx`/`http_5xx`) and an expected one is never an
+    /// error, whatever its class.
+    pub expect_status: StatusSet,
     /// Keep connections open between requests (HTTP keep-alive).
     pub keepalive: bool,
     /// Requests written back to back on a connection before waiting for the replies.
@@ -686,6 +698,13 @@ impl Plan {
                 }
             }
             _ => {}
+        }
+        if self.workload.is_some() && !self.expect_status.is_empty() {
+            return Err(PlanError(
+                "--expect-status applies to URL runs; a scenario checks statuses with `match` \
+                 steps"
+                    .into(),
+            ));
         }
         if self.workload.is_some() && !matches!(self.model, LoadModel::Sessions { .. }) {
             return Err(PlanError(

@@ -39,7 +39,7 @@
 //!   uint64 users_finished = 8; uint64 connects = 9; uint64 disconnects = 10;
 //!   uint64 connections_open = 11; uint64 connections_peak = 12; uint64 users_active = 13;
 //!   uint64 sessions_completed = 14; uint64 sessions_aborted = 15; uint64 users_dropped = 16;
-//!   repeated uint64 proto = 17;
+//!   repeated uint64 proto = 17; repeated uint64 status_codes = 18;
 //! }
 //! message NameStatsMsg { uint64 count = 1; uint64 errors = 2; bytes latency = 3; }
 //! ```
@@ -221,6 +221,10 @@ pub struct CountersMsg {
     pub users_dropped: u64,
     #[prost(uint64, repeated, tag = "17")]
     pub proto: Vec<u64>,
+    /// Responses by exact status, codes 100..=599 (500 entries, packed: the zeros of unseen codes
+    /// take a byte each).
+    #[prost(uint64, repeated, tag = "18")]
+    pub status_codes: Vec<u64>,
 }
 
 #[derive(Clone, PartialEq, ::prost::Message)]

@@ -16,7 +16,7 @@ use std::io::Cursor;
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use headroom_core::{ErrorKind, ProtoCounter};
+use headroom_core::{ErrorKind, ProtoCounter, STATUS_CODES};
 use headroom_engine::Interval;
 use headroom_metrics::{micros, Counters, NameStats, Recorder, MAX_LATENCY_US, SIGFIG};
 
@@ -116,6 +116,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         responses,
         errors,
         status,
+        status_codes,
         bytes_sent,
         bytes_received,
         users_started,
@@ -155,6 +156,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
             sessions_aborted,
             users_dropped,
             proto: proto.to_vec(),
+            status_codes: status_codes.to_vec(),
         }),
         names: names
             .iter()
@@ -191,6 +193,7 @@ pub fn decode_recorder(m: &RecorderMsg) -> Result<Recorder, WireError> {
         responses: c.responses,
         errors: array::<{ ErrorKind::COUNT }>("errors", &c.errors)?,
         status: array::<6>("status", &c.status)?,
+        status_codes: array::<STATUS_CODES>("status_codes", &c.status_codes)?,
         bytes_sent: c.bytes_sent,
         bytes_received: c.bytes_received,
         users_started: c.users_started,

@@ -251,16 +251,6 @@ pub(crate) fn eof_plain(
     }
 }
 
-/// Count a reply's HTTP status: its class, and an error for 4xx and 5xx.
-pub(crate) fn count_status(c: &mut Counters, status: u16) {
-    c.status(status);
-    match status {
-        400..=499 => c.error(ErrorKind::Http4xx),
-        500..=599 => c.error(ErrorKind::Http5xx),
-        _ => {}
-    }
-}
-
 /// Count an HTTP/2 reset of `code` (and a failed request when it ended one in flight).
 pub(crate) fn count_reset(c: &mut Counters, code: u32, in_flight: bool) {
     if in_flight {

@@ -1061,7 +1061,7 @@ impl Worker {
                 // A URL run's stream: counted here; `h2_after_read` refills.
                 if let Some(slot) = h.take(stream) {
                     c.responses += 1;
-                    proto::count_status(c, status.unwrap_or(0));
+                    c.reply_status(status.unwrap_or(0), &self.s.plan.expect_status);
                     self.rec
                         .record_latency(micros(now - slot.intended), micros(now - slot.sent));
                 }
@@ -1461,12 +1461,7 @@ impl Worker {
         let c = &mut self.rec.counters;
         c.responses += 1;
         if let Some(status) = status {
-            c.status(status);
-            match status {
-                400..=499 => c.error(ErrorKind::Http4xx),
-                500..=599 => c.error(ErrorKind::Http5xx),
-                _ => {}
-            }
+            c.reply_status(status, &self.s.plan.expect_status);
         }
         let corrected = micros(now - u.intended);
         self.rec.record_latency(corrected, micros(now - u.sent));
@@ -1840,6 +1835,7 @@ mod tests {
             interval: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(1),
+            expect_status: Default::default(),
             keepalive: true,
             pipeline: 1,
             socket,

@@ -63,6 +63,7 @@ fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
         interval: Duration::from_secs(60),
         connect_timeout: Duration::from_secs(5),
         timeout: Duration::from_secs(5),
+        expect_status: Default::default(),
         keepalive: true,
         pipeline: 1,
         socket: SocketOptions {

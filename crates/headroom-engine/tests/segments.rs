@@ -115,6 +115,7 @@ fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
         interval: Duration::from_millis(500),
         connect_timeout: Duration::from_secs(5),
         timeout: Duration::from_secs(5),
+        expect_status: Default::default(),
         keepalive: true,
         pipeline: 1,
         socket: SocketOptions::default(),

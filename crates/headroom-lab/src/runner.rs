@@ -272,6 +272,7 @@ pub fn load_for(
         interval: Duration::from_secs(1),
         connect_timeout: Duration::from_secs(5),
         timeout,
+        expect_status: Default::default(),
         keepalive,
         pipeline: 1,
         socket: SocketOptions {

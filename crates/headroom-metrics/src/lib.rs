@@ -11,7 +11,8 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use headroom_core::{ErrorKind, ProtoCounter};
+use headroom_core::status::status_slot;
+use headroom_core::{ErrorKind, ProtoCounter, StatusSet, STATUS_CODES, STATUS_MIN};
 
 pub mod hlog;
 
@@ -36,6 +37,10 @@ pub struct Counters {
     pub errors: [u64; ErrorKind::COUNT],
     /// Responses by status class: index 1..=5 for 1xx..5xx, 0 for anything else.
     pub status: [u64; 6],
+    /// Responses by exact status: index `code - 100` for codes 100..=599 (codes outside are in
+    /// `status[0]` only). A fixed array, so counting and merging never allocate; iterate the
+    /// codes seen with [`Counters::codes_seen`].
+    pub status_codes: [u64; STATUS_CODES],
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Users (virtual users) that began.
@@ -69,6 +74,7 @@ impl Default for Counters {
             responses: 0,
             errors: [0; ErrorKind::COUNT],
             status: [0; 6],
+            status_codes: [0; STATUS_CODES],
             bytes_sent: 0,
             bytes_received: 0,
             users_started: 0,
@@ -97,6 +103,9 @@ impl Counters {
             *a += b;
         }
         for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.status_codes.iter_mut().zip(o.status_codes.iter()) {
             *a += b;
         }
         self.bytes_sent += o.bytes_sent;
@@ -131,12 +140,46 @@ impl Counters {
         self.errors[kind.index()] += 1;
     }
 
-    /// Count a response's status class.
+    /// Count a response's status: its class and, for 100..=599, its exact code.
     #[inline]
     pub fn status(&mut self, status: u16) {
         let class = (status / 100) as usize;
         let idx = if (1..=5).contains(&class) { class } else { 0 };
         self.status[idx] += 1;
+        if let Some(slot) = status_slot(status) {
+            self.status_codes[slot] += 1;
+        }
+    }
+
+    /// Count a complete HTTP response's status ([`Counters::status`]) and, if it failed, its
+    /// error; returns whether it was counted as one. With `expect` empty (no `--expect-status`)
+    /// a 4xx is `http_4xx` and a 5xx `http_5xx`; otherwise a status outside `expect` is
+    /// `unexpected_status` (not also `http_4xx`/`http_5xx`) and one inside it is no error,
+    /// whatever its class. The one place the engine's HTTP/1.1 and HTTP/2 paths classify a
+    /// reply's status.
+    #[inline]
+    pub fn reply_status(&mut self, status: u16, expect: &StatusSet) -> bool {
+        self.status(status);
+        let kind = if expect.is_empty() {
+            match status {
+                400..=499 => ErrorKind::Http4xx,
+                500..=599 => ErrorKind::Http5xx,
+                _ => return false,
+            }
+        } else if expect.contains(status) {
+            return false;
+        } else {
+            ErrorKind::UnexpectedStatus
+        };
+        self.error(kind);
+        true
+    }
+
+    /// The exact codes seen, ascending, with their counts (zeros left out).
+    pub fn codes_seen(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        (STATUS_MIN..)
+            .zip(self.status_codes.iter().copied())
+            .filter(|&(_, n)| n > 0)
     }
 }
 
@@ -383,6 +426,71 @@ mod tests {
         b.add(&a);
         assert_eq!(b.status, [2, 0, 2, 0, 2, 2]);
         assert_eq!(b.errors_total(), 2);
+        assert_eq!(
+            b.codes_seen().collect::<Vec<_>>(),
+            [(200, 2), (404, 2), (503, 2)],
+            "999 is in the `other` class only"
+        );
+    }
+
+    #[test]
+    fn exact_codes_at_the_edges_and_merged() {
+        let mut parts = [Counters::default(), Counters::default()];
+        for (i, code) in [100u16, 599, 99, 600, 0, u16::MAX, 429, 429, 200]
+            .iter()
+            .enumerate()
+        {
+            parts[i % 2].status(*code);
+        }
+        let mut m = Counters::default();
+        for p in &parts {
+            m.add(p);
+        }
+        assert_eq!(
+            m.codes_seen().collect::<Vec<_>>(),
+            [(100, 1), (200, 1), (429, 2), (599, 1)]
+        );
+        assert_eq!(m.status, [4, 1, 1, 0, 2, 1]);
+        // Every response is in exactly one class; the exact codes add up to the classes 1..=5.
+        let exact: u64 = m.codes_seen().map(|(_, n)| n).sum();
+        assert_eq!(exact, m.status[1..].iter().sum::<u64>());
+    }
+
+    #[test]
+    fn reply_status_without_expectation_counts_4xx_and_5xx() {
+        let mut c = Counters::default();
+        let none = StatusSet::EMPTY;
+        assert!(!c.reply_status(200, &none));
+        assert!(!c.reply_status(302, &none));
+        assert!(c.reply_status(404, &none));
+        assert!(c.reply_status(503, &none));
+        assert!(
+            !c.reply_status(999, &none),
+            "an odd code is counted, not failed"
+        );
+        assert_eq!(c.errors[ErrorKind::Http4xx.index()], 1);
+        assert_eq!(c.errors[ErrorKind::Http5xx.index()], 1);
+        assert_eq!(c.errors[ErrorKind::UnexpectedStatus.index()], 0);
+        assert_eq!(c.codes_seen().count(), 4);
+    }
+
+    #[test]
+    fn reply_status_with_expectation_replaces_the_class_errors() {
+        let mut c = Counters::default();
+        let expect: StatusSet = "200,404".parse().unwrap();
+        assert!(!c.reply_status(200, &expect));
+        assert!(!c.reply_status(404, &expect), "an expected 404 is no error");
+        assert!(c.reply_status(204, &expect), "an unexpected 2xx is one");
+        assert!(c.reply_status(500, &expect));
+        assert!(c.reply_status(999, &expect));
+        assert_eq!(c.errors[ErrorKind::UnexpectedStatus.index()], 3);
+        assert_eq!(c.errors[ErrorKind::Http4xx.index()], 0);
+        assert_eq!(c.errors[ErrorKind::Http5xx.index()], 0);
+        assert_eq!(c.errors_total(), 3);
+        assert_eq!(
+            c.codes_seen().collect::<Vec<_>>(),
+            [(200, 1), (204, 1), (404, 1), (500, 1)]
+        );
     }
 
     #[test]

@@ -387,20 +387,41 @@ fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
         .filter(|(_, _, of)| summaries.iter().all(|s| s.used_tls() && of(s).is_some()));
     for (name, show, of) in FIGURES.into_iter().chain(optional) {
         let values: Vec<Option<f64>> = summaries.iter().map(of).collect();
-        let _ = write!(out, "<tr><th>{name}</th>");
-        for (i, v) in values.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<td class=\"n\">{}</td>",
-                v.map_or(MISSING.to_string(), show)
-            );
-            if i > 0 {
-                let _ = write!(out, "<td class=\"n ratio\">{}</td>", ratio(*v, values[0]));
-            }
-        }
-        out.push_str("</tr>\n");
+        figure_row(out, name, show, &values);
+    }
+    // Responses by exact code, every code any run saw; 0 for a run that counted codes but not
+    // this one, "–" for a run that did not count codes.
+    let codes: std::collections::BTreeSet<&str> = summaries
+        .iter()
+        .flat_map(|s| s.status_codes.keys().map(String::as_str))
+        .collect();
+    for code in codes {
+        let values: Vec<Option<f64>> = summaries
+            .iter()
+            .map(|s| {
+                let n = s.status_codes.get(code).copied();
+                as_f64(n.or((!s.status_codes.is_empty()).then_some(0)))
+            })
+            .collect();
+        figure_row(out, &format!("status {}", escape(code)), count, &values);
     }
     out.push_str("</table>\n");
+}
+
+/// One row of the figures table: each run's value, and after the baseline's the ratio to it.
+fn figure_row(out: &mut String, name: &str, show: fn(f64) -> String, values: &[Option<f64>]) {
+    let _ = write!(out, "<tr><th>{name}</th>");
+    for (i, v) in values.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<td class=\"n\">{}</td>",
+            v.map_or(MISSING.to_string(), show)
+        );
+        if i > 0 {
+            let _ = write!(out, "<td class=\"n ratio\">{}</td>", ratio(*v, values[0]));
+        }
+    }
+    out.push_str("</tr>\n");
 }
 
 /// Every chart of [`charts::all`] with the runs overlaid: one series per run (see [`pick`]),
@@ -658,6 +679,37 @@ mod tests {
         }
         assert!(html.contains("data-series=\"b: p99\" data-points=\"2\""));
         assert_eq!(html, render_runs(&labels, &runs), "deterministic");
+    }
+
+    #[test]
+    fn status_codes_compared_code_by_code() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = run_dir(
+            tmp.path(),
+            "a",
+            Some(&summary(1, ",\"status_codes\":{\"200\":190,\"404\":10}")),
+            None,
+        );
+        let b = run_dir(
+            tmp.path(),
+            "b",
+            Some(&summary(2, ",\"status_codes\":{\"200\":380,\"503\":20}")),
+            None,
+        );
+        let old = run_dir(tmp.path(), "old", Some(&summary(2, "")), None);
+        let html = render_compare(&[a, b, old]).unwrap();
+        assert!(row(&html, "status 200").contains(">190<"));
+        assert!(row(&html, "status 200").contains(">380</td><td class=\"n ratio\">2.00×"));
+        let not_found = row(&html, "status 404");
+        assert!(
+            not_found.contains(">0</td><td class=\"n ratio\">0.00×"),
+            "b counted codes and saw no 404: {not_found}"
+        );
+        assert!(
+            not_found.ends_with(">–</td><td class=\"n ratio\">–</td>"),
+            "the old run did not count codes: {not_found}"
+        );
+        assert!(row(&html, "status 503").contains(">0</td><td class=\"n\">20<"));
     }
 
     #[test]

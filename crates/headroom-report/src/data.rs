@@ -105,6 +105,11 @@ pub struct Summary {
     pub errors_total: Option<u64>,
     pub error_rate: Option<f64>,
     pub status: BTreeMap<String, u64>,
+    /// Responses by exact code (`"404"`), the codes seen only; empty for a run of a headroom
+    /// that did not count them.
+    pub status_codes: BTreeMap<String, u64>,
+    /// `--expect-status` as given (canonical text such as `200-299,404`); `None` without.
+    pub expect_status: Option<String>,
     pub users_started: Option<u64>,
     pub users_finished: Option<u64>,
     pub throughput_rps: Option<f64>,
@@ -166,6 +171,10 @@ pub struct Interval {
     pub rps: Option<f64>,
     pub errors: BTreeMap<String, u64>,
     pub status: BTreeMap<String, u64>,
+    /// Responses by exact code, the codes seen only; `None` when the line has no
+    /// `status_codes` (written by a headroom that did not count them), so a code not seen in
+    /// an interval that counted codes is a known 0.
+    pub status_codes: Option<BTreeMap<String, u64>>,
     pub latency_us: Figures,
     pub latency_uncorrected_us: Figures,
     pub connect_us: Figures,
@@ -352,6 +361,8 @@ fn summary_from(o: &Map<String, Value>) -> Summary {
         errors_total: u64_of(o.get("errors_total")),
         error_rate: f64_of(o.get("error_rate")),
         status: counts_of(o.get("status")),
+        status_codes: counts_of(o.get("status_codes")),
+        expect_status: str_of(o.get("expect_status")),
         users_started: u64_of(o.get("users_started")),
         users_finished: u64_of(o.get("users_finished")),
         throughput_rps: f64_of(o.get("throughput_rps")),
@@ -445,6 +456,10 @@ fn interval_from(o: &Map<String, Value>, line: usize) -> Interval {
         rps: f64_of(o.get("rps")),
         errors: counts_of(o.get("errors")),
         status: counts_of(o.get("status")),
+        status_codes: o
+            .get("status_codes")
+            .filter(|v| v.is_object())
+            .map(|v| counts_of(Some(v))),
         latency_us: figures_of(o.get("latency_us")),
         latency_uncorrected_us: figures_of(o.get("latency_uncorrected_us")),
         connect_us: figures_of(o.get("connect_us")),
@@ -546,12 +561,16 @@ impl Summary {
         }
         let mut errors = BTreeMap::new();
         let mut status = BTreeMap::new();
+        let mut status_codes = BTreeMap::new();
         for iv in intervals {
             for (k, v) in &iv.errors {
                 *errors.entry(k.clone()).or_insert(0) += v;
             }
             for (k, v) in &iv.status {
                 *status.entry(k.clone()).or_insert(0) += v;
+            }
+            for (k, v) in iv.status_codes.iter().flatten() {
+                *status_codes.entry(k.clone()).or_insert(0) += v;
             }
         }
         let duration_s = intervals
@@ -571,6 +590,7 @@ impl Summary {
             errors_total,
             errors,
             status,
+            status_codes,
             users_started: sum(intervals, |i| i.users_started),
             users_finished: sum(intervals, |i| i.users_finished),
             throughput_rps: match (responses, duration_s) {
@@ -633,5 +653,26 @@ mod tests {
         assert_eq!(s.duration_s, Some(2.0));
         assert_eq!(s.throughput_rps, Some(20.0));
         assert_eq!(s.requests, None);
+    }
+
+    #[test]
+    fn status_codes_of_summary_and_intervals() {
+        let s = parse_summary(
+            r#"{"status": {"2xx": 9, "4xx": 1}, "status_codes": {"200": 9, "404": 1},
+                "expect_status": "200"}"#,
+            Path::new("summary.json"),
+        )
+        .unwrap();
+        assert_eq!(s.status_codes.get("404"), Some(&1));
+        assert_eq!(s.expect_status.as_deref(), Some("200"));
+        let text = "{\"status_codes\":{\"200\":3}}\n{\"status_codes\":{\"200\":4,\"503\":1}}\n\
+                    {\"status\":{\"2xx\":1}}\n";
+        let (ivs, _) = parse_intervals(text, Path::new("intervals.jsonl")).unwrap();
+        assert_eq!(ivs[2].status_codes, None, "a line of an older headroom");
+        let s = Summary::from_intervals(&ivs);
+        assert_eq!(
+            s.status_codes.into_iter().collect::<Vec<_>>(),
+            [("200".to_string(), 7), ("503".to_string(), 1)]
+        );
     }
 }

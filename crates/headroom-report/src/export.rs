@@ -7,7 +7,8 @@ use std::fmt::Write;
 use crate::data::{Figures, Interval};
 
 /// One row per interval. Columns: time and counts, one `errors_KIND` column per error kind any
-/// interval names, one `status_CLASS` column per status class, then latency (corrected and
+/// interval names, one `status_CLASS` column per status class, one `status_CODE` column per
+/// exact code any interval saw (0 where a line that counted codes did not see it), then latency (corrected and
 /// uncorrected) and connect-time figures in microseconds, connections, users, bytes, and the
 /// server's CPU, memory, threads and descriptors when it was sampled. A missing value is an
 /// empty cell.
@@ -20,12 +21,19 @@ pub fn intervals_csv(intervals: &[Interval]) -> String {
         .iter()
         .flat_map(|iv| iv.status.keys().map(String::as_str))
         .collect();
+    let codes: BTreeSet<&str> = intervals
+        .iter()
+        .flat_map(|iv| iv.status_codes.iter().flatten().map(|(k, _)| k.as_str()))
+        .collect();
     let mut out = String::with_capacity(256 * (intervals.len() + 1));
     out.push_str("t_s,length_s,requests,responses,rps,errors_total");
     for k in &kinds {
         let _ = write!(out, ",errors_{k}");
     }
     for c in &classes {
+        let _ = write!(out, ",status_{c}");
+    }
+    for c in &codes {
         let _ = write!(out, ",status_{c}");
     }
     for f in ["latency", "latency_uncorrected", "connect"] {
@@ -59,6 +67,12 @@ pub fn intervals_csv(intervals: &[Interval]) -> String {
         ];
         row.extend(kinds.iter().map(|k| opt(iv.errors.get(*k))));
         row.extend(classes.iter().map(|c| opt(iv.status.get(*c))));
+        row.extend(codes.iter().map(|c| {
+            opt(iv
+                .status_codes
+                .as_ref()
+                .map(|m| m.get(*c).copied().unwrap_or(0)))
+        }));
         for f in [&iv.latency_us, &iv.latency_uncorrected_us, &iv.connect_us] {
             row.extend(figures(f));
         }
@@ -118,6 +132,8 @@ mod tests {
         };
         b.errors.insert("reset".into(), 0);
         b.status.insert("2xx".into(), 0);
+        a.status_codes = Some([("404".to_string(), 3)].into());
+        b.status_codes = Some(Default::default());
         let csv = intervals_csv(&[a, b]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
@@ -132,6 +148,8 @@ mod tests {
         assert_eq!(row2[col("errors_timeout")], "");
         assert_eq!(row1[col("status_2xx")], "");
         assert_eq!(row2[col("status_2xx")], "0");
+        assert_eq!(row1[col("status_404")], "3");
+        assert_eq!(row2[col("status_404")], "0", "counted codes, none a 404");
         assert_eq!(row1[col("latency_p99_us")], "1234");
         assert_eq!(row2[col("latency_p99_us")], "");
         assert_eq!(row2[col("t_s")], "1");

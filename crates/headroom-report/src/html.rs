@@ -154,6 +154,9 @@ pub(crate) fn settings(out: &mut String, s: &Summary) {
     if let Some(n) = s.streams {
         rows.insert(5, ("streams per connection", n.to_string()));
     }
+    if let Some(e) = &s.expect_status {
+        rows.push(("expected statuses", escape(e)));
+    }
     if let Some(t) = &s.tls {
         let settings = t
             .settings
@@ -264,6 +267,16 @@ pub(crate) fn headline(out: &mut String, s: &Summary) {
         &s.status,
         "no status recorded",
     );
+    // Beside the classes, every exact code seen (files of a headroom that counted them).
+    if !s.status_codes.is_empty() {
+        counts_table(
+            out,
+            "Responses by status code",
+            "code",
+            &s.status_codes,
+            "no status code recorded",
+        );
+    }
 }
 
 const FIGURE_COLUMNS: &str = "<th class=\"n\">count</th><th class=\"n\">mean</th>\

@@ -10,7 +10,8 @@
 //!
 //! - **Canned** (answered here, from bytes encoded at start-up, without allocating): `GET /`
 //!   returns the configured body; `GET /bytes/N` returns `N` bytes (`N` at most [`MAX_BYTES`],
-//!   400 above); an unknown path is 404.
+//!   400 above); `GET /status/CODE` answers with status CODE (200 to 599, 400 otherwise), for
+//!   tests that need a chosen status; an unknown path is 404.
 //! - **Slow** ([`Slow`]): `/sleep/MS` (MS at most [`MAX_SLEEP_MS`]), `/db/read/N` and
 //!   `/db/write/N` (N in 1..=[`MAX_DB_OPS`]), `/file/PATH` (PATH relative, without `..` or NUL)
 //!   and `/status`. Their answer takes time or I/O, so the parser stops right after such a request
@@ -131,6 +132,50 @@ pub fn push_slow_head(out: &mut Vec<u8>, slow: &Slow, status: &str, content_type
     push_head_typed(out, status, content_type, len, slow.persist());
 }
 
+/// The response of `/status/CODE`: status `code` (200..=599) with the body `status CODE\n`,
+/// except 204 and 304, which have none (and 204 no `Content-Length`, RFC 9110 §8.6). Written
+/// straight into `out`: no formatting machinery, no allocation beyond `out` growing.
+fn push_code(out: &mut Vec<u8>, code: u16, p: Persist, head_only: bool) {
+    let reason: &[u8] = match code {
+        200 => b"OK",
+        201 => b"Created",
+        204 => b"No Content",
+        301 => b"Moved Permanently",
+        302 => b"Found",
+        304 => b"Not Modified",
+        400 => b"Bad Request",
+        401 => b"Unauthorized",
+        403 => b"Forbidden",
+        404 => b"Not Found",
+        429 => b"Too Many Requests",
+        500 => b"Internal Server Error",
+        502 => b"Bad Gateway",
+        503 => b"Service Unavailable",
+        504 => b"Gateway Timeout",
+        _ => b"Status",
+    };
+    let body = !matches!(code, 204 | 304);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_decimal(out, u64::from(code));
+    out.push(b' ');
+    out.extend_from_slice(reason);
+    out.extend_from_slice(b"\r\nContent-Type: text/plain\r\n");
+    if code != 204 {
+        out.extend_from_slice(if body {
+            b"Content-Length: 11\r\n" as &[u8]
+        } else {
+            b"Content-Length: 0\r\n"
+        });
+    }
+    out.extend_from_slice(p.header());
+    out.extend_from_slice(b"\r\n");
+    if body && !head_only {
+        out.extend_from_slice(b"status ");
+        push_decimal(out, u64::from(code));
+        out.push(b'\n');
+    }
+}
+
 fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
@@ -157,6 +202,7 @@ pub struct Responses {
     bad_sleep: Canned,
     bad_db: Canned,
     bad_file: Canned,
+    bad_code: Canned,
     /// Requests served per connection at most (the last one says `Connection: close`).
     keepalive_requests: Option<u64>,
 }
@@ -177,6 +223,10 @@ impl Responses {
             bad_file: Canned::new(
                 "400 Bad Request",
                 b"bad request: /file/PATH takes a relative path without '..'\n",
+            ),
+            bad_code: Canned::new(
+                "400 Bad Request",
+                b"bad request: /status/CODE takes 200 <= CODE <= 599\n",
             ),
             root: Canned::new("200 OK", body),
             not_found: Canned::new("404 Not Found", b"not found\n"),
@@ -507,6 +557,8 @@ enum One {
 enum Route<'a> {
     Root,
     Bytes(usize),
+    /// `/status/CODE`: an answer with this status.
+    Code(u16),
     Slow(SlowRoute),
     /// A known route with a bad argument: this canned 400.
     Bad(&'a Canned),
@@ -559,6 +611,12 @@ fn route<'r>(path: &str, responses: &'r Responses) -> Route<'r> {
             Route::Slow(SlowRoute::File { path: p.to_owned() })
         } else {
             Route::Bad(&responses.bad_file)
+        };
+    }
+    if let Some(code) = path.strip_prefix("/status/") {
+        return match parse_decimal(code.as_bytes()) {
+            Some(c) if (200..=599).contains(&c) => Route::Code(c as u16),
+            _ => Route::Bad(&responses.bad_code),
         };
     }
     if path == "/status" {
@@ -648,6 +706,7 @@ fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>, force_clos
                 out.resize(out.len() + n, b'x');
             }
         }
+        Route::Code(code) => push_code(out, code, persist, head_only),
         Route::Slow(route) => {
             return One::Slow {
                 consumed: head_len,
@@ -887,6 +946,35 @@ mod tests {
         let mut out = Vec::new();
         let b = st.feed(req, &r, &mut out, LIMIT);
         b.slow
+    }
+
+    #[test]
+    fn status_route_answers_the_code_asked_for() {
+        let (out, b) =
+            run(&[b"GET /status/404 HTTP/1.1\r\n\r\nGET /status/429?x=1 HTTP/1.1\r\n\r\n"]);
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\n\
+             status 404\n\
+             HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\n\
+             status 429\n"
+        );
+        assert_eq!((b.responses, b.bad_requests, b.close), (2, 0, false));
+        let (out, _) = run(&[b"GET /status/599 HTTP/1.0\r\n\r\n"]);
+        assert!(text(&out).starts_with("HTTP/1.1 599 Status\r\n"));
+        assert!(text(&out).contains("Connection: close\r\n"));
+        let (out, _) = run(&[b"GET /status/204 HTTP/1.1\r\n\r\n"]);
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\n\r\n"
+        );
+        let (out, _) = run(&[b"HEAD /status/503 HTTP/1.1\r\n\r\n"]);
+        assert!(text(&out).ends_with("Content-Length: 11\r\n\r\n"));
+        for bad in ["/status/199", "/status/600", "/status/x", "/status/"] {
+            let (out, b) = run(&[format!("GET {bad} HTTP/1.1\r\n\r\n").as_bytes()]);
+            assert!(text(&out).starts_with("HTTP/1.1 400 "), "{bad}");
+            assert_eq!((b.bad_requests, b.close), (1, false), "{bad}");
+        }
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use headroom_core::{
-    ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, SocketOptions, StopCondition,
-    TlsOptions, TlsVersion,
+    ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, SocketOptions, StatusSet,
+    StopCondition, TlsOptions, TlsVersion,
 };
 
 const ABOUT: &str = "Load generator and server-scalability lab.";
@@ -171,6 +171,11 @@ pub struct RunArgs {
     /// never more than the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     #[arg(long, value_name = "S", help_heading = "HTTP")]
     pub streams: Option<u32>,
+    /// The statuses a reply should have, e.g. 200,204 or 200-299,404 or 2xx: any other status
+    /// is an `unexpected_status` error, and an expected 4xx or 5xx is no error. Without it a
+    /// 4xx or 5xx is an error (http_4xx, http_5xx) and anything else is not.
+    #[arg(long, value_name = "CODES", value_parser = parse_expect_status, help_heading = "HTTP")]
+    pub expect_status: Option<StatusSet>,
 
     // ---- timeouts and sockets ----
     /// Give up on a connect after this long.
@@ -471,6 +476,11 @@ pub fn parse_think(s: &str, default_exp: bool) -> Result<Distribution, UsageErro
 }
 
 /// `127.0.0.2-127.0.0.50` (inclusive IPv4 range) or a comma-separated list.
+/// `--expect-status`: codes, ranges and classes (see [`StatusSet`]'s `FromStr`).
+pub fn parse_expect_status(s: &str) -> Result<StatusSet, String> {
+    s.parse()
+}
+
 pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
     let bad = |why: String| {
         usage(format!(
@@ -692,6 +702,7 @@ impl RunArgs {
             interval: self.interval,
             connect_timeout: self.connect_timeout,
             timeout: self.timeout,
+            expect_status: self.expect_status.unwrap_or_default(),
             keepalive: !self.no_keepalive,
             pipeline: self.pipeline,
             socket: SocketOptions {
@@ -921,5 +932,25 @@ mod tests {
         assert!(args(&["--rate", "10", "--pipeline", "4"]).is_err());
         assert!(args(&["-c", "0"]).is_err());
         assert!(args(&["--max-users", "5"]).is_err());
+    }
+
+    #[test]
+    fn expect_status_flag() {
+        let p = args(&[]).unwrap();
+        assert!(p.expect_status.is_empty(), "no expectation by default");
+        let p = args(&["--expect-status", "200,204,3xx"]).unwrap();
+        assert!(p.expect_status.contains(204) && p.expect_status.contains(302));
+        assert!(!p.expect_status.contains(404));
+        for bad in ["", "600", "20o", "4xx,"] {
+            let mut v = vec![
+                "headroom",
+                "run",
+                "http://127.0.0.1:8080/",
+                "--expect-status",
+            ];
+            v.push(bad);
+            let e = Cli::try_parse_from(v).unwrap_err().to_string();
+            assert!(e.contains("--expect-status"), "{bad}: {e}");
+        }
     }
 }

@@ -96,6 +96,8 @@ struct Metrics {
     responses: u64,
     errors: BTreeMap<String, u64>,
     status: BTreeMap<String, u64>,
+    /// Responses by exact code, the codes seen so far.
+    status_codes: BTreeMap<String, u64>,
     bytes_sent: u64,
     bytes_received: u64,
     connections_open: u64,
@@ -116,6 +118,9 @@ impl Metrics {
         }
         for (k, v) in &iv.status {
             *self.status.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in iv.status_codes.iter().flatten() {
+            *self.status_codes.entry(k.clone()).or_insert(0) += v;
         }
         self.bytes_sent += iv.bytes_sent.unwrap_or(0);
         self.bytes_received += iv.bytes_received.unwrap_or(0);
@@ -198,6 +203,13 @@ impl Metrics {
             "counter",
             "Responses since the run started, by status class.",
             &by("class", &self.status),
+        );
+        metric(
+            &mut out,
+            "headroom_responses_by_code_total",
+            "counter",
+            "Responses since the run started, by exact status code (the codes seen so far).",
+            &by("code", &self.status_codes),
         );
         for (name, help, v) in &counters[2..] {
             metric(&mut out, name, "counter", help, &[(String::new(), n(*v))]);
@@ -894,6 +906,7 @@ mod tests {
             let v = serde_json::json!({
                 "t_s": i, "length_s": 1, "requests": 10, "responses": 9, "rps": 9.0,
                 "errors": {"reset": i, "refused": 0}, "status": {"2xx": 9, "5xx": 0},
+                "status_codes": {"200": 8, "204": 1},
                 "latency_us": {"p50": 1000, "p90": 2000, "p99": 3500, "max": 12000},
                 "connections_open": 3, "users_active": 4,
                 "bytes_sent": 100, "bytes_received": 1000,
@@ -907,6 +920,8 @@ mod tests {
             "headroom_errors_total{kind=\"reset\"} 1\n",
             "headroom_errors_total{kind=\"refused\"} 0\n",
             "headroom_responses_by_status_total{class=\"2xx\"} 18\n",
+            "headroom_responses_by_code_total{code=\"200\"} 16\n",
+            "headroom_responses_by_code_total{code=\"204\"} 2\n",
             "headroom_bytes_sent_total 200\n",
             "headroom_bytes_received_total 2000\n",
             "headroom_connections_open 3\n",

@@ -579,6 +579,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         interval: Duration::from_secs(1),
         connect_timeout: Duration::from_secs(5),
         timeout: Duration::from_secs(10),
+        expect_status: Default::default(),
         keepalive: true,
         pipeline: 1,
         socket: SocketOptions {

@@ -32,9 +32,19 @@ fn status_map(c: &Counters) -> serde_json::Map<String, serde_json::Value> {
         .collect()
 }
 
+/// Responses by exact code, the codes seen only (`{"200": 995, "404": 5}`), ascending.
+fn status_codes_map(c: &Counters) -> serde_json::Map<String, serde_json::Value> {
+    c.codes_seen()
+        .map(|(code, n)| (code.to_string(), n.into()))
+        .collect()
+}
+
 /// Failed attempts over attempts: (errors) / (responses + failures that produced no response).
 pub fn error_rate(c: &Counters) -> f64 {
-    let http = c.errors[ErrorKind::Http4xx.index()] + c.errors[ErrorKind::Http5xx.index()];
+    // The failures that are complete responses: counted once, as responses.
+    let http = c.errors[ErrorKind::Http4xx.index()]
+        + c.errors[ErrorKind::Http5xx.index()]
+        + c.errors[ErrorKind::UnexpectedStatus.index()];
     let attempts = c.responses + (c.errors_total() - http);
     if attempts == 0 {
         0.0
@@ -187,6 +197,8 @@ pub fn summary_json(
         "errors_total": c.errors_total(),
         "error_rate": round6(error_rate(c)),
         "status": status_map(c),
+        "status_codes": status_codes_map(c),
+        "expect_status": (!plan.expect_status.is_empty()).then(|| plan.expect_status.to_string()),
         "users_started": c.users_started,
         "users_finished": c.users_finished,
         "throughput_rps": round3(c.responses as f64 / secs),
@@ -305,6 +317,7 @@ pub fn interval_json(
         "rps": round3(c.responses as f64 / len),
         "errors": errors_map(c),
         "status": status_map(c),
+        "status_codes": status_codes_map(c),
         "latency_us": lat(&r.latency),
         "latency_uncorrected_us": lat(&r.latency_uncorrected),
         "connect_us": lat(&r.connect),
@@ -635,13 +648,22 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
         .collect();
     let _ = writeln!(
         w,
-        "  Status       {}",
+        "  Status       {}{}",
         if classes.is_empty() {
             "none".into()
         } else {
             classes.join(", ")
+        },
+        if plan.expect_status.is_empty() {
+            String::new()
+        } else {
+            format!("  (expected: {})", plan.expect_status)
         }
     );
+    // One line per exact code seen, as hey prints them.
+    for (code, n) in c.codes_seen() {
+        let _ = writeln!(w, "    [{code}]      {} responses", thousands(n));
+    }
     let errs: Vec<String> = ErrorKind::ALL
         .iter()
         .filter(|k| c.errors[k.index()] > 0)
@@ -707,5 +729,24 @@ mod tests {
         c.errors[ErrorKind::Refused.index()] = 10; // no response
         assert!((error_rate(&c) - 20.0 / 100.0).abs() < 1e-12);
         assert_eq!(error_rate(&Counters::default()), 0.0);
+    }
+
+    #[test]
+    fn unexpected_statuses_are_responses_in_the_error_rate() {
+        let mut c = Counters::default();
+        let expect: headroom_core::StatusSet = "200".parse().unwrap();
+        for code in [200, 200, 404, 503] {
+            c.responses += 1;
+            c.reply_status(code, &expect);
+        }
+        assert!(
+            (error_rate(&c) - 0.5).abs() < 1e-12,
+            "2 of 4 attempts failed"
+        );
+        let m = status_codes_map(&c);
+        assert_eq!(
+            serde_json::Value::Object(m),
+            serde_json::json!({"200": 2, "404": 1, "503": 1})
+        );
     }
 }

@@ -26,6 +26,7 @@ Architectures:
   async             tokio, --runtime current-thread or multi with --workers K (seed 003)
 
 Endpoints: /  /bytes/N  /sleep/MS  /file/PATH (--docroot)  /db/read/N  /db/write/N (--db)  /status
+  /metrics  /status/CODE (answers with status CODE, 200 to 599)
 
 TLS (every architecture; rustls, TLS 1.2 and 1.3, ALPN http/1.1): --tls CERT,KEY serves the PEM
 certificate chain and key; --tls-self-signed makes a certificate for localhost, 127.0.0.1 and ::1

@@ -173,6 +173,44 @@ fn rst_stream_is_counted_by_code_and_the_server_is_used_on() {
     assert_eq!(ng.logged_status(200), 100);
 }
 
+/// Issue 16 over HTTP/2: exact codes per stream, and `--expect-status` deciding what fails, on
+/// the HTTP/2 path of the engine (its own place where replies are counted).
+#[test]
+fn issue16_h2c_counts_exact_codes_and_checks_expect_status() {
+    let ng = Nginx::builder().h2c(true).start();
+    let flags = [
+        "--h2c",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "100",
+        "-d",
+        BOUND,
+    ];
+    let (v, out) = run_json(&ng.url("/missing"), &flags);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(v["status_codes"], serde_json::json!({"404": 100}), "{v:#}");
+    assert_eq!(err(&v, "http_4xx"), 100, "{v:#}");
+    assert_eq!(err(&v, "unexpected_status"), 0, "{v:#}");
+    let (v, out) = run_json(
+        &ng.url("/fail"),
+        &[&flags[..], &["--expect-status", "200"]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(v["status_codes"], serde_json::json!({"503": 100}), "{v:#}");
+    assert_eq!(err(&v, "unexpected_status"), 100, "{v:#}");
+    assert_eq!(err(&v, "http_5xx"), 0, "{v:#}");
+    let (v, _) = run_json(
+        &ng.url("/missing"),
+        &[&flags[..], &["--expect-status", "404"]].concat(),
+    );
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    assert_eq!(ng.logged_status(404), 200);
+    assert_eq!(ng.logged_status(503), 100);
+}
+
 #[test]
 fn http2_against_a_server_without_h2_says_so_in_one_line() {
     let pki = Pki::new();

@@ -1,13 +1,14 @@
-//! Fuzz the scenario readers: the native YAML parser and the Tsung and httperf importers.
+//! Fuzz the scenario readers: the native YAML parser and the Tsung, httperf and HAR importers.
 //!
-//! The input, as UTF-8 (lossy), goes to all three. Checked besides "no panic": every error is
+//! The input, as UTF-8 (lossy), goes to all four. Checked besides "no panic": every error is
 //! located (line and column >= 1); a scenario the parser accepts is written by `to_yaml` and
 //! parses back identically; the importers never report an internal error (their own round trip
 //! through `to_yaml` + `parse_str` failing), and what they return round-trips too.
 #![no_main]
 
 use headroom_scenario::{
-    import_httperf, import_tsung, parse_str, to_yaml, HttperfOptions, Scenario, ScenarioError,
+    import_har, import_httperf, import_tsung, parse_str, to_yaml, HarOptions, HttperfOptions,
+    Scenario, ScenarioError,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -41,6 +42,10 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => located(&e),
     }
     match import_httperf(&text, "fuzz.log", &HttperfOptions::default()) {
+        Ok(i) => round_trip(&i.scenario),
+        Err(e) => located(&e),
+    }
+    match import_har(&text, "fuzz.har", &HarOptions::default()) {
         Ok(i) => round_trip(&i.scenario),
         Err(e) => located(&e),
     }

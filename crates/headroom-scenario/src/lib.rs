@@ -20,6 +20,7 @@
 
 pub mod compile;
 pub mod emit;
+pub mod har;
 pub mod httperf;
 pub mod model;
 mod parse;
@@ -28,6 +29,7 @@ pub mod tsung;
 pub use compile::{compile, Compiled};
 
 pub use emit::to_yaml;
+pub use har::{import_har, load_har, HarOptions};
 pub use httperf::{import_httperf, HttperfOptions};
 pub use model::Scenario;
 use std::path::Path;

@@ -27,7 +27,8 @@ Three load models:
                     --per-user N requests with --think T between them, then leaving
 
 Scenario files: instead of URL give FILE.yaml (sessions, arrival phases, thresholds; see
-docs/scenario.md) or a Tsung FILE.xml; --target HOST:PORT overrides the file's server.
+docs/scenario.md), a Tsung FILE.xml or a browser's FILE.har (docs/import.md); --target HOST:PORT
+overrides the file's server.
 
 Examples:
   headroom run http://127.0.0.1:8080/ -c 50 -d 30s
@@ -60,7 +61,7 @@ pub enum Command {
     Demo(DemoArgs),
     /// Run a reference server (thread-per-conn, pool, reactor over select/poll/epoll, async).
     Serve(Box<crate::serve::ServeArgs>),
-    /// Convert a Tsung XML or httperf wsesslog file into a native scenario (YAML on stdout).
+    /// Convert a Tsung XML, httperf wsesslog or HAR file into a native scenario (YAML on stdout).
     Import(crate::import::ImportArgs),
     /// SURGE web workload tools: `headroom surge fileset DIR` writes a file set to serve.
     Surge(crate::surge::SurgeArgs),
@@ -100,7 +101,8 @@ pub struct DemoArgs {
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/path or https://localhost:8443/, or a scenario file:
-    /// FILE.yaml (see docs/scenario.md) or a Tsung FILE.xml.
+    /// FILE.yaml (see docs/scenario.md), a Tsung FILE.xml or a HAR (FILE.har, or FILE.json with
+    /// log.entries; see docs/import.md).
     #[arg(value_name = "URL|SCENARIO")]
     pub url: String,
     /// Scenario files: send to this server (HOST:PORT) instead of the file's `servers`.

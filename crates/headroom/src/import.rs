@@ -1,4 +1,4 @@
-//! `headroom import tsung|httperf FILE`: bring existing load files over as native scenarios.
+//! `headroom import tsung|httperf|har FILE`: bring existing load files over as native scenarios.
 //! The YAML goes to stdout (or `-o FILE`); every warning (an element or attribute not honoured)
 //! goes to stderr with its line, so nothing is dropped silently.
 
@@ -24,6 +24,28 @@ pub enum ImportFormat {
     Tsung(TsungArgs),
     /// An httperf --wsesslog session file: sessions of request bursts with think times.
     Httperf(HttperfArgs),
+    /// A HAR (HTTP Archive, saved by browsers' devtools and recording proxies): its requests in
+    /// order with bodies and headers, think times from the timestamps, pages as transactions.
+    /// Files above 64 MiB are refused. (`headroom run FILE.har` runs one directly.)
+    Har(HarArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct HarArgs {
+    /// The HAR file.
+    pub file: PathBuf,
+    /// Write the scenario here instead of stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Users replaying the recording back to back (a closed population; default 1).
+    #[arg(long, value_name = "N", conflicts_with = "rate")]
+    pub users: Option<u64>,
+    /// Instead, new users per second, each replaying the recording once.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Length of the arrival phase (with --rate).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
 }
 
 #[derive(Args, Debug)]
@@ -105,6 +127,19 @@ pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 duration: h.duration,
             };
             let imported = headroom_scenario::import_httperf(&text, &name, &opts)
+                .map_err(crate::scenario::errors_to_usage)?;
+            emit(imported, &h.output)
+        }
+        ImportFormat::Har(h) => {
+            let name = h.file.display().to_string();
+            let text = headroom_scenario::har::read_har_file(&h.file)
+                .map_err(|e| UsageError(format!("{name}: {e}")))?;
+            let opts = headroom_scenario::HarOptions {
+                users: h.users,
+                rate: h.rate,
+                duration: h.duration,
+            };
+            let imported = headroom_scenario::import_har(&text, &name, &opts)
                 .map_err(crate::scenario::errors_to_usage)?;
             emit(imported, &h.output)
         }

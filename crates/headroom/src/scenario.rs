@@ -1,5 +1,5 @@
-//! `headroom run FILE.yaml|FILE.xml`: a scenario file (or a Tsung XML, converted on the fly)
-//! becomes a sessions plan; after the run its thresholds are checked and its per-name figures
+//! `headroom run FILE.yaml|FILE.xml|FILE.har`: a scenario file (or a Tsung XML or a HAR,
+//! converted on the fly) becomes a sessions plan; after the run its thresholds are checked and its per-name figures
 //! reported.
 
 use std::path::Path;
@@ -20,7 +20,9 @@ pub fn is_scenario(arg: &str) -> bool {
     let lower = arg.to_ascii_lowercase();
     !lower.starts_with("http://")
         && !lower.starts_with("https://")
-        && (lower.ends_with(".yaml") || lower.ends_with(".yml") || lower.ends_with(".xml"))
+        && [".yaml", ".yml", ".xml", ".har", ".json"]
+            .iter()
+            .any(|ext| lower.ends_with(ext))
 }
 
 /// A scenario run: the plan and the thresholds to check afterwards.
@@ -167,18 +169,32 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     })
 }
 
-/// A native scenario, or a Tsung XML converted (its warnings go to stderr, one per line).
+/// A native scenario, or a Tsung XML or a HAR converted (their warnings go to stderr, one per
+/// line). A HAR is a `.har` file, or a `.json` one holding `log.entries` (other `.json` files are
+/// scenarios written in JSON, which YAML reads).
 pub fn read(path: &Path) -> Result<Scenario, UsageError> {
-    let is_xml = path
+    let ext = path
         .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
-    if !is_xml {
-        return headroom_scenario::load(path).map_err(errors_to_usage);
-    }
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
-    let imported = headroom_scenario::import_tsung(&text, &name).map_err(errors_to_usage)?;
+    let imported = match ext.as_str() {
+        "xml" => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            headroom_scenario::import_tsung(&text, &name).map_err(errors_to_usage)?
+        }
+        "har" | "json" => {
+            let text = headroom_scenario::har::read_har_file(path)
+                .map_err(|e| UsageError(format!("{name}: {e}")))?;
+            if ext == "json" && !headroom_scenario::har::looks_like_har(&text) {
+                return headroom_scenario::parse_str(&text, &name).map_err(errors_to_usage);
+            }
+            let opts = headroom_scenario::HarOptions::default();
+            headroom_scenario::import_har(&text, &name, &opts).map_err(errors_to_usage)?
+        }
+        _ => return headroom_scenario::load(path).map_err(errors_to_usage),
+    };
     for w in &imported.warnings {
         eprintln!("headroom: warning: {w}");
     }

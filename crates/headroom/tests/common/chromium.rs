@@ -5,7 +5,9 @@
 //!
 //! The tests use it to open reports and the live dashboard the way a reader would: every console
 //! error, uncaught exception and failed load is collected ([`Browser::errors`]), page state is
-//! read with [`Browser::eval`], and screenshots are kept in [`artifact_dir`].
+//! read with [`Browser::eval`], and screenshots are kept in [`artifact_dir`]. With
+//! [`Browser::record_network`] it also records what the page sends, as DevTools' Network panel
+//! does, and [`Browser::har`] writes that down as a HAR (tests/har.rs).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -40,6 +42,8 @@ pub struct Browser {
     events: Vec<Value>,
     /// Console errors, exceptions and failed loads seen so far.
     errors: Vec<String>,
+    /// `Network.*` events, in arrival order, kept across navigations.
+    network: Vec<Value>,
     _profile: tempfile::TempDir,
 }
 
@@ -132,6 +136,7 @@ impl Browser {
             session: String::new(),
             events: Vec::new(),
             errors: Vec::new(),
+            network: Vec::new(),
             _profile: profile,
         };
         let target = b.call("Target.createTarget", json!({"url": "about:blank"}));
@@ -227,6 +232,7 @@ impl Browser {
                     e["url"].as_str().unwrap_or("")
                 ));
             }
+            Some(m) if m.starts_with("Network.") => self.network.push(v.clone()),
             _ => {}
         }
         self.events.push(v);
@@ -326,11 +332,296 @@ impl Browser {
         png.len()
     }
 
+    /// Run `js` (a form submit, a click on a link) and wait for the load event of the page it
+    /// navigates to.
+    pub fn navigate_by(&mut self, js: &str) {
+        self.drain();
+        self.events.clear();
+        self.eval(js);
+        let deadline = Instant::now() + COMMAND_TIMEOUT;
+        loop {
+            if self
+                .events
+                .iter()
+                .any(|e| e["method"].as_str() == Some("Page.loadEventFired"))
+            {
+                return;
+            }
+            let v = self
+                .next_message(deadline)
+                .unwrap_or_else(|| panic!("the page {js} opened did not finish loading"));
+            self.note_event(v);
+        }
+    }
+
+    /// Record every request the page makes from now on, with the browser's cache off (every
+    /// load goes to the server, as in a first visit).
+    pub fn record_network(&mut self) {
+        self.call("Network.enable", json!({}));
+        self.call("Network.setCacheDisabled", json!({"cacheDisabled": true}));
+    }
+
+    /// Wait until every request recorded so far has finished or failed; false if `within`
+    /// passed first.
+    pub fn network_idle(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            self.drain();
+            let mut open = std::collections::HashSet::new();
+            for e in &self.network {
+                let id = e["params"]["requestId"].as_str().unwrap_or("").to_string();
+                match e["method"].as_str() {
+                    Some("Network.requestWillBeSent") => {
+                        open.insert(id);
+                    }
+                    Some("Network.loadingFinished") | Some("Network.loadingFailed") => {
+                        open.remove(&id);
+                    }
+                    _ => {}
+                }
+            }
+            if open.is_empty() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The requests recorded since [`Browser::record_network`] as a HAR 1.2 document, built
+    /// from the DevTools Network events the way DevTools' own "Save all as HAR" does: an entry
+    /// per request (a redirect ends one entry and starts the next), the headers actually sent
+    /// (`requestWillBeSentExtraInfo`: Host, Connection, Cookie, ... included) when reported,
+    /// the POST body, the status or the error, and a page per document load.
+    pub fn har(&mut self) -> Value {
+        use std::collections::{HashMap, VecDeque};
+        self.drain();
+        struct Entry {
+            id: String,
+            page: Option<String>,
+            wall: f64,
+            start: f64,
+            end: Option<f64>,
+            method: String,
+            url: String,
+            headers: Value,
+            post: Option<String>,
+            status: Option<u64>,
+            protocol: String,
+            error: Option<String>,
+            cached: bool,
+        }
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut pages: Vec<Value> = Vec::new();
+        let mut extra: HashMap<String, VecDeque<Value>> = HashMap::new();
+        let latest = |entries: &[Entry], id: &str| -> Option<usize> {
+            entries.iter().rposition(|e| e.id == id)
+        };
+        let events = self.network.clone();
+        for ev in &events {
+            let p = &ev["params"];
+            let id = p["requestId"].as_str().unwrap_or("").to_string();
+            match ev["method"].as_str().unwrap_or("") {
+                "Network.requestWillBeSent" => {
+                    if let Some(r) = p.get("redirectResponse") {
+                        if let Some(i) = latest(&entries, &id) {
+                            entries[i].status = r["status"].as_u64();
+                            entries[i].protocol = r["protocol"].as_str().unwrap_or("").into();
+                            entries[i].end = p["timestamp"].as_f64();
+                        }
+                    }
+                    let req = &p["request"];
+                    let url = req["url"].as_str().unwrap_or("").to_string();
+                    let wall = p["wallTime"].as_f64().unwrap_or(0.0);
+                    if p["type"].as_str() == Some("Document") {
+                        pages.push(json!({
+                            "id": format!("page_{}", pages.len() + 1),
+                            "title": url,
+                            "startedDateTime": iso8601(wall),
+                            "pageTimings": {},
+                        }));
+                    }
+                    let mut post = req["postData"].as_str().map(str::to_string);
+                    if post.is_none() {
+                        if let Some(parts) = req["postDataEntries"].as_array() {
+                            use base64::Engine as _;
+                            let mut bytes = Vec::new();
+                            for part in parts {
+                                if let Some(b) = part["bytes"].as_str() {
+                                    bytes.extend(
+                                        base64::engine::general_purpose::STANDARD
+                                            .decode(b)
+                                            .expect("postDataEntries base64"),
+                                    );
+                                }
+                            }
+                            post = Some(String::from_utf8_lossy(&bytes).into_owned());
+                        }
+                    }
+                    if post.is_none() && req["hasPostData"].as_bool() == Some(true) {
+                        let r = self.call("Network.getRequestPostData", json!({"requestId": id}));
+                        post = r["postData"].as_str().map(str::to_string);
+                    }
+                    entries.push(Entry {
+                        id,
+                        page: pages
+                            .last()
+                            .map(|pg| pg["id"].as_str().unwrap().to_string()),
+                        wall,
+                        start: p["timestamp"].as_f64().unwrap_or(0.0),
+                        end: None,
+                        method: req["method"].as_str().unwrap_or("").to_string(),
+                        url,
+                        headers: req["headers"].clone(),
+                        post,
+                        status: None,
+                        protocol: String::new(),
+                        error: None,
+                        cached: false,
+                    });
+                }
+                "Network.requestWillBeSentExtraInfo" => {
+                    extra.entry(id).or_default().push_back(p["headers"].clone());
+                }
+                "Network.responseReceived" => {
+                    if let Some(i) = latest(&entries, &id) {
+                        entries[i].status = p["response"]["status"].as_u64();
+                        entries[i].protocol =
+                            p["response"]["protocol"].as_str().unwrap_or("").into();
+                    }
+                }
+                "Network.requestServedFromCache" => {
+                    if let Some(i) = latest(&entries, &id) {
+                        entries[i].cached = true;
+                    }
+                }
+                "Network.loadingFinished" | "Network.loadingFailed" => {
+                    if let Some(i) = latest(&entries, &id) {
+                        entries[i].end = p["timestamp"].as_f64();
+                        if let Some(t) = p["errorText"].as_str() {
+                            entries[i].error = Some(t.to_string());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let header_list = |h: &Value| -> Vec<Value> {
+            h.as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| json!({"name": k, "value": v.as_str().unwrap_or("")}))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let out: Vec<Value> = entries
+            .iter()
+            .map(|e| {
+                // The headers on the wire, when the browser reported them, else the page's.
+                let sent = extra
+                    .get_mut(&e.id)
+                    .and_then(|q| q.pop_front())
+                    .unwrap_or_else(|| e.headers.clone());
+                let headers = header_list(&sent);
+                let mime = headers
+                    .iter()
+                    .find(|h| {
+                        h["name"]
+                            .as_str()
+                            .unwrap()
+                            .eq_ignore_ascii_case("content-type")
+                    })
+                    .map(|h| h["value"].as_str().unwrap().to_string())
+                    .unwrap_or_default();
+                let ms = e.end.map_or(0.0, |end| ((end - e.start) * 1000.0).max(0.0));
+                let version = if e.protocol.is_empty() {
+                    "http/1.1"
+                } else {
+                    e.protocol.as_str()
+                };
+                let mut request = json!({
+                    "method": e.method,
+                    "url": e.url,
+                    "httpVersion": version,
+                    "headers": headers,
+                    "queryString": [],
+                    "cookies": [],
+                    "headersSize": -1,
+                    "bodySize": e.post.as_ref().map_or(0, |b| b.len()),
+                });
+                if let Some(b) = &e.post {
+                    request["postData"] = json!({"mimeType": mime, "text": b});
+                }
+                let mut response = json!({
+                    "status": e.status.unwrap_or(0),
+                    "statusText": "",
+                    "httpVersion": e.protocol,
+                    "headers": [],
+                    "cookies": [],
+                    "content": {"size": 0, "mimeType": ""},
+                    "redirectURL": "",
+                    "headersSize": -1,
+                    "bodySize": -1,
+                });
+                if let Some(err) = &e.error {
+                    response["_error"] = json!(err);
+                }
+                let mut entry = json!({
+                    "startedDateTime": iso8601(e.wall),
+                    "time": ms,
+                    "request": request,
+                    "response": response,
+                    "cache": {},
+                    "timings": {"send": 0, "wait": ms, "receive": 0},
+                });
+                if let Some(pg) = &e.page {
+                    entry["pageref"] = json!(pg);
+                }
+                if e.cached {
+                    entry["_fromCache"] = json!("memory");
+                }
+                entry
+            })
+            .collect();
+        json!({"log": {
+            "version": "1.2",
+            "creator": {"name": "headroom tests (DevTools Network events)", "version": "1"},
+            "pages": pages,
+            "entries": out,
+        }})
+    }
+
     /// Every console error, uncaught exception and failed load seen so far.
     pub fn errors(&mut self) -> Vec<String> {
         self.drain();
         self.errors.clone()
     }
+}
+
+/// Seconds since the Unix epoch as `2025-03-01T10:00:00.123Z`.
+pub fn iso8601(secs: f64) -> String {
+    let ms = (secs * 1000.0).round() as i64;
+    let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000
+    )
 }
 
 impl Drop for Browser {

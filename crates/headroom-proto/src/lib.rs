@@ -8,6 +8,7 @@ pub mod http1;
 pub mod json;
 pub mod pg;
 pub mod raw;
+pub mod redirect;
 pub mod starttls;
 pub mod ws;
 pub mod xmpp;

@@ -310,7 +310,9 @@ impl<'a> Cursor<'a> {
         }
         self.s.get(start..self.pos).filter(|t| !t.is_empty())
     }
-    /// A quoted-string, returned without its quotes and with its escapes kept.
+    /// A quoted-string, returned without its quotes and with its escapes kept. Control
+    /// characters other than tab are refused, escaped or not (RFC 9110 §5.6.4): the value is
+    /// echoed into our `Authorization` header, where a CR or LF would start a new line.
     fn quoted(&mut self) -> Option<&'a [u8]> {
         if !self.eat(b'"') {
             return None;
@@ -323,11 +325,22 @@ impl<'a> Cursor<'a> {
                     self.pos += 1;
                     return inner;
                 }
-                b'\\' => self.pos += 2,
+                b'\\' => {
+                    self.pos += 1;
+                    if is_ctl(self.peek()?) {
+                        return None;
+                    }
+                    self.pos += 1;
+                }
+                b if is_ctl(b) => return None,
                 _ => self.pos += 1,
             }
         }
     }
+}
+
+fn is_ctl(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f
 }
 
 fn is_tchar(b: u8) -> bool {

@@ -232,6 +232,18 @@ fn bad_challenges_are_typed_errors() {
             b"Digest realm=\"r\", nonce=\"n\", \xff",
             AuthError::Malformed,
         ),
+        // Control characters in a quoted value would be echoed into our header: refused.
+        (
+            b"Digest realm=\"r\", nonce=\"n\r\nX: y\"",
+            AuthError::Malformed,
+        ),
+        (b"Digest realm=\"r\", nonce=\"n\\\r\"", AuthError::Malformed),
+        (b"Digest realm=\"r\x00\", nonce=\"n\"", AuthError::Malformed),
+        (b"Digest realm=\"r\x7f\", nonce=\"n\"", AuthError::Malformed),
+        (
+            b"Digest realm=\"r\tok\", nonce=\"n\\\x00\"",
+            AuthError::Malformed,
+        ),
         (
             br#"Digest realm="r", nonce="n", qop="auth-int""#,
             AuthError::AuthIntOnly,

@@ -10,7 +10,9 @@
 //! values, so every request allocates, and a jar per virtual user (tens of thousands of them)
 //! costs several maps each. What is needed here is small: the parsing algorithm of §5.2, the
 //! date algorithm of §5.1.1, domain and path matching (§5.1.3, §5.1.4) and the storage model
-//! (§5.3) over a short `Vec`, in a few hundred lines.
+//! (§5.3) over a short `Vec`, in a few hundred lines. (`httpdate`, already in the lock file,
+//! reads only the three exact HTTP-date forms; real `Expires` values need §5.1.1's tolerant
+//! token algorithm: two-digit years, any token order, trailing junk.)
 //!
 //! # Shape
 //!

@@ -27,7 +27,16 @@
 //!   the same `Vec` (at most [`MAX_CHUNK_LINE_LEN`] bytes), so that `httparse::parse_chunk_size`
 //!   always sees a whole line and a split input decodes exactly like an unsplit one.
 //!
-//! The decoder itself is a few scalars and an (empty) `Vec`: 56 bytes on 64-bit targets.
+//! The decoder itself is a few scalars, an (empty) `Vec` and an (absent) capture box: 64 bytes
+//! on 64-bit targets.
+//!
+//! # Header capture
+//!
+//! Cookies, redirects and auth need a few header values of each response (`Set-Cookie`,
+//! `Location`, `WWW-Authenticate`, `Content-Encoding`). A caller opts in with
+//! [`ResponseDecoder::set_capture`]; the values of each head are then copied into a bounded
+//! buffer owned by the decoder and read with [`ResponseDecoder::captured`] after
+//! `Decoded::Complete`. Without it the decoder copies nothing (see the `capture` module).
 //!
 //! # Robustness
 //!
@@ -38,6 +47,11 @@
 //! exactly as when it arrives in one piece.
 
 use headroom_core::HttpRequest;
+
+mod capture;
+
+use capture::Capture;
+pub use capture::{Captured, HeaderId, HeaderSet, DEFAULT_CAPTURE_BYTES};
 
 /// Largest response head (status line + headers + empty line) accepted, in bytes.
 pub const MAX_HEAD_LEN: usize = 64 * 1024;
@@ -186,6 +200,8 @@ pub struct ResponseDecoder {
     head_request: bool,
     /// An informational (1xx) head was skipped and the final response is still to come.
     interim: bool,
+    /// Header capture, when the caller asked for it (`None`: the URL-mode hot path, no copy).
+    capture: Option<Box<Capture>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -247,6 +263,40 @@ impl ResponseDecoder {
     /// connection; setting it before each response works as well.
     pub fn set_head_request(&mut self, head: bool) {
         self.head_request = head;
+    }
+
+    /// Capture the values of `headers` from every response head from now on, at most
+    /// `max_bytes` bytes of values per response ([`DEFAULT_CAPTURE_BYTES`] is a sensible bound).
+    /// An empty set turns capture off and frees its buffer.
+    ///
+    /// Like [`set_head_request`](Self::set_head_request), the setting outlives
+    /// [`reset`](Self::reset). The buffer is allocated on first need and kept, so a warm decoder
+    /// captures without allocating.
+    pub fn set_capture(&mut self, headers: HeaderSet, max_bytes: usize) {
+        if headers.is_empty() {
+            self.capture = None;
+        } else if let Some(c) = self.capture.as_mut() {
+            c.configure(headers, max_bytes);
+        } else {
+            self.capture = Some(Box::new(Capture::new(headers, max_bytes)));
+        }
+    }
+
+    /// The captured header values of the last response head, in the order they came (several
+    /// `Set-Cookie` values are several items). Read it after `Decoded::Complete` (or an `eof()`
+    /// that completed a response), before the next `decode`: parsing the next head replaces it.
+    /// Empty when capture is off. Values are as received (no decoding, leading and trailing
+    /// whitespace removed by the parser); an informational 1xx head is replaced by the final one.
+    pub fn captured(&self) -> Captured<'_> {
+        self.capture
+            .as_deref()
+            .map_or_else(Captured::empty, Capture::iter)
+    }
+
+    /// How many wanted values of the last response head were not captured because the byte
+    /// bound was reached (each dropped whole). Count it: 0 unless a server sent huge headers.
+    pub fn captured_dropped(&self) -> u32 {
+        self.capture.as_deref().map_or(0, Capture::dropped)
     }
 
     /// Feed bytes. Returns how many were consumed and whether a response completed. When a
@@ -354,6 +404,9 @@ impl ResponseDecoder {
     /// `Err(Incomplete)` if a response was in progress, or `Ok(None)` if none was.
     ///
     /// The decoder is ready for a new connection afterwards, whatever the result.
+    ///
+    /// When it completes a response, that response's [`captured`](Self::captured) values stay
+    /// readable.
     pub fn eof(&mut self) -> Result<Option<ResponseMeta>, ProtoError> {
         let result = if self.state == State::UntilClose {
             Ok(Some(self.finish()))
@@ -362,7 +415,10 @@ impl ResponseDecoder {
         } else {
             Ok(None)
         };
-        self.reset();
+        self.reset_state();
+        if !matches!(result, Ok(Some(_))) {
+            self.clear_captured();
+        }
         result
     }
 
@@ -374,10 +430,23 @@ impl ResponseDecoder {
         self.interim || self.state != State::Head || !self.only_pending_cr()
     }
 
-    /// Forget any partial response (after an error or a reconnect); keeps buffer capacity.
+    /// Forget any partial response and the captured values (after an error or a reconnect);
+    /// keeps buffer capacity.
     ///
-    /// The [`set_head_request`](Self::set_head_request) setting is kept.
+    /// The [`set_head_request`](Self::set_head_request) and
+    /// [`set_capture`](Self::set_capture) settings are kept.
     pub fn reset(&mut self) {
+        self.reset_state();
+        self.clear_captured();
+    }
+
+    fn clear_captured(&mut self) {
+        if let Some(c) = self.capture.as_mut() {
+            c.clear();
+        }
+    }
+
+    fn reset_state(&mut self) {
         self.buf.clear();
         self.state = State::Head;
         self.body_len = 0;
@@ -425,7 +494,11 @@ impl ResponseDecoder {
             let mut resp = httparse::Response::new(&mut headers);
             return match resp.parse(rest) {
                 Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD_LEN => {
-                    Ok(Some((n, interpret_head(&resp, head_request)?)))
+                    let head = interpret_head(&resp, head_request)?;
+                    if let Some(c) = self.capture.as_mut() {
+                        c.take(resp.headers);
+                    }
+                    Ok(Some((n, head)))
                 }
                 Ok(httparse::Status::Complete(_)) => Err(ProtoError::HeadTooLarge),
                 Ok(httparse::Status::Partial) if rest.len() <= MAX_HEAD_LEN => {
@@ -436,6 +509,7 @@ impl ResponseDecoder {
                 Err(e) => Err(map_head_error(e)),
             };
         }
+        let capture = &mut self.capture;
         let found = feed_lines(
             &mut self.buf,
             rest,
@@ -447,7 +521,11 @@ impl ResponseDecoder {
                 let mut resp = httparse::Response::new(&mut headers);
                 match resp.parse(buf) {
                     Ok(httparse::Status::Complete(n)) => {
-                        Ok(Some((n, interpret_head(&resp, head_request)?)))
+                        let head = interpret_head(&resp, head_request)?;
+                        if let Some(c) = capture.as_mut() {
+                            c.take(resp.headers);
+                        }
+                        Ok(Some((n, head)))
                     }
                     Ok(httparse::Status::Partial) => Ok(None),
                     Err(e) => Err(map_head_error(e)),

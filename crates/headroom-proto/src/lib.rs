@@ -2,11 +2,14 @@
 //! incrementally from whatever slice of bytes the transport read; it never touches a socket, so
 //! it can be fuzzed and unit-tested on byte strings alone.
 
+pub mod auth;
+pub mod cookie;
 pub mod h2;
 pub mod http1;
 pub mod json;
 pub mod pg;
 pub mod raw;
+pub mod redirect;
 pub mod starttls;
 pub mod ws;
 pub mod xmpp;

@@ -772,3 +772,163 @@ fn encoded_request_parses_as_http() {
     assert_eq!(parsed.headers.len(), 5);
     assert_eq!(&out[n..], b"hello");
 }
+
+// ---- header capture ----
+
+const CAPTURE_RESPONSE: &[u8] = b"HTTP/1.1 302 Found\r\nset-cookie: a=1; Path=/\r\nServer: x\r\nLocation: /next\r\nSET-COOKIE: b=2\r\nWWW-Authenticate: Digest realm=\"r\", nonce=\"n\"\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
+fn captured(dec: &ResponseDecoder) -> Vec<(HeaderId, Vec<u8>)> {
+    dec.captured().map(|(id, v)| (id, v.to_vec())).collect()
+}
+
+/// Decodes `pieces` with capture of `set`, returning what was captured at each `Complete`.
+fn capture_pieces(set: HeaderSet, max: usize, pieces: &[&[u8]]) -> Vec<Vec<(HeaderId, Vec<u8>)>> {
+    let mut dec = ResponseDecoder::new();
+    dec.set_capture(set, max);
+    let mut out = Vec::new();
+    for piece in pieces {
+        let mut p: &[u8] = piece;
+        while let Ok((n, Decoded::Complete(_))) = dec.decode(p) {
+            out.push(captured(&dec));
+            p = &p[n..];
+        }
+    }
+    out
+}
+
+#[test]
+fn capture_is_off_by_default() {
+    let mut dec = ResponseDecoder::new();
+    assert!(matches!(
+        dec.decode(CAPTURE_RESPONSE),
+        Ok((_, Decoded::Complete(_)))
+    ));
+    assert_eq!(dec.captured().count(), 0);
+    assert_eq!(dec.captured_dropped(), 0);
+    assert!(dec.capture.is_none());
+}
+
+#[test]
+fn capture_takes_the_selected_headers_in_order() {
+    let all = capture_pieces(HeaderSet::ALL, DEFAULT_CAPTURE_BYTES, &[CAPTURE_RESPONSE]);
+    let first = vec![
+        (HeaderId::SetCookie, b"a=1; Path=/".to_vec()),
+        (HeaderId::Location, b"/next".to_vec()),
+        (HeaderId::SetCookie, b"b=2".to_vec()),
+        (
+            HeaderId::WwwAuthenticate,
+            b"Digest realm=\"r\", nonce=\"n\"".to_vec(),
+        ),
+        (HeaderId::ContentEncoding, b"gzip".to_vec()),
+    ];
+    // The second response has none of them: cleared per response.
+    assert_eq!(all, vec![first.clone(), vec![]]);
+
+    let cookies: HeaderSet = [HeaderId::SetCookie].into_iter().collect();
+    let only = capture_pieces(cookies, DEFAULT_CAPTURE_BYTES, &[CAPTURE_RESPONSE]);
+    let want: Vec<_> = first
+        .iter()
+        .filter(|(id, _)| *id == HeaderId::SetCookie)
+        .cloned()
+        .collect();
+    assert_eq!(only, vec![want, vec![]]);
+}
+
+#[test]
+fn capture_is_the_same_however_split() {
+    let whole = capture_pieces(HeaderSet::ALL, DEFAULT_CAPTURE_BYTES, &[CAPTURE_RESPONSE]);
+    for cut in 1..CAPTURE_RESPONSE.len() {
+        let (a, b) = CAPTURE_RESPONSE.split_at(cut);
+        let split = capture_pieces(HeaderSet::ALL, DEFAULT_CAPTURE_BYTES, &[a, b]);
+        assert_eq!(split, whole, "cut at {cut}");
+    }
+    let bytes: Vec<&[u8]> = CAPTURE_RESPONSE.chunks(1).collect();
+    assert_eq!(
+        capture_pieces(HeaderSet::ALL, DEFAULT_CAPTURE_BYTES, &bytes),
+        whole
+    );
+}
+
+#[test]
+fn capture_bound_drops_whole_values_and_counts_them() {
+    // 11 bytes of "a=1; Path=/" fit in 12, then "/next" (5) does not, "b=2" does not (11+3>12)...
+    let mut dec = ResponseDecoder::new();
+    dec.set_capture(HeaderSet::ALL, 12);
+    assert!(matches!(
+        dec.decode(CAPTURE_RESPONSE),
+        Ok((_, Decoded::Complete(_)))
+    ));
+    assert_eq!(
+        captured(&dec),
+        vec![(HeaderId::SetCookie, b"a=1; Path=/".to_vec())]
+    );
+    assert_eq!(dec.captured_dropped(), 4);
+    assert!(dec.capture.as_ref().unwrap().capacity() <= 12);
+    // The next response starts afresh.
+    let rest = b"HTTP/1.1 200 OK\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n";
+    assert!(matches!(dec.decode(rest), Ok((_, Decoded::Complete(_)))));
+    assert_eq!(captured(&dec), vec![(HeaderId::Location, b"/x".to_vec())]);
+    assert_eq!(dec.captured_dropped(), 0);
+    // A bound of 0 captures nothing and never allocates.
+    dec.set_capture(HeaderSet::ALL, 0);
+    assert!(matches!(dec.decode(rest), Ok((_, Decoded::Complete(_)))));
+    assert_eq!(dec.captured().count(), 0);
+    assert_eq!(dec.captured_dropped(), 1);
+}
+
+#[test]
+fn capture_replaces_interim_heads_and_survives_eof_of_a_close_delimited_body() {
+    let mut dec = ResponseDecoder::new();
+    dec.set_capture(HeaderSet::ALL, DEFAULT_CAPTURE_BYTES);
+    let input = b"HTTP/1.1 103 Early Hints\r\nLocation: /hint\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: s=1\r\n\r\nbody";
+    assert_eq!(dec.decode(input), Ok((input.len(), Decoded::NeedMore)));
+    assert_eq!(dec.eof(), Ok(Some(m(200, false, 4))));
+    assert_eq!(captured(&dec), vec![(HeaderId::SetCookie, b"s=1".to_vec())]);
+    // An eof that completes nothing, and reset, clear it; the setting stays.
+    assert_eq!(dec.eof(), Ok(None));
+    assert_eq!(dec.captured().count(), 0);
+    assert!(matches!(
+        dec.decode(CAPTURE_RESPONSE),
+        Ok((_, Decoded::Complete(_)))
+    ));
+    dec.reset();
+    assert_eq!(dec.captured().count(), 0);
+    assert!(matches!(
+        dec.decode(CAPTURE_RESPONSE),
+        Ok((_, Decoded::Complete(_)))
+    ));
+    assert_eq!(dec.captured().count(), 5);
+    // Turning it off frees the box.
+    dec.set_capture(HeaderSet::NONE, DEFAULT_CAPTURE_BYTES);
+    assert!(dec.capture.is_none());
+    assert_eq!(dec.captured().count(), 0);
+}
+
+#[test]
+fn warm_capture_does_not_allocate() {
+    let mut dec = ResponseDecoder::new();
+    dec.set_capture(HeaderSet::ALL, DEFAULT_CAPTURE_BYTES);
+    let mut seen = 0usize;
+    let mut run = |dec: &mut ResponseDecoder| {
+        // Whole (fast path), then split in the head (slow path).
+        for pieces in [
+            &[CAPTURE_RESPONSE][..],
+            &[&CAPTURE_RESPONSE[..40], &CAPTURE_RESPONSE[40..]][..],
+        ] {
+            for piece in pieces {
+                let mut p: &[u8] = piece;
+                while let Ok((n, Decoded::Complete(_))) = dec.decode(p) {
+                    seen += dec.captured().map(|(_, v)| v.len()).sum::<usize>();
+                    p = &p[n..];
+                }
+            }
+        }
+    };
+    run(&mut dec);
+    let before = allocs();
+    for _ in 0..1000 {
+        run(&mut dec);
+    }
+    assert_eq!(allocs() - before, 0, "allocations in warm capture");
+    assert!(seen > 0);
+}

@@ -186,6 +186,7 @@ fn har_converts_requests_think_times_pages_and_server() {
     assert_eq!(
         s.servers,
         [Server {
+            http2: false,
             host: "shop.test".into(),
             port: 8080,
             protocol: Protocol::Http,

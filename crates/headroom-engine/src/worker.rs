@@ -1038,7 +1038,6 @@ impl Worker {
 
     /// Acts on what the protocol completed.
     fn on_outcome(&mut self, key: usize, o: Outcome) {
-        let now = Instant::now();
         let u = &mut self.users[key];
         let session = u.sess.is_some();
         let c = &mut self.rec.counters;
@@ -1054,12 +1053,13 @@ impl Worker {
                 proto::count_reset(c, code, in_flight && !session);
                 if in_flight && session {
                     // A session's request failed: the session goes on as after any failure.
-                    self.fail(key, ErrorKind::StreamReset, now);
+                    self.fail(key, ErrorKind::StreamReset, Instant::now());
                 }
             }
             (Outcome::Reply { stream, status, .. }, Some(h)) if !session => {
                 // A URL run's stream: counted here; `h2_after_read` refills.
                 if let Some(slot) = h.take(stream) {
+                    let now = Instant::now();
                     c.responses += 1;
                     c.reply_status(status.unwrap_or(0), &self.s.plan.expect_status);
                     self.rec
@@ -1093,7 +1093,7 @@ impl Worker {
                 // The server ended the session unasked: a user waiting on a reply failed; an
                 // idle one just loses its connection (and reconnects when next due).
                 if matches!(u.state, State::Reading | State::Writing) {
-                    self.fail(key, ErrorKind::Closed, now);
+                    self.fail(key, ErrorKind::Closed, Instant::now());
                 } else {
                     self.close(key);
                 }

@@ -731,8 +731,8 @@ fn protocol_errors_name_what_and_where() {
     };
     let cases: &[(String, &str, usize)] = &[
         (
-            jabber("<request><jabber type=\"auth_get\" ack=\"local\"/></request>"),
-            "'<jabber type=\"auth_get\">' is not supported: the legacy jabber:iq:auth login",
+            jabber("<request><jabber type=\"auth_set_sip\" ack=\"local\"/></request>"),
+            "'<jabber type=\"auth_set_sip\">' is not supported: headroom has no SIP-style login",
             8,
         ),
         (

@@ -753,10 +753,36 @@ impl Conv<'_> {
                 self.absorb();
                 Produced::NoReply(NoReply::Setup)
             }
-            "auth_get" | "auth_set_plain" | "auth_set_digest" | "auth_set_sip" => {
+            // Tsung's legacy jabber:iq:auth login (XEP-0078): the same account and password,
+            // one round trip more or less; headroom's XMPP client speaks SASL only, so the
+            // login is run as SASL PLAIN (what auth_sasl does) and said so.
+            "auth_get" | "auth_set_plain" | "auth_set_digest" => {
+                self.check_attrs(el, &["type", "ack", "resource"]);
+                self.setup_ack(el);
+                if ty != "auth_get" {
+                    self.sess.auth = Some(false);
+                    self.warn(
+                        el.pos,
+                        format!("'<jabber type=\"{ty}\">' (Tsung's legacy jabber:iq:auth login, XEP-0078) is run as a SASL PLAIN login with the same user and password: headroom's XMPP client speaks SASL only"),
+                    );
+                }
+                if el.attr("resource").is_some() {
+                    match self.fixed(el, "resource", None) {
+                        Some(r) if !r.is_empty() => self.sess.resource = Some(r),
+                        Some(_) => {
+                            self.error(el.pos, "resource=\"\": expected a resource name");
+                            return Produced::Nothing;
+                        }
+                        None => return Produced::Nothing,
+                    }
+                }
+                self.absorb();
+                Produced::NoReply(NoReply::Setup)
+            }
+            "auth_set_sip" => {
                 self.error(
                     el.pos,
-                    not_supported("the legacy jabber:iq:auth login is not supported; headroom logs in with SASL (auth_sasl, auth_sasl_bind, auth_sasl_session)"),
+                    not_supported("headroom has no SIP-style login; it logs in with SASL PLAIN or ANONYMOUS (auth_sasl, auth_sasl_anonymous; auth_get and auth_set_plain are run as SASL PLAIN)"),
                 );
                 Produced::Nothing
             }

@@ -736,8 +736,8 @@ fn protocol_errors_name_what_and_where() {
             8,
         ),
         (
-            jabber("<request>\n<jabber type=\"muc:join\" room=\"r\" nick=\"n\"/></request>"),
-            "'<jabber type=\"muc:join\">' is not supported: headroom has no multi-user chat requests",
+            jabber("<request>\n<jabber type=\"muc:kick\" room=\"r\" nick=\"n\"/></request>"),
+            "'<jabber type=\"muc:kick\">' is not supported: headroom converts muc:join, muc:chat, muc:nick and muc:exit",
             9,
         ),
         (

@@ -1185,6 +1185,22 @@ impl<'a> Conv<'a> {
             "random_string" | "urandom_string" => &["length"],
             "file" => &["fileid", "order", "delimiter"],
             "value" => &["value"],
+            // Tsung's unique id of the user (ts_user_server): headroom's ${user_id}, the same
+            // number for every use within one user.
+            "erlang"
+                if el.attr("callback").is_some_and(|c| {
+                    matches!(
+                        c.value.trim(),
+                        "ts_user_server:get_unique_id" | "ts_user_server:get_really_unique_id"
+                    )
+                }) =>
+            {
+                self.warn(
+                    el.pos,
+                    "ts_user_server's unique id becomes headroom's ${user_id} (unique per user; Tsung gives a new id at each call)",
+                );
+                &["callback"]
+            }
             other => {
                 let why = match other {
                     "erlang" | "eval" => "headroom scenarios run no Erlang code",
@@ -1287,6 +1303,7 @@ impl<'a> Conv<'a> {
                     })
                     .collect()
             }
+            "erlang" => vec![SetSource::UserId; vars.len()],
             _ => {
                 let v = el
                     .attr("value")

@@ -732,13 +732,13 @@ fn protocol_errors_name_what_and_where() {
     };
     let cases: &[(String, &str, usize)] = &[
         (
-            jabber("<request><jabber type=\"auth_get\" ack=\"local\"/></request>"),
-            "'<jabber type=\"auth_get\">' is not supported: the legacy jabber:iq:auth login",
+            jabber("<request><jabber type=\"auth_set_sip\" ack=\"local\"/></request>"),
+            "'<jabber type=\"auth_set_sip\">' is not supported: headroom has no SIP-style login",
             8,
         ),
         (
-            jabber("<request>\n<jabber type=\"muc:join\" room=\"r\" nick=\"n\"/></request>"),
-            "'<jabber type=\"muc:join\">' is not supported: headroom has no multi-user chat requests",
+            jabber("<request>\n<jabber type=\"muc:kick\" room=\"r\" nick=\"n\"/></request>"),
+            "'<jabber type=\"muc:kick\">' is not supported: headroom converts muc:join, muc:chat, muc:nick and muc:exit",
             9,
         ),
         (

@@ -27,6 +27,10 @@ use std::collections::HashMap;
 
 /// Tsung's defaults for the jabber options (`ts_jabber.hrl`, Tsung 1.7).
 pub(super) const XMPP_DOMAIN: &str = "erlang-projects.org";
+/// Tsung's default `muc_service` option.
+pub(super) const XMPP_MUC_SERVICE: &str = "conference.localhost";
+/// The privacy list a converted `privacy:set_active` activates.
+pub(super) const XMPP_PRIVACY_LIST: &str = "tsung_list";
 pub(super) const XMPP_USERNAME: &str = "tsunguser";
 pub(super) const XMPP_PASSWD: &str = "sesame";
 pub(super) const XMPP_USERID_MAX: u64 = 10_000;
@@ -478,9 +482,8 @@ impl Conv<'_> {
             "global_number" => Some(
                 "headroom has no barrier between users (ack=\"global\" becomes a wait for the request's own reply)",
             ),
-            "muc_service" | "pubsub_service" => {
-                Some("headroom does not convert MUC or pubsub requests")
-            }
+            "muc_service" => None,
+            "pubsub_service" => Some("headroom does not convert pubsub requests"),
             "fileid_delimiter" => Some("headroom does not read users from a file"),
             "vhost_file" | "random_from_fileid" | "offline_from_fileid" => {
                 self.error(
@@ -753,10 +756,36 @@ impl Conv<'_> {
                 self.absorb();
                 Produced::NoReply(NoReply::Setup)
             }
-            "auth_get" | "auth_set_plain" | "auth_set_digest" | "auth_set_sip" => {
+            // Tsung's legacy jabber:iq:auth login (XEP-0078): the same account and password,
+            // one round trip more or less; headroom's XMPP client speaks SASL only, so the
+            // login is run as SASL PLAIN (what auth_sasl does) and said so.
+            "auth_get" | "auth_set_plain" | "auth_set_digest" => {
+                self.check_attrs(el, &["type", "ack", "resource"]);
+                self.setup_ack(el);
+                if ty != "auth_get" {
+                    self.sess.auth = Some(false);
+                    self.warn(
+                        el.pos,
+                        format!("'<jabber type=\"{ty}\">' (Tsung's legacy jabber:iq:auth login, XEP-0078) is run as a SASL PLAIN login with the same user and password: headroom's XMPP client speaks SASL only"),
+                    );
+                }
+                if el.attr("resource").is_some() {
+                    match self.fixed(el, "resource", None) {
+                        Some(r) if !r.is_empty() => self.sess.resource = Some(r),
+                        Some(_) => {
+                            self.error(el.pos, "resource=\"\": expected a resource name");
+                            return Produced::Nothing;
+                        }
+                        None => return Produced::Nothing,
+                    }
+                }
+                self.absorb();
+                Produced::NoReply(NoReply::Setup)
+            }
+            "auth_set_sip" => {
                 self.error(
                     el.pos,
-                    not_supported("the legacy jabber:iq:auth login is not supported; headroom logs in with SASL (auth_sasl, auth_sasl_bind, auth_sasl_session)"),
+                    not_supported("headroom has no SIP-style login; it logs in with SASL PLAIN or ANONYMOUS (auth_sasl, auth_sasl_anonymous; auth_get and auth_set_plain are run as SASL PLAIN)"),
                 );
                 Produced::Nothing
             }
@@ -1010,6 +1039,10 @@ impl Conv<'_> {
                 let (v, pos) = (a.value.clone(), a.pos);
                 XmppAction::Raw(self.subst(&v, pos, subst)?)
             }
+            t if t.starts_with("muc:") || t.starts_with("privacy:") => {
+                let data = self.xmpp_stanza(el, t, subst)?;
+                XmppAction::Raw(data)
+            }
             t => {
                 let why = if t.starts_with("muc:") {
                     "headroom has no multi-user chat requests"
@@ -1027,6 +1060,101 @@ impl Conv<'_> {
                 return None;
             }
         })
+    }
+
+    /// Tsung's multi-user chat (XEP-0045) and privacy-list (XEP-0016) requests, which
+    /// headroom's XMPP client has no types for: the stanza Tsung's `ts_jabber` sends, written
+    /// out as a `raw` step (the same bytes on the wire, so the same load). `None` (with a
+    /// located error) for a type Tsung does not have or a missing attribute.
+    fn xmpp_stanza(&mut self, el: &El, ty: &str, subst: bool) -> Option<String> {
+        let attr = |conv: &mut Self, key: &str| -> Option<String> {
+            let a = conv.required(el, key)?;
+            let (v, pos) = (a.value.clone(), a.pos);
+            conv.subst(&v, pos, subst)
+        };
+        let service = || {
+            self.link
+                .jabber_options
+                .iter()
+                .rev()
+                .find(|o| o.name == "muc_service")
+                .map_or_else(|| XMPP_MUC_SERVICE.to_string(), |o| o.value.clone())
+        };
+        let service = service();
+        let stanza = match ty {
+            "muc:join" | "muc:nick" => {
+                self.check_attrs(el, &["type", "ack", "room", "nick"]);
+                let room = attr(self, "room")?;
+                let nick = attr(self, "nick")?;
+                if ty == "muc:join" {
+                    format!("<presence to='{room}@{service}/{nick}'><x xmlns='http://jabber.org/protocol/muc'/></presence>")
+                } else {
+                    format!("<presence to='{room}@{service}/{nick}'/>")
+                }
+            }
+            "muc:exit" => {
+                self.check_attrs(el, &["type", "ack", "room", "nick"]);
+                let room = attr(self, "room")?;
+                let nick = attr(self, "nick")?;
+                format!("<presence type='unavailable' to='{room}@{service}/{nick}'/>")
+            }
+            "muc:chat" => {
+                self.check_attrs(el, &["type", "ack", "room", "size", "data"]);
+                let room = attr(self, "room")?;
+                let body = match el.attr("data") {
+                    Some(_) => attr(self, "data")?,
+                    None => {
+                        let size = match el.attr("size") {
+                            None => 0,
+                            Some(a) => match a.value.trim().parse::<usize>() {
+                                Ok(n) => n,
+                                Err(_) => {
+                                    let pos = a.pos;
+                                    self.error(
+                                        pos,
+                                        format!("size=\"{}\": expected a number of bytes", a.value),
+                                    );
+                                    return None;
+                                }
+                            },
+                        };
+                        "x".repeat(size)
+                    }
+                };
+                format!(
+                    "<message type='groupchat' to='{room}@{service}'><body>{body}</body></message>"
+                )
+            }
+            "privacy:get_names" => {
+                self.check_attrs(el, &["type", "ack"]);
+                "<iq type='get' id='privacy'><query xmlns='jabber:iq:privacy'/></iq>".to_string()
+            }
+            "privacy:set_active" => {
+                self.check_attrs(el, &["type", "ack"]);
+                self.warn(
+                    el.pos,
+                    format!("'<jabber type=\"{ty}\">' activates the list '{XMPP_PRIVACY_LIST}' for every user (Tsung names it after the user, {{username}}N@{{domain}}_list)"),
+                );
+                format!("<iq type='set' id='privacy'><query xmlns='jabber:iq:privacy'><active name='{XMPP_PRIVACY_LIST}'/></query></iq>")
+            }
+            _ => {
+                let what = if ty.starts_with("muc:") {
+                    "headroom converts muc:join, muc:chat, muc:nick and muc:exit"
+                } else {
+                    "headroom converts privacy:get_names and privacy:set_active"
+                };
+                self.error(
+                    el.pos,
+                    format!("'<jabber type=\"{ty}\">' is not supported: {what}"),
+                );
+                return None;
+            }
+        };
+        self.warn(
+            el.pos,
+            format!("'<jabber type=\"{ty}\">' is sent as a raw stanza (headroom's XMPP client has no {} type): the bytes Tsung sends, with its ack", if ty.starts_with("muc:") { "multi-user chat" } else { "privacy-list" }),
+        );
+        Some(stanza)
     }
 
     // ---- pgsql ------------------------------------------------------------------------------

@@ -7,6 +7,12 @@
 //! and passes the merged interval to the caller's sink, in interval order, as soon as every
 //! worker still running has reported it. Reporting therefore never reads live worker state.
 //!
+//! Beneath the worker, every connection is a transport (`transport.rs`: plain TCP or rustls)
+//! carrying one protocol with one calling convention (`proto.rs`: encode into an output buffer,
+//! feed received bytes, get outcomes): HTTP/1.1 and raw replies, the session links (`link.rs`:
+//! XMPP, PostgreSQL, WebSocket) and HTTP/2 (`http2.rs`). The worker has one read path and one
+//! write path for protocol bytes whatever the protocol.
+//!
 //! The engine knows nothing of the command line, JSON or files: sinks do.
 
 use std::collections::BTreeMap;

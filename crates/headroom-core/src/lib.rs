@@ -71,11 +71,18 @@ pub enum ErrorKind {
     /// A complete response whose status is not in `--expect-status` ([`Plan::expect_status`]).
     /// With an expected set, this replaces [`ErrorKind::Http4xx`] and [`ErrorKind::Http5xx`].
     UnexpectedStatus,
+    /// A redirect chain longer than the run follows (`--follow N`, `follow:`).
+    RedirectLimit,
+    /// A redirect without a `Location`, or with one that does not parse.
+    BadLocation,
+    /// A redirect to another origin than the run's target: headroom loads one server and does
+    /// not follow it there.
+    RedirectOffsite,
 }
 
 impl ErrorKind {
     /// All kinds, in counter order.
-    pub const ALL: [ErrorKind; 21] = [
+    pub const ALL: [ErrorKind; 24] = [
         ErrorKind::ConnectTimeout,
         ErrorKind::Refused,
         ErrorKind::Reset,
@@ -97,6 +104,9 @@ impl ErrorKind {
         ErrorKind::TlsMalformed,
         ErrorKind::StreamReset,
         ErrorKind::UnexpectedStatus,
+        ErrorKind::RedirectLimit,
+        ErrorKind::BadLocation,
+        ErrorKind::RedirectOffsite,
     ];
     /// Number of kinds (the length of a counters array).
     pub const COUNT: usize = Self::ALL.len();
@@ -125,6 +135,9 @@ impl ErrorKind {
             ErrorKind::TlsMalformed => "tls_malformed",
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::UnexpectedStatus => "unexpected_status",
+            ErrorKind::RedirectLimit => "redirect_limit",
+            ErrorKind::BadLocation => "bad_location",
+            ErrorKind::RedirectOffsite => "redirect_offsite",
         }
     }
 
@@ -218,10 +231,31 @@ pub enum ProtoCounter {
     /// HTTP/2: connections that ended in a connection error (ours or the server's GOAWAY with
     /// an error code).
     H2ConnectionErrors,
+    /// HTTP: redirects followed (each a request of its own, timed and counted as one).
+    HttpRedirects,
+    /// HTTP: cookies stored in users' jars from `Set-Cookie` (new or replaced).
+    HttpCookiesStored,
+    /// HTTP: `Set-Cookie` values that do not parse (RFC 6265 §5.2), ignored.
+    HttpCookiesMalformed,
+    /// HTTP: `Set-Cookie` values refused by the storage rules (domain or path mismatch, too
+    /// big), ignored.
+    HttpCookiesRejected,
+    /// HTTP: cookies dropped because a user's jar was full.
+    HttpCookiesEvicted,
+    /// HTTP: 401 challenges answered (Digest), each followed by the request sent again.
+    HttpAuthChallenges,
+    /// HTTP: 401 challenges that could not be answered (no credentials, unknown scheme, a
+    /// malformed challenge, or the answer refused again).
+    HttpAuthFailed,
+    /// HTTP (`--compressed`): responses with a `Content-Encoding`, their bodies as sent and
+    /// as decoded.
+    HttpCompressedResponses,
+    HttpBodyBytesEncoded,
+    HttpBodyBytesDecoded,
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 41] = [
+    pub const ALL: [ProtoCounter; 51] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -263,6 +297,16 @@ impl ProtoCounter {
         ProtoCounter::H2RstHttp11Required,
         ProtoCounter::H2RstOther,
         ProtoCounter::H2ConnectionErrors,
+        ProtoCounter::HttpRedirects,
+        ProtoCounter::HttpCookiesStored,
+        ProtoCounter::HttpCookiesMalformed,
+        ProtoCounter::HttpCookiesRejected,
+        ProtoCounter::HttpCookiesEvicted,
+        ProtoCounter::HttpAuthChallenges,
+        ProtoCounter::HttpAuthFailed,
+        ProtoCounter::HttpCompressedResponses,
+        ProtoCounter::HttpBodyBytesEncoded,
+        ProtoCounter::HttpBodyBytesDecoded,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -311,6 +355,16 @@ impl ProtoCounter {
             H2RstHttp11Required => ("http2", "rst_http_1_1_required"),
             H2RstOther => ("http2", "rst_other"),
             H2ConnectionErrors => ("http2", "connection_errors"),
+            HttpRedirects => ("http", "redirects_followed"),
+            HttpCookiesStored => ("http", "cookies_stored"),
+            HttpCookiesMalformed => ("http", "cookies_malformed"),
+            HttpCookiesRejected => ("http", "cookies_rejected"),
+            HttpCookiesEvicted => ("http", "cookies_evicted"),
+            HttpAuthChallenges => ("http", "auth_challenges"),
+            HttpAuthFailed => ("http", "auth_failed"),
+            HttpCompressedResponses => ("http", "compressed_responses"),
+            HttpBodyBytesEncoded => ("http", "body_bytes_encoded"),
+            HttpBodyBytesDecoded => ("http", "body_bytes_decoded"),
         }
     }
 
@@ -559,6 +613,60 @@ pub struct Plan {
     /// Speak HTTP/2 (over TLS by ALPN, or h2c with prior knowledge on plain TCP); `None` is
     /// HTTP/1.1.
     pub http2: Option<Http2Options>,
+    /// How each HTTP/1.1 user behaves beyond sending its requests: cookies, redirects,
+    /// credentials.
+    pub agent: UserAgent,
+}
+
+/// What an HTTP user does besides sending requests, as a browser would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserAgent {
+    /// A cookie jar per user (on by default, as in Tsung and k6; `--no-cookies`).
+    pub cookies: bool,
+    /// Redirects followed per request at most (0: none, as wrk).
+    pub follow: u32,
+    /// Credentials for every request of a URL run (`-a`, URL userinfo). Scenario requests
+    /// carry their own ([`session::RequestOp::auth`]).
+    pub credentials: Option<Credentials>,
+    /// Ask for compressed bodies (`Accept-Encoding: gzip, br`) and count their sizes as sent
+    /// and as decoded.
+    pub compressed: bool,
+}
+
+impl Default for UserAgent {
+    fn default() -> Self {
+        UserAgent {
+            cookies: true,
+            follow: 0,
+            credentials: None,
+            compressed: false,
+        }
+    }
+}
+
+/// A user name and password, and how to present them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub scheme: AuthScheme,
+    pub user: String,
+    pub password: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthScheme {
+    /// RFC 7617: sent with every request.
+    Basic,
+    /// RFC 7616: the server's 401 challenge is answered, then every later request answers it.
+    Digest,
+}
+
+impl AuthScheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthScheme::Basic => "basic",
+            AuthScheme::Digest => "digest",
+        }
+    }
 }
 
 /// HTTP/2 settings of a run.

@@ -158,6 +158,31 @@ pub enum Op {
         default: Option<Template>,
     },
     Match(MatchOp),
+    /// Change the user's cookie jar.
+    Cookie(CookieOp),
+}
+
+/// A change to the user's cookie jar.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CookieOp {
+    /// Store a cookie as if the server had set it. `domain` `None` is host-only for the
+    /// server's host; `path` defaults to `/`.
+    Set {
+        name: String,
+        value: Template,
+        domain: Option<String>,
+        path: Option<String>,
+    },
+    /// Empty the jar.
+    Clear,
+}
+
+/// Credentials of a request (templates: `${user}` works).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthOp {
+    pub scheme: crate::AuthScheme,
+    pub user: Template,
+    pub password: Template,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +202,8 @@ pub struct RequestOp {
     pub body: Option<Template>,
     /// Keep the reply's bytes: a later `extract` or `match` reads them.
     pub capture: bool,
+    /// Credentials for the server's challenge.
+    pub auth: Option<AuthOp>,
 }
 
 /// Raw TCP: bytes to send (a template) and how the reply ends.

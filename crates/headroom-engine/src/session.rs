@@ -548,6 +548,7 @@ impl SessionState {
                             .record_name(*id as usize, micros(env.now - start), err);
                     }
                 }
+                Op::Cookie(_) => {}
                 Op::Connect => {
                     // No request rides on a connect: a failed connect fails no name.
                     self.names.clear();

@@ -1844,6 +1844,7 @@ mod tests {
             start_at: None,
             tls: None,
             http2: None,
+            agent: Default::default(),
         }
     }
 

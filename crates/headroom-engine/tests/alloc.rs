@@ -75,6 +75,7 @@ fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
         start_at: None,
         tls: None,
         http2: None,
+        agent: Default::default(),
     }
 }
 

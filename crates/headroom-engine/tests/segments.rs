@@ -124,6 +124,7 @@ fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
         start_at: None,
         tls: None,
         http2: None,
+        agent: Default::default(),
     }
 }
 

@@ -286,6 +286,7 @@ pub fn load_for(
         http2: c
             .http2
             .then_some(headroom_core::Http2Options { streams: 1 }),
+        agent: Default::default(),
     };
     plan.validate().map_err(|e| e.0)?;
     let mut scenario = s;
@@ -302,6 +303,7 @@ pub fn load_for(
                 max_users: Some(rs.max_users),
             }],
             users: Vec::new(),
+            stages: Vec::new(),
         };
     }
     let spec = LoadSpec {

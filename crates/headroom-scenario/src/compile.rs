@@ -11,13 +11,15 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    ArrivalPhase, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op, Piece, RequestOp,
-    SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsOp, XmppOp,
+    ArrivalPhase, AuthOp, CookieOp, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op,
+    Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload,
+    WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, TlsOptions, TlsUpgrade};
 
 use crate::model::{
-    Arrival, Condition, CsvOrder, PgSslMode, Protocol, Rate, Scenario, Server, SetSource, Step,
+    Arrival, Condition, CookieStep, CsvOrder, PgSslMode, Protocol, Rate, Scenario, Server,
+    SetSource, Step,
 };
 
 /// A scenario ready for the engine.
@@ -37,6 +39,8 @@ pub struct Compiled {
     pub tls: Option<TlsOptions>,
     /// The servers speak HTTP/2 (`http: 2`).
     pub http2: bool,
+    /// Cookies and redirects (`cookies:`, `follow:`).
+    pub http: crate::model::HttpBehaviour,
 }
 
 /// The TLS options of a server's `tls:` settings; files are read relative to `base`.
@@ -217,6 +221,7 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         files: files.into_iter().map(|(_, f)| f).collect(),
         tls,
         http2: s.servers.first().is_some_and(|srv| srv.http2),
+        http: s.http,
     })
 }
 
@@ -313,6 +318,11 @@ impl Compiler<'_> {
                             .collect(),
                         body: r.body.as_deref().map(|b| self.template(b)),
                         capture: false,
+                        auth: r.auth.as_ref().map(|a| AuthOp {
+                            scheme: a.scheme,
+                            user: self.template(&a.user),
+                            password: self.template(&a.password),
+                        }),
                     };
                     ops.push(Op::Request(op));
                 }
@@ -391,6 +401,20 @@ impl Compiler<'_> {
                     self.steps(steps, ops, loops)?;
                     ops.push(Op::TxEnd(id));
                 }
+                Step::Cookie(c) => ops.push(Op::Cookie(match c {
+                    CookieStep::Set {
+                        name,
+                        value,
+                        domain,
+                        path,
+                    } => CookieOp::Set {
+                        name: name.clone(),
+                        value: self.template(value),
+                        domain: domain.clone(),
+                        path: path.clone(),
+                    },
+                    CookieStep::Clear => CookieOp::Clear,
+                })),
                 Step::Connect => ops.push(Op::Connect),
                 Step::Close => ops.push(Op::Close),
                 Step::Set { var, source } => {

@@ -32,6 +32,12 @@ pub fn to_yaml(s: &Scenario) -> String {
         }
     }
     link(&mut out, &s.link);
+    if !s.http.cookies {
+        line(&mut out, 0, "cookies: false");
+    }
+    if s.http.follow > 0 {
+        line(&mut out, 0, &format!("follow: {}", s.http.follow));
+    }
     line(&mut out, 0, "load:");
     if !s.load.phases.is_empty() || s.load.users.is_empty() {
         if s.load.phases.is_empty() {
@@ -277,6 +283,7 @@ fn step(out: &mut String, indent: usize, s: &Step) {
     let inner = indent + 4;
     match s {
         Step::Request(r) => request(out, indent, r),
+        Step::Cookie(c) => cookie(out, indent, c),
         Step::Send(x) => line(out, indent, &format!("- send: {}", send(x))),
         Step::Xmpp(x) => line(out, indent, &format!("- xmpp: {}", xmpp(x))),
         Step::Sql(q) => line(out, indent, &format!("- sql: {}", sql(q))),
@@ -554,6 +561,7 @@ fn request(out: &mut String, indent: usize, r: &Request) {
     let one_word = |s: &str| !s.is_empty() && !s.contains(char::is_whitespace);
     if r.headers.is_empty()
         && r.body.is_none()
+        && r.auth.is_none()
         && r.name == default_name
         && one_word(&r.method)
         && one_word(&r.path)
@@ -589,6 +597,38 @@ fn request(out: &mut String, indent: usize, r: &Request) {
     }
     if let Some(b) = &r.body {
         line(out, inner, &format!("body: {}", scalar(b, false)));
+    }
+    if let Some(a) = &r.auth {
+        let mut m = Flow::default();
+        m.str("user", &a.user);
+        m.str("password", &a.password);
+        if a.scheme != AuthScheme::Basic {
+            m.raw("scheme", a.scheme.as_str().to_string());
+        }
+        line(out, inner, &format!("auth: {}", m.finish()));
+    }
+}
+
+fn cookie(out: &mut String, indent: usize, c: &CookieStep) {
+    match c {
+        CookieStep::Clear => line(out, indent, "- cookie: clear"),
+        CookieStep::Set {
+            name,
+            value,
+            domain,
+            path,
+        } => {
+            let mut m = Flow::default();
+            m.str("name", name);
+            m.str("value", value);
+            if let Some(d) = domain {
+                m.str("domain", d);
+            }
+            if let Some(p) = path {
+                m.str("path", p);
+            }
+            line(out, indent, &format!("- cookie: {{set: {}}}", m.finish()));
+        }
     }
 }
 

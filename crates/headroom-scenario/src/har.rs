@@ -259,6 +259,7 @@ pub fn import_har(
         }],
         thresholds: Vec::new(),
         link: LinkSpec::Plain,
+        http: Default::default(),
     };
     if c.unlisted > 0 {
         warnings.push(at.error(
@@ -499,6 +500,7 @@ impl Conv<'_> {
                         max_users: None,
                     }],
                     users: Vec::new(),
+                    stages: Vec::new(),
                 })
             }
             (users, None) => match users.unwrap_or(1) {
@@ -509,6 +511,7 @@ impl Conv<'_> {
                         count,
                         session: None,
                     }],
+                    stages: Vec::new(),
                 }),
             },
         }
@@ -754,6 +757,7 @@ impl Conv<'_> {
             path: target,
             headers,
             body,
+            auth: None,
         };
         Some(Kept {
             index: i,

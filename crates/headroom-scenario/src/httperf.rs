@@ -95,10 +95,12 @@ pub fn import_httperf(
                 max_users: None,
             }],
             users: Vec::new(),
+            stages: Vec::new(),
         },
         sessions,
         thresholds: Vec::new(),
         link: LinkSpec::Plain,
+        http: Default::default(),
     };
     finish(scenario, c.warnings, c.errors, file_name)
 }
@@ -273,6 +275,7 @@ impl Conv<'_> {
                     path: uri,
                     headers: Vec::new(),
                     body: body_text,
+                    auth: None,
                 },
                 think,
             )

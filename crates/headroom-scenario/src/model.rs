@@ -17,6 +17,28 @@ pub struct Scenario {
     pub thresholds: Vec<Threshold>,
     /// Connection settings of the servers' protocol (`LinkSpec::Plain` for HTTP and raw).
     pub link: LinkSpec,
+    /// How HTTP users behave: cookies, redirects (`cookies:`, `follow:`).
+    pub http: HttpBehaviour,
+}
+
+/// How an HTTP user behaves beyond the requests it is told to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpBehaviour {
+    /// Keep a cookie jar per user (`cookies:`, default true, as Tsung and k6): store what
+    /// `Set-Cookie` says, send what matches. The jar is emptied when a session begins.
+    pub cookies: bool,
+    /// Redirects followed per request at most (`follow:`, default 0 as wrk); a longer chain
+    /// counts as `redirect_limit`.
+    pub follow: u32,
+}
+
+impl Default for HttpBehaviour {
+    fn default() -> Self {
+        HttpBehaviour {
+            cookies: true,
+            follow: 0,
+        }
+    }
 }
 
 /// A target server.
@@ -141,6 +163,18 @@ pub struct Load {
     pub phases: Vec<Phase>,
     /// Closed populations: each user runs sessions back to back.
     pub users: Vec<Users>,
+    /// Stages of the closed population (`stages:`): each moves the number of users linearly
+    /// to `users` over `duration`, from 0 at the start (k6's ramping-vus). Empty: every user of
+    /// `users` starts at once.
+    pub stages: Vec<Stage>,
+}
+
+/// One stage of a closed population's ramp.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    pub duration: Duration,
+    /// Users at the end of the stage.
+    pub users: u64,
 }
 
 /// An open arrival phase: new users (each running one session) arrive at `rate`.
@@ -217,6 +251,7 @@ pub enum Step {
     },
     Extract(Extract),
     Match(Match),
+    Cookie(CookieStep),
 }
 
 /// A raw TCP exchange. `data` may hold `${var}` references.
@@ -237,6 +272,34 @@ pub struct Request {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<String>,
+    /// Credentials for the server's challenge (`auth:`): Basic is sent with the request,
+    /// Digest answers the server's 401 and then goes with every request of the user.
+    pub auth: Option<Auth>,
+}
+
+/// HTTP authentication of a request. `user` and `password` may hold `${var}` references.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Auth {
+    pub scheme: AuthScheme,
+    pub user: String,
+    pub password: String,
+}
+
+pub use headroom_core::AuthScheme;
+
+/// A scenario step that changes the user's cookie jar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CookieStep {
+    /// Put a cookie in the jar, as if the server had set it (`value` may hold `${var}`).
+    /// `domain` defaults to the server's host (host-only), `path` to `/`.
+    Set {
+        name: String,
+        value: String,
+        domain: Option<String>,
+        path: Option<String>,
+    },
+    /// Empty the jar.
+    Clear,
 }
 
 /// A loop: `count` iterations, or while/until a variable is truthy (set, non-empty, not `0` or

@@ -29,6 +29,8 @@ const TOP_KEYS: &[&str] = &[
     "load",
     "sessions",
     "thresholds",
+    "cookies",
+    "follow",
 ];
 const STEP_KINDS: &[&str] = &[
     "request",
@@ -45,7 +47,10 @@ const STEP_KINDS: &[&str] = &[
     "sql",
     "ws",
     "include",
+    "cookie",
 ];
+/// Most redirects a request may follow (`follow:`); browsers stop at 20.
+pub const MAX_FOLLOW: u32 = 20;
 /// Variables every session has without a `set`.
 const BUILTINS: &[&str] = &["user_id", "session"];
 /// Includes nested deeper than this are reported (guards against unbounded non-cyclic chains).
@@ -319,6 +324,28 @@ impl Parser {
         }
     }
 
+    /// Top-level `cookies:` and `follow:`.
+    fn http_behaviour(&mut self, map: &marked_yaml::types::MarkedMappingNode) -> HttpBehaviour {
+        let mut h = HttpBehaviour::default();
+        if let Some(n) = map.get_node("cookies") {
+            h.cookies = self.boolean(n, "cookies").unwrap_or(true);
+        }
+        if let Some(n) = map.get_node("follow") {
+            let v = n
+                .as_scalar()
+                .and_then(|s| s.as_str().trim().parse::<u32>().ok())
+                .filter(|&v| v <= MAX_FOLLOW);
+            match v {
+                Some(v) => h.follow = v,
+                None => self.err(
+                    n.span(),
+                    format!("follow: expected the most redirects to follow, 0 to {MAX_FOLLOW}"),
+                ),
+            }
+        }
+        h
+    }
+
     // ---- top level --------------------------------------------------------------------------
 
     fn top(&mut self, root: &Node) -> Option<Scenario> {
@@ -357,6 +384,7 @@ impl Parser {
             sessions,
             thresholds,
             link,
+            http: self.http_behaviour(map),
         })
     }
 

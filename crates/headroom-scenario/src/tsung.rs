@@ -57,6 +57,7 @@ fn convert(text: &str, file_name: &str) -> Converted {
                 sessions: Vec::new(),
                 thresholds: Vec::new(),
                 link: LinkSpec::Plain,
+                http: Default::default(),
             };
             return (empty, Vec::new(), vec![at.error(e.pos, e.message)]);
         }
@@ -572,6 +573,7 @@ impl<'a> Conv<'a> {
             sessions,
             thresholds: Vec::new(),
             link,
+            http: Default::default(),
         }
     }
 
@@ -1726,6 +1728,7 @@ impl<'a> Conv<'a> {
             path,
             headers,
             body,
+            auth: None,
         })
     }
 

@@ -93,6 +93,7 @@ fn emit_writes_short_readable_yaml() {
                 max_users: Some(100),
             }],
             users: vec![],
+            stages: Vec::new(),
         },
         sessions: vec![Session {
             name: "s".into(),
@@ -108,6 +109,7 @@ fn emit_writes_short_readable_yaml() {
                     path: "/a/${id}".into(),
                     headers: vec![],
                     body: None,
+                    auth: None,
                 }),
                 Step::Request(Request {
                     name: "post".into(),
@@ -115,6 +117,7 @@ fn emit_writes_short_readable_yaml() {
                     path: "/p?x=1#frag".into(),
                     headers: vec![("X-Id".into(), "${id}".into())],
                     body: Some("{\"a\": 1}".into()),
+                    auth: None,
                 }),
                 Step::Think(Distribution::Constant(Duration::from_millis(500))),
                 Step::Match(Match {
@@ -130,6 +133,7 @@ fn emit_writes_short_readable_yaml() {
         }],
         thresholds: vec![],
         link: LinkSpec::Plain,
+        http: Default::default(),
     };
     let expected = "\
 name: demo
@@ -246,6 +250,7 @@ impl Gen {
             path,
             headers,
             body,
+            auth: None,
         }
     }
 
@@ -433,10 +438,15 @@ impl Gen {
                     tls: None,
                 })
                 .collect(),
-            load: Load { phases, users },
+            load: Load {
+                phases,
+                users,
+                stages: Vec::new(),
+            },
             sessions,
             thresholds,
             link: LinkSpec::Plain,
+            http: Default::default(),
         }
     }
 }

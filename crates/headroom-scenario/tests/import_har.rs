@@ -210,6 +210,7 @@ fn har_converts_requests_think_times_pages_and_server() {
             path: p.into(),
             headers: Vec::new(),
             body: None,
+            auth: None,
         })
     };
     let Step::Transaction { name, steps: home } = &steps[0] else {

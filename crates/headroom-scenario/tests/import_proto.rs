@@ -143,6 +143,7 @@ fn one_phase(secs: u64, rate: f64) -> Load {
             max_users: None,
         }],
         users: vec![],
+        stages: Vec::new(),
     }
 }
 
@@ -464,7 +465,8 @@ fn tsung_jabber_fixture_converts_with_its_notes() {
                 arrival: Arrival::Poisson,
                 max_users: None
             }],
-            users: vec![]
+            users: vec![],
+            stages: Vec::new(),
         }
     );
     let session = at(&text, "<session probability");

@@ -821,6 +821,7 @@ fn random_protocol_steps_round_trip() {
                     count: 1,
                     session: None,
                 }],
+                stages: Vec::new(),
             },
             sessions: vec![Session {
                 name: "s".into(),
@@ -830,6 +831,7 @@ fn random_protocol_steps_round_trip() {
             }],
             thresholds: vec![],
             link,
+            http: Default::default(),
         };
         round_trip(&s);
     }

@@ -726,6 +726,7 @@ impl RunArgs {
                 None
             },
             http2: self.http2_options(url.tls)?,
+            agent: Default::default(),
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)

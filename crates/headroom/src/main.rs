@@ -591,6 +591,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         start_at: None,
         tls: None,
         http2: None,
+        agent: Default::default(),
     };
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())

@@ -99,7 +99,7 @@ impl Parser {
         }
     }
 
-    fn boolean(&mut self, node: &Node, what: &str) -> Option<bool> {
+    pub(super) fn boolean(&mut self, node: &Node, what: &str) -> Option<bool> {
         let v = node.as_scalar().and_then(|s| s.as_bool());
         if v.is_none() {
             self.err(node.span(), format!("{what}: expected true or false"));

@@ -91,6 +91,10 @@ impl Parser {
             "set" => self.set(v, vars),
             "extract" => self.extract(v, vars).map(Step::Extract),
             "match" => self.matcher(v).map(Step::Match),
+            "cookie" => {
+                self.step_needs(k.span(), "a cookie step", Protocol::Http);
+                self.cookie(v, vars).map(Step::Cookie)
+            }
             "include" => {
                 self.include(v, vars, out);
                 None
@@ -122,10 +126,15 @@ impl Parser {
                 path: path.to_string(),
                 headers: Vec::new(),
                 body: None,
+                auth: None,
             });
         }
         let m = self.map(node, "request")?;
-        self.keys(m, "request", &["name", "method", "path", "headers", "body"]);
+        self.keys(
+            m,
+            "request",
+            &["name", "method", "path", "headers", "body", "auth"],
+        );
         let method = match m.get_node("method") {
             Some(x) => {
                 let s = self.name(x, "method")?;
@@ -171,12 +180,111 @@ impl Parser {
             Some(n) => self.name(n, "name")?,
             None => format!("{method} {path}"),
         };
+        let auth = match m.get_node("auth") {
+            Some(a) => Some(self.auth(a, vars)?),
+            None => None,
+        };
         Some(Request {
             name,
             method,
             path,
             headers,
             body,
+            auth,
+        })
+    }
+
+    /// `auth: {user: u, password: p, scheme: basic|digest}` (scheme defaults to basic).
+    fn auth(&mut self, node: &Node, vars: &Vars) -> Option<Auth> {
+        let m = self.map(node, "auth")?;
+        self.keys(m, "auth", &["user", "password", "scheme"]);
+        let un = self.required(m, "user", "auth")?;
+        let user = self.string(un, "user")?;
+        self.refs(un, &user, vars);
+        if user.contains(':') && !user.contains("${") {
+            self.err(un.span(), "user: a user name cannot contain ':' (RFC 7617)");
+        }
+        let pn = self.required(m, "password", "auth")?;
+        let password = self.string(pn, "password")?;
+        self.refs(pn, &password, vars);
+        let scheme = match m.get_node("scheme") {
+            Some(sn) => match sn.as_scalar().map(|s| s.as_str().trim()) {
+                Some("basic") => AuthScheme::Basic,
+                Some("digest") => AuthScheme::Digest,
+                _ => {
+                    self.err(sn.span(), "scheme: expected basic or digest");
+                    return None;
+                }
+            },
+            None => AuthScheme::Basic,
+        };
+        Some(Auth {
+            scheme,
+            user,
+            password,
+        })
+    }
+
+    /// `cookie: clear` or `cookie: {set: {name: n, value: v, domain: d, path: p}}`.
+    fn cookie(&mut self, node: &Node, vars: &Vars) -> Option<CookieStep> {
+        if let Some(s) = node.as_scalar() {
+            if s.as_str().trim() == "clear" {
+                return Some(CookieStep::Clear);
+            }
+            self.err(
+                node.span(),
+                "cookie: expected clear or {set: {name: ..., value: ...}}",
+            );
+            return None;
+        }
+        let m = self.map(node, "cookie")?;
+        self.keys(m, "cookie", &["set"]);
+        let sn = self.required(m, "set", "cookie")?;
+        let sm = self.map(sn, "set")?;
+        self.keys(sm, "set", &["name", "value", "domain", "path"]);
+        let nn = self.required(sm, "name", "set")?;
+        let name = self.string(nn, "name")?;
+        let token_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b));
+        if !token_ok {
+            self.err(
+                nn.span(),
+                "name: a cookie name is a token (letters, digits, !#$%&'*+-.^_`|~)",
+            );
+        }
+        let vn = self.required(sm, "value", "set")?;
+        let value = self.string(vn, "value")?;
+        self.refs(vn, &value, vars);
+        if value.bytes().any(|b| b.is_ascii_control() || b == b';') {
+            self.err(
+                vn.span(),
+                "value: a cookie value cannot hold ';' or control characters",
+            );
+        }
+        let domain = match sm.get_node("domain") {
+            Some(d) => Some(self.string(d, "domain")?),
+            None => None,
+        };
+        let path = match sm.get_node("path") {
+            Some(p) => {
+                let p = self.string(p, "path")?;
+                Some(p)
+            }
+            None => None,
+        };
+        if let Some(p) = &path {
+            if !p.starts_with('/') {
+                let pn = sm.get_node("path").expect("present");
+                self.err(pn.span(), "path: expected a path starting with '/'");
+            }
+        }
+        Some(CookieStep::Set {
+            name,
+            value,
+            domain,
+            path,
         })
     }
 

@@ -618,6 +618,9 @@ pub struct Plan {
     pub agent: UserAgent,
 }
 
+/// Most redirects a request may follow (`--follow`, `follow:`); browsers stop at 20.
+pub const MAX_FOLLOW: u32 = 20;
+
 /// What an HTTP user does besides sending requests, as a browser would.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserAgent {

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 use headroom_core::{Plan, PlanError};
 use headroom_metrics::{Recorder, Snapshot};
 
+mod agent;
 mod http2;
 mod link;
 pub mod pacer;
@@ -93,7 +94,17 @@ pub fn run(
     sink: &mut dyn FnMut(&Interval<'_>),
 ) -> Result<RunOutcome, EngineError> {
     plan.validate()?;
-    let plan = Arc::new(plan.clone());
+    let mut plan = plan.clone();
+    if let Some(c) = &plan.agent.credentials {
+        if c.scheme == headroom_core::AuthScheme::Basic && plan.workload.is_none() {
+            // Basic credentials are the same on every request: one static header.
+            let mut v = Vec::new();
+            headroom_proto::auth::write_basic_value(&c.user, &c.password, &mut v);
+            let v = String::from_utf8(v).map_err(|e| EngineError::Request(e.to_string()))?;
+            plan.request.headers.push(("Authorization".into(), v));
+        }
+    }
+    let plan = Arc::new(plan);
     let mut one = Vec::new();
     headroom_proto::http1::encode_request(&plan.request, plan.keepalive, &mut one);
     if one.is_empty() {

@@ -25,6 +25,7 @@ use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
+use crate::agent::{self, Agent};
 use crate::link::{Link, LinkWait, XmppShared};
 
 /// Ops run per `advance` call at most before yielding to the event loop, so a session of only
@@ -165,6 +166,10 @@ fn compile_expect(spec: &ExpectSpec) -> Result<Option<raw::Expect>, raw::ExpectE
 }
 
 fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option<Box<[u8]>> {
+    if r.auth.is_some() {
+        // Credentials are written per request (templates, Digest answers).
+        return None;
+    }
     let path = r.path.as_literal()?;
     let mut vals = Vec::with_capacity(r.headers.len());
     for (_, v) in &r.headers {
@@ -256,6 +261,13 @@ pub(crate) struct SessionState {
     pub reply: Vec<u8>,
     /// Status of the last complete reply (0 before any).
     pub last_status: u16,
+    /// The batch's request has Digest credentials (`auth_user`, `auth_password`): the agent
+    /// answers the server's challenge with them.
+    pub digest: bool,
+    pub auth_user: String,
+    pub auth_password: String,
+    /// `Authorization: Basic` value of the current request.
+    auth_basic: Vec<u8>,
     /// A request of the session failed: the session ends at the next `advance`.
     pub failed: bool,
     last_request_pc: usize,
@@ -280,6 +292,8 @@ pub(crate) struct Env<'a> {
     pub now: Instant,
     /// The connection's protocol link, when the connection is open and speaks one.
     pub link: Option<&'a mut Link>,
+    /// The user's HTTP agent (cookie jar), made on first need.
+    pub agent: &'a mut Option<Box<Agent>>,
 }
 
 impl SessionState {
@@ -301,6 +315,10 @@ impl SessionState {
             raw: raw::ExpectState::new(),
             reply: Vec::new(),
             last_status: 0,
+            digest: false,
+            auth_user: String::new(),
+            auth_password: String::new(),
+            auth_basic: Vec::new(),
             failed: false,
             last_request_pc: 0,
             match_loops: 0,
@@ -401,6 +419,7 @@ impl SessionState {
                     self.capture = r.capture;
                     self.awaiting = Awaiting::Http;
                     self.reply.clear();
+                    self.credentials(r.auth.as_ref());
                     match &prog.extra[self.session][pc] {
                         Extra::Encoded(b) => self.out.extend_from_slice(b),
                         _ => self.encode(prog, r),
@@ -548,7 +567,7 @@ impl SessionState {
                             .record_name(*id as usize, micros(env.now - start), err);
                     }
                 }
-                Op::Cookie(_) => {}
+                Op::Cookie(c) => self.cookie(prog, c, env),
                 Op::Connect => {
                     // No request rides on a connect: a failed connect fails no name.
                     self.names.clear();
@@ -678,6 +697,65 @@ impl SessionState {
         self.names.push(name);
     }
 
+    /// Expands the request's credentials: a Basic header value, or Digest ones for the agent.
+    fn credentials(&mut self, auth: Option<&session::AuthOp>) {
+        self.digest = false;
+        self.auth_basic.clear();
+        let Some(a) = auth else {
+            return;
+        };
+        self.auth_user.clear();
+        a.user.expand_into(&self.vars, &mut self.auth_user);
+        self.auth_password.clear();
+        a.password.expand_into(&self.vars, &mut self.auth_password);
+        match a.scheme {
+            headroom_core::AuthScheme::Basic => headroom_proto::auth::write_basic_value(
+                &self.auth_user,
+                &self.auth_password,
+                &mut self.auth_basic,
+            ),
+            headroom_core::AuthScheme::Digest => self.digest = true,
+        }
+    }
+
+    /// A `cookie` step: the jar changes as if the server had set (or the user cleared) it.
+    fn cookie(&mut self, prog: &Program, op: &session::CookieOp, env: &mut Env<'_>) {
+        match op {
+            session::CookieOp::Clear => {
+                if let Some(a) = env.agent.as_mut() {
+                    a.jar.clear();
+                }
+            }
+            session::CookieOp::Set {
+                name,
+                value,
+                domain,
+                path,
+            } => {
+                // Written as the Set-Cookie a server would send, so the jar's one set of rules
+                // (domain match, bounds) applies.
+                let b = &mut self.body;
+                b.clear();
+                b.push_str(name);
+                b.push('=');
+                value.expand_into(&self.vars, b);
+                b.push_str("; Path=");
+                b.push_str(path.as_deref().unwrap_or("/"));
+                if let Some(d) = domain {
+                    b.push_str("; Domain=");
+                    b.push_str(d);
+                }
+                let host = agent::host_of(&prog.host);
+                let a = env.agent.get_or_insert_with(Agent::new);
+                let c = &mut env.rec.counters;
+                match a.jar.set_cookie(b.as_bytes(), host, "/", agent::unix_now()) {
+                    Ok(_) => c.proto(headroom_core::ProtoCounter::HttpCookiesStored, 1),
+                    Err(_) => c.proto(headroom_core::ProtoCounter::HttpCookiesRejected, 1),
+                }
+            }
+        }
+    }
+
     fn encode(&mut self, prog: &Program, r: &session::RequestOp) {
         self.path.clear();
         r.path.expand_into(&self.vars, &mut self.path);
@@ -690,11 +768,13 @@ impl SessionState {
         if let Some(b) = &r.body {
             b.expand_into(&self.vars, &mut self.body);
         }
+        let basic = std::str::from_utf8(&self.auth_basic).unwrap_or("");
         let headers = r
             .headers
             .iter()
             .zip(self.hvals.iter())
-            .map(|((n, _), v)| (n.as_str(), v.as_str()));
+            .map(|((n, _), v)| (n.as_str(), v.as_str()))
+            .chain((!basic.is_empty()).then_some(("Authorization", basic)));
         encode_parts(
             &r.method,
             &self.path,

@@ -32,12 +32,13 @@ use headroom_core::session::ArrivalPhase;
 use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan, ProtoCounter};
 use headroom_metrics::{micros, Recorder, Snapshot};
 use headroom_proto::h2;
-use headroom_proto::http1::ResponseDecoder;
+use headroom_proto::http1::{ResponseDecoder, DEFAULT_CAPTURE_BYTES};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use slab::Slab;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::agent::{self, Agent, AgentConfig, Next};
 use crate::http2::{H2Conn, H2Request, SESSION_STREAMS};
 use crate::link::Link;
 use crate::pacer;
@@ -148,6 +149,10 @@ struct User {
     arrived: bool,
     /// The connection's protocol above its transport (`Plain` while there is none).
     proto: Proto,
+    /// Cookies, redirects, Digest answers (HTTP/1.1), made on first need.
+    agent: Option<Box<Agent>>,
+    /// URL runs: the request to write is the agent's (`Agent::hop`), not the run's shared one.
+    own_request: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,6 +218,8 @@ pub(crate) struct Worker {
     arrived_total: u64,
     /// TLS for every connection (this worker's copy).
     tls: Option<TlsClient>,
+    /// HTTP/1.1 users' cookies, redirects and credentials; `None` when none apply.
+    agent_cfg: Option<Arc<AgentConfig>>,
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -258,6 +265,7 @@ impl Worker {
             open_alive: 0,
             arrived_total: 0,
             tls: s.tls.as_ref().map(TlsClient::for_worker),
+            agent_cfg: agent_config(&plan, s.program.as_deref()).map(Arc::new),
             s,
         };
         if let Some(p) = w.s.program.clone() {
@@ -397,7 +405,7 @@ impl Worker {
     fn add_user(&mut self, global: u64, remaining: Option<u64>) -> usize {
         let now = self.s.start;
         self.next_gen = self.next_gen.wrapping_add(1);
-        self.users.insert(User {
+        let key = self.users.insert(User {
             conn: None,
             gen: self.next_gen,
             state: State::Idle,
@@ -419,7 +427,15 @@ impl Worker {
             sess: None,
             arrived: false,
             proto: Proto::Plain,
-        })
+            agent: None,
+            own_request: false,
+        });
+        if let Some(cfg) = &self.agent_cfg {
+            self.users[key]
+                .decoder
+                .set_capture(cfg.capture(), DEFAULT_CAPTURE_BYTES);
+        }
+        key
     }
 
     /// A new user that starts its first request at `at`.
@@ -663,10 +679,47 @@ impl Worker {
         u.intended = intended;
         u.written = 0;
         u.outstanding = 0;
+        u.own_request = false;
+        self.decorate(key);
+        let u = &mut self.users[key];
         if u.conn.is_some() {
             self.write_request(key);
         } else {
             self.connect(key);
+        }
+    }
+
+    /// Adds the user's cookies and Digest answer to the batch about to be written (HTTP/1.1).
+    fn decorate(&mut self, key: usize) {
+        let Some(cfg) = self.agent_cfg.as_deref() else {
+            return;
+        };
+        let u = &mut self.users[key];
+        let Some(a) = u.agent.as_deref_mut() else {
+            return;
+        };
+        match u.sess.as_deref_mut() {
+            Some(st) => {
+                if a.decorates(st.digest) {
+                    let creds = st.digest.then_some((&*st.auth_user, &*st.auth_password));
+                    a.decorate(cfg, &mut st.out, creds, agent::unix_now());
+                }
+            }
+            None => {
+                let digest = cfg.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+                if !u.own_request && a.decorates(digest.is_some()) {
+                    // The shared request becomes this user's own.
+                    let total = self.s.request_len * u.batch as usize;
+                    a.hop.clear();
+                    a.hop.extend_from_slice(&self.s.request[..total]);
+                    u.own_request = true;
+                }
+                if u.own_request {
+                    let mut own = std::mem::take(&mut a.hop);
+                    a.decorate(cfg, &mut own, digest, agent::unix_now());
+                    a.hop = own;
+                }
+            }
         }
     }
 
@@ -882,9 +935,10 @@ impl Worker {
             return;
         }
         let u = &mut self.users[key];
-        let (bytes, head): (&[u8], bool) = match &u.sess {
-            Some(st) => (&st.out, st.head),
-            None => {
+        let (bytes, head): (&[u8], bool) = match (&u.sess, &u.agent) {
+            (Some(st), _) => (&st.out, st.head),
+            (None, Some(a)) if u.own_request => (&a.hop, self.s.head_request),
+            (None, _) => {
                 let total = self.s.request_len * u.batch as usize;
                 (&self.s.request[..total], self.s.head_request)
             }
@@ -1458,13 +1512,43 @@ impl Worker {
         let keep_alive = keep_alive && !u.proto.closing();
         let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
+        let next = match status {
+            Some(code) if !u.proto.is_h2() => self.agent_reply(key, code, answered),
+            _ => Next::Done,
+        };
+        let u = &mut self.users[key];
         let c = &mut self.rec.counters;
         c.responses += 1;
-        if let Some(status) = status {
-            c.reply_status(status, &self.s.plan.expect_status);
+        let mut failed = failed;
+        match (next, status) {
+            (Next::Hop { .. }, Some(code)) => c.status(code),
+            (Next::Failed(kind), Some(code)) => {
+                c.status(code);
+                c.error(kind);
+                failed = true;
+            }
+            (_, Some(code)) => {
+                c.reply_status(code, &self.s.plan.expect_status);
+            }
+            (_, None) => {}
         }
         let corrected = micros(now - u.intended);
         self.rec.record_latency(corrected, micros(now - u.sent));
+        if let Next::Hop { .. } = next {
+            self.send_hop(key, keep_alive, now);
+            return;
+        }
+        // The request's whole time, over its hops (redirects, a Digest answer).
+        let whole = match u.agent.as_deref_mut() {
+            Some(a) => {
+                let whole = a.chain_start.map_or(corrected, |t| micros(now - t));
+                a.end_request();
+                whole
+            }
+            None => corrected,
+        };
+        u.own_request &=
+            self.s.program.is_none() && u.agent.as_ref().is_some_and(|a| !a.jar.is_empty());
         if let Some(st) = u.sess.as_mut() {
             let bad = failed || status.is_some_and(|s| s >= 400);
             if let Some(status) = status {
@@ -1474,7 +1558,7 @@ impl Worker {
                 st.on_error_status();
             }
             if let Some(&id) = st.names.get(answered) {
-                self.rec.record_name(id as usize, corrected, bad);
+                self.rec.record_name(id as usize, whole, bad);
             }
         }
         let reuse = keep_alive && self.s.plan.keepalive;
@@ -1504,6 +1588,79 @@ impl Worker {
                 *r = r.saturating_sub(batch);
             }
             self.next_request(key, now);
+        }
+    }
+
+    /// The agent's view of a complete HTTP/1.1 reply: cookies stored, and whether a redirect
+    /// or a Digest challenge makes it a hop of the request rather than its end.
+    fn agent_reply(&mut self, key: usize, status: u16, answered: usize) -> Next {
+        let Some(cfg) = self.agent_cfg.as_deref() else {
+            return Next::Done;
+        };
+        let u = &mut self.users[key];
+        let redirect = cfg.follow > 0 && (300..400).contains(&status);
+        if u.agent.is_none() && u.decoder.captured().next().is_none() && !redirect {
+            return Next::Done;
+        }
+        let single = u.batch == 1;
+        let (digest, request): (bool, Option<&[u8]>) = match &u.sess {
+            Some(st) if single => (st.digest, Some(&st.out)),
+            Some(st) => (st.digest, Some(agent::nth_request(&st.out, answered))),
+            None if u.own_request => (cfg.digest.is_some(), None),
+            None => (
+                cfg.digest.is_some(),
+                Some(&self.s.request[..self.s.request_len]),
+            ),
+        };
+        let a = u.agent.get_or_insert_with(Agent::new);
+        let intended = u.intended;
+        let next = a.after_reply(
+            cfg,
+            status,
+            u.decoder.captured(),
+            request,
+            single,
+            digest,
+            &mut self.rec.counters,
+            agent::unix_now(),
+        );
+        if let Next::Hop { .. } = next {
+            a.chain_start.get_or_insert(intended);
+        }
+        next
+    }
+
+    /// Sends the agent's next hop of the current request (a redirect, or the request again
+    /// with a Digest answer), timed from now, on this connection if it may be reused.
+    fn send_hop(&mut self, key: usize, keep_alive: bool, now: Instant) {
+        let reuse = keep_alive && self.s.plan.keepalive && !self.users[key].proto.closing();
+        if !reuse {
+            self.close(key);
+        }
+        let u = &mut self.users[key];
+        let Some(a) = u.agent.as_deref_mut() else {
+            return;
+        };
+        match u.sess.as_deref_mut() {
+            Some(st) => {
+                st.out.clear();
+                st.out.extend_from_slice(&a.hop);
+                st.reply.clear();
+                st.head = st.out.starts_with(b"HEAD ");
+            }
+            None => u.own_request = true,
+        }
+        u.batch = 1;
+        u.intended = now;
+        u.written = 0;
+        u.outstanding = 0;
+        u.deadline = None;
+        u.state = State::Idle;
+        self.decorate(key);
+        if self.users[key].conn.is_some() {
+            self.write_request(key);
+        } else {
+            self.connect(key);
         }
     }
 
@@ -1561,6 +1718,7 @@ impl Worker {
                 cursors: &mut self.cursors,
                 now,
                 link: u.proto.link_mut(),
+                agent: &mut u.agent,
             };
             match st.advance(&prog, &mut env) {
                 Action::Send => {
@@ -1618,6 +1776,10 @@ impl Worker {
                     let s = fixed.unwrap_or_else(|| prog.w.draw(self.rng.gen::<f64>()));
                     if let Some(st) = u.sess.as_mut() {
                         st.begin(&prog, s, &mut self.rng, now);
+                    }
+                    if let Some(a) = u.agent.as_deref_mut() {
+                        // A new session is a new visit: a fresh jar, as k6 gives each iteration.
+                        a.new_session();
                     }
                     sessions += 1;
                     if sessions >= SESSIONS_PER_TURN {
@@ -1802,6 +1964,50 @@ fn open_socket(plan: &Plan, bind: Option<std::net::IpAddr>) -> io::Result<Socket
 }
 
 /// Entropy for the per-worker RNG seed (runs differ; a fixed seed can be added later).
+/// The agent settings of a run, or `None` when no user needs one (HTTP/2, raw TCP, session
+/// protocols, or cookies off with no redirects and no Digest credentials).
+fn agent_config(plan: &Plan, program: Option<&Program>) -> Option<AgentConfig> {
+    use headroom_core::session::{LinkSpec, Op, SessionBody};
+    if plan.http2.is_some() {
+        return None;
+    }
+    let ua = &plan.agent;
+    let digest = ua
+        .credentials
+        .as_ref()
+        .filter(|c| c.scheme == headroom_core::AuthScheme::Digest)
+        .map(|c| (c.user.clone(), c.password.clone()));
+    let mut http = true;
+    let mut op_digest = false;
+    if let Some(p) = program {
+        http = p.w.link == LinkSpec::Plain
+            && p.w.sessions.iter().any(|s| match &s.body {
+                SessionBody::Ops { ops, .. } => ops.iter().any(|o| matches!(o, Op::Request(_))),
+                SessionBody::Surge { .. } => true,
+            });
+        op_digest = p.w.sessions.iter().any(|s| match &s.body {
+            SessionBody::Ops { ops, .. } => ops.iter().any(|o| {
+                matches!(o, Op::Request(r) if r.auth.as_ref().is_some_and(|a| a.scheme == headroom_core::AuthScheme::Digest))
+            }),
+            SessionBody::Surge { .. } => false,
+        });
+    }
+    let cfg = AgentConfig {
+        cookies: ua.cookies,
+        follow: ua.follow,
+        host: agent::host_of(&plan.request.host).to_string(),
+        port: plan.target.port(),
+        scheme: if plan.tls.is_some() {
+            headroom_proto::redirect::Scheme::Https
+        } else {
+            headroom_proto::redirect::Scheme::Http
+        },
+        any_digest: digest.is_some() || op_digest,
+        digest,
+    };
+    (http && cfg.active()).then_some(cfg)
+}
+
 fn seed_entropy() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

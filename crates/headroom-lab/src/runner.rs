@@ -286,7 +286,11 @@ pub fn load_for(
         http2: c
             .http2
             .then_some(headroom_core::Http2Options { streams: 1 }),
-        agent: Default::default(),
+        agent: headroom_core::UserAgent {
+            cookies: c.http.cookies,
+            follow: c.http.follow,
+            ..Default::default()
+        },
     };
     plan.validate().map_err(|e| e.0)?;
     let mut scenario = s;

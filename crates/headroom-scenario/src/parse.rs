@@ -49,8 +49,7 @@ const STEP_KINDS: &[&str] = &[
     "include",
     "cookie",
 ];
-/// Most redirects a request may follow (`follow:`); browsers stop at 20.
-pub const MAX_FOLLOW: u32 = 20;
+use headroom_core::MAX_FOLLOW;
 /// Variables every session has without a `set`.
 const BUILTINS: &[&str] = &["user_id", "session"];
 /// Includes nested deeper than this are reported (guards against unbounded non-cyclic chains).

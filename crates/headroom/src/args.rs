@@ -178,6 +178,24 @@ pub struct RunArgs {
     /// 4xx or 5xx is an error (http_4xx, http_5xx) and anything else is not.
     #[arg(long, value_name = "CODES", value_parser = parse_expect_status, help_heading = "HTTP")]
     pub expect_status: Option<StatusSet>,
+    /// Keep no cookies. By default each user (connection) keeps a cookie jar, as a browser,
+    /// Tsung and k6 do: what the server sets with Set-Cookie is sent back on later requests.
+    #[arg(long, help_heading = "HTTP")]
+    pub no_cookies: bool,
+    /// Follow up to N redirects per request (301, 302, 303, 307, 308 to the same server), each
+    /// hop timed and counted as a request; a longer chain counts as `redirect_limit`. Default 0
+    /// (as wrk): a 3xx is the reply.
+    #[arg(long, default_value_t = 0, value_name = "N", help_heading = "HTTP")]
+    pub follow: u32,
+    /// Credentials, sent with Basic auth on every request (or with --digest, answering the
+    /// server's Digest challenge). A URL's user:pass@ does the same.
+    #[arg(short = 'a', long, value_name = "USER:PASS", help_heading = "HTTP")]
+    pub auth: Option<String>,
+    /// Use HTTP Digest auth (RFC 7616, MD5 or SHA-256) for the credentials of -a or the URL:
+    /// each user's first request gets the server's 401 challenge and is sent again with the
+    /// answer; later requests answer it at once.
+    #[arg(long, help_heading = "HTTP")]
+    pub digest: bool,
 
     // ---- timeouts and sockets ----
     /// Give up on a connect after this long.
@@ -328,6 +346,26 @@ pub struct Url {
     pub port: u16,
     /// Path and query, starting with '/'.
     pub path: String,
+    /// `user:password@` of the URL, percent-decoded.
+    pub userinfo: Option<(String, String)>,
+}
+
+/// `%XX` escapes decoded; `None` when one is broken or the result is not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 pub fn parse_url(s: &str) -> Result<Url, UsageError> {
@@ -350,9 +388,21 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
         None => (rest, "/".to_string()),
     };
     let path = path.split('#').next().unwrap_or("/").to_string();
-    if authority.contains('@') {
-        return usage(format!("bad URL '{s}': user info is not supported"));
-    }
+    let (userinfo, authority) = match authority.rsplit_once('@') {
+        Some((info, host)) => {
+            let (user, pass) = info.split_once(':').unwrap_or((info, ""));
+            let (Some(user), Some(pass)) = (percent_decode(user), percent_decode(pass)) else {
+                return usage(format!(
+                    "bad URL '{s}': the user info is not valid percent-encoded UTF-8"
+                ));
+            };
+            if user.is_empty() {
+                return usage(format!("bad URL '{s}': empty user name before '@'"));
+            }
+            (Some((user, pass)), host)
+        }
+        None => (None, authority),
+    };
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let Some((h, after)) = v6.split_once(']') else {
             return usage(format!("bad URL '{s}': unclosed '[' in the host"));
@@ -398,6 +448,7 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
         host,
         port,
         path,
+        userinfo,
     })
 }
 
@@ -685,6 +736,7 @@ impl RunArgs {
         if bind.iter().any(|ip| ip.is_ipv4() != target.is_ipv4()) {
             return usage("--bind addresses must be of the same family (IPv4/IPv6) as the target");
         }
+        let agent = self.user_agent(&url)?;
         let plan = Plan {
             target,
             target_name: self.url.clone(),
@@ -726,10 +778,66 @@ impl RunArgs {
                 None
             },
             http2: self.http2_options(url.tls)?,
-            agent: Default::default(),
+            agent,
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
+    }
+
+    /// Cookies, redirects and credentials (`--no-cookies`, `--follow`, `-a`, `--digest`, the
+    /// URL's user info).
+    pub fn user_agent(&self, url: &Url) -> Result<headroom_core::UserAgent, UsageError> {
+        if self.follow > headroom_core::MAX_FOLLOW {
+            return usage(format!(
+                "bad --follow {}: allowed 0 to {}",
+                self.follow,
+                headroom_core::MAX_FOLLOW
+            ));
+        }
+        let h2 = self.http2 || self.h2c;
+        if h2 && self.follow > 0 {
+            return usage("--follow works over HTTP/1.1 only: drop --http2/--h2c or --follow");
+        }
+        let creds = match (&self.auth, &url.userinfo) {
+            (Some(_), Some(_)) => {
+                return usage(
+                    "credentials twice: give either -a USER:PASS or user:pass@ in the URL",
+                )
+            }
+            (Some(a), None) => {
+                let Some((user, pass)) = a.split_once(':') else {
+                    return usage(format!(
+                        "bad -a/--auth '{a}': expected USER:PASS (the user name cannot hold ':')"
+                    ));
+                };
+                if user.is_empty() {
+                    return usage("bad -a/--auth: empty user name before ':'");
+                }
+                Some((user.to_string(), pass.to_string()))
+            }
+            (None, Some((u, p))) => Some((u.clone(), p.clone())),
+            (None, None) => None,
+        };
+        if self.digest && creds.is_none() {
+            return usage("--digest needs credentials: add -a USER:PASS");
+        }
+        if self.digest && h2 {
+            return usage("--digest works over HTTP/1.1 only: drop --http2/--h2c or --digest");
+        }
+        Ok(headroom_core::UserAgent {
+            cookies: !self.no_cookies,
+            follow: self.follow,
+            credentials: creds.map(|(user, password)| headroom_core::Credentials {
+                scheme: if self.digest {
+                    headroom_core::AuthScheme::Digest
+                } else {
+                    headroom_core::AuthScheme::Basic
+                },
+                user,
+                password,
+            }),
+            compressed: false,
+        })
     }
 
     /// `--http2` / `--h2c` / `--streams`, checked against the URL's scheme.
@@ -827,7 +935,8 @@ mod tests {
                 tls: false,
                 host: "127.0.0.1".into(),
                 port: 8080,
-                path: "/a/b?x=1".into()
+                path: "/a/b?x=1".into(),
+                userinfo: None,
             }
         );
         let u = parse_url("http://localhost").unwrap();

@@ -44,7 +44,10 @@ pub fn error_rate(c: &Counters) -> f64 {
     // The failures that are complete responses: counted once, as responses.
     let http = c.errors[ErrorKind::Http4xx.index()]
         + c.errors[ErrorKind::Http5xx.index()]
-        + c.errors[ErrorKind::UnexpectedStatus.index()];
+        + c.errors[ErrorKind::UnexpectedStatus.index()]
+        + c.errors[ErrorKind::RedirectLimit.index()]
+        + c.errors[ErrorKind::BadLocation.index()]
+        + c.errors[ErrorKind::RedirectOffsite.index()];
     let attempts = c.responses + (c.errors_total() - http);
     if attempts == 0 {
         0.0
@@ -142,6 +145,55 @@ fn http2_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value 
     serde_json::Value::Object(m)
 }
 
+/// What users did besides their requests (cookies, redirects, auth; every counter, zeros
+/// included) and how they were told to behave; `null` for HTTP/2 runs, where none applies.
+fn http_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value {
+    use headroom_core::ProtoCounter;
+    if plan.http2.is_some() {
+        return serde_json::Value::Null;
+    }
+    let mut m: serde_json::Map<String, serde_json::Value> = ProtoCounter::ALL
+        .iter()
+        .filter(|k| k.name().0 == "http")
+        .map(|k| {
+            (
+                k.name().1.to_string(),
+                serde_json::json!(c.proto[k.index()]),
+            )
+        })
+        .collect();
+    m.insert("cookies".into(), plan.agent.cookies.into());
+    m.insert("follow".into(), plan.agent.follow.into());
+    m.insert(
+        "auth".into(),
+        plan.agent
+            .credentials
+            .as_ref()
+            .map(|c| c.scheme.as_str())
+            .into(),
+    );
+    serde_json::Value::Object(m)
+}
+
+/// One line of what users did besides their requests, when they did anything.
+fn http_line(c: &headroom_metrics::Counters) -> Option<String> {
+    use headroom_core::ProtoCounter as P;
+    let parts: Vec<String> = [
+        (P::HttpRedirects, "redirects followed"),
+        (P::HttpCookiesStored, "cookies stored"),
+        (P::HttpCookiesMalformed, "malformed Set-Cookie"),
+        (P::HttpCookiesRejected, "cookies rejected"),
+        (P::HttpCookiesEvicted, "cookies evicted"),
+        (P::HttpAuthChallenges, "auth challenges answered"),
+        (P::HttpAuthFailed, "auth failed"),
+    ]
+    .iter()
+    .filter(|(k, _)| c.proto[k.index()] > 0)
+    .map(|(k, what)| format!("{} {what}", thousands(c.proto[k.index()])))
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 /// The run's TLS settings and handshake counts; `null` for a plain run.
 fn tls_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value {
     use headroom_core::ProtoCounter;
@@ -186,6 +238,7 @@ pub fn summary_json(
         "protocol": protocol_name(plan),
         "streams": plan.http2.map(|h| h.streams),
         "http2": http2_json(plan, c),
+        "http": http_json(plan, c),
         "tls": tls_json(plan, c),
         "started_at": humantime::format_rfc3339_millis(out.started_at).to_string(),
         "duration_s": round3(secs),
@@ -663,6 +716,9 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
     // One line per exact code seen, as hey prints them.
     for (code, n) in c.codes_seen() {
         let _ = writeln!(w, "    [{code}]      {} responses", thousands(n));
+    }
+    if let Some(line) = http_line(c) {
+        let _ = writeln!(w, "  Users        {line}");
     }
     let errs: Vec<String> = ErrorKind::ALL
         .iter()

@@ -56,6 +56,14 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
         ("--body", a.body.is_some()),
         ("-H/--header", !a.headers.is_empty()),
         ("--pipeline", a.pipeline != 1),
+        (
+            "-a/--auth (put auth: on the scenario's requests)",
+            a.auth.is_some(),
+        ),
+        (
+            "--digest (put auth: {scheme: digest} on the scenario's requests)",
+            a.digest,
+        ),
     ];
     if let Some((flag, _)) = conflicting.iter().find(|(_, set)| *set) {
         return Err(UsageError(format!(
@@ -160,6 +168,11 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
     };
     if compiled.http2 {
         plan.http2 = Some(headroom_core::Http2Options { streams: 1 });
+    }
+    // The file says how users behave; --no-cookies and --follow override it.
+    plan.agent.cookies = compiled.http.cookies && !a.no_cookies;
+    if a.follow == 0 {
+        plan.agent.follow = compiled.http.follow;
     }
     plan.workload = Some(Arc::new(compiled.workload));
     plan.validate().map_err(|e| UsageError(e.0))?;

@@ -17,6 +17,7 @@ struct Harness {
     rec: Recorder,
     cursors: Vec<usize>,
     now: Instant,
+    agent: Option<Box<Agent>>,
 }
 
 impl Harness {
@@ -35,6 +36,7 @@ impl Harness {
             rec,
             cursors,
             now: Instant::now(),
+            agent: None,
         }
     }
 
@@ -45,6 +47,7 @@ impl Harness {
             cursors: &mut self.cursors,
             now: self.now,
             link: None,
+            agent: &mut self.agent,
         };
         self.st.advance(&self.prog, &mut env)
     }
@@ -294,6 +297,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
     let mut rec = Recorder::new();
     let mut cursors = vec![0; 1];
     let mut lines = Vec::new();
+    let mut agent = None;
     for _ in 0..3 {
         let mut env = Env {
             rng: &mut rng,
@@ -301,6 +305,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
             cursors: &mut cursors,
             now: Instant::now(),
             link: None,
+            agent: &mut agent,
         };
         assert_eq!(st.advance(&prog, &mut env), Action::Send);
         lines.push(
@@ -362,4 +367,71 @@ fn a_surge_session_pipelines_embedded_objects_and_thinks_between_pages() {
         thinks < pages,
         "an OFF time between pages, none after the last"
     );
+}
+
+#[test]
+fn basic_auth_is_written_and_digest_credentials_are_kept_for_the_agent() {
+    let mut h = Harness::new(
+        r#"
+servers: [{host: 127.0.0.1, port: 80}]
+load: {users: [{count: 1}]}
+sessions:
+  - name: s
+    steps:
+      - set: {var: who, value: alice}
+      - request: {path: /a, auth: {user: "${who}", password: "pw"}}
+      - request: {path: /b, auth: {user: bob, password: "s3cret", scheme: digest}}
+"#,
+    );
+    assert_eq!(h.step(), Action::Send);
+    let text = String::from_utf8_lossy(&h.st.out).to_string();
+    // base64("alice:pw")
+    assert!(
+        text.contains("Authorization: Basic YWxpY2U6cHc=\r\n"),
+        "{text}"
+    );
+    assert!(!h.st.digest);
+    assert_eq!(h.step(), Action::Send);
+    let text = String::from_utf8_lossy(&h.st.out).to_string();
+    assert!(!text.contains("Authorization"), "{text}");
+    assert!(h.st.digest);
+    assert_eq!(
+        (h.st.auth_user.as_str(), h.st.auth_password.as_str()),
+        ("bob", "s3cret")
+    );
+}
+
+#[test]
+fn cookie_steps_fill_and_empty_the_jar() {
+    let mut h = Harness::new(
+        r#"
+servers: [{host: 127.0.0.1, port: 80}]
+load: {users: [{count: 1}]}
+sessions:
+  - name: s
+    steps:
+      - cookie: {set: {name: sid, value: "u${user_id}"}}
+      - cookie: {set: {name: scoped, value: "1", path: /admin}}
+      - request: GET /
+      - cookie: clear
+      - request: GET /
+"#,
+    );
+    assert_eq!(h.step(), Action::Send);
+    let a = h.agent.as_ref().expect("a cookie step makes the agent");
+    let names: Vec<String> = a
+        .jar
+        .iter()
+        .map(|c| {
+            format!(
+                "{}={}@{}",
+                String::from_utf8_lossy(c.name()),
+                String::from_utf8_lossy(c.value()),
+                String::from_utf8_lossy(c.path())
+            )
+        })
+        .collect();
+    assert_eq!(names, ["scoped=1@/admin", "sid=u42@/"]);
+    assert_eq!(h.step(), Action::Send);
+    assert!(h.agent.as_ref().unwrap().jar.is_empty());
 }

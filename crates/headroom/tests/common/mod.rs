@@ -207,9 +207,15 @@ impl Nginx {
     /// `/__headroom_ready` for a token only this instance knows; on a clash it retries on a new
     /// port.
     pub fn start() -> Nginx {
+        Nginx::start_with("", "$remote_addr $request $status")
+    }
+
+    /// Like [`start`](Nginx::start), with more `server` directives (`{dir}` and `{port}` in
+    /// them become the instance's directory and port) and the access log's format.
+    pub fn start_with(server: &str, log_format: &str) -> Nginx {
         let mut last = String::new();
         for _ in 0..5 {
-            match Nginx::try_start() {
+            match Nginx::try_start(server, log_format) {
                 Ok(ng) => return ng,
                 Err(e) => last = e,
             }
@@ -217,12 +223,15 @@ impl Nginx {
         panic!("nginx did not start after 5 tries: {last}");
     }
 
-    fn try_start() -> Result<Nginx, String> {
+    fn try_start(server: &str, log_format: &str) -> Result<Nginx, String> {
         let bin = find_nginx();
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let d = dir.path().display();
         let token = format!("ready-{}-{port}", std::process::id());
+        let server = server
+            .replace("{dir}", &d.to_string())
+            .replace("{port}", &port.to_string());
         let conf = format!(
             r#"daemon off;
 worker_processes 1;
@@ -231,7 +240,7 @@ pid {d}/nginx.pid;
 error_log {d}/error.log;
 events {{ worker_connections 20000; }}
 http {{
-  log_format plain '$remote_addr $request $status';
+  log_format plain '{log_format}';
   access_log {d}/access.log plain;
   keepalive_requests 1000000;
   keepalive_timeout 120s;
@@ -243,6 +252,7 @@ http {{
     location /missing {{ return 404; }}
     location /fail {{ return 503; }}
     location = /__headroom_ready {{ access_log off; return 200 "{token}"; }}
+    {server}
   }}
 }}
 "#
@@ -303,6 +313,21 @@ http {{
 }
 
 impl Nginx {
+    /// The instance's directory (config, logs, files it serves).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The access log's lines, once settled.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.logged();
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The client address of every logged request.
     pub fn logged_sources(&self) -> Vec<String> {
         self.logged();

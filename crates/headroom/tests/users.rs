@@ -1,0 +1,464 @@
+//! Users that behave like real users (issue 16): cookies, redirects, Basic and Digest auth,
+//! exact codes — against real servers on loopback: nginx (Set-Cookie, `return 30x`,
+//! `auth_basic`, error codes) and Apache for Digest (`mod_auth_digest`: nginx has none).
+//! Every figure is checked against what the server logged.
+
+mod common;
+
+use std::collections::HashSet;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Time bound of every load below: far above what each needs, so a hang fails the test.
+const BOUND: &str = "30s";
+
+/// nginx with a login that sets a per-login session cookie, a page that needs it, a chain of
+/// three redirects, Basic auth, and 404 / 429. The log shows the cookie and the user.
+fn site() -> Nginx {
+    Nginx::start_with(
+        r#"
+    root {dir};
+    location = /login { add_header Set-Cookie "sid=$request_id; Path=/; HttpOnly" always; return 200 "welcome\n"; }
+    location = /private { if ($cookie_sid = "") { return 401; } return 200 "secret\n"; }
+    location = /r1 { return 302 /r2; }
+    location = /r2 { return 301 http://127.0.0.1:{port}/r3; }
+    location = /r3 { return 307 /final; }
+    location = /final { return 200 "done\n"; }
+    location = /nowhere { return 302; }
+    location = /away { return 302 http://192.0.2.1/; }
+    location = /basic { auth_basic "headroom"; auth_basic_user_file {dir}/htpasswd; try_files /ok.txt =404; }
+    location = /limited { return 429; }
+"#,
+        "$request_uri $status c=$cookie_sid u=$remote_user",
+    )
+}
+
+fn write_site_files(ng: &Nginx) {
+    std::fs::write(ng.dir().join("ok.txt"), "basic ok\n").unwrap();
+    // nginx reads {PLAIN} passwords as they are.
+    std::fs::write(ng.dir().join("htpasswd"), "alice:{PLAIN}wonderland\n").unwrap();
+}
+
+/// `(uri, status, cookie, user)` of every logged request.
+fn log(ng: &Nginx) -> Vec<(String, u16, String, String)> {
+    ng.log_lines()
+        .iter()
+        .filter_map(|l| {
+            let mut p = l.split(' ');
+            let uri = p.next()?.to_string();
+            let status = p.next()?.parse().ok()?;
+            let cookie = p.next()?.strip_prefix("c=")?.to_string();
+            let user = p.next()?.strip_prefix("u=")?.to_string();
+            Some((uri, status, cookie, user))
+        })
+        .collect()
+}
+
+fn count(log: &[(String, u16, String, String)], uri: &str, status: u16) -> usize {
+    log.iter()
+        .filter(|(u, s, _, _)| u == uri && *s == status)
+        .count()
+}
+
+#[test]
+fn issue16_thousand_users_log_in_and_reach_the_cookie_protected_page() {
+    let ng = site();
+    // Constant arrivals every 4 ms from 0: 1,000 of them before 3,998 ms (the next would be at
+    // 4,000 ms, where float rounding could go either way).
+    let yaml = format!(
+        r#"
+servers: [{{host: 127.0.0.1, port: {port}}}]
+load:
+  phases: [{{duration: 3998ms, arrival_rate: 250, arrival: constant, max_users: 1000}}]
+sessions:
+  - name: visit
+    steps:
+      - request: {{method: POST, path: /login, body: "user=${{user_id}}"}}
+      - request: GET /private
+"#,
+        port = ng.addr.port()
+    );
+    let (v, out) = run_scenario(&yaml, &[], &["-d", BOUND]);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(num(&v, &["responses"]), 2000, "{v:#}");
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    assert_eq!(num(&v, &["http", "cookies_stored"]), 1000, "{v:#}");
+    assert_eq!(
+        num(&v, &["scenario", "sessions", "completed"]),
+        1000,
+        "{v:#}"
+    );
+    let l = log(&ng);
+    assert_eq!(count(&l, "/login", 200), 1000);
+    assert_eq!(
+        count(&l, "/private", 200),
+        1000,
+        "every user reached the page"
+    );
+    assert_eq!(count(&l, "/private", 401), 0);
+    // The server counts the cookies: each user sent its own, and none came back to /login.
+    let private: HashSet<&str> = l
+        .iter()
+        .filter(|(u, ..)| u == "/private")
+        .map(|(_, _, c, _)| c.as_str())
+        .collect();
+    assert_eq!(private.len(), 1000, "1,000 distinct session cookies");
+    assert!(!private.contains("-"));
+    assert!(l
+        .iter()
+        .filter(|(u, ..)| u == "/login")
+        .all(|(_, _, c, _)| c == "-"));
+
+    // Without a jar the page refuses every user.
+    let before = l.len();
+    let (v, _) = run_scenario(&yaml, &[], &["-d", BOUND, "--no-cookies"]);
+    assert_eq!(num(&v, &["http", "cookies_stored"]), 0, "{v:#}");
+    assert_eq!(v["status_codes"]["401"], 1000, "{v:#}");
+    let l = log(&ng);
+    assert_eq!(count(&l[before..], "/private", 401), 1000);
+}
+
+#[test]
+fn issue16_a_chain_of_three_redirects_is_followed_hop_by_hop() {
+    let ng = site();
+    let n = 50u64;
+    let (v, out) = run_json(
+        &ng.url("/r1"),
+        &[
+            "-c",
+            "2",
+            "-n",
+            &n.to_string(),
+            "--follow",
+            "3",
+            "-d",
+            BOUND,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    // Every hop is a request of its own, answered, timed and counted by its code.
+    assert_eq!(num(&v, &["requests"]), 4 * n, "{v:#}");
+    assert_eq!(num(&v, &["responses"]), 4 * n, "{v:#}");
+    for code in ["302", "301", "307", "200"] {
+        assert_eq!(v["status_codes"][code], n, "{code}: {v:#}");
+    }
+    assert_eq!(num(&v, &["latency_us", "count"]), 4 * n, "{v:#}");
+    assert_eq!(num(&v, &["http", "redirects_followed"]), 3 * n, "{v:#}");
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    let l = log(&ng);
+    for (uri, code) in [("/r1", 302), ("/r2", 301), ("/r3", 307), ("/final", 200)] {
+        assert_eq!(count(&l, uri, code), n as usize, "{uri}");
+    }
+
+    // A chain longer than allowed ends where the limit is, counted as redirect_limit.
+    let (v, _) = run_json(&ng.url("/r1"), &["-c", "1", "-n", "10", "--follow", "2"]);
+    assert_eq!(err(&v, "redirect_limit"), 10, "{v:#}");
+    assert_eq!(num(&v, &["responses"]), 30, "{v:#}");
+    assert!(v["status_codes"]["200"].is_null(), "{v:#}");
+    // Without --follow (wrk's default) the 302 is the reply.
+    let (v, _) = run_json(&ng.url("/r1"), &["-c", "1", "-n", "10"]);
+    assert_eq!(v["status_codes"]["302"], 10, "{v:#}");
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    // Elsewhere, or nowhere: counted with their kind, never followed.
+    let (v, _) = run_json(&ng.url("/away"), &["-c", "1", "-n", "5", "--follow", "3"]);
+    assert_eq!(err(&v, "redirect_offsite"), 5, "{v:#}");
+    let (v, _) = run_json(
+        &ng.url("/nowhere"),
+        &["-c", "1", "-n", "5", "--follow", "3"],
+    );
+    assert_eq!(err(&v, "bad_location"), 5, "{v:#}");
+
+    // In a scenario the step's own figure covers the whole chain, once per step.
+    let yaml = format!(
+        r#"
+servers: [{{host: 127.0.0.1, port: {port}}}]
+follow: 3
+load: {{users: [{{count: 2}}]}}
+sessions:
+  - name: s
+    steps:
+      - request: {{name: chain, path: /r1}}
+"#,
+        port = ng.addr.port()
+    );
+    let (v, out) = run_scenario(&yaml, &[], &["-n", "40", "-d", BOUND]);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    let chain = &v["scenario"]["by_request"]["chain"];
+    assert_eq!(chain["count"], 40, "{v:#}");
+    assert_eq!(chain["errors"], 0, "{v:#}");
+    assert_eq!(num(&v, &["responses"]), 160, "{v:#}");
+}
+
+#[test]
+fn issue16_401_404_and_429_are_counted_per_code() {
+    let ng = site();
+    for (path, code, n) in [
+        ("/private", "401", 21u64),
+        ("/missing", "404", 17),
+        ("/limited", "429", 13),
+    ] {
+        let (v, _) = run_json(
+            &ng.url(path),
+            &["-c", "2", "-n", &n.to_string(), "-d", BOUND],
+        );
+        assert_eq!(v["status_codes"], serde_json::json!({ code: n }), "{v:#}");
+        assert_eq!(err(&v, "http_4xx"), n, "{v:#}");
+    }
+}
+
+#[test]
+fn issue16_basic_auth_from_a_flag_or_the_url_is_accepted_by_nginx() {
+    let ng = site();
+    write_site_files(&ng);
+    let n = 30u64;
+    let url = ng.url("/basic");
+    let with_userinfo = url.replace("http://", "http://alice:wonderland@");
+    for args in [
+        vec![url.as_str(), "-a", "alice:wonderland"],
+        vec![with_userinfo.as_str()],
+    ] {
+        let mut a: Vec<&str> = args[1..].to_vec();
+        let count_s = n.to_string();
+        a.extend(["-c", "3", "-n", &count_s, "-d", BOUND]);
+        let (v, out) = run_json(args[0], &a);
+        assert_eq!(out.status.code(), Some(0), "{v:#}");
+        assert_eq!(v["status_codes"], serde_json::json!({ "200": n }), "{v:#}");
+        assert_eq!(v["http"]["auth"], "basic", "{v:#}");
+    }
+    let l = log(&ng);
+    assert_eq!(
+        l.iter()
+            .filter(|(u, s, _, who)| u == "/basic" && *s == 200 && who == "alice")
+            .count(),
+        2 * n as usize
+    );
+    // A wrong password is refused by the server, each time.
+    let (v, _) = run_json(&url, &["-a", "alice:nope", "-c", "1", "-n", "5"]);
+    assert_eq!(v["status_codes"], serde_json::json!({ "401": 5 }), "{v:#}");
+    // Credentials twice, or Digest without any, are usage errors.
+    let out = run_plain(&with_userinfo, &["-a", "bob:x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("credentials twice"));
+    let out = run_plain(&url, &["--digest"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Debian's Apache on a loopback port, with Digest auth (MD5, qop=auth) on `/digest/`.
+struct Apache {
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+    child: Child,
+}
+
+impl Apache {
+    fn start() -> Apache {
+        let bin = Path::new("/usr/sbin/apache2");
+        assert!(
+            bin.exists(),
+            "Apache is not installed. Run scripts/test (it installs Debian's apache2)"
+        );
+        let mut last = String::new();
+        for _ in 0..5 {
+            match Apache::try_start(bin) {
+                Ok(a) => return a,
+                Err(e) => last = e,
+            }
+        }
+        panic!("apache did not start after 5 tries: {last}");
+    }
+
+    fn try_start(bin: &Path) -> Result<Apache, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let port = free_port();
+        let www = dir.path().join("www/digest");
+        std::fs::create_dir_all(&www).unwrap();
+        std::fs::write(www.join("index.html"), "digest ok\n").unwrap();
+        // htdigest's format: user:realm:MD5(user:realm:password).
+        let ha1 = format!("{:032x}", md5_hex(b"bob:headroom:s3cret"));
+        std::fs::write(dir.path().join("digest"), format!("bob:headroom:{ha1}\n")).unwrap();
+        let m = "/usr/lib/apache2/modules";
+        let conf = format!(
+            r#"LoadModule mpm_event_module {m}/mod_mpm_event.so
+LoadModule authn_core_module {m}/mod_authn_core.so
+LoadModule authn_file_module {m}/mod_authn_file.so
+LoadModule authz_core_module {m}/mod_authz_core.so
+LoadModule authz_user_module {m}/mod_authz_user.so
+LoadModule auth_digest_module {m}/mod_auth_digest.so
+LoadModule dir_module {m}/mod_dir.so
+User www-data
+Group www-data
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile {d}/httpd.pid
+ErrorLog {d}/error.log
+LogFormat "%U %>s u=%u" users
+CustomLog {d}/access.log users
+DocumentRoot {d}/www
+DirectoryIndex index.html
+MaxKeepAliveRequests 0
+<Directory {d}/www>
+  Require all granted
+</Directory>
+<Location /digest/>
+  AuthType Digest
+  AuthName "headroom"
+  AuthDigestProvider file
+  AuthUserFile {d}/digest
+  Require valid-user
+</Location>
+"#
+        );
+        std::fs::write(dir.path().join("httpd.conf"), conf).unwrap();
+        // Apache's children run as www-data: let them read the files.
+        let _ = Command::new("chmod").args(["-R", "a+rX", &d]).status();
+        let mut child = Command::new(bin)
+            .args(["-f", &format!("{d}/httpd.conf"), "-DFOREGROUND"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("spawn apache2: {e}"))?;
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+                return Err(format!(
+                    "apache exited at start on {addr} ({status}): {log}"
+                ));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                return Ok(Apache { addr, dir, child });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        Err(format!("apache on {addr} did not listen within 10 s"))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// `(path, status, user)` of every logged request (Apache writes each as it completes).
+    fn log(&self) -> Vec<(String, u16, String)> {
+        let path: PathBuf = self.dir.path().join("access.log");
+        let mut last = String::new();
+        for _ in 0..40 {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = std::fs::read_to_string(&path).unwrap_or_default();
+            if now == last && !now.is_empty() {
+                break;
+            }
+            last = now;
+        }
+        last.lines()
+            .filter_map(|l| {
+                let mut p = l.split(' ');
+                Some((
+                    p.next()?.to_string(),
+                    p.next()?.parse().ok()?,
+                    p.next()?.strip_prefix("u=")?.to_string(),
+                ))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Apache {
+    fn drop(&mut self) {
+        // SIGTERM lets the parent stop its children.
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// MD5 of `data`, as a number printed in hex by the caller (the test's own, independent of
+/// headroom's Digest code).
+fn md5_hex(data: &[u8]) -> u128 {
+    let out = Command::new("md5sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(data)?;
+            c.wait_with_output()
+        })
+        .expect("md5sum");
+    let hex = String::from_utf8_lossy(&out.stdout);
+    u128::from_str_radix(hex.split_whitespace().next().unwrap(), 16).unwrap()
+}
+
+#[test]
+fn issue16_digest_auth_is_accepted_by_apache() {
+    let ap = Apache::start();
+    let n = 200u64;
+    let users = 4u64;
+    let (v, out) = run_json(
+        &ap.url("/digest/"),
+        &[
+            "-a",
+            "bob:s3cret",
+            "--digest",
+            "-c",
+            &users.to_string(),
+            "-n",
+            &n.to_string(),
+            "-d",
+            BOUND,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    // Each user is challenged once, answers, and then answers every later request at once
+    // (the nonce count going up): n 200s, one 401 per user, no errors.
+    assert_eq!(v["status_codes"]["200"], n, "{v:#}");
+    assert_eq!(v["status_codes"]["401"], users, "{v:#}");
+    assert_eq!(num(&v, &["http", "auth_challenges"]), users, "{v:#}");
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    let l = ap.log();
+    let ok = l
+        .iter()
+        .filter(|(p, s, u)| p.starts_with("/digest/") && *s == 200 && u == "bob");
+    assert_eq!(ok.count(), n as usize, "{l:?}");
+
+    // The same from a scenario's `auth:`, with a templated user.
+    let yaml = format!(
+        r#"
+servers: [{{host: 127.0.0.1, port: {port}}}]
+load: {{users: [{{count: 2}}]}}
+sessions:
+  - name: s
+    steps:
+      - set: {{var: who, value: bob}}
+      - request: {{name: page, path: /digest/, auth: {{user: "${{who}}", password: s3cret, scheme: digest}}}}
+"#,
+        port = ap.addr.port()
+    );
+    let (v, out) = run_scenario(&yaml, &[], &["-n", "40", "-d", BOUND]);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    let page = &v["scenario"]["by_request"]["page"];
+    assert_eq!(page["count"], 40, "{v:#}");
+    assert_eq!(page["errors"], 0, "{v:#}");
+    assert_eq!(v["status_codes"]["200"], 40, "{v:#}");
+    // A wrong password: the answer is refused, counted, and the request ends with its 401.
+    let (v, _) = run_json(
+        &ap.url("/digest/"),
+        &["-a", "bob:wrong", "--digest", "-c", "1", "-n", "3"],
+    );
+    assert_eq!(num(&v, &["http", "auth_failed"]), 3, "{v:#}");
+    assert_eq!(v["status_codes"]["200"], serde_json::Value::Null, "{v:#}");
+}

@@ -80,12 +80,17 @@ fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
 }
 
 fn run_counted(plan: Plan, requests: u64) -> (u64, u64) {
+    let (allocs, c) = run_counters(plan, requests);
+    (allocs, c.responses)
+}
+
+fn run_counters(plan: Plan, requests: u64) -> (u64, headroom_metrics::Counters) {
     let before = ALLOCS.load(Ordering::Relaxed);
     let out = headroom_engine::run(&plan, Arc::new(AtomicBool::new(false)), &mut |_| {}).unwrap();
     let after = ALLOCS.load(Ordering::Relaxed);
     assert_eq!(out.total.counters.responses, requests);
     assert_eq!(out.total.counters.errors_total(), 0);
-    (after - before, out.total.counters.responses)
+    (after - before, out.total.counters)
 }
 
 /// Warm up, then compare a run of 2,000 requests with one of 40,000: the larger may make fewer
@@ -135,4 +140,21 @@ fn session_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u
 #[test]
 fn sessions_allocate_nothing_per_request() {
     assert_flat("session requests", session_allocations_for);
+}
+
+/// Users with a warm cookie jar: every reply sets the cookie again (replacing it), every request
+/// sends it back. Neither the jar nor the request each user now owns allocates per request.
+fn cookie_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
+    let mut plan = plan_for(requests, addr);
+    plan.request.path = "/cookie/123456".into();
+    let (allocs, c) = run_counters(plan, requests);
+    // Every reply stored its cookie: the jar was in use on every request.
+    let stored = c.proto[headroom_core::ProtoCounter::HttpCookiesStored.index()];
+    assert_eq!(stored, requests);
+    (allocs, c.responses)
+}
+
+#[test]
+fn cookie_jars_allocate_nothing_per_request_once_warm() {
+    assert_flat("requests with cookies", cookie_allocations_for);
 }

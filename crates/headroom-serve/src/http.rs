@@ -11,7 +11,9 @@
 //! - **Canned** (answered here, from bytes encoded at start-up, without allocating): `GET /`
 //!   returns the configured body; `GET /bytes/N` returns `N` bytes (`N` at most [`MAX_BYTES`],
 //!   400 above); `GET /status/CODE` answers with status CODE (200 to 599, 400 otherwise), for
-//!   tests that need a chosen status; an unknown path is 404.
+//!   tests that need a chosen status; `GET /cookie/N` answers 200 with `Set-Cookie: sid=N;
+//!   Path=/` (N a decimal of at most 19 digits), the cheapest login there is; an unknown path
+//!   is 404.
 //! - **Slow** ([`Slow`]): `/sleep/MS` (MS at most [`MAX_SLEEP_MS`]), `/db/read/N` and
 //!   `/db/write/N` (N in 1..=[`MAX_DB_OPS`]), `/file/PATH` (PATH relative, without `..` or NUL)
 //!   and `/status`. Their answer takes time or I/O, so the parser stops right after such a request
@@ -173,6 +175,20 @@ fn push_code(out: &mut Vec<u8>, code: u16, p: Persist, head_only: bool) {
         out.extend_from_slice(b"status ");
         push_decimal(out, u64::from(code));
         out.push(b'\n');
+    }
+}
+
+/// The response of `/cookie/N`: 200, `Set-Cookie: sid=N; Path=/`, body `cookie\n`.
+fn push_cookie(out: &mut Vec<u8>, n: u64, p: Persist, head_only: bool) {
+    out.extend_from_slice(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\nSet-Cookie: sid=",
+    );
+    push_decimal(out, n);
+    out.extend_from_slice(b"; Path=/\r\n");
+    out.extend_from_slice(p.header());
+    out.extend_from_slice(b"\r\n");
+    if !head_only {
+        out.extend_from_slice(b"cookie\n");
     }
 }
 
@@ -559,6 +575,8 @@ enum Route<'a> {
     Bytes(usize),
     /// `/status/CODE`: an answer with this status.
     Code(u16),
+    /// `/cookie/N`: a 200 that sets the cookie `sid=N`.
+    Cookie(u64),
     Slow(SlowRoute),
     /// A known route with a bad argument: this canned 400.
     Bad(&'a Canned),
@@ -617,6 +635,12 @@ fn route<'r>(path: &str, responses: &'r Responses) -> Route<'r> {
         return match parse_decimal(code.as_bytes()) {
             Some(c) if (200..=599).contains(&c) => Route::Code(c as u16),
             _ => Route::Bad(&responses.bad_code),
+        };
+    }
+    if let Some(n) = path.strip_prefix("/cookie/") {
+        return match parse_decimal(n.as_bytes()) {
+            Some(n) => Route::Cookie(n),
+            None => Route::NotFound,
         };
     }
     if path == "/status" {
@@ -707,6 +731,7 @@ fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>, force_clos
             }
         }
         Route::Code(code) => push_code(out, code, persist, head_only),
+        Route::Cookie(n) => push_cookie(out, n, persist, head_only),
         Route::Slow(route) => {
             return One::Slow {
                 consumed: head_len,
@@ -946,6 +971,21 @@ mod tests {
         let mut out = Vec::new();
         let b = st.feed(req, &r, &mut out, LIMIT);
         b.slow
+    }
+
+    #[test]
+    fn cookie_route_sets_the_cookie_asked_for() {
+        let (out, b) = run(&[b"GET /cookie/42 HTTP/1.1\r\n\r\nHEAD /cookie/7 HTTP/1.1\r\n\r\n"]);
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\n\
+             Set-Cookie: sid=42; Path=/\r\n\r\ncookie\n\
+             HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\n\
+             Set-Cookie: sid=7; Path=/\r\n\r\n"
+        );
+        assert_eq!((b.responses, b.bad_requests), (2, 0));
+        let (out, _) = run(&[b"GET /cookie/x HTTP/1.1\r\n\r\n"]);
+        assert!(text(&out).starts_with("HTTP/1.1 404"));
     }
 
     #[test]

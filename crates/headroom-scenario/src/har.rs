@@ -18,8 +18,10 @@
 //! hop-by-hop ones (`Connection`, `Keep-Alive`, `Transfer-Encoding`, `TE`, `Upgrade`,
 //! `Proxy-*`, `Host`, `Content-Length`), HTTP/2 pseudo-headers (`:authority`, ...), the
 //! browser's `Sec-*` and `Upgrade-Insecure-Requests`, and `Accept-Encoding` (headroom does not
-//! decode compressed replies yet). Recorded `Cookie` headers are kept: the scenario format has no
-//! cookie jar yet.
+//! decode compressed replies yet). Recorded `Cookie` headers are dropped too: each user keeps a
+//! cookie jar, so what the server sets during the run goes back to it as it did to the browser.
+//! Cookies the browser had before the recording began (sent before any recorded response set
+//! them) become `cookie: {set: ...}` steps at the start of the session.
 //!
 //! **Nothing is silently dropped.** Whatever is not carried over gives a warning located at its
 //! entry (`file:line:column: entries[N] METHOD URL: ...`): an entry skipped (a scheme other than
@@ -38,7 +40,7 @@ use crate::tsung::{finish, Imported, Locator};
 use crate::ScenarioError;
 use headroom_core::Distribution;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -194,6 +196,8 @@ pub fn import_har(
         warnings: Vec::new(),
         unlisted: 0,
         notes: BTreeMap::new(),
+        set_names: HashSet::new(),
+        preset: Vec::new(),
     };
     let pages = c.pages(log.get("pages"));
     let converted: Vec<Kept> = entries
@@ -235,7 +239,18 @@ pub fn import_har(
             c.warn(k.index, &k.label, msg);
         }
     }
-    let steps = c.steps(kept, &pages);
+    let mut steps: Vec<Step> = std::mem::take(&mut c.preset)
+        .into_iter()
+        .map(|(name, value)| {
+            Step::Cookie(CookieStep::Set {
+                name,
+                value,
+                domain: None,
+                path: None,
+            })
+        })
+        .collect();
+    steps.extend(c.steps(kept, &pages));
     let mut warnings = c.finish_notes();
     let (tls, host, port) = origin;
     let scenario = Scenario {
@@ -339,6 +354,10 @@ struct Conv<'a> {
     warnings: Vec<ScenarioError>,
     unlisted: usize,
     notes: BTreeMap<Note, Tally>,
+    /// Cookie names recorded responses set so far (in entry order).
+    set_names: HashSet<String>,
+    /// Cookies sent before any recorded response set them: the browser had them already.
+    preset: Vec<(String, String)>,
 }
 
 /// Hop-by-hop and framing headers: the engine writes its own `Host`, `Content-Length` and
@@ -453,10 +472,10 @@ impl Conv<'_> {
                     verb("holds", "hold")
                 ),
                 Note::Cookie => format!(
-                    "{who} {} the recorded Cookie header as is: headroom has no cookie jar yet, \
-                     so every user sends the recording's cookies and cookies set during the run \
-                     are not sent back",
-                    verb("replays", "replay")
+                    "{who} {} a Cookie header: dropped, each user's cookie jar sends what the \
+                     server sets during the run (cookies the browser had before the recording \
+                     are set by cookie steps at the session's start)",
+                    verb("holds", "hold")
                 ),
                 Note::Version => format!(
                     "{who} {} recorded over {names}: replayed over HTTP/1.1",
@@ -678,11 +697,13 @@ impl Conv<'_> {
         }
         let mut headers = self.headers(i, &label, req);
         let body = self.body(i, &label, req, &mut headers);
-        if headers
+        if let Some(at) = headers
             .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case("cookie"))
+            .position(|(n, _)| n.eq_ignore_ascii_case("cookie"))
         {
+            let (_, value) = headers.remove(at);
             self.note(Note::Cookie, i, &label, "Cookie");
+            self.preset_cookies(i, &label, &value);
         } else if req
             .get("cookies")
             .and_then(Value::as_array)
@@ -750,6 +771,7 @@ impl Conv<'_> {
                 0.0
             }
         };
+        self.response_cookies(e.get("response"));
         let path_only = target.split('?').next().unwrap_or("/");
         let request = Request {
             name: format!("{method} {path_only}"),
@@ -768,6 +790,65 @@ impl Conv<'_> {
             start,
             time,
         })
+    }
+
+    /// The cookies of a recorded `Cookie` header that no recorded response set before: the
+    /// browser had them, so each user starts with them.
+    fn preset_cookies(&mut self, i: usize, label: &str, header: &str) {
+        for pair in header.split(';') {
+            let Some((name, value)) = pair.trim().split_once('=') else {
+                continue;
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if self.set_names.contains(name) || self.preset.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            if !is_token(name) || value.bytes().any(|b| b.is_ascii_control() || b == b';') {
+                self.warn(
+                    i,
+                    label,
+                    format!(
+                        "cookie '{}' cannot be set by a cookie step: not sent",
+                        short(name)
+                    ),
+                );
+                continue;
+            }
+            let value = if value.contains("${") {
+                value.replace("${", "$%7B")
+            } else {
+                value.to_string()
+            };
+            self.preset.push((name.to_string(), value));
+        }
+    }
+
+    /// Notes the names of the cookies a recorded response sets (its `Set-Cookie` headers and
+    /// its `cookies` list).
+    fn response_cookies(&mut self, response: Option<&Value>) {
+        let Some(r) = response else { return };
+        if let Some(hs) = r.get("headers").and_then(Value::as_array) {
+            for h in hs {
+                let name = h.get("name").and_then(Value::as_str).unwrap_or("");
+                if !name.eq_ignore_ascii_case("set-cookie") {
+                    continue;
+                }
+                let value = h.get("value").and_then(Value::as_str).unwrap_or("");
+                // Chromium joins several Set-Cookie values of one response with newlines.
+                for line in value.lines() {
+                    if let Some((n, _)) = line.split(';').next().and_then(|p| p.split_once('=')) {
+                        self.set_names.insert(n.trim().to_string());
+                    }
+                }
+            }
+        }
+        if let Some(cs) = r.get("cookies").and_then(Value::as_array) {
+            for c in cs {
+                if let Some(n) = c.get("name").and_then(Value::as_str) {
+                    self.set_names.insert(n.to_string());
+                }
+            }
+        }
     }
 
     /// The headers to send: dropped ones noted or warned, repeated names joined (`; ` for

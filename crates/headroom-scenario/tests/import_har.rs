@@ -396,12 +396,24 @@ fn har_headers_dropped_merged_and_kept() {
         got,
         [
             ("accept", "text/html, */*"),
-            ("cookie", "a=1; b=2"),
             ("User-Agent", "Mozilla/5.0"),
             ("X-Empty", ""),
         ]
     );
-    assert_eq!(rs[1].headers, [("Cookie".to_string(), "c=3".to_string())]);
+    // Cookie headers go; the cookies the browser had before the recording are set at the start.
+    assert!(rs[1].headers.is_empty(), "{:?}", rs[1].headers);
+    let preset: Vec<(&str, &str)> = imp.scenario.sessions[0]
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Cookie(CookieStep::Set { name, value, .. }) => {
+                Some((name.as_str(), value.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(preset, [("a", "1"), ("b", "2"), ("c", "3")]);
+    assert!(matches!(imp.scenario.sessions[0].steps[0], Step::Cookie(_)));
     let w = &imp.warnings;
     warned_at(w, 0, "header name 'Bad Name' is not an HTTP token: dropped");
     warned_at(
@@ -429,7 +441,7 @@ fn har_headers_dropped_merged_and_kept() {
     warned_at(
         w,
         0,
-        "2 requests (this one and 1 after it) replay the recorded Cookie header as is",
+        "2 requests (this one and 1 after it) hold a Cookie header: dropped, each user's cookie jar",
     );
     warned_at(w, 0, "2 requests (this one and 1 after it) were recorded over HTTP/2.0, h2: replayed over HTTP/1.1");
     warned_at(w, 2, "a header without a string name and value: dropped");
@@ -1056,4 +1068,38 @@ fn har_docs_example_is_current() {
     for w in &imp.warnings {
         assert!(docs.contains(&w.to_string()), "not in docs/import.md: {w}");
     }
+}
+
+#[test]
+fn har_cookies_set_during_the_recording_are_left_to_the_jar() {
+    let e0 = with(
+        entry("POST", "http://h.test/login", 0, 1.0),
+        "/response/headers",
+        json!([{"name": "Set-Cookie", "value": "sid=abc; Path=/; HttpOnly"}]),
+    );
+    let e1 = headers(
+        entry("GET", "http://h.test/cart", 1, 1.0),
+        &[("Cookie", "sid=abc; consent=yes")],
+    );
+    let imp = import(&har(&[], &[e0, e1]));
+    let steps = &imp.scenario.sessions[0].steps;
+    // Only the cookie the browser had before: the session's own comes from the server.
+    assert_eq!(
+        steps[0],
+        Step::Cookie(CookieStep::Set {
+            name: "consent".into(),
+            value: "yes".into(),
+            domain: None,
+            path: None
+        })
+    );
+    assert_eq!(
+        steps
+            .iter()
+            .filter(|s| matches!(s, Step::Cookie(_)))
+            .count(),
+        1
+    );
+    let rs = requests(steps);
+    assert!(rs.iter().all(|r| r.headers.is_empty()), "{rs:?}");
 }

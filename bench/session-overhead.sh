@@ -6,17 +6,24 @@
 # mode, on the same nginx (1 worker, `return 200`) on 127.0.0.1, same connections, one generator
 # thread. Requests are counted from nginx's access-log delta; CPU from wait4's rusage. In the
 # table, `url` is `headroom run URL` and `headroom` is `headroom run session.yaml`; the printed
-# ratio is session/URL (goal >= 0.8).
+# ratio is session/URL (goal >= 0.8), the median of the paired per-round ratios with min and max.
+#
+# Cookies are on (COOKIES=1, the default): nginx sets a cookie on every reply (`Set-Cookie:
+# sid=<connection>; Path=/`), so in both modes every user's jar stores a cookie per reply and
+# sends it on every request: the cost of behaving like a browser, measured where it is paid
+# most. COOKIES=0: nginx sets none (the jar stays empty).
 #
 # Output: a table on stdout; bench/runs/<YYYY-MM-DD>-<host>/session-overhead.{csv,txt,commands}.
-# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (2), PIN (1), PORT.
+# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (5), PIN (1), PORT,
+# COOKIES (1).
 
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 
 DURATION=${1:-10s}
 CONNS=${2:-50}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-5}
+COOKIES=${COOKIES:-1}
 DUR_S=$(dur_secs "$DURATION")
 PORT=${PORT:-$(free_port)}
 URL="http://127.0.0.1:$PORT/"
@@ -36,6 +43,10 @@ sessions:
       - request: {name: second, path: /}
 YAML
 
+if [[ $COOKIES == 1 ]]; then
+    # shellcheck disable=SC2016 # nginx's variable, not the shell's
+    NGINX_HTTP_EXTRA='add_header Set-Cookie "sid=$connection; Path=/" always;'
+fi
 nginx_start "$WORK/nginx" "$PORT" 1
 
 URL_CMD=("$HEADROOM" run "$URL" -t 1 -c "$CONNS" -d "$DURATION" --json)
@@ -58,6 +69,7 @@ one() { # TOOL ROUND CMD...
     csv_row "$tool" "$round" "$CONNS" "$DUR_S" \
         "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
     ((M_STATUS == 0)) || { log "$tool exited $M_STATUS:"; tail -n 20 "$j.err" >&2; }
+    log "  $tool: $(jget .http.cookies_stored) cookies stored, $(jget .requests) requests"
 }
 
 for round in $(seq 1 "$ROUNDS"); do
@@ -66,10 +78,14 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 {
+    cookies="off"
+    [[ $COOKIES == 1 ]] && cookies="set on every reply and sent back"
     echo "session-overhead: 3-step session (think 0) vs URL mode, 1 generator thread, $CONNS users," \
-        "$DURATION per run, $ROUNDS rounds, nginx 1 worker; $(date -Is) on $(hostname -s)"
+        "$DURATION per run, $ROUNDS rounds, nginx 1 worker, cookies $cookies; $(date -Is) on $(hostname -s)"
     echo "(headroom = the session scenario; url = plain URL mode; ratio = session / URL)"
     summarize "$CSV" url
+    read -r med lo hi n <<<"$(paired_ratios "$CSV" headroom url)"
+    echo "paired per-round ratios session/URL (requests per CPU-second): median $med (min $lo, max $hi) over $n rounds"
 } | tee "$OUT/session-overhead.txt"
 echo
 echo "run dir: $OUT"

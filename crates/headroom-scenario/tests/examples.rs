@@ -99,6 +99,8 @@ fn schema_matches_the_format() {
     assert_eq!(
         top,
         [
+            "cookies",
+            "follow",
             "load",
             "name",
             "pgsql",
@@ -119,6 +121,7 @@ fn schema_matches_the_format() {
     let mut want = [
         "close",
         "connect",
+        "cookie",
         "extract",
         "include",
         "loop",

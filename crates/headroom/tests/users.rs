@@ -32,6 +32,7 @@ fn site() -> Nginx {
     location = /away { return 302 http://192.0.2.1/; }
     location = /basic { auth_basic "headroom"; auth_basic_user_file {dir}/htpasswd; try_files /ok.txt =404; }
     location = /limited { return 429; }
+    location = /badcookie { add_header Set-Cookie "=oops" always; add_header Set-Cookie "x=1; Domain=example.com" always; add_header Set-Cookie "good=1" always; return 200 "ok\n"; }
 "#,
         "$request_uri $status c=$cookie_sid u=$remote_user",
     )
@@ -461,4 +462,19 @@ sessions:
     );
     assert_eq!(num(&v, &["http", "auth_failed"]), 3, "{v:#}");
     assert_eq!(v["status_codes"]["200"], serde_json::Value::Null, "{v:#}");
+}
+
+#[test]
+fn issue16_bad_set_cookie_values_are_counted_and_the_run_goes_on() {
+    let ng = site();
+    let n = 25u64;
+    let (v, out) = run_json(&ng.url("/badcookie"), &["-c", "1", "-n", &n.to_string(), "-d", BOUND]);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(v["status_codes"]["200"], n, "{v:#}");
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    // A nameless cookie does not parse; one for another domain is refused; the good one is
+    // stored (replaced) on every reply.
+    assert_eq!(num(&v, &["http", "cookies_malformed"]), n, "{v:#}");
+    assert_eq!(num(&v, &["http", "cookies_rejected"]), n, "{v:#}");
+    assert_eq!(num(&v, &["http", "cookies_stored"]), n, "{v:#}");
 }

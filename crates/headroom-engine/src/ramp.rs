@@ -106,7 +106,7 @@ pub fn rank(pops: &[u64], g: u64) -> u64 {
         // (2j'+1)·n_p < x with x = (2j+1)·n_q: the odd numbers up to floor((x-1)/n_p).
         let x = (2 * u128::from(j) + 1) * u128::from(nq);
         let m = (x - 1) / np;
-        let mut c = (m + 1) / 2;
+        let mut c = m.div_ceil(2);
         // Ties go to the earlier population.
         if q < p && x % np == 0 && (x / np) % 2 == 1 {
             c += 1;

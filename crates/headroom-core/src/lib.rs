@@ -581,6 +581,10 @@ pub struct Plan {
     pub target_name: String,
     pub request: HttpRequest,
     pub model: LoadModel,
+    /// How the closed population comes and goes (`--ramp-up`, a scenario's `stages:`); empty:
+    /// every closed user starts at once and stays. Applies to [`LoadModel::Closed`] and the
+    /// closed users of [`LoadModel::Sessions`], whose `users` must be the stages' peak.
+    pub ramp: Vec<RampStage>,
     pub stop: StopCondition,
     /// Worker threads (one event loop each).
     pub threads: usize,
@@ -620,6 +624,27 @@ pub struct Plan {
 
 /// Most redirects a request may follow (`--follow`, `follow:`); browsers stop at 20.
 pub const MAX_FOLLOW: u32 = 20;
+/// One stage of a closed population's ramp (k6's ramping-vus): the number of users alive moves
+/// linearly from where the previous stage left it (0 before the first) to `users` over
+/// `duration`; after the last stage it stays there. A user above the number leaves when it is
+/// next free to (URL runs: before its next request; scenarios: when its session ends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RampStage {
+    pub duration: Duration,
+    pub users: u32,
+}
+
+impl RampStage {
+    /// The most users any stage asks for.
+    pub fn peak(stages: &[RampStage]) -> u32 {
+        stages.iter().map(|s| s.users).max().unwrap_or(0)
+    }
+
+    /// The stages' total length.
+    pub fn total(stages: &[RampStage]) -> Duration {
+        stages.iter().map(|s| s.duration).sum()
+    }
+}
 
 /// What an HTTP user does besides sending requests, as a browser would.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -810,6 +835,7 @@ impl Plan {
             }
             _ => {}
         }
+        self.validate_ramp()?;
         if self.workload.is_some() && !self.expect_status.is_empty() {
             return Err(PlanError(
                 "--expect-status applies to URL runs; a scenario checks statuses with `match` \
@@ -844,6 +870,42 @@ impl Plan {
         Ok(())
     }
 }
+
+impl Plan {
+    fn validate_ramp(&self) -> Result<(), PlanError> {
+        if self.ramp.is_empty() {
+            return Ok(());
+        }
+        let users = match &self.model {
+            LoadModel::Closed { users, .. } => *users,
+            LoadModel::Sessions { users, .. } if *users > 0 => *users,
+            _ => {
+                return Err(PlanError(
+                    "a ramp (--ramp-up, stages) needs a closed population (-c users, or a \
+                     scenario's users)"
+                        .into(),
+                ))
+            }
+        };
+        if self.ramp.len() > MAX_RAMP_STAGES {
+            return Err(PlanError(format!(
+                "{} ramp stages: at most {MAX_RAMP_STAGES}",
+                self.ramp.len()
+            )));
+        }
+        let peak = RampStage::peak(&self.ramp);
+        if peak != users {
+            return Err(PlanError(format!(
+                "the ramp's stages peak at {peak} users but the population has {users}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Stages a ramp may have: each costs the engine a few comparisons when it looks for the next
+/// user to start or stop.
+pub const MAX_RAMP_STAGES: usize = 1000;
 
 /// A plan that cannot run, with a message a person can act on.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -30,6 +30,7 @@ mod link;
 pub mod pacer;
 mod poller;
 mod proto;
+pub mod ramp;
 mod session;
 pub mod tls;
 mod transport;

@@ -44,6 +44,7 @@ use crate::link::Link;
 use crate::pacer;
 use crate::poller::{self, Epoll, Event};
 use crate::proto::{self, Outcome, Proto};
+use crate::ramp::{Change, RampState};
 use crate::session::{Action, Awaiting, Env, Program, SessionState};
 use crate::tls::TlsClient;
 use crate::transport::{Conn, IoErr};
@@ -153,7 +154,12 @@ struct User {
     agent: Option<Box<Agent>>,
     /// URL runs: the request to write is the agent's (`Agent::hop`), not the run's shared one.
     own_request: bool,
+    /// A ramped closed user: its index in the worker's ramp order ([`NO_RAMP`] otherwise).
+    ramp: u32,
 }
+
+/// [`User::ramp`] of a user that no ramp starts or stops.
+const NO_RAMP: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wake {
@@ -220,6 +226,10 @@ pub(crate) struct Worker {
     tls: Option<TlsClient>,
     /// HTTP/1.1 users' cookies, redirects and credentials; `None` when none apply.
     agent_cfg: Option<Arc<AgentConfig>>,
+    /// A ramped closed population (`Plan::ramp`): which of its users are wanted now.
+    ramp: Option<Box<RampState>>,
+    /// The slab key of each ramped user alive, by its index in the ramp order.
+    ramp_keys: Vec<Option<u32>>,
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -266,6 +276,8 @@ impl Worker {
             arrived_total: 0,
             tls: s.tls.as_ref().map(TlsClient::for_worker),
             agent_cfg: agent_config(&plan, s.program.as_deref()).map(Arc::new),
+            ramp: None,
+            ramp_keys: Vec::new(),
             s,
         };
         if let Some(p) = w.s.program.clone() {
@@ -273,6 +285,9 @@ impl Worker {
             w.cursors = vec![0; p.w.feeders.len()];
         }
         match plan.model {
+            LoadModel::Closed { .. } | LoadModel::Sessions { .. } if !plan.ramp.is_empty() => {
+                w.ramp_init();
+            }
             LoadModel::Closed {
                 users, per_user, ..
             } => {
@@ -326,11 +341,9 @@ impl Worker {
         }
     }
 
-    /// A scenario user (closed, or arrived in a phase) whose session starts at `at`.
-    fn spawn_session_user(&mut self, global: u64, arrived: bool, at: Instant) {
-        let Some(prog) = self.s.program.clone() else {
-            return;
-        };
+    /// A scenario user (closed, or arrived in a phase) whose session starts at `at`; its key.
+    fn spawn_session_user(&mut self, global: u64, arrived: bool, at: Instant) -> Option<usize> {
+        let prog = self.s.program.clone()?;
         let key = self.add_user(global, None);
         let fixed = if arrived {
             None
@@ -348,6 +361,7 @@ impl Worker {
         }
         self.rec.counters.users_started += 1;
         self.schedule(key, at, Wake::Next);
+        Some(key)
     }
 
     /// The next arrival after `from` over the phases, moving to later phases as they begin.
@@ -429,6 +443,7 @@ impl Worker {
             proto: Proto::Plain,
             agent: None,
             own_request: false,
+            ramp: NO_RAMP,
         });
         if let Some(cfg) = &self.agent_cfg {
             self.users[key]
@@ -476,6 +491,9 @@ impl Worker {
                 break;
             }
             if now >= self.next_interval {
+                // Ramped users due before the interval's end start in it, however late this
+                // turn is (their first request's latency runs from that instant).
+                self.ramp_tick(self.next_interval - Duration::from_nanos(1));
                 self.emit_interval(false);
             }
             if now >= self.next_sweep {
@@ -483,6 +501,7 @@ impl Worker {
                 self.next_sweep = now + self.sweep_every;
             }
             self.arrivals(now);
+            self.ramp_tick(now);
             self.run_timers(now);
             if self.finished() {
                 break;
@@ -502,7 +521,7 @@ impl Worker {
 
     /// Nothing left to do: no users, and no arrivals to come.
     fn finished(&self) -> bool {
-        self.users.is_empty() && self.next_arrival.is_none()
+        self.users.is_empty() && self.next_arrival.is_none() && self.ramp_next().is_none()
     }
 
     fn wait_time(&self, now: Instant) -> Duration {
@@ -512,6 +531,9 @@ impl Worker {
         }
         if let Some(a) = self.next_arrival {
             until = until.min(a);
+        }
+        if let Some(r) = self.ramp_next() {
+            until = until.min(r);
         }
         if let Some(d) = self.deadline {
             until = until.min(d);
@@ -1671,8 +1693,9 @@ impl Worker {
             return;
         }
         let paced = self.pace().is_some();
+        let leaves = self.ramp_leaves(key);
         let u = &mut self.users[key];
-        if u.remaining == Some(0) || self.budget == Some(0) {
+        if u.remaining == Some(0) || self.budget == Some(0) || leaves {
             self.user_done(key);
             return;
         }
@@ -1766,8 +1789,9 @@ impl Worker {
                             self.rec.sessions.saturating_record(took.max(1));
                         }
                     }
+                    let leaves = self.ramp_leaves(key);
                     let u = &mut self.users[key];
-                    if u.arrived || self.budget == Some(0) {
+                    if u.arrived || self.budget == Some(0) || leaves {
                         self.user_done(key);
                         return;
                     }
@@ -1875,6 +1899,9 @@ impl Worker {
         if u.arrived {
             self.open_alive -= 1;
         }
+        if let Some(k) = self.ramp_keys.get_mut(u.ramp as usize) {
+            *k = None;
+        }
         self.rec.counters.users_finished += 1;
     }
 
@@ -1920,6 +1947,80 @@ impl Worker {
         self.open_conns = open_at_stop;
         self.emit_interval(true);
         self.open_conns = 0;
+    }
+}
+
+/// The ramp of a closed population (`Plan::ramp`): the schedule is `ramp.rs`; here users are
+/// started when it says and told to leave by it (lazily: a user checks when next free).
+impl Worker {
+    fn ramp_init(&mut self) {
+        let plan = self.s.plan.clone();
+        let pops: Vec<u64> = match (&plan.model, &plan.workload) {
+            (LoadModel::Sessions { .. }, Some(w)) => {
+                w.populations.iter().map(|p| u64::from(p.0)).collect()
+            }
+            (LoadModel::Closed { users, .. }, _) => vec![u64::from(*users)],
+            _ => return,
+        };
+        let st = RampState::new(&plan.ramp, &pops, self.s.slot, self.s.slots);
+        self.ramp_keys = vec![None; st.order.len()];
+        self.ramp = Some(Box::new(st));
+    }
+
+    /// When the ramp next starts or stops a user of this worker.
+    fn ramp_next(&self) -> Option<Instant> {
+        let r = self.ramp.as_ref()?;
+        Some(self.s.start + r.next_at()?)
+    }
+
+    /// Apply the ramp's changes due by `now`: start the users it wants (at their scheduled
+    /// instant, the origin of their first request's latency).
+    fn ramp_tick(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.s.start);
+        for _ in 0..TIMER_BATCH {
+            let Some(r) = self.ramp.as_mut() else {
+                return;
+            };
+            if self.budget == Some(0) {
+                r.end();
+                return;
+            }
+            let Some(change) = r.due(elapsed) else {
+                return;
+            };
+            let Change::Start { idx, at } = change else {
+                // A user told to leave does so when it is next free (`ramp_leaves`).
+                continue;
+            };
+            if self.ramp_keys[idx].is_some() {
+                // Told to leave and wanted again before it left: it simply stays.
+                continue;
+            }
+            let g = r.order[idx].1;
+            let at = self.s.start + at;
+            let key = match (&self.s.plan.model, self.s.program.is_some()) {
+                (LoadModel::Closed { per_user, .. }, _) => {
+                    let per_user = *per_user;
+                    let key = self.add_user(g, per_user);
+                    self.rec.counters.users_started += 1;
+                    self.schedule(key, at, Wake::Send);
+                    key
+                }
+                (_, true) => match self.spawn_session_user(g, false, at) {
+                    Some(key) => key,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            self.users[key].ramp = idx as u32;
+            self.ramp_keys[idx] = Some(key as u32);
+        }
+    }
+
+    /// A ramped user no longer wanted: it leaves now, at a point where it is free to.
+    fn ramp_leaves(&self, key: usize) -> bool {
+        let idx = self.users[key].ramp;
+        idx != NO_RAMP && self.ramp.as_ref().is_some_and(|r| idx as usize >= r.wanted)
     }
 }
 
@@ -2036,6 +2137,7 @@ mod tests {
                 per_user: Some(1),
                 think: None,
             },
+            ramp: Vec::new(),
             stop: StopCondition::default(),
             threads: 1,
             interval: Duration::from_secs(1),

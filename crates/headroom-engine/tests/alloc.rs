@@ -53,6 +53,7 @@ fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
             per_user: None,
             think: None,
         },
+        ramp: Vec::new(),
         stop: StopCondition {
             duration: Some(Duration::from_secs(60)),
             requests: Some(requests),

@@ -107,6 +107,7 @@ fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
             body: vec![],
         },
         model,
+        ramp: Vec::new(),
         stop: StopCondition {
             duration: Some(Duration::from_secs(20)),
             requests: None,

@@ -189,8 +189,12 @@ pub fn load_for(
     let target: SocketAddr = target_text
         .parse()
         .map_err(|_| format!("load.target '{target_text}' is not IP:PORT"))?;
+    // Without a duration the run lasts its phases and its stages, whichever ends later.
+    let shaped = c
+        .phases_duration
+        .max(headroom_core::RampStage::total(&c.ramp));
     let duration = duration
-        .or((!c.phases.is_empty()).then_some(c.phases_duration))
+        .or((!c.phases.is_empty() || !c.ramp.is_empty()).then_some(shaped))
         .unwrap_or(Duration::from_secs(10));
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -259,6 +263,12 @@ pub fn load_for(
                     max_users: Some(rs.max_users),
                 }],
             },
+        },
+        // A configuration at a rate replaces the closed population, and its ramp with it.
+        ramp: if rate.is_none() {
+            c.ramp.clone()
+        } else {
+            Vec::new()
         },
         stop: StopCondition {
             duration: Some(duration),

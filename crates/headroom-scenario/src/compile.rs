@@ -15,7 +15,7 @@ use headroom_core::session::{
     Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload,
     WsOp, XmppOp,
 };
-use headroom_core::{ArrivalProcess, TlsOptions, TlsUpgrade};
+use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
 use crate::model::{
     Arrival, Condition, CookieStep, CsvOrder, PgSslMode, Protocol, Rate, Scenario, Server,
@@ -32,6 +32,8 @@ pub struct Compiled {
     pub users: u32,
     /// Total length of the phases (zero without phases).
     pub phases_duration: Duration,
+    /// The closed population's ramp (`stages:`); empty: every closed user starts at once.
+    pub ramp: Vec<RampStage>,
     /// The CSV files read (in feeder order), then the TLS files, as the scenario names them
     /// (relative to its directory): what a distributed run ships to its agents beside it.
     pub files: Vec<String>,
@@ -159,6 +161,23 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         let n = u32::try_from(u.count).map_err(|_| "users: count too large".to_string())?;
         populations.push((n, idx));
     }
+    let ramp: Vec<RampStage> = s
+        .load
+        .stages
+        .iter()
+        .map(|st| {
+            let users =
+                u32::try_from(st.users).map_err(|_| "stages: users too large".to_string())?;
+            Ok(RampStage {
+                duration: st.duration,
+                users,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    if populations.is_empty() && !ramp.is_empty() {
+        // Stages without populations: the peak's users draw from the session mix.
+        populations.push((RampStage::peak(&ramp), None));
+    }
     let phases: Vec<ArrivalPhase> = s
         .load
         .phases
@@ -218,6 +237,7 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         workload,
         phases,
         phases_duration,
+        ramp,
         files: files.into_iter().map(|(_, f)| f).collect(),
         tls,
         http2: s.servers.first().is_some_and(|srv| srv.http2),
@@ -542,6 +562,52 @@ sessions:
             kinds,
             [NameKind::Request, NameKind::Transaction, NameKind::Request]
         );
+    }
+
+    #[test]
+    fn stages_become_the_ramp() {
+        let sessions = "sessions:\n  - {name: a, steps: [{request: GET /}]}\n  - {name: b, steps: [{request: GET /b}]}\n";
+        let c = compiled(&format!(
+            "load:\n  stages: [{{duration: 10s, users: 50}}, {{duration: 5s, users: 0}}]\n{sessions}"
+        ));
+        assert_eq!(c.users, 50, "the peak's users draw from the mix");
+        assert_eq!(c.workload.populations, vec![(50, None)]);
+        assert_eq!(c.ramp.len(), 2);
+        assert_eq!(
+            headroom_core::RampStage::total(&c.ramp),
+            Duration::from_secs(15)
+        );
+        let c = compiled(&format!(
+            "load:\n  users: [{{count: 20, session: a}}, {{count: 30, session: b}}]\n  stages: [{{duration: 10s, users: 50}}]\n{sessions}"
+        ));
+        assert_eq!(c.workload.populations, vec![(20, Some(0)), (30, Some(1))]);
+        assert_eq!(c.ramp[0].users, 50);
+        for (bad, says) in [
+            (
+                "users: [{count: 20}]\n  stages: [{duration: 10s, users: 50}]",
+                "add up to 20",
+            ),
+            ("stages: [{duration: 10s, users: 0}]", "never rise above 0"),
+            ("stages: [{duration: 0s, users: 5}]", "lasts 0s"),
+            ("stages: [{duration: 10s, users: -3}]", "whole number"),
+            ("stages: [{duration: 10s}]", "missing 'users'"),
+            (
+                "stages: [{duration: 10s, users: 5, vus: 3}]",
+                "unknown key 'vus'",
+            ),
+        ] {
+            let e =
+                crate::parse_str(&format!("load:\n  {bad}\n{sessions}"), "t.yaml").expect_err(bad);
+            let text = e
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(
+                text.contains(says) && text.contains("t.yaml:"),
+                "{bad}: {text}"
+            );
+        }
     }
 
     #[test]

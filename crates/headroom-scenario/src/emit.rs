@@ -39,7 +39,7 @@ pub fn to_yaml(s: &Scenario) -> String {
         line(&mut out, 0, &format!("follow: {}", s.http.follow));
     }
     line(&mut out, 0, "load:");
-    if !s.load.phases.is_empty() || s.load.users.is_empty() {
+    if !s.load.phases.is_empty() || (s.load.users.is_empty() && s.load.stages.is_empty()) {
         if s.load.phases.is_empty() {
             line(&mut out, 2, "phases: []");
         } else {
@@ -57,6 +57,15 @@ pub fn to_yaml(s: &Scenario) -> String {
             if let Some(session) = &u.session {
                 m.str("session", session);
             }
+            line(&mut out, 4, &format!("- {}", m.finish()));
+        }
+    }
+    if !s.load.stages.is_empty() {
+        line(&mut out, 2, "stages:");
+        for st in &s.load.stages {
+            let mut m = Flow::default();
+            m.raw("duration", duration(st.duration));
+            m.raw("users", st.users.to_string());
             line(&mut out, 4, &format!("- {}", m.finish()));
         }
     }
@@ -810,6 +819,21 @@ fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stages_round_trip() {
+        for load in [
+            "load:\n  stages:\n    - {duration: 10s, users: 100}\n    - {duration: 30s, users: 100}\n    - {duration: 10s, users: 0}\n",
+            "load:\n  users:\n    - {count: 3, session: s}\n  stages:\n    - {duration: 0s, users: 3}\n    - {duration: 1m 500ms, users: 1}\n",
+            "load:\n  phases:\n    - {duration: 5s, arrival_rate: 2}\n  stages:\n    - {duration: 5s, users: 7}\n",
+        ] {
+            let text = format!("{load}sessions:\n  - name: s\n    steps:\n      - request: GET /\n");
+            let s = crate::parse_str(&text, "t.yaml").expect("parses");
+            assert!(!s.load.stages.is_empty());
+            let again = crate::parse_str(&to_yaml(&s), "t.yaml").expect("emitted parses");
+            assert_eq!(again, s, "{}", to_yaml(&s));
+        }
+    }
 
     #[test]
     fn durations_are_short_and_exact() {

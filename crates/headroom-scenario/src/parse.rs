@@ -573,7 +573,7 @@ impl Parser {
 
     fn load(&mut self, node: &Node) -> Option<Load> {
         let m = self.map(node, "load")?;
-        self.keys(m, "load", &["phases", "users"]);
+        self.keys(m, "load", &["phases", "users", "stages"]);
         let mut load = Load::default();
         if let Some(p) = m.get_node("phases") {
             for n in self.seq(p, "phases").unwrap_or_default() {
@@ -597,13 +597,99 @@ impl Parser {
                 }
             }
         }
-        if m.get_node("phases").is_none() && m.get_node("users").is_none() {
+        if let Some(st) = m.get_node("stages") {
+            load.stages = self.stages(st, &load.users);
+        }
+        if ["phases", "users", "stages"]
+            .iter()
+            .all(|k| m.get_node(k).is_none())
+        {
             self.err(
                 m.span(),
-                "load needs 'phases' (open arrivals) or 'users' (closed populations)",
+                "load needs 'phases' (open arrivals), 'users' (closed populations) or 'stages' \
+                 (a ramped closed population)",
             );
         }
         Some(load)
+    }
+
+    /// `stages: [{duration: 10s, users: 100}, ...]`: the closed population's ramp. With
+    /// `users:` populations, the stages' peak must be their total (the stages say how many
+    /// users are alive, the populations which sessions they run); without, the peak users draw
+    /// from the session mix.
+    fn stages(&mut self, node: &Node, pops: &[Users]) -> Vec<Stage> {
+        let mut out = Vec::new();
+        let Some(list) = self.seq(node, "stages") else {
+            return out;
+        };
+        if list.len() > headroom_core::MAX_RAMP_STAGES {
+            self.err(
+                node.span(),
+                format!(
+                    "stages: {} stages, at most {}",
+                    list.len(),
+                    headroom_core::MAX_RAMP_STAGES
+                ),
+            );
+            return out;
+        }
+        let mut ok = true;
+        for n in list {
+            let Some(sm) = self.map(n, "stage") else {
+                ok = false;
+                continue;
+            };
+            self.keys(sm, "stage", &["duration", "users"]);
+            let duration = self
+                .required(sm, "duration", "stage")
+                .and_then(|d| self.duration(d, "duration"));
+            let users = self.required(sm, "users", "stage").and_then(|u| {
+                let v = u
+                    .as_scalar()
+                    .and_then(|s| s.as_str().trim().parse::<u32>().ok());
+                if v.is_none() {
+                    self.err(
+                        u.span(),
+                        "users: expected a whole number of users from 0 to 4294967295",
+                    );
+                }
+                v
+            });
+            match (duration, users) {
+                (Some(duration), Some(users)) => out.push(Stage {
+                    duration,
+                    users: u64::from(users),
+                }),
+                _ => ok = false,
+            }
+        }
+        if !ok {
+            return out;
+        }
+        let peak = out.iter().map(|s| s.users).max().unwrap_or(0);
+        if peak == 0 {
+            self.err(
+                node.span(),
+                "stages: the users never rise above 0; give a stage such as {duration: 10s, users: 100}",
+            );
+        } else if out.iter().all(|s| s.duration.is_zero()) {
+            self.err(
+                node.span(),
+                "stages: every stage lasts 0s; give one a duration",
+            );
+        }
+        let total: u64 = pops.iter().map(|u| u.count).sum();
+        if !pops.is_empty() && total != peak {
+            self.err(
+                node.span(),
+                format!(
+                    "stages peak at {peak} users but the populations under 'users' add up to \
+                     {total}: make them equal (the stages say how many users are alive, the \
+                     populations which sessions they run)"
+                ),
+            );
+        }
+        out
     }
 
     fn phase(&mut self, node: &Node) -> Option<Phase> {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use headroom_core::{
-    ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, SocketOptions, StatusSet,
-    StopCondition, TlsOptions, TlsVersion,
+    ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, RampStage, SocketOptions,
+    StatusSet, StopCondition, TlsOptions, TlsVersion,
 };
 
 const ABOUT: &str = "Load generator and server-scalability lab.";
@@ -33,6 +33,7 @@ overrides the file's server.
 Examples:
   headroom run http://127.0.0.1:8080/ -c 50 -d 30s
   headroom run http://127.0.0.1:8080/ -c 20 --per-user 500
+  headroom run http://127.0.0.1:8080/ -c 1000 --ramp-up 10s -d 1m
   headroom run http://127.0.0.1:8080/ --rate 2000 -c 20 -d 1m --out runs/r2000
   headroom run http://127.0.0.1:8080/ --arrival-rate 50 --per-user 10 --think 2s -d 5m
   headroom run http://127.0.0.1:8080/api -m POST -H 'Content-Type: application/json' --body @req.json
@@ -138,6 +139,18 @@ pub struct RunArgs {
     /// Open model: stop admitting users after this many have arrived.
     #[arg(long, help_heading = "Load")]
     pub max_users: Option<u64>,
+    /// Closed model: start the -c users evenly over D instead of all in the same millisecond
+    /// (k6's ramping-vus): user g of N starts at D·g/N, counted over every thread and agent,
+    /// so -c 1000 --ramp-up 10s starts 100 users a second. Without -d the run lasts D + 10s.
+    #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "Load")]
+    pub ramp_up: Option<Duration>,
+    /// Closed model: a stage DURATION:USERS (repeat the flag, as k6's --stage): the number of
+    /// users moves linearly to USERS over DURATION, from 0 before the first stage; a user above
+    /// the number leaves before its next request. The population is the highest USERS (no -c
+    /// needed). Without -d the run ends with the last stage.
+    /// E.g. --stage 10s:100 --stage 30s:100 --stage 10s:0
+    #[arg(long = "stage", value_name = "DUR:USERS", help_heading = "Load")]
+    pub stages: Vec<String>,
     /// Worker threads, one event loop each (default: the number of cores).
     #[arg(short = 't', long, help_heading = "Load")]
     pub threads: Option<usize>,
@@ -626,6 +639,11 @@ impl RunArgs {
         if self.connections == 0 {
             return usage("bad -c/--connections 0: at least 1 is needed");
         }
+        let (ramp, ramp_default) = self.ramp_stages()?;
+        let closed_users = match RampStage::peak(&ramp) {
+            0 => self.connections,
+            peak => peak,
+        };
         if self.pipeline == 0 || self.pipeline > 1024 {
             return usage(format!(
                 "bad --pipeline {}: allowed 1 to 1024",
@@ -690,7 +708,7 @@ impl RunArgs {
                 return usage("bad --per-user 0: at least 1");
             }
             LoadModel::Closed {
-                users: self.connections,
+                users: closed_users,
                 per_user: self.per_user,
                 think,
             }
@@ -714,7 +732,7 @@ impl RunArgs {
         let duration = self.duration.or(if bounded {
             None
         } else {
-            Some(Duration::from_secs(10))
+            Some(ramp_default.unwrap_or(Duration::from_secs(10)))
         });
         if duration.is_some_and(|d| d.is_zero()) {
             return usage("bad -d/--duration 0: give a positive duration such as 10s");
@@ -725,7 +743,7 @@ impl RunArgs {
         }
         if !matches!(model, LoadModel::Open { .. }) {
             // More threads than users would leave some idle.
-            threads = threads.min(self.connections as usize);
+            threads = threads.min(closed_users as usize);
         }
         let bind = self
             .bind
@@ -748,6 +766,7 @@ impl RunArgs {
                 body,
             },
             model,
+            ramp,
             stop: StopCondition {
                 duration,
                 requests: self.requests,
@@ -838,6 +857,70 @@ impl RunArgs {
             }),
             compressed: false,
         })
+    }
+
+    /// `--ramp-up` / `--stage`: the closed population's stages, and the run's length when no
+    /// -d is given (the ramp and 10s more; the stages alone).
+    fn ramp_stages(&self) -> Result<(Vec<RampStage>, Option<Duration>), UsageError> {
+        let flag = match (self.ramp_up.is_some(), !self.stages.is_empty()) {
+            (false, false) => return Ok((Vec::new(), None)),
+            (true, true) => {
+                return usage("--ramp-up and --stage both shape the ramp; choose one (--ramp-up D is --stage D:USERS)")
+            }
+            (true, false) => "--ramp-up",
+            (false, true) => "--stage",
+        };
+        if self.rate.is_some() {
+            return usage(format!(
+                "{flag} ramps the closed model's users; --rate paces its connections from the start"
+            ));
+        }
+        if self.arrival_rate.is_some() {
+            return usage(format!(
+                "{flag} ramps the closed model's users; open arrivals come at --arrival-rate (ramp them with a scenario's phases)"
+            ));
+        }
+        if let Some(d) = self.ramp_up {
+            if d.is_zero() {
+                return usage("bad --ramp-up 0: give a positive duration such as 10s");
+            }
+            let stage = RampStage {
+                duration: d,
+                users: self.connections,
+            };
+            return Ok((vec![stage], Some(d + Duration::from_secs(10))));
+        }
+        if self.stages.len() > headroom_core::MAX_RAMP_STAGES {
+            return usage(format!(
+                "{} --stage flags: at most {}",
+                self.stages.len(),
+                headroom_core::MAX_RAMP_STAGES
+            ));
+        }
+        let mut stages = Vec::with_capacity(self.stages.len());
+        for s in &self.stages {
+            let bad = || {
+                UsageError(format!(
+                    "bad --stage '{s}': expected DURATION:USERS such as 30s:100"
+                ))
+            };
+            let (d, u) = s.rsplit_once(':').ok_or_else(bad)?;
+            let duration = parse_duration(d).map_err(|_| bad())?;
+            let users: u32 = u.trim().parse().map_err(|_| bad())?;
+            stages.push(RampStage { duration, users });
+        }
+        let peak = RampStage::peak(&stages);
+        if peak == 0 {
+            return usage("the --stage users never rise above 0: give a stage such as 10s:100");
+        }
+        if self.connections != 10 && self.connections != peak {
+            return usage(format!(
+                "-c {} contradicts the stages, which peak at {peak} users: drop -c",
+                self.connections
+            ));
+        }
+        let total = RampStage::total(&stages);
+        Ok((stages, Some(total.max(Duration::from_millis(1)))))
     }
 
     /// `--http2` / `--h2c` / `--streams`, checked against the URL's scheme.
@@ -1044,6 +1127,51 @@ mod tests {
         assert!(args(&["--rate", "10", "--pipeline", "4"]).is_err());
         assert!(args(&["-c", "0"]).is_err());
         assert!(args(&["--max-users", "5"]).is_err());
+    }
+
+    #[test]
+    fn ramp_flags() {
+        let p = args(&["-c", "1000", "--ramp-up", "10s"]).unwrap();
+        let ten = Duration::from_secs(10);
+        assert_eq!(
+            p.ramp,
+            vec![RampStage {
+                duration: ten,
+                users: 1000
+            }]
+        );
+        assert_eq!(
+            p.stop.duration,
+            Some(ten * 2),
+            "the ramp and 10s at full strength"
+        );
+        let p = args(&["-c", "1000", "--ramp-up", "10s", "-d", "12s"]).unwrap();
+        assert_eq!(p.stop.duration, Some(Duration::from_secs(12)));
+        let p = args(&[
+            "--stage", "10s:100", "--stage", "30s:100", "--stage", "10s:0",
+        ])
+        .unwrap();
+        assert_eq!(p.ramp.len(), 3);
+        assert!(matches!(p.model, LoadModel::Closed { users: 100, .. }));
+        assert_eq!(p.stop.duration, Some(Duration::from_secs(50)));
+        assert!(args(&[]).unwrap().ramp.is_empty(), "no ramp unless asked");
+        for (bad, says) in [
+            (&["--ramp-up", "10s", "--rate", "100"][..], "--rate"),
+            (
+                &["--ramp-up", "10s", "--arrival-rate", "5"][..],
+                "--arrival-rate",
+            ),
+            (&["--ramp-up", "0s"][..], "positive"),
+            (&["--ramp-up", "1s", "--stage", "1s:5"][..], "choose one"),
+            (&["--stage", "10s"][..], "DURATION:USERS"),
+            (&["--stage", "10s:-1"][..], "DURATION:USERS"),
+            (&["--stage", "10s:0"][..], "above 0"),
+            (&["-c", "50", "--stage", "10s:100"][..], "drop -c"),
+        ] {
+            let e = args(bad).unwrap_err().0;
+            assert!(e.contains(says), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
     }
 
     #[test]

@@ -571,6 +571,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             per_user: None,
             think: None,
         },
+        ramp: Vec::new(),
         stop: StopCondition {
             duration: Some(a.duration),
             requests: None,

@@ -53,6 +53,8 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
         ("--per-user", a.per_user.is_some()),
         ("--think", a.think.is_some()),
         ("--max-users", a.max_users.is_some()),
+        ("--ramp-up (use load.stages)", a.ramp_up.is_some()),
+        ("--stage (use load.stages)", !a.stages.is_empty()),
         ("--body", a.body.is_some()),
         ("-H/--header", !a.headers.is_empty()),
         ("--pipeline", a.pipeline != 1),
@@ -147,9 +149,14 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
         _ => plan.target_name.clone(),
     };
     plan.target_name = format!("{} ({shown})", a.url);
-    let duration = match (a.duration, compiled.phases.is_empty()) {
+    // Without -d the run lasts its phases and its stages, whichever ends later.
+    let shaped = compiled
+        .phases_duration
+        .max(headroom_core::RampStage::total(&compiled.ramp));
+    let unshaped = compiled.phases.is_empty() && compiled.ramp.is_empty();
+    let duration = match (a.duration, unshaped) {
         (Some(d), _) => Some(d),
-        (None, false) => Some(compiled.phases_duration),
+        (None, false) => Some(shaped),
         (None, true) if a.requests.is_some() => None,
         (None, true) => Some(Duration::from_secs(10)),
     };
@@ -166,6 +173,7 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
         users: compiled.users,
         phases: compiled.phases.clone(),
     };
+    plan.ramp = compiled.ramp.clone();
     if compiled.http2 {
         plan.http2 = Some(headroom_core::Http2Options { streams: 1 });
     }

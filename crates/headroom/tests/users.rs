@@ -468,7 +468,10 @@ sessions:
 fn issue16_bad_set_cookie_values_are_counted_and_the_run_goes_on() {
     let ng = site();
     let n = 25u64;
-    let (v, out) = run_json(&ng.url("/badcookie"), &["-c", "1", "-n", &n.to_string(), "-d", BOUND]);
+    let (v, out) = run_json(
+        &ng.url("/badcookie"),
+        &["-c", "1", "-n", &n.to_string(), "-d", BOUND],
+    );
     assert_eq!(out.status.code(), Some(0), "{v:#}");
     assert_eq!(v["status_codes"]["200"], n, "{v:#}");
     assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");

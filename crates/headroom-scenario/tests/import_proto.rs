@@ -734,8 +734,8 @@ fn protocol_errors_name_what_and_where() {
     };
     let cases: &[(String, &str, usize)] = &[
         (
-            jabber("<request><jabber type=\"auth_set_sip\" ack=\"local\"/></request>"),
-            "'<jabber type=\"auth_set_sip\">' is not supported: headroom has no SIP-style login",
+            jabber("<request><jabber type=\"auth_sasl_external\" ack=\"local\"/></request>"),
+            "'<jabber type=\"auth_sasl_external\">' is not supported: headroom logs in with SASL PLAIN or ANONYMOUS",
             8,
         ),
         (

@@ -654,6 +654,20 @@ impl Conv<'_> {
                         out.push(Step::Extract(e));
                     }
                 }
+                // A value taken from a reply of the setup is Tsung's way to carry the stream
+                // id or a nonce into its own login requests, which headroom replaces: not set,
+                // and a use of it elsewhere is an error that says why.
+                Some(why) if produced == Produced::NoReply(NoReply::Setup) => {
+                    let name = d.attr("name").filter(|v| super::valid_var(&v.value));
+                    let what = name.map_or(String::new(), |v| format!(" name=\"{}\"", v.value));
+                    self.warn(
+                        d.pos,
+                        format!("<dyn_variable{what}> is not honoured (the variable is not set): {why}; Tsung takes it for its own login requests"),
+                    );
+                    if let Some(v) = name.filter(|v| !self.vars.contains(&v.value)) {
+                        self.unset_vars.insert(v.value.clone(), why.clone());
+                    }
+                }
                 Some(why) => {
                     self.error(
                         d.pos,
@@ -756,10 +770,11 @@ impl Conv<'_> {
                 self.absorb();
                 Produced::NoReply(NoReply::Setup)
             }
-            // Tsung's legacy jabber:iq:auth login (XEP-0078): the same account and password,
-            // one round trip more or less; headroom's XMPP client speaks SASL only, so the
+            // Tsung's legacy jabber:iq:auth login (XEP-0078; the password in plain, as a
+            // digest of the stream id, or SIP-style as a digest of the server's nonce): the
+            // same account and password, one round trip more or less; headroom's XMPP client speaks SASL only, so the
             // login is run as SASL PLAIN (what auth_sasl does) and said so.
-            "auth_get" | "auth_set_plain" | "auth_set_digest" => {
+            "auth_get" | "auth_set_plain" | "auth_set_digest" | "auth_set_sip" => {
                 self.check_attrs(el, &["type", "ack", "resource"]);
                 self.setup_ack(el);
                 if ty != "auth_get" {
@@ -781,13 +796,6 @@ impl Conv<'_> {
                 }
                 self.absorb();
                 Produced::NoReply(NoReply::Setup)
-            }
-            "auth_set_sip" => {
-                self.error(
-                    el.pos,
-                    not_supported("headroom has no SIP-style login; it logs in with SASL PLAIN or ANONYMOUS (auth_sasl, auth_sasl_anonymous; auth_get and auth_set_plain are run as SASL PLAIN)"),
-                );
-                Produced::Nothing
             }
             "auth_sasl_external" => {
                 self.error(

@@ -10,7 +10,12 @@
 //!   content (one warning for all of `<clients>`, not one per `<client>`). Pure identifiers with
 //!   no behaviour (`<arrivalphase phase>`, `<repeat name>`, `<tsung version>`) are accepted.
 //! - What would change the load in a way the user must know about is an **error**: other
-//!   protocols, TLS, Erlang code, conditional steps, loop conditions that are not a truth test.
+//!   protocols, `https://` URLs, calls to Tsung's own Erlang modules, conditional steps, loop
+//!   conditions that are not a truth test. What is mapped approximately is a **warning** at its
+//!   place: a call to the file's own Erlang module gets a random-string stand-in, a simple
+//!   `xpath` a regular expression, Tsung's legacy jabber logins run as SASL PLAIN.
+//! - Tsung keeps a cookie jar per user, and so does every scenario by default: automatic
+//!   cookies need nothing; `<add_cookie>` becomes a `cookie` step into the jar.
 //! - The protocol sessions (`ts_jabber`, `ts_pgsql`, `ts_raw`, `ts_websocket`) are converted in
 //!   [`proto`]: their connection setup (XMPP login, PostgreSQL startup, WebSocket upgrade) is
 //!   implicit at connect in headroom, so its requests become the scenario's connection settings.
@@ -517,20 +522,21 @@ impl<'a> Conv<'a> {
             return None;
         }
         let var = format!("{module}_{function}");
-        self.warn(
-            pos,
-            format!(
-                "'%%{call}%%' calls the file's own Erlang code ({module}:{function}/1), which headroom cannot run: a random string of {STAND_IN_LENGTH} characters stands in for its result (set: {{var: {var}, random_string: {{length: {STAND_IN_LENGTH}}}}}, drawn before each step that uses it)"
-            ),
-        );
         let set = Step::Set {
             var: var.clone(),
             source: SetSource::RandomString {
                 length: STAND_IN_LENGTH,
             },
         };
+        // One set and one warning per step, however often the step calls it.
         if !self.pending.contains(&set) {
             self.pending.push(set);
+            self.warn(
+                pos,
+                format!(
+                    "'%%{call}%%' calls the file's own Erlang code ({module}:{function}/1), which headroom cannot run: a random string of {STAND_IN_LENGTH} characters stands in for its result (set: {{var: {var}, random_string: {{length: {STAND_IN_LENGTH}}}}}, drawn before each step that uses it)"
+                ),
+            );
         }
         self.vars.insert(var.clone());
         Some(var)

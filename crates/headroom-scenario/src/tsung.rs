@@ -623,6 +623,26 @@ impl<'a> Conv<'a> {
         for s in &mut servers {
             s.protocol = protocol;
         }
+        if let (LinkSpec::Xmpp(_), Some(pos)) = (&link, self.link.starttls_at) {
+            if servers.iter().any(|s| s.tls.is_some()) {
+                self.error(
+                    pos,
+                    "STARTTLS on a server of type=\"ssl\", whose connections are TLS from the first byte",
+                );
+            } else {
+                self.warn(
+                    pos,
+                    "STARTTLS without certificate checks, as Tsung does (tls: {insecure: true, starttls: true}); drop `insecure` to verify",
+                );
+                for s in &mut servers {
+                    s.tls = Some(ServerTls {
+                        insecure: true,
+                        starttls: true,
+                        ..Default::default()
+                    });
+                }
+            }
+        }
         Scenario {
             name,
             servers,

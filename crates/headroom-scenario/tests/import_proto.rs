@@ -390,6 +390,52 @@ fn jabber_defaults_login_variants_and_roster() {
     assert_eq!(at("group="), (14, 60));
 }
 
+/// `<jabber type="starttls">` (Tsung's `jabber_starttls.xml` without its CSV users): the server
+/// takes `tls: {starttls: true}`, unchecked as in Tsung, and the request joins the login.
+#[test]
+fn jabber_starttls_becomes_the_servers_tls() {
+    let xml = session(
+        5222,
+        "jabber",
+        "<request><jabber type=\"connect\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"starttls\" ack=\"bidi_ack\"/></request>\n\
+         <request><jabber type=\"connect\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"auth_sasl\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"iq:roster:get\" ack=\"local\"/></request>",
+    );
+    let imp = import(&xml);
+    let tls = imp.scenario.servers[0].tls.clone();
+    assert_eq!(
+        tls,
+        Some(ServerTls {
+            insecure: true,
+            starttls: true,
+            ..Default::default()
+        })
+    );
+    let steps = &imp.scenario.sessions[0].steps;
+    assert_eq!(steps[0], Step::Connect);
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    let line = xml.lines().position(|l| l.contains("starttls")).unwrap() + 1;
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.line == line && w.message.contains("STARTTLS without certificate checks")),
+        "{}",
+        show(&imp.warnings)
+    );
+    // On a server that is TLS from the first byte, STARTTLS is an error.
+    let ssl = xml.replace("type=\"tcp\"", "type=\"ssl\"");
+    assert_ne!(ssl, xml);
+    let errs = import_tsung(&ssl, "t.xml").unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.line == line && e.message.contains("STARTTLS on a server of type=\"ssl\"")),
+        "{}",
+        show(&errs)
+    );
+}
+
 #[test]
 fn jabber_anonymous_login_drops_registration() {
     let xml = doc(
@@ -745,8 +791,18 @@ fn protocol_errors_name_what_and_where() {
         ),
         (
             jabber("<request><jabber type=\"starttls\"/></request>"),
-            "TLS not yet supported",
+            "<jabber type=\"starttls\"> before a connect",
             8,
+        ),
+        (
+            doc(
+                5222,
+                "",
+                "<session name=\"a\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"connect\"/></request><request><jabber type=\"starttls\"/></request><request><jabber type=\"close\"/></request>\n</session>\n\
+                 <session name=\"b\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"connect\"/></request><request><jabber type=\"close\"/></request>\n</session>",
+            ),
+            "session 'a' upgrades to TLS with STARTTLS, session 'b' does not",
+            10,
         ),
         (
             jabber("<request><jabber type=\"connect\"><xmpp_authenticate username=\"a\" passwd=\"b\"/></jabber></request>"),

@@ -147,6 +147,10 @@ pub(super) struct Link {
     /// Where sessions first differ on registering, and the warning that says so.
     register_mixed: Option<(usize, String)>,
     resource: Option<(String, String)>,
+    /// XMPP: whether the sessions upgrade with STARTTLS, the session that said so first, and
+    /// the first `<jabber type="starttls">` of the file.
+    starttls: Option<(bool, String)>,
+    pub(super) starttls_at: Option<usize>,
     pg: Option<(PgSpec, String)>,
     ws: Option<(WsSpec, String)>,
 }
@@ -179,6 +183,8 @@ pub(super) struct Sess {
     auth: Option<bool>,
     register: Option<usize>,
     resource: Option<String>,
+    /// XMPP: where the session's `starttls` is.
+    starttls: Option<usize>,
     /// PostgreSQL: the connect's settings and where the connect was.
     pg: Option<(PgSpec, usize)>,
     password: Option<String>,
@@ -312,6 +318,19 @@ impl Conv<'_> {
                         }
                         Some(_) => {}
                     },
+                }
+                let tls = sess.starttls.is_some();
+                self.link.starttls_at = self.link.starttls_at.or(sess.starttls);
+                match &self.link.starttls {
+                    None if has_steps => self.link.starttls = Some((tls, name.clone())),
+                    Some((t, other)) if *t != tls => {
+                        let (yes, no) = if tls { (&name, other) } else { (other, &name) };
+                        let msg = format!(
+                            "session '{yes}' upgrades to TLS with STARTTLS, session '{no}' does not: headroom sets up every connection of a scenario the same way"
+                        );
+                        self.error(el.pos, msg);
+                    }
+                    _ => {}
                 }
                 let registers = sess.register.is_some();
                 self.link.register_at = self.link.register_at.or(sess.register);
@@ -804,12 +823,18 @@ impl Conv<'_> {
                 );
                 Produced::Nothing
             }
+            // STARTTLS (RFC 6120 §5): a setting of the server (`tls: {starttls: true}`), run
+            // in the login with the stream restart after it.
             "starttls" => {
-                self.error(
-                    el.pos,
-                    "'<jabber type=\"starttls\">': TLS not yet supported",
-                );
-                Produced::Nothing
+                self.check_attrs(el, &["type", "ack"]);
+                self.ignored(el, "ack", "the login waits for the server's <proceed/>");
+                if !self.sess.connected {
+                    self.error(el.pos, "<jabber type=\"starttls\"> before a connect");
+                    return Produced::Nothing;
+                }
+                self.sess.starttls = self.sess.starttls.or(Some(el.pos));
+                self.absorb();
+                Produced::NoReply(NoReply::Setup)
             }
             _ => {
                 let Some(action) = self.xmpp_action(el, ty, subst) else {

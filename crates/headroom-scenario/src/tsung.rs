@@ -213,6 +213,8 @@ struct Conv<'a> {
     /// Steps that must run before the step being converted: the cookie of an `<add_cookie>`,
     /// the stand-in value of a call to the file's own Erlang code. `steps` puts them in place.
     pending: Vec<Step>,
+    /// Sessions skipped for their probability 0 (a `<user>` may name one).
+    zero: HashSet<String>,
     /// Absolute-URL servers already warned about.
     other_hosts: HashSet<(String, u16)>,
     /// The file's protocol and connection settings, from the sessions converted so far.
@@ -239,6 +241,7 @@ impl<'a> Conv<'a> {
             for_vars: HashSet::new(),
             unset_vars: HashMap::new(),
             pending: Vec::new(),
+            zero: HashSet::new(),
             other_hosts: HashSet::new(),
             link: proto::Link::default(),
             sess: proto::Sess::default(),
@@ -853,6 +856,13 @@ impl<'a> Conv<'a> {
                         continue;
                     };
                     let name = s.value.clone();
+                    if !sessions.iter().any(|x| x.name == name) && self.zero.contains(&name) {
+                        self.error(
+                            s.pos,
+                            format!("<user> runs session '{name}', which has probability 0 (Tsung runs it only from <user>): headroom has no session outside the weighted mix (weights must be > 0)"),
+                        );
+                        continue;
+                    }
                     if !sessions.iter().any(|x| x.name == name) {
                         self.error(
                             s.pos,
@@ -1072,6 +1082,7 @@ impl<'a> Conv<'a> {
                         p.pos,
                         format!("session '{name}' has {}=\"0\" and is skipped (headroom weights must be > 0)", p.key),
                     );
+                    self.zero.insert(name);
                     return None;
                 }
                 v

@@ -13,8 +13,8 @@
 //!   (`xmpp_authenticate`, `random_from_fileid`), where headroom's XMPP users are
 //!   `{username}N`/`{passwd}N`;
 //! - `http-oauth`: OAuth 1.0 signatures computed per request;
-//! - `jabber_node`: publish-subscribe requests, and a probability-0 session started only by a
-//!   `<user>` (headroom's session weights are > 0);
+//! - `jabber_node`: a probability-0 session started only by a `<user>` (headroom's sessions
+//!   all take part in the weighted mix; its publish-subscribe requests do convert);
 //! - `websocket`: a `<dyn_variable>` on a WebSocket reply, which headroom's engine does not keep.
 
 use headroom_scenario::model::*;

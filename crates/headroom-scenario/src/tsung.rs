@@ -10,8 +10,8 @@
 //!   content (one warning for all of `<clients>`, not one per `<client>`). Pure identifiers with
 //!   no behaviour (`<arrivalphase phase>`, `<repeat name>`, `<tsung version>`) are accepted.
 //! - What would change the load in a way the user must know about is an **error**: other
-//!   protocols, `https://` URLs, calls to Tsung's own Erlang modules, conditional steps, loop
-//!   conditions that are not a truth test. What is mapped approximately is a **warning** at its
+//!   protocols, calls to Tsung's own Erlang modules, conditional steps, loop conditions that
+//!   are not a truth test. What is mapped approximately is a **warning** at its
 //!   place: a call to the file's own Erlang module gets a random-string stand-in, a simple
 //!   `xpath` a regular expression, Tsung's legacy jabber logins run as SASL PLAIN.
 //! - Tsung keeps a cookie jar per user, and so does every scenario by default: automatic
@@ -1922,12 +1922,10 @@ impl<'a> Conv<'a> {
 
     /// The path of `url`; an absolute `http://host:port/path` also names the server.
     fn url_path(&mut self, url: &str, pos: usize) -> Option<String> {
-        if url.starts_with("https://") {
-            self.error(pos, format!("url=\"{url}\": TLS not yet supported"));
-            return None;
-        }
-        let Some(rest) = url.strip_prefix("http://") else {
-            return Some(url.to_string());
+        let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(r), _) => (r, false),
+            (_, Some(r)) => (r, true),
+            _ => return Some(url.to_string()),
         };
         let split = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, path) = rest.split_at(split);
@@ -1943,6 +1941,7 @@ impl<'a> Conv<'a> {
             },
         };
         let port = match port {
+            None if tls => 443,
             None => 80,
             Some(p) => match p.parse::<u16>() {
                 Ok(p) if p > 0 => p,
@@ -1958,13 +1957,40 @@ impl<'a> Conv<'a> {
             return None;
         }
         if self.servers.is_empty() {
+            if tls {
+                // Tsung does not check the server's certificate: neither does the scenario.
+                self.warn(
+                    pos,
+                    format!("url=\"{url}\": TLS without certificate checks, as Tsung does (tls: {{insecure: true}}); drop `insecure` to verify"),
+                );
+            }
             self.servers.push(Server {
                 http2: false,
                 host: host.clone(),
                 port,
                 protocol: Protocol::Http,
-                tls: None,
+                tls: tls.then(|| ServerTls {
+                    insecure: true,
+                    ..Default::default()
+                }),
             });
+        } else if self
+            .servers
+            .iter()
+            .any(|s| s.host == host && s.port == port && s.tls.is_some() != tls)
+        {
+            // The same server spoken to another way: Tsung opens a connection of that kind
+            // for the request, headroom connects to a server one way.
+            let (is, was) = if tls {
+                ("https", "plain")
+            } else {
+                ("http", "TLS")
+            };
+            self.error(
+                pos,
+                format!("url=\"{url}\": an {is}:// URL to {host}:{port}, a {was} server of the scenario (headroom connects to a server one way)"),
+            );
+            return None;
         } else if !self
             .servers
             .iter()

@@ -789,8 +789,8 @@ fn tsung_errors_name_what_and_where() {
             3,
         ),
         (
-            http_session("<request><http url=\"https://x.example/\"/></request>"),
-            "TLS not yet supported",
+            http_session("<request><http url=\"https://127.0.0.1:8080/\"/></request>"),
+            "an https:// URL to 127.0.0.1:8080, a plain server of the scenario",
             7,
         ),
         (
@@ -917,6 +917,35 @@ fn tsung_errors_name_what_and_where() {
         );
         assert!(errs.iter().all(|e| e.line >= 1 && e.column >= 1));
     }
+}
+
+/// `url="https://..."` names a TLS server when the file has no `<servers>` (unchecked, as
+/// Tsung); to a server of the file, it must match the server's kind.
+#[test]
+fn tsung_https_urls() {
+    let xml = http_session("<request><http url=\"https://127.0.0.1/a?b=1\"/></request>").replace(
+        "<servers><server host=\"127.0.0.1\" port=\"8080\" type=\"tcp\"/></servers>",
+        "",
+    );
+    let imp = import_tsung(&xml, "t.xml").unwrap_or_else(|e| panic!("{}", show(&e)));
+    let s = &imp.scenario.servers[0];
+    assert_eq!((s.host.as_str(), s.port), ("127.0.0.1", 443));
+    assert!(
+        s.tls.as_ref().is_some_and(|t| t.insecure && !t.starttls),
+        "{s:?}"
+    );
+    assert_eq!(request(&imp.scenario.sessions[0].steps[0]).path, "/a?b=1");
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.line == 7 && w.message.contains("TLS without certificate checks")),
+        "{}",
+        show(&imp.warnings)
+    );
+    // To a type="ssl" server of the file: the same kind, no error.
+    let ssl = http_session("<request><http url=\"https://127.0.0.1:8080/\"/></request>")
+        .replace("type=\"tcp\"", "type=\"ssl\"");
+    assert!(import_tsung(&ssl, "t.xml").is_ok());
 }
 
 /// Issue 16: `<www_authenticate>` becomes the request's `auth` (Basic or Digest, with variables),

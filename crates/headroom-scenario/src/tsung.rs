@@ -10,7 +10,12 @@
 //!   content (one warning for all of `<clients>`, not one per `<client>`). Pure identifiers with
 //!   no behaviour (`<arrivalphase phase>`, `<repeat name>`, `<tsung version>`) are accepted.
 //! - What would change the load in a way the user must know about is an **error**: other
-//!   protocols, TLS, Erlang code, conditional steps, loop conditions that are not a truth test.
+//!   protocols, calls to Tsung's own Erlang modules, conditional steps, loop conditions that
+//!   are not a truth test. What is mapped approximately is a **warning** at its
+//!   place: a call to the file's own Erlang module gets a random-string stand-in, a simple
+//!   `xpath` a regular expression, Tsung's legacy jabber logins run as SASL PLAIN.
+//! - Tsung keeps a cookie jar per user, and so does every scenario by default: automatic
+//!   cookies need nothing; `<add_cookie>` becomes a `cookie` step into the jar.
 //! - The protocol sessions (`ts_jabber`, `ts_pgsql`, `ts_raw`, `ts_websocket`) are converted in
 //!   [`proto`]: their connection setup (XMPP login, PostgreSQL startup, WebSocket upgrade) is
 //!   implicit at connect in headroom, so its requests become the scenario's connection settings.
@@ -133,6 +138,9 @@ pub(crate) fn finish(
     }
 }
 
+/// Length of the random string that stands in for a call to the file's own Erlang code.
+const STAND_IN_LENGTH: usize = 20;
+
 /// Variables every session has (as in the parser).
 const BUILTINS: &[&str] = &["user_id", "session"];
 
@@ -199,6 +207,14 @@ struct Conv<'a> {
     vars: HashSet<String>,
     /// `<for var>` counters seen in the session (headroom loops have none).
     for_vars: HashSet<String>,
+    /// Variables of the session that a `<dyn_variable>` names but headroom does not set, with
+    /// why (for the error at a use).
+    unset_vars: HashMap<String, String>,
+    /// Steps that must run before the step being converted: the cookie of an `<add_cookie>`,
+    /// the stand-in value of a call to the file's own Erlang code. `steps` puts them in place.
+    pending: Vec<Step>,
+    /// Sessions skipped for their probability 0 (a `<user>` may name one).
+    zero: HashSet<String>,
     /// Absolute-URL servers already warned about.
     other_hosts: HashSet<(String, u16)>,
     /// The file's protocol and connection settings, from the sessions converted so far.
@@ -223,6 +239,9 @@ impl<'a> Conv<'a> {
             },
             vars: HashSet::new(),
             for_vars: HashSet::new(),
+            unset_vars: HashMap::new(),
+            pending: Vec::new(),
+            zero: HashSet::new(),
             other_hosts: HashSet::new(),
             link: proto::Link::default(),
             sess: proto::Sess::default(),
@@ -410,7 +429,10 @@ impl<'a> Conv<'a> {
         if self.vars.contains(name) || BUILTINS.contains(&name) {
             return true;
         }
-        if self.for_vars.contains(name) {
+        if let Some(why) = self.unset_vars.get(name) {
+            let msg = format!("variable '{name}' is not set: {why}");
+            self.error(pos, msg);
+        } else if self.for_vars.contains(name) {
             self.error(
                 pos,
                 format!("'%%_{name}%%' is the counter of a <for> loop: headroom loops have no counter variable"),
@@ -466,6 +488,8 @@ impl<'a> Conv<'a> {
                 out.push_str(&format!("${{{var}}}"));
             } else if inner == "ts_user_server:get_unique_id" {
                 out.push_str("${user_id}");
+            } else if let Some(var) = self.stand_in(inner, pos) {
+                out.push_str(&format!("${{{var}}}"));
             } else {
                 self.error(
                     pos,
@@ -483,6 +507,42 @@ impl<'a> Conv<'a> {
             );
         }
         ok.then_some(out)
+    }
+
+    /// A call `%%module:function%%` to the file's own Erlang code (a module that is not
+    /// Tsung's `ts_*`, such as `symbol:new` in Tsung's example): headroom cannot run it, so a
+    /// random string stands in for its result, drawn anew before each step that uses it (Tsung
+    /// calls the function at each substitution), with a warning. `None` for Tsung's own
+    /// modules, whose results have a meaning a random string would not keep.
+    fn stand_in(&mut self, call: &str, pos: usize) -> Option<String> {
+        let (module, function) = call.split_once(':')?;
+        let ident = |s: &str| {
+            !s.is_empty()
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && s.starts_with(|c: char| c.is_ascii_lowercase())
+        };
+        if !ident(module) || !ident(function) || module.starts_with("ts_") {
+            return None;
+        }
+        let var = format!("{module}_{function}");
+        let set = Step::Set {
+            var: var.clone(),
+            source: SetSource::RandomString {
+                length: STAND_IN_LENGTH,
+            },
+        };
+        // One set and one warning per step, however often the step calls it.
+        if !self.pending.contains(&set) {
+            self.pending.push(set);
+            self.warn(
+                pos,
+                format!(
+                    "'%%{call}%%' calls the file's own Erlang code ({module}:{function}/1), which headroom cannot run: a random string of {STAND_IN_LENGTH} characters stands in for its result (set: {{var: {var}, random_string: {{length: {STAND_IN_LENGTH}}}}}, drawn before each step that uses it)"
+                ),
+            );
+        }
+        self.vars.insert(var.clone());
+        Some(var)
     }
 
     // ---- top level --------------------------------------------------------------------------
@@ -565,6 +625,26 @@ impl<'a> Conv<'a> {
         let mut servers = std::mem::take(&mut self.servers);
         for s in &mut servers {
             s.protocol = protocol;
+        }
+        if let (LinkSpec::Xmpp(_), Some(pos)) = (&link, self.link.starttls_at) {
+            if servers.iter().any(|s| s.tls.is_some()) {
+                self.error(
+                    pos,
+                    "STARTTLS on a server of type=\"ssl\", whose connections are TLS from the first byte",
+                );
+            } else {
+                self.warn(
+                    pos,
+                    "STARTTLS without certificate checks, as Tsung does (tls: {insecure: true, starttls: true}); drop `insecure` to verify",
+                );
+                for s in &mut servers {
+                    s.tls = Some(ServerTls {
+                        insecure: true,
+                        starttls: true,
+                        ..Default::default()
+                    });
+                }
+            }
         }
         Scenario {
             name,
@@ -776,6 +856,13 @@ impl<'a> Conv<'a> {
                         continue;
                     };
                     let name = s.value.clone();
+                    if !sessions.iter().any(|x| x.name == name) && self.zero.contains(&name) {
+                        self.error(
+                            s.pos,
+                            format!("<user> runs session '{name}', which has probability 0 (Tsung runs it only from <user>): headroom has no session outside the weighted mix (weights must be > 0)"),
+                        );
+                        continue;
+                    }
                     if !sessions.iter().any(|x| x.name == name) {
                         self.error(
                             s.pos,
@@ -906,10 +993,19 @@ impl<'a> Conv<'a> {
                 self.unexpected(c, "sessions");
                 continue;
             }
-            if let Some(s) = self.session(c) {
+            if let Some(mut s) = self.session(c) {
+                // Tsung runs sessions of the same name as two entries of its mix (a <user>
+                // starts the first); headroom's names are unique, so the later one is renamed.
                 if out.iter().any(|x| x.name == s.name) {
-                    self.error(c.pos, format!("a second session named '{}'", s.name));
-                    continue;
+                    let name = (2..=out.len() + 2)
+                        .map(|n| format!("{}-{n}", s.name))
+                        .find(|n| !out.iter().any(|x| &x.name == n))
+                        .expect("a free name");
+                    self.warn(
+                        c.pos,
+                        format!("a second session named '{}' is named '{name}' (headroom's session names are unique; a <user> runs the first)", s.name),
+                    );
+                    s.name = name;
                 }
                 out.push(s);
             }
@@ -986,6 +1082,7 @@ impl<'a> Conv<'a> {
                         p.pos,
                         format!("session '{name}' has {}=\"0\" and is skipped (headroom weights must be > 0)", p.key),
                     );
+                    self.zero.insert(name);
                     return None;
                 }
                 v
@@ -1001,6 +1098,8 @@ impl<'a> Conv<'a> {
         };
         self.vars.clear();
         self.for_vars.clear();
+        self.unset_vars.clear();
+        self.pending.clear();
         if !self.begin_session(el, kind, &name) {
             return None;
         }
@@ -1022,37 +1121,46 @@ impl<'a> Conv<'a> {
     }
 
     fn steps(&mut self, children: &[El], parent: &str) -> Vec<Step> {
-        let mut out = Vec::new();
+        let mut all = Vec::new();
         for c in children {
-            match c.name.as_str() {
-                "request" => self.request(c, &mut out),
-                "thinktime" => {
-                    if let Some(d) = self.thinktime(c) {
-                        out.push(Step::Think(d));
-                        self.after_think(c.pos);
-                    }
-                }
-                "transaction" => self.transaction(c, &mut out),
-                "setdynvars" => self.setdynvars(c, &mut out),
-                "for" => self.for_loop(c, &mut out),
-                "repeat" => self.repeat(c, &mut out),
-                "while" | "until" => self.error(
-                    c.pos,
-                    format!("<{}> must be the last element of a <repeat>", c.name),
-                ),
-                "if" => self.error(
-                    c.pos,
-                    "'<if>' is not supported: headroom scenarios have no conditional step",
-                ),
-                "foreach" => self.error(
-                    c.pos,
-                    "'<foreach>' is not supported: headroom loops have no per-item variable",
-                ),
-                "set_option" => self.warn(c.pos, "<set_option> is not honoured"),
-                _ => self.unexpected(c, parent),
-            }
+            let mut out = Vec::new();
+            self.step(c, parent, &mut out);
+            // What the step needs first (set in the conversion of the step itself).
+            all.append(&mut self.pending);
+            all.append(&mut out);
         }
-        out
+        all
+    }
+
+    /// One child of a session, transaction or loop, converted into `out`.
+    fn step(&mut self, c: &El, parent: &str, out: &mut Vec<Step>) {
+        match c.name.as_str() {
+            "request" => self.request(c, out),
+            "thinktime" => {
+                if let Some(d) = self.thinktime(c) {
+                    out.push(Step::Think(d));
+                    self.after_think(c.pos);
+                }
+            }
+            "transaction" => self.transaction(c, out),
+            "setdynvars" => self.setdynvars(c, out),
+            "for" => self.for_loop(c, out),
+            "repeat" => self.repeat(c, out),
+            "while" | "until" => self.error(
+                c.pos,
+                format!("<{}> must be the last element of a <repeat>", c.name),
+            ),
+            "if" => self.error(
+                c.pos,
+                "'<if>' is not supported: headroom scenarios have no conditional step",
+            ),
+            "foreach" => self.error(
+                c.pos,
+                "'<foreach>' is not supported: headroom loops have no per-item variable",
+            ),
+            "set_option" => self.warn(c.pos, "<set_option> is not honoured"),
+            _ => self.unexpected(c, parent),
+        }
     }
 
     fn transaction(&mut self, el: &El, out: &mut Vec<Step>) {
@@ -1572,6 +1680,7 @@ impl<'a> Conv<'a> {
             return None;
         }
         let mut headers: Vec<(String, String)> = Vec::new();
+        let mut auth = None;
         let mut ok = true;
         for c in &el.children {
             match c.name.as_str() {
@@ -1618,61 +1727,20 @@ impl<'a> Conv<'a> {
                     }
                 }
                 "www_authenticate" => {
-                    self.check_attrs(c, &["userid", "passwd", "type"]);
-                    self.no_text(c);
-                    if let Some(t) = c.attr("type") {
-                        if t.value != "basic" {
-                            let pos = t.pos;
-                            self.error(
-                                pos,
-                                format!(
-                                    "type=\"{}\": only basic authentication is supported",
-                                    t.value
-                                ),
-                            );
-                            ok = false;
-                            continue;
-                        }
-                    }
-                    let user = self.required(c, "userid").map(|a| a.value.clone());
-                    let pass = self.required(c, "passwd").map(|a| a.value.clone());
-                    let (Some(user), Some(pass)) = (user, pass) else {
-                        ok = false;
-                        continue;
-                    };
-                    let both = format!("{user}:{pass}");
-                    if both.contains("%%") || both.contains("${") {
-                        self.error(
-                            c.pos,
-                            "variables in <www_authenticate> are not supported (headroom cannot base64-encode at run time)",
-                        );
+                    if auth.is_some() {
+                        self.error(c.pos, "a second <www_authenticate>: an <http> takes one");
                         ok = false;
                         continue;
                     }
-                    add_header(
-                        &mut headers,
-                        "Authorization",
-                        format!("Basic {}", base64(both.as_bytes())),
-                    );
-                }
-                "add_cookie" => {
-                    self.check_attrs(c, &["key", "value", "domain", "path"]);
-                    self.no_text(c);
-                    let key = self.required(c, "key").map(|a| a.value.clone());
-                    let value = self.required(c, "value").map(|a| a.value.clone());
-                    let (Some(key), Some(value)) = (key, value) else {
-                        ok = false;
-                        continue;
-                    };
-                    match self.subst(&format!("{key}={value}"), c.pos, subst) {
-                        Some(v) => add_header(&mut headers, "Cookie", v),
+                    match self.www_authenticate(c, subst) {
+                        Some(a) => auth = Some(a),
                         None => ok = false,
                     }
-                    self.warn(
-                        c.pos,
-                        "<add_cookie> becomes a Cookie header on this request only (Tsung also keeps it for later requests, by domain and path)",
-                    );
                 }
+                "add_cookie" => match self.add_cookie(c, subst) {
+                    Some(step) => self.pending.push(Step::Cookie(step)),
+                    None => ok = false,
+                },
                 "oauth" => {
                     self.error(c.pos, "'<oauth>' is not supported");
                     ok = false;
@@ -1728,18 +1796,136 @@ impl<'a> Conv<'a> {
             path,
             headers,
             body,
-            auth: None,
+            auth,
+        })
+    }
+
+    /// `<www_authenticate userid passwd [type="basic|digest"] [realm nonce]>`: the request's
+    /// `auth`. Basic goes with the request; for Digest headroom answers the server's challenge
+    /// with its realm and nonce, which Tsung's file passes by hand from dyn_variables.
+    fn www_authenticate(&mut self, c: &El, subst: bool) -> Option<Auth> {
+        self.check_attrs(c, &["userid", "passwd", "type", "realm", "nonce"]);
+        self.no_text(c);
+        for x in &c.children {
+            self.unexpected(x, "www_authenticate");
+        }
+        let scheme = match c.attr("type") {
+            None => AuthScheme::Basic,
+            Some(t) => match t.value.as_str() {
+                "basic" => AuthScheme::Basic,
+                "digest" => AuthScheme::Digest,
+                other => {
+                    let pos = t.pos;
+                    self.error(
+                        pos,
+                        format!("type=\"{other}\": expected basic or digest (Tsung's two schemes)"),
+                    );
+                    return None;
+                }
+            },
+        };
+        for key in ["realm", "nonce"] {
+            let Some(a) = c.attr(key) else { continue };
+            let pos = a.pos;
+            if scheme == AuthScheme::Digest {
+                self.warn(
+                    pos,
+                    format!("attribute '{key}' of <www_authenticate> is not honoured: headroom's Digest takes the realm and nonce of the server's own challenge (WWW-Authenticate, then Authentication-Info's nextnonce), which is what Tsung's file passes here"),
+                );
+            } else {
+                self.warn(
+                    pos,
+                    format!("attribute '{key}' of <www_authenticate> is not honoured: it is for type=\"digest\""),
+                );
+            }
+        }
+        let user = self.required(c, "userid").map(|a| (a.value.clone(), a.pos));
+        let pass = self.required(c, "passwd").map(|a| (a.value.clone(), a.pos));
+        let ((user, upos), (pass, ppos)) = (user?, pass?);
+        let user = self.subst(&user, upos, subst)?;
+        let password = self.subst(&pass, ppos, subst)?;
+        if user.contains(':') && !user.contains("${") {
+            self.error(
+                upos,
+                format!("userid=\"{user}\": a user name cannot contain ':' (RFC 7617)"),
+            );
+            return None;
+        }
+        Some(Auth {
+            scheme,
+            user,
+            password,
+        })
+    }
+
+    /// `<add_cookie key value [domain path]>`: a cookie put in the user's jar before the
+    /// request, as Tsung does (it then goes with every request it matches).
+    fn add_cookie(&mut self, c: &El, subst: bool) -> Option<CookieStep> {
+        self.check_attrs(c, &["key", "value", "domain", "path"]);
+        self.no_text(c);
+        for x in &c.children {
+            self.unexpected(x, "add_cookie");
+        }
+        let key = self.required(c, "key").map(|a| (a.value.clone(), a.pos));
+        let value = self.required(c, "value").map(|a| (a.value.clone(), a.pos));
+        let ((name, npos), (value, vpos)) = (key?, value?);
+        let token = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}%$".contains(&b));
+        if !token {
+            self.error(
+                npos,
+                format!(
+                    "key=\"{name}\": a cookie name is a token (letters, digits, !#&'*+-.^_`|~)"
+                ),
+            );
+            return None;
+        }
+        let value = self.subst(&value, vpos, subst)?;
+        if value.bytes().any(|b| b.is_ascii_control() || b == b';') {
+            self.error(vpos, "a cookie value cannot hold ';' or control characters");
+            return None;
+        }
+        let mut text = |key: &str| -> Option<Option<String>> {
+            match c.attr(key) {
+                None => Some(None),
+                Some(a) if a.value.contains("%%") || a.value.contains("${") => {
+                    let pos = a.pos;
+                    self.error(
+                        pos,
+                        format!("{key}=\"{}\": variables are not supported here", a.value),
+                    );
+                    None
+                }
+                Some(a) if a.value.is_empty() => Some(None),
+                Some(a) => Some(Some(a.value.clone())),
+            }
+        };
+        let domain = text("domain")?;
+        let path = text("path")?;
+        if let Some(p) = path.as_ref().filter(|p| !p.starts_with('/')) {
+            let pos = c.attr("path").map_or(c.pos, |a| a.pos);
+            self.error(
+                pos,
+                format!("path=\"{p}\": expected a path starting with '/'"),
+            );
+            return None;
+        }
+        Some(CookieStep::Set {
+            name,
+            value,
+            domain,
+            path,
         })
     }
 
     /// The path of `url`; an absolute `http://host:port/path` also names the server.
     fn url_path(&mut self, url: &str, pos: usize) -> Option<String> {
-        if url.starts_with("https://") {
-            self.error(pos, format!("url=\"{url}\": TLS not yet supported"));
-            return None;
-        }
-        let Some(rest) = url.strip_prefix("http://") else {
-            return Some(url.to_string());
+        let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(r), _) => (r, false),
+            (_, Some(r)) => (r, true),
+            _ => return Some(url.to_string()),
         };
         let split = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, path) = rest.split_at(split);
@@ -1755,6 +1941,7 @@ impl<'a> Conv<'a> {
             },
         };
         let port = match port {
+            None if tls => 443,
             None => 80,
             Some(p) => match p.parse::<u16>() {
                 Ok(p) if p > 0 => p,
@@ -1770,13 +1957,40 @@ impl<'a> Conv<'a> {
             return None;
         }
         if self.servers.is_empty() {
+            if tls {
+                // Tsung does not check the server's certificate: neither does the scenario.
+                self.warn(
+                    pos,
+                    format!("url=\"{url}\": TLS without certificate checks, as Tsung does (tls: {{insecure: true}}); drop `insecure` to verify"),
+                );
+            }
             self.servers.push(Server {
                 http2: false,
                 host: host.clone(),
                 port,
                 protocol: Protocol::Http,
-                tls: None,
+                tls: tls.then(|| ServerTls {
+                    insecure: true,
+                    ..Default::default()
+                }),
             });
+        } else if self
+            .servers
+            .iter()
+            .any(|s| s.host == host && s.port == port && s.tls.is_some() != tls)
+        {
+            // The same server spoken to another way: Tsung opens a connection of that kind
+            // for the request, headroom connects to a server one way.
+            let (is, was) = if tls {
+                ("https", "plain")
+            } else {
+                ("http", "TLS")
+            };
+            self.error(
+                pos,
+                format!("url=\"{url}\": an {is}:// URL to {host}:{port}, a {was} server of the scenario (headroom connects to a server one way)"),
+            );
+            return None;
         } else if !self
             .servers
             .iter()
@@ -1796,6 +2010,40 @@ impl<'a> Conv<'a> {
             path.to_string()
         };
         Some(path)
+    }
+
+    /// `<dyn_variable header="name/param">`: a parameter of a header. The parameters of a
+    /// Digest challenge are what headroom's Digest answers by itself (a warning; the variable
+    /// stays unset, and a use of it is an error that says why); others are an error.
+    fn header_param(
+        &mut self,
+        header: &str,
+        param: &str,
+        pos: usize,
+        var: Option<&str>,
+    ) -> Option<()> {
+        let digest = ["www-authenticate", "authentication-info"]
+            .contains(&header.to_ascii_lowercase().as_str())
+            && ["realm", "nonce", "nextnonce", "opaque", "qop", "algorithm"]
+                .contains(&param.to_ascii_lowercase().as_str());
+        if !digest {
+            self.error(
+                pos,
+                format!("header=\"{header}/{param}\": a parameter of a header is not supported (header=\"{header}\" takes the whole value)"),
+            );
+            return None;
+        }
+        self.warn(
+            pos,
+            format!("header=\"{header}/{param}\" is not needed: headroom's Digest authentication (<www_authenticate type=\"digest\">) reads {param} from the server's reply itself; the variable is not set"),
+        );
+        if let Some(v) = var.filter(|v| !self.vars.contains(*v)) {
+            self.unset_vars.insert(
+                v.to_string(),
+                format!("it would hold {param} of {header}, which headroom's Digest authentication reads by itself"),
+            );
+        }
+        Some(())
     }
 
     fn matcher(&mut self, el: &El) -> Option<Match> {
@@ -1939,6 +2187,8 @@ impl<'a> Conv<'a> {
         })
     }
 
+    /// A `<dyn_variable>` of an HTTP request, as an extract step; `None` when there is none
+    /// (an error, or a variable headroom needs no step for, warned about).
     fn dyn_variable(&mut self, el: &El) -> Option<Extract> {
         const SOURCES: &[&str] = &["re", "regexp", "jsonpath", "header", "xpath", "pgsql_expr"];
         let mut known = vec!["name", "decode"];
@@ -1988,13 +2238,28 @@ impl<'a> Conv<'a> {
                     self.error(a.pos, "header=\"\": expected a header name");
                     return None;
                 }
-                "header" => ExtractFrom::Header(a.value.clone()),
+                "header" => match a.value.split_once('/') {
+                    None => ExtractFrom::Header(a.value.clone()),
+                    Some((h, param)) => {
+                        let (h, param, pos) = (h.to_string(), param.to_string(), a.pos);
+                        self.header_param(&h, &param, pos, var.as_deref())?;
+                        return None;
+                    }
+                },
                 "xpath" => {
-                    self.error(
-                        a.pos,
-                        "xpath extraction is not supported: use re or jsonpath",
+                    let (v, pos) = (a.value.clone(), a.pos);
+                    let Some((re, note)) = xpath_regex(&v) else {
+                        self.error(
+                            pos,
+                            format!("xpath=\"{v}\" is not supported: headroom converts paths of element names ending in text() or @attribute (/a/b/text(), //b/@id); use re or jsonpath"),
+                        );
+                        return None;
+                    };
+                    self.warn(
+                        pos,
+                        format!("xpath=\"{v}\" becomes the regular expression '{re}': {note}"),
                     );
-                    return None;
+                    ExtractFrom::Regex(re)
                 }
                 _ => {
                     self.error(
@@ -2020,6 +2285,55 @@ impl<'a> Conv<'a> {
             default: None,
         })
     }
+}
+
+/// A simple XPath (a path of element names, `/` or `//` steps, ending in `text()` or
+/// `@attribute`) as a regular expression on the reply, with what the expression no longer
+/// checks. `None` for anything else (predicates, wildcards, axes, functions).
+fn xpath_regex(xpath: &str) -> Option<(String, String)> {
+    let x = xpath.trim();
+    if !x.starts_with('/') {
+        return None;
+    }
+    let steps: Vec<&str> = x.split('/').filter(|s| !s.is_empty()).collect();
+    let (last, path) = steps.split_last()?;
+    let name_ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+            && s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+    };
+    if !path.iter().all(|s| name_ok(s)) {
+        return None;
+    }
+    let esc = |s: &str| s.replace('.', "\\.");
+    let (re, what) = if *last == "text()" {
+        let el = esc(path.last()?);
+        (
+            format!("<{el}(?:\\s[^>]*)?>([^<]*)</{el}>"),
+            format!("the text of the first <{}> element", path.last()?),
+        )
+    } else if let Some(attr) = last.strip_prefix('@').filter(|a| name_ok(a)) {
+        let el = esc(path.last()?);
+        (
+            format!("<{el}\\s[^>]*\\b{}\\s*=\\s*[\"']([^\"']*)[\"']", esc(attr)),
+            format!(
+                "the attribute '{attr}' of the first <{}> element that has it",
+                path.last()?
+            ),
+        )
+    } else {
+        return None;
+    };
+    let mut note = format!("headroom extracts {what} in the reply");
+    if path.len() > 1 {
+        note.push_str(&format!(
+            ", wherever it is (the path /{} is not checked)",
+            path.join("/")
+        ));
+    }
+    note.push_str("; entities are not decoded");
+    Some((re, note))
 }
 
 fn add_header(headers: &mut Vec<(String, String)>, name: &str, value: String) {

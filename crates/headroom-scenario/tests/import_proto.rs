@@ -390,6 +390,135 @@ fn jabber_defaults_login_variants_and_roster() {
     assert_eq!(at("group="), (14, 60));
 }
 
+/// Tsung's publish-subscribe requests (as in its `jabber_node.xml`) go out as the stanzas
+/// `ts_jabber_common` writes: the node options of a create as data-form fields, a publish's
+/// `size` bytes, a subscription naming the one account's JID.
+#[test]
+fn jabber_pubsub_requests_are_tsungs_stanzas() {
+    let options = "<option type=\"ts_jabber\" name=\"pubsub_service\" value=\"ps.example\"/>\
+                   <option type=\"ts_jabber\" name=\"userid_max\" value=\"1\"/>\
+                   <option type=\"ts_jabber\" name=\"domain\" value=\"localhost\"/>\
+                   <option type=\"ts_jabber\" name=\"username\" value=\"user\"/>";
+    let body = "<request><jabber type=\"connect\"/></request>\n\
+        <request><jabber type=\"auth_sasl\"/></request>\n\
+        <request><jabber type='pubsub:create' ack=\"local\" node=\"/test\" node_type=\"flat\" data=\"[{'pubsub#access_model','open'},\n   {'pubsub#max_items', '0'}, {'pubsub#roles', [owner, 'publisher']}].\"/></request>\n\
+        <request><jabber type='pubsub:create' ack=\"local\" node=\"mine\"/></request>\n\
+        <request><jabber type='pubsub:subscribe' ack=\"local\" node=\"/test\"/></request>\n\
+        <request><jabber type='pubsub:publish' size='9' ack=\"local\" node=\"/test\"/></request>";
+    let xml = doc(
+        5222,
+        options,
+        &format!("<session name=\"s\" probability=\"100\" type=\"ts_jabber\">\n{body}\n</session>"),
+    );
+    let imp = import(&xml);
+    let raws: Vec<&str> = imp.scenario.sessions[0]
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Xmpp(Xmpp {
+                action: XmppAction::Raw(d),
+                ack,
+                ..
+            }) => {
+                assert_eq!(*ack, XmppAck::Local);
+                Some(d.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let head = "<iq to='ps.example' type='set' id='pubsub'><pubsub xmlns='http://jabber.org/protocol/pubsub'>";
+    assert_eq!(
+        raws,
+        [
+            format!("{head}<create node='/test' type='flat' /><configure> <x xmlns='jabber:x:data' type='submit'><field var='pubsub#access_model'><value>open</value></field><field var='pubsub#max_items'><value>0</value></field><field var='pubsub#roles'><value>owner</value><value>publisher</value></field></x></configure></pubsub></iq>"),
+            format!("{head}<create node='/home/localhost/user1/mine'/><configure> <x xmlns='jabber:x:data' type='submit'></x></configure></pubsub></iq>"),
+            format!("{head}<subscribe node='/test' jid='user1@localhost'/></pubsub></iq>"),
+            format!("{head}<publish node='/test'><item><entry>xxxxxxxxx</entry></item></publish></pubsub></iq>"),
+        ]
+    );
+    // With more than one account, the user's own JID cannot be written out.
+    let many = xml.replace(
+        "name=\"userid_max\" value=\"1\"",
+        "name=\"userid_max\" value=\"5\"",
+    );
+    assert_ne!(many, xml);
+    let errs = import_tsung(&many, "t.xml").unwrap_err();
+    let line = |needle: &str| xml.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    for (needle, want) in [
+        (
+            "node=\"mine\"",
+            "names a node under the user's own hierarchy",
+        ),
+        ("pubsub:subscribe", "sends the user's own JID"),
+    ] {
+        assert!(
+            errs.iter()
+                .any(|e| e.line == line(needle) && e.message.contains(want)),
+            "{want}: {}",
+            show(&errs)
+        );
+    }
+    // A data term Tsung could not read either.
+    let bad = xml.replace(
+        "{'pubsub#roles', [owner, 'publisher']}].",
+        "{'pubsub#roles'}]",
+    );
+    assert_ne!(bad, xml);
+    let errs = import_tsung(&bad, "t.xml").unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.message.contains("data: expected the node options")),
+        "{}",
+        show(&errs)
+    );
+}
+
+/// `<jabber type="starttls">` (Tsung's `jabber_starttls.xml` without its CSV users): the server
+/// takes `tls: {starttls: true}`, unchecked as in Tsung, and the request joins the login.
+#[test]
+fn jabber_starttls_becomes_the_servers_tls() {
+    let xml = session(
+        5222,
+        "jabber",
+        "<request><jabber type=\"connect\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"starttls\" ack=\"bidi_ack\"/></request>\n\
+         <request><jabber type=\"connect\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"auth_sasl\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"iq:roster:get\" ack=\"local\"/></request>",
+    );
+    let imp = import(&xml);
+    let tls = imp.scenario.servers[0].tls.clone();
+    assert_eq!(
+        tls,
+        Some(ServerTls {
+            insecure: true,
+            starttls: true,
+            ..Default::default()
+        })
+    );
+    let steps = &imp.scenario.sessions[0].steps;
+    assert_eq!(steps[0], Step::Connect);
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    let line = xml.lines().position(|l| l.contains("starttls")).unwrap() + 1;
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.line == line && w.message.contains("STARTTLS without certificate checks")),
+        "{}",
+        show(&imp.warnings)
+    );
+    // On a server that is TLS from the first byte, STARTTLS is an error.
+    let ssl = xml.replace("type=\"tcp\"", "type=\"ssl\"");
+    assert_ne!(ssl, xml);
+    let errs = import_tsung(&ssl, "t.xml").unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.line == line && e.message.contains("STARTTLS on a server of type=\"ssl\"")),
+        "{}",
+        show(&errs)
+    );
+}
+
 #[test]
 fn jabber_anonymous_login_drops_registration() {
     let xml = doc(
@@ -734,8 +863,8 @@ fn protocol_errors_name_what_and_where() {
     };
     let cases: &[(String, &str, usize)] = &[
         (
-            jabber("<request><jabber type=\"auth_set_sip\" ack=\"local\"/></request>"),
-            "'<jabber type=\"auth_set_sip\">' is not supported: headroom has no SIP-style login",
+            jabber("<request><jabber type=\"auth_sasl_external\" ack=\"local\"/></request>"),
+            "'<jabber type=\"auth_sasl_external\">' is not supported: headroom logs in with SASL PLAIN or ANONYMOUS",
             8,
         ),
         (
@@ -745,8 +874,18 @@ fn protocol_errors_name_what_and_where() {
         ),
         (
             jabber("<request><jabber type=\"starttls\"/></request>"),
-            "TLS not yet supported",
+            "<jabber type=\"starttls\"> before a connect",
             8,
+        ),
+        (
+            doc(
+                5222,
+                "",
+                "<session name=\"a\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"connect\"/></request><request><jabber type=\"starttls\"/></request><request><jabber type=\"close\"/></request>\n</session>\n\
+                 <session name=\"b\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"connect\"/></request><request><jabber type=\"close\"/></request>\n</session>",
+            ),
+            "session 'a' upgrades to TLS with STARTTLS, session 'b' does not",
+            10,
         ),
         (
             jabber("<request><jabber type=\"connect\"><xmpp_authenticate username=\"a\" passwd=\"b\"/></jabber></request>"),

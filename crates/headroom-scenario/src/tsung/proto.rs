@@ -29,6 +29,8 @@ use std::collections::HashMap;
 pub(super) const XMPP_DOMAIN: &str = "erlang-projects.org";
 /// Tsung's default `muc_service` option.
 pub(super) const XMPP_MUC_SERVICE: &str = "conference.localhost";
+/// Tsung's default `pubsub_service` is none; ejabberd's, which Tsung's example names.
+pub(super) const XMPP_PUBSUB_SERVICE: &str = "pubsub.localhost";
 /// The privacy list a converted `privacy:set_active` activates.
 pub(super) const XMPP_PRIVACY_LIST: &str = "tsung_list";
 pub(super) const XMPP_USERNAME: &str = "tsunguser";
@@ -147,6 +149,10 @@ pub(super) struct Link {
     /// Where sessions first differ on registering, and the warning that says so.
     register_mixed: Option<(usize, String)>,
     resource: Option<(String, String)>,
+    /// XMPP: whether the sessions upgrade with STARTTLS, the session that said so first, and
+    /// the first `<jabber type="starttls">` of the file.
+    starttls: Option<(bool, String)>,
+    pub(super) starttls_at: Option<usize>,
     pg: Option<(PgSpec, String)>,
     ws: Option<(WsSpec, String)>,
 }
@@ -179,6 +185,8 @@ pub(super) struct Sess {
     auth: Option<bool>,
     register: Option<usize>,
     resource: Option<String>,
+    /// XMPP: where the session's `starttls` is.
+    starttls: Option<usize>,
     /// PostgreSQL: the connect's settings and where the connect was.
     pg: Option<(PgSpec, usize)>,
     password: Option<String>,
@@ -312,6 +320,19 @@ impl Conv<'_> {
                         }
                         Some(_) => {}
                     },
+                }
+                let tls = sess.starttls.is_some();
+                self.link.starttls_at = self.link.starttls_at.or(sess.starttls);
+                match &self.link.starttls {
+                    None if has_steps => self.link.starttls = Some((tls, name.clone())),
+                    Some((t, other)) if *t != tls => {
+                        let (yes, no) = if tls { (&name, other) } else { (other, &name) };
+                        let msg = format!(
+                            "session '{yes}' upgrades to TLS with STARTTLS, session '{no}' does not: headroom sets up every connection of a scenario the same way"
+                        );
+                        self.error(el.pos, msg);
+                    }
+                    _ => {}
                 }
                 let registers = sess.register.is_some();
                 self.link.register_at = self.link.register_at.or(sess.register);
@@ -482,8 +503,7 @@ impl Conv<'_> {
             "global_number" => Some(
                 "headroom has no barrier between users (ack=\"global\" becomes a wait for the request's own reply)",
             ),
-            "muc_service" => None,
-            "pubsub_service" => Some("headroom does not convert pubsub requests"),
+            "muc_service" | "pubsub_service" => None,
             "fileid_delimiter" => Some("headroom does not read users from a file"),
             "vhost_file" | "random_from_fileid" | "offline_from_fileid" => {
                 self.error(
@@ -654,6 +674,20 @@ impl Conv<'_> {
                         out.push(Step::Extract(e));
                     }
                 }
+                // A value taken from a reply of the setup is Tsung's way to carry the stream
+                // id or a nonce into its own login requests, which headroom replaces: not set,
+                // and a use of it elsewhere is an error that says why.
+                Some(why) if produced == Produced::NoReply(NoReply::Setup) => {
+                    let name = d.attr("name").filter(|v| super::valid_var(&v.value));
+                    let what = name.map_or(String::new(), |v| format!(" name=\"{}\"", v.value));
+                    self.warn(
+                        d.pos,
+                        format!("<dyn_variable{what}> is not honoured (the variable is not set): {why}; Tsung takes it for its own login requests"),
+                    );
+                    if let Some(v) = name.filter(|v| !self.vars.contains(&v.value)) {
+                        self.unset_vars.insert(v.value.clone(), why.clone());
+                    }
+                }
                 Some(why) => {
                     self.error(
                         d.pos,
@@ -756,10 +790,11 @@ impl Conv<'_> {
                 self.absorb();
                 Produced::NoReply(NoReply::Setup)
             }
-            // Tsung's legacy jabber:iq:auth login (XEP-0078): the same account and password,
-            // one round trip more or less; headroom's XMPP client speaks SASL only, so the
+            // Tsung's legacy jabber:iq:auth login (XEP-0078; the password in plain, as a
+            // digest of the stream id, or SIP-style as a digest of the server's nonce): the
+            // same account and password, one round trip more or less; headroom's XMPP client speaks SASL only, so the
             // login is run as SASL PLAIN (what auth_sasl does) and said so.
-            "auth_get" | "auth_set_plain" | "auth_set_digest" => {
+            "auth_get" | "auth_set_plain" | "auth_set_digest" | "auth_set_sip" => {
                 self.check_attrs(el, &["type", "ack", "resource"]);
                 self.setup_ack(el);
                 if ty != "auth_get" {
@@ -782,13 +817,6 @@ impl Conv<'_> {
                 self.absorb();
                 Produced::NoReply(NoReply::Setup)
             }
-            "auth_set_sip" => {
-                self.error(
-                    el.pos,
-                    not_supported("headroom has no SIP-style login; it logs in with SASL PLAIN or ANONYMOUS (auth_sasl, auth_sasl_anonymous; auth_get and auth_set_plain are run as SASL PLAIN)"),
-                );
-                Produced::Nothing
-            }
             "auth_sasl_external" => {
                 self.error(
                     el.pos,
@@ -796,12 +824,18 @@ impl Conv<'_> {
                 );
                 Produced::Nothing
             }
+            // STARTTLS (RFC 6120 §5): a setting of the server (`tls: {starttls: true}`), run
+            // in the login with the stream restart after it.
             "starttls" => {
-                self.error(
-                    el.pos,
-                    "'<jabber type=\"starttls\">': TLS not yet supported",
-                );
-                Produced::Nothing
+                self.check_attrs(el, &["type", "ack"]);
+                self.ignored(el, "ack", "the login waits for the server's <proceed/>");
+                if !self.sess.connected {
+                    self.error(el.pos, "<jabber type=\"starttls\"> before a connect");
+                    return Produced::Nothing;
+                }
+                self.sess.starttls = self.sess.starttls.or(Some(el.pos));
+                self.absorb();
+                Produced::NoReply(NoReply::Setup)
             }
             _ => {
                 let Some(action) = self.xmpp_action(el, ty, subst) else {
@@ -1039,7 +1073,7 @@ impl Conv<'_> {
                 let (v, pos) = (a.value.clone(), a.pos);
                 XmppAction::Raw(self.subst(&v, pos, subst)?)
             }
-            t if t.starts_with("muc:") || t.starts_with("privacy:") => {
+            t if t.starts_with("muc:") || t.starts_with("privacy:") || t.starts_with("pubsub:") => {
                 let data = self.xmpp_stanza(el, t, subst)?;
                 XmppAction::Raw(data)
             }
@@ -1125,6 +1159,9 @@ impl Conv<'_> {
                     "<message type='groupchat' to='{room}@{service}'><body>{body}</body></message>"
                 )
             }
+            "pubsub:create" | "pubsub:publish" | "pubsub:subscribe" => {
+                return self.pubsub_stanza(el, ty, subst);
+            }
             "privacy:get_names" => {
                 self.check_attrs(el, &["type", "ack"]);
                 "<iq type='get' id='privacy'><query xmlns='jabber:iq:privacy'/></iq>".to_string()
@@ -1140,6 +1177,8 @@ impl Conv<'_> {
             _ => {
                 let what = if ty.starts_with("muc:") {
                     "headroom converts muc:join, muc:chat, muc:nick and muc:exit"
+                } else if ty.starts_with("pubsub:") {
+                    "headroom converts pubsub:create, pubsub:publish and pubsub:subscribe"
                 } else {
                     "headroom converts privacy:get_names and privacy:set_active"
                 };
@@ -1153,6 +1192,131 @@ impl Conv<'_> {
         self.warn(
             el.pos,
             format!("'<jabber type=\"{ty}\">' is sent as a raw stanza (headroom's XMPP client has no {} type): the bytes Tsung sends, with its ack", if ty.starts_with("muc:") { "multi-user chat" } else { "privacy-list" }),
+        );
+        Some(stanza)
+    }
+
+    /// Tsung's publish-subscribe requests (XEP-0060), written out as `ts_jabber_common` does
+    /// (Tsung 1.7). A node name with a leading `/` is absolute; another is under the user's
+    /// own hierarchy (`/home/{domain}/{user}/node`), and a subscription names the user's own
+    /// JID: a raw stanza can name the user only when the file has one account
+    /// (`userid_max="1"`), else an error. The id is `pubsub` (Tsung numbers its stanzas), the
+    /// payload of a publish `size` times `x` (Tsung's are random letters).
+    fn pubsub_stanza(&mut self, el: &El, ty: &str, subst: bool) -> Option<String> {
+        let option = |conv: &Self, name: &str, default: &str| {
+            conv.link
+                .jabber_options
+                .iter()
+                .rev()
+                .find(|o| o.name == name)
+                .map_or_else(|| default.to_string(), |o| o.value.clone())
+        };
+        let service = option(self, "pubsub_service", XMPP_PUBSUB_SERVICE);
+        let domain = option(self, "domain", XMPP_DOMAIN);
+        let username = option(self, "username", XMPP_USERNAME);
+        let one_account = option(self, "userid_max", "").trim() == "1";
+        let mut own = |conv: &mut Self, what: &str| -> Option<String> {
+            if one_account {
+                return Some(format!("{username}1"));
+            }
+            conv.error(
+                el.pos,
+                format!("'<jabber type=\"{ty}\">' {what}, which a raw stanza can name only when every user is the same account (<option type=\"ts_jabber\" name=\"userid_max\" value=\"1\">)"),
+            );
+            None
+        };
+        let node = match el.attr("node") {
+            None => None,
+            Some(a) => {
+                let (v, pos) = (a.value.clone(), a.pos);
+                Some(self.subst(&v, pos, subst)?)
+            }
+        };
+        let node_attr = |conv: &mut Self,
+                         own: &mut dyn FnMut(&mut Self, &str) -> Option<String>|
+         -> Option<String> {
+            Some(match node.as_deref() {
+                None => String::from(" "),
+                Some(n) if n.starts_with('/') => format!(" node='{n}'"),
+                Some(n) => {
+                    let user = own(conv, "names a node under the user's own hierarchy")?;
+                    format!(" node='/home/{domain}/{user}/{n}'")
+                }
+            })
+        };
+        let head = format!(
+            "<iq to='{service}' type='set' id='pubsub'><pubsub xmlns='http://jabber.org/protocol/pubsub'>"
+        );
+        let stanza = match ty {
+            "pubsub:create" => {
+                self.check_attrs(el, &["type", "ack", "node", "node_type", "data"]);
+                let attr = node_attr(self, &mut own)?;
+                let node_type = el
+                    .attr("node_type")
+                    .map_or(String::new(), |t| format!(" type='{}' ", t.value));
+                let fields = match el.attr("data") {
+                    None => String::new(),
+                    Some(a) => match erlang_fields(&a.value) {
+                        Some(f) => f,
+                        None => {
+                            let pos = a.pos;
+                            self.error(
+                                pos,
+                                "data: expected the node options as Tsung reads them, a list of {'field', 'value'} pairs ending in '.'",
+                            );
+                            return None;
+                        }
+                    },
+                };
+                format!("{head}<create{attr}{node_type}/><configure> <x xmlns='jabber:x:data' type='submit'>{fields}</x></configure></pubsub></iq>")
+            }
+            "pubsub:publish" => {
+                self.check_attrs(el, &["type", "ack", "node", "size", "stamped"]);
+                let attr = node_attr(self, &mut own)?;
+                let size = match el.attr("size") {
+                    None => 0,
+                    Some(a) => {
+                        match a.value.trim().parse::<usize>() {
+                            Ok(n) if n <= MAX_DATASIZE as usize => n,
+                            _ => {
+                                let pos = a.pos;
+                                self.error(pos, format!("size=\"{}\": expected a number of bytes up to {MAX_DATASIZE}", a.value));
+                                return None;
+                            }
+                        }
+                    }
+                };
+                if let Some(s) = el.attr("stamped").filter(|s| s.value != "false") {
+                    let pos = s.pos;
+                    self.warn(pos, "attribute 'stamped' of <jabber> is not honoured: headroom does not stamp messages");
+                }
+                let body = "x".repeat(size);
+                format!("{head}<publish{attr}><item><entry>{body}</entry></item></publish></pubsub></iq>")
+            }
+            _ => {
+                self.check_attrs(el, &["type", "ack", "node", "destination"]);
+                let attr = match node.as_deref() {
+                    Some(n) if n.starts_with('/') => format!(" node='{n}'"),
+                    _ => {
+                        self.error(
+                            el.pos,
+                            "'<jabber type=\"pubsub:subscribe\">' without an absolute node (node=\"/...\") subscribes to another user's hierarchy, which a raw stanza cannot name",
+                        );
+                        return None;
+                    }
+                };
+                self.ignored(
+                    el,
+                    "destination",
+                    "the node is absolute, so no other user is named",
+                );
+                let user = own(self, "sends the user's own JID")?;
+                format!("{head}<subscribe{attr} jid='{user}@{domain}'/></pubsub></iq>")
+            }
+        };
+        self.warn(
+            el.pos,
+            format!("'<jabber type=\"{ty}\">' is sent as a raw stanza (headroom's XMPP client has no publish-subscribe type): the bytes Tsung sends, with its ack (id 'pubsub' for Tsung's counter)"),
         );
         Some(stanza)
     }
@@ -1680,6 +1844,77 @@ impl Conv<'_> {
             }
         }
     }
+}
+
+/// Tsung's node options for `pubsub:create` (`data="[{'pubsub#access_model','open'}, ...]."`,
+/// an Erlang term) as the data-form fields it writes: `<field var='F'><value>V</value></field>`,
+/// a list value giving one `<value>` each. `None` when the text is not such a term.
+fn erlang_fields(data: &str) -> Option<String> {
+    /// An atom, quoted or bare, at the start of `s`: its text and the rest.
+    fn atom(s: &str) -> Option<(String, &str)> {
+        let s = s.trim_start();
+        if let Some(r) = s.strip_prefix('\'') {
+            let end = r.find('\'')?;
+            return Some((r[..end].to_string(), &r[end + 1..]));
+        }
+        let end = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '@'))
+            .unwrap_or(s.len());
+        (end > 0 && s.starts_with(|c: char| c.is_ascii_lowercase()))
+            .then(|| (s[..end].to_string(), &s[end..]))
+    }
+    fn punct(s: &str, c: char) -> Option<&str> {
+        s.trim_start().strip_prefix(c)
+    }
+    let esc = |v: &str| {
+        v.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('\'', "&apos;")
+    };
+    let mut rest = punct(data, '[')?;
+    let mut out = String::new();
+    if let Some(r) = punct(rest, ']') {
+        rest = r;
+    } else {
+        loop {
+            rest = punct(rest, '{')?;
+            let (field, r) = atom(rest)?;
+            rest = punct(r, ',')?;
+            let mut values = Vec::new();
+            if let Some(mut r) = punct(rest, '[') {
+                loop {
+                    let (v, r2) = atom(r)?;
+                    values.push(v);
+                    match punct(r2, ',') {
+                        Some(r3) => r = r3,
+                        None => {
+                            r = punct(r2, ']')?;
+                            break;
+                        }
+                    }
+                }
+                rest = r;
+            } else {
+                let (v, r) = atom(rest)?;
+                values.push(v);
+                rest = r;
+            }
+            rest = punct(rest, '}')?;
+            out.push_str(&format!("<field var='{}'>", esc(&field)));
+            for v in values {
+                out.push_str(&format!("<value>{}</value>", esc(&v)));
+            }
+            out.push_str("</field>");
+            match punct(rest, ',') {
+                Some(r) => rest = r,
+                None => {
+                    rest = punct(rest, ']')?;
+                    break;
+                }
+            }
+        }
+    }
+    punct(rest, '.')?.trim().is_empty().then_some(out)
 }
 
 fn sasl(anonymous: bool) -> &'static str {

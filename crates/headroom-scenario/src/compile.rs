@@ -135,6 +135,14 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
         });
     }
     let total: f64 = s.sessions.iter().map(|x| x.weight).sum();
+    let draws = !s.load.phases.is_empty() || s.load.users.iter().any(|u| u.session.is_none());
+    if total <= 0.0 && draws {
+        return Err(
+            "every session has weight 0, but arrivals or users without a session draw from the mix"
+                .into(),
+        );
+    }
+    let total = if total > 0.0 { total } else { 1.0 };
     let mut acc = 0.0;
     let mut cumulative: Vec<f64> = s
         .sessions
@@ -144,8 +152,12 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
             acc
         })
         .collect();
-    if let Some(last) = cumulative.last_mut() {
-        *last = 1.0;
+    // The last session in the mix ends it at exactly 1, and so does every weight-0 session
+    // after it: rounding can never draw a session out of the mix.
+    if let Some(j) = s.sessions.iter().rposition(|x| x.weight > 0.0) {
+        for c in &mut cumulative[j..] {
+            *c = 1.0;
+        }
     }
     let mut populations = Vec::new();
     for u in &s.load.users {

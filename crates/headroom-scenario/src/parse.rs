@@ -372,6 +372,14 @@ impl Parser {
                 }
             }
         }
+        let draws = !load.phases.is_empty() || load.users.iter().any(|u| u.session.is_none());
+        if draws && !sessions.is_empty() && sessions.iter().all(|s| s.weight == 0.0) {
+            let span = *map.get_node("sessions").map(|n| n.span()).unwrap_or(map.span());
+            self.err(
+                &span,
+                "every session has weight 0, but arrivals or users without a session draw from the mix: give one a weight above 0",
+            );
+        }
         let thresholds = match map.get_node("thresholds") {
             Some(n) => self.thresholds(n),
             None => Vec::new(),
@@ -808,9 +816,12 @@ impl Parser {
             let weight = match m.get_node("weight") {
                 None => Some(1.0),
                 Some(w) => match self.number(w, "weight") {
-                    Some(v) if v > 0.0 => Some(v),
+                    Some(v) if v >= 0.0 && v.is_finite() => Some(v),
                     Some(_) => {
-                        self.err(w.span(), "weights must be positive");
+                        self.err(
+                            w.span(),
+                            "weights must be 0 or more (0: out of the mix, run only by users naming the session)",
+                        );
                         None
                     }
                     None => None,

@@ -856,13 +856,6 @@ impl<'a> Conv<'a> {
                         continue;
                     };
                     let name = s.value.clone();
-                    if !sessions.iter().any(|x| x.name == name) && self.zero.contains(&name) {
-                        self.error(
-                            s.pos,
-                            format!("<user> runs session '{name}', which has probability 0 (Tsung runs it only from <user>): headroom has no session outside the weighted mix (weights must be > 0)"),
-                        );
-                        continue;
-                    }
                     if !sessions.iter().any(|x| x.name == name) {
                         self.error(
                             s.pos,
@@ -1080,10 +1073,9 @@ impl<'a> Conv<'a> {
                 if v == 0.0 {
                     self.warn(
                         p.pos,
-                        format!("session '{name}' has {}=\"0\" and is skipped (headroom weights must be > 0)", p.key),
+                        format!("session '{name}' has {}=\"0\": weight 0, out of the mix; only a <user> naming it runs it", p.key),
                     );
-                    self.zero.insert(name);
-                    return None;
+                    self.zero.insert(name.clone());
                 }
                 v
             }

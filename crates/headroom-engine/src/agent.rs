@@ -41,6 +41,9 @@ pub(crate) struct AgentConfig {
     /// Some request may be answered with a Digest challenge (URL credentials or a scenario
     /// request with `auth: digest`).
     pub any_digest: bool,
+    /// `--compressed`: the decoder decodes gzip, deflate and br bodies (it captures
+    /// `Content-Encoding`, which turns its content decoder on) and their sizes are counted.
+    pub compressed: bool,
 }
 
 impl AgentConfig {
@@ -55,6 +58,9 @@ impl AgentConfig {
         }
         if self.any_digest {
             set = set.with(HeaderId::WwwAuthenticate);
+        }
+        if self.compressed {
+            set = set.with(HeaderId::ContentEncoding);
         }
         set
     }

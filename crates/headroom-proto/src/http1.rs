@@ -37,6 +37,8 @@
 //! [`ResponseDecoder::set_capture`]; the values of each head are then copied into a bounded
 //! buffer owned by the decoder and read with [`ResponseDecoder::captured`] after
 //! `Decoded::Complete`. Without it the decoder copies nothing (see the `capture` module).
+//! Capturing `Content-Encoding` also hands every body's bytes (after de-chunking) to a
+//! streaming decoder (`crate::encoding`) whose result [`ResponseDecoder::content`] reports.
 //!
 //! # Robustness
 //!

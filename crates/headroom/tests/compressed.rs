@@ -141,7 +141,7 @@ fn issue16_a_body_that_does_not_decode_is_a_protocol_error() {
 }
 
 #[test]
-fn issue16_compressed_is_refused_over_http2() {
+fn issue16_compressed_is_refused_over_http2_and_with_a_scenario_file() {
     for flag in ["--http2", "--h2c"] {
         let out = run_plain("http://127.0.0.1:9/", &["--compressed", flag]);
         assert_eq!(out.status.code(), Some(2), "{flag}");
@@ -150,4 +150,11 @@ fn issue16_compressed_is_refused_over_http2() {
             "{flag}"
         );
     }
+    // Scenario files do not decode bodies yet: refused, not ignored.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yaml");
+    std::fs::write(&file, "sessions: []\n").unwrap();
+    let out = run_plain(file.to_str().unwrap(), &["--compressed"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("--compressed (URL runs only for now) does not apply"));
 }

@@ -41,6 +41,9 @@ pub(crate) struct AgentConfig {
     /// Some request may be answered with a Digest challenge (URL credentials or a scenario
     /// request with `auth: digest`).
     pub any_digest: bool,
+    /// `--compressed`: the decoder decodes gzip, deflate and br bodies (it captures
+    /// `Content-Encoding`, which turns its content decoder on) and their sizes are counted.
+    pub compressed: bool,
 }
 
 impl AgentConfig {
@@ -55,6 +58,9 @@ impl AgentConfig {
         }
         if self.any_digest {
             set = set.with(HeaderId::WwwAuthenticate);
+        }
+        if self.compressed {
+            set = set.with(HeaderId::ContentEncoding);
         }
         set
     }
@@ -470,7 +476,28 @@ mod tests {
             scheme: Scheme::Http,
             digest: None,
             any_digest: true,
+            compressed: false,
         }
+    }
+
+    #[test]
+    fn compressed_runs_capture_content_encoding_alone_or_with_the_rest() {
+        let mut c = AgentConfig {
+            cookies: false,
+            follow: 0,
+            any_digest: false,
+            ..cfg(0)
+        };
+        assert!(!c.active());
+        c.compressed = true;
+        assert!(c.active());
+        assert_eq!(c.capture(), HeaderSet::from(HeaderId::ContentEncoding));
+        let all = AgentConfig {
+            compressed: true,
+            ..cfg(3)
+        };
+        assert_eq!(all.capture(), HeaderSet::ALL);
+        assert!(!cfg(3).capture().contains(HeaderId::ContentEncoding));
     }
 
     fn caps<'a>(

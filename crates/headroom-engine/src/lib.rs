@@ -105,6 +105,19 @@ pub fn run(
             plan.request.headers.push(("Authorization".into(), v));
         }
     }
+    if plan.agent.compressed
+        && plan.workload.is_none()
+        && !plan
+            .request
+            .headers
+            .iter()
+            .any(|(n, _)| n.trim().eq_ignore_ascii_case("accept-encoding"))
+    {
+        // `--compressed`: ask for what the decoder decodes, unless the user asked otherwise.
+        plan.request
+            .headers
+            .push(("Accept-Encoding".into(), "gzip, br".into()));
+    }
     let plan = Arc::new(plan);
     let mut one = Vec::new();
     headroom_proto::http1::encode_request(&plan.request, plan.keepalive, &mut one);

@@ -20,6 +20,7 @@
 
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::Counters;
+use headroom_proto::encoding::BodyStats;
 use headroom_proto::http1::{Decoded, ResponseDecoder};
 use headroom_proto::raw;
 
@@ -219,8 +220,28 @@ fn feed_plain(cx: FeedCx<'_>, buf: &[u8]) -> Result<(usize, Option<Outcome>), Er
     }
     Ok(match d {
         Decoded::NeedMore => (used, None),
-        Decoded::Complete(meta) => (used, Some(reply(Some(meta.status), meta.keep_alive))),
+        Decoded::Complete(meta) => {
+            // `--compressed` only (the decoder decodes bodies when it captures
+            // Content-Encoding); otherwise one branch on an absent capture box.
+            if let Some(s) = cx.decoder.content() {
+                count_encoded(cx.counters, s)?;
+            }
+            (used, Some(reply(Some(meta.status), meta.keep_alive)))
+        }
     })
+}
+
+/// Counts one encoded response body; one that did not decode (corrupt, truncated, a bad gzip
+/// checksum) fails its request as a `protocol` error, as curl's `--compressed` fails it: the
+/// reply is not what the server meant to send.
+fn count_encoded(c: &mut Counters, s: BodyStats) -> Result<(), ErrorKind> {
+    c.proto(ProtoCounter::HttpCompressedResponses, 1);
+    c.proto(ProtoCounter::HttpBodyBytesEncoded, s.encoded);
+    c.proto(ProtoCounter::HttpBodyBytesDecoded, s.decoded);
+    match s.error {
+        None => Ok(()),
+        Some(_) => Err(ErrorKind::Protocol),
+    }
 }
 
 fn reply(status: Option<u16>, keep_alive: bool) -> Outcome {

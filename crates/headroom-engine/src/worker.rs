@@ -2105,6 +2105,7 @@ fn agent_config(plan: &Plan, program: Option<&Program>) -> Option<AgentConfig> {
         },
         any_digest: digest.is_some() || op_digest,
         digest,
+        compressed: ua.compressed,
     };
     (http && cfg.active()).then_some(cfg)
 }

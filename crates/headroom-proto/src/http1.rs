@@ -37,6 +37,8 @@
 //! [`ResponseDecoder::set_capture`]; the values of each head are then copied into a bounded
 //! buffer owned by the decoder and read with [`ResponseDecoder::captured`] after
 //! `Decoded::Complete`. Without it the decoder copies nothing (see the `capture` module).
+//! Capturing `Content-Encoding` also hands every body's bytes (after de-chunking) to a
+//! streaming decoder (`crate::encoding`) whose result [`ResponseDecoder::content`] reports.
 //!
 //! # Robustness
 //!
@@ -47,6 +49,8 @@
 //! exactly as when it arrives in one piece.
 
 use headroom_core::HttpRequest;
+
+use crate::encoding::{BodyStats, ContentDecoder};
 
 mod capture;
 
@@ -269,6 +273,10 @@ impl ResponseDecoder {
     /// `max_bytes` bytes of values per response ([`DEFAULT_CAPTURE_BYTES`] is a sensible bound).
     /// An empty set turns capture off and frees its buffer.
     ///
+    /// With [`HeaderId::ContentEncoding`] in the set, bodies encoded with gzip, deflate or br
+    /// are also decoded as they pass (into a fixed scratch buffer, then forgotten) and their
+    /// sizes reported by [`content`](Self::content): see `crate::encoding`.
+    ///
     /// Like [`set_head_request`](Self::set_head_request), the setting outlives
     /// [`reset`](Self::reset). The buffer is allocated on first need and kept, so a warm decoder
     /// captures without allocating.
@@ -297,6 +305,18 @@ impl ResponseDecoder {
     /// bound was reached (each dropped whole). Count it: 0 unless a server sent huge headers.
     pub fn captured_dropped(&self) -> u32 {
         self.capture.as_deref().map_or(0, Capture::dropped)
+    }
+
+    /// The encoded body of the last response, decoded: its coding, sizes as received and as
+    /// decoded, and whether it decoded cleanly. `None` when the body was not encoded (or was
+    /// empty), or when `Content-Encoding` is not captured. Read it when [`captured`]
+    /// (Self::captured) is read: after `Decoded::Complete` or an `eof()` that completed a
+    /// response.
+    pub fn content(&self) -> Option<BodyStats> {
+        self.capture
+            .as_deref()
+            .and_then(|c| c.content.as_ref())
+            .and_then(ContentDecoder::last)
     }
 
     /// Feed bytes. Returns how many were consumed and whether a response completed. When a
@@ -333,7 +353,7 @@ impl ResponseDecoder {
                 State::Length { remaining } => {
                     let take = take_len(remaining, rest);
                     pos += take;
-                    self.count_body(take);
+                    self.count_body(rest.get(..take).unwrap_or_default());
                     let remaining = remaining.saturating_sub(take as u64);
                     if remaining == 0 {
                         return Ok((pos, Decoded::Complete(self.finish())));
@@ -354,7 +374,7 @@ impl ResponseDecoder {
                 State::ChunkData { remaining } => {
                     let take = take_len(remaining, rest);
                     pos += take;
-                    self.count_body(take);
+                    self.count_body(rest.get(..take).unwrap_or_default());
                     let remaining = remaining.saturating_sub(take as u64);
                     self.state = if remaining == 0 {
                         State::ChunkDataEnd { cr_seen: false }
@@ -393,7 +413,7 @@ impl ResponseDecoder {
                     return Ok((pos + 1, Decoded::Complete(self.finish())));
                 }
                 State::UntilClose => {
-                    self.count_body(rest.len());
+                    self.count_body(rest);
                     return Ok((input.len(), Decoded::NeedMore));
                 }
             }
@@ -443,6 +463,9 @@ impl ResponseDecoder {
     fn clear_captured(&mut self) {
         if let Some(c) = self.capture.as_mut() {
             c.clear();
+            if let Some(d) = c.content.as_mut() {
+                d.abort();
+            }
         }
     }
 
@@ -595,6 +618,9 @@ impl ResponseDecoder {
         self.status = head.status;
         self.keep_alive = head.keep_alive;
         self.body_len = 0;
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.start_body();
+        }
         match head.framing {
             Framing::NoBody | Framing::Length(0) => return Some(self.finish()),
             Framing::Length(n) => self.state = State::Length { remaining: n },
@@ -607,8 +633,13 @@ impl ResponseDecoder {
         None
     }
 
-    fn count_body(&mut self, n: usize) {
-        self.body_len = self.body_len.saturating_add(n as u64);
+    /// Body bytes as received (after de-chunking): counted, and handed to the content
+    /// decoder when there is one (capture of `Content-Encoding`; one branch otherwise).
+    fn count_body(&mut self, bytes: &[u8]) {
+        self.body_len = self.body_len.saturating_add(bytes.len() as u64);
+        if let Some(d) = self.capture.as_deref_mut().and_then(|c| c.content.as_mut()) {
+            d.feed(bytes);
+        }
     }
 
     /// Completes the response in progress and readies the decoder for the next one.
@@ -618,6 +649,9 @@ impl ResponseDecoder {
             keep_alive: self.keep_alive,
             body_len: self.body_len,
         };
+        if let Some(d) = self.capture.as_deref_mut().and_then(|c| c.content.as_mut()) {
+            d.finish();
+        }
         self.state = State::Head;
         self.body_len = 0;
         self.interim = false;

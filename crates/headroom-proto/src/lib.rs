@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod cookie;
+pub mod encoding;
 pub mod h2;
 pub mod http1;
 pub mod json;

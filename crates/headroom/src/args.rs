@@ -209,6 +209,12 @@ pub struct RunArgs {
     /// answer; later requests answer it at once.
     #[arg(long, help_heading = "HTTP")]
     pub digest: bool,
+    /// Ask for compressed replies, as a browser does: send `Accept-Encoding: gzip, br` (unless
+    /// -H gives one), decode gzip, deflate and br bodies as they arrive (without keeping them)
+    /// and count compressed responses and body bytes as sent and as decoded. A body that does
+    /// not decode fails its request as a `protocol` error. HTTP/1.1 only.
+    #[arg(long, help_heading = "HTTP")]
+    pub compressed: bool,
 
     // ---- timeouts and sockets ----
     /// Give up on a connect after this long.
@@ -843,6 +849,11 @@ impl RunArgs {
         if self.digest && h2 {
             return usage("--digest works over HTTP/1.1 only: drop --http2/--h2c or --digest");
         }
+        if self.compressed && h2 {
+            return usage(
+                "--compressed works over HTTP/1.1 only: drop --http2/--h2c or --compressed",
+            );
+        }
         Ok(headroom_core::UserAgent {
             cookies: !self.no_cookies,
             follow: self.follow,
@@ -855,7 +866,7 @@ impl RunArgs {
                 user,
                 password,
             }),
-            compressed: false,
+            compressed: self.compressed,
         })
     }
 

@@ -164,6 +164,7 @@ fn http_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value {
         .collect();
     m.insert("cookies".into(), plan.agent.cookies.into());
     m.insert("follow".into(), plan.agent.follow.into());
+    m.insert("compressed".into(), plan.agent.compressed.into());
     m.insert(
         "auth".into(),
         plan.agent
@@ -178,7 +179,7 @@ fn http_json(plan: &Plan, c: &headroom_metrics::Counters) -> serde_json::Value {
 /// One line of what users did besides their requests, when they did anything.
 fn http_line(c: &headroom_metrics::Counters) -> Option<String> {
     use headroom_core::ProtoCounter as P;
-    let parts: Vec<String> = [
+    let mut parts: Vec<String> = [
         (P::HttpRedirects, "redirects followed"),
         (P::HttpCookiesStored, "cookies stored"),
         (P::HttpCookiesMalformed, "malformed Set-Cookie"),
@@ -191,6 +192,23 @@ fn http_line(c: &headroom_metrics::Counters) -> Option<String> {
     .filter(|(k, _)| c.proto[k.index()] > 0)
     .map(|(k, what)| format!("{} {what}", thousands(c.proto[k.index()])))
     .collect();
+    let compressed = c.proto[P::HttpCompressedResponses.index()];
+    if compressed > 0 {
+        // Bodies as sent and as decoded: the ratio is what compression saved on the wire.
+        let enc = c.proto[P::HttpBodyBytesEncoded.index()];
+        let dec = c.proto[P::HttpBodyBytesDecoded.index()];
+        let ratio = if enc > 0 {
+            dec as f64 / enc as f64
+        } else {
+            0.0
+        };
+        parts.push(format!(
+            "{} compressed responses ({} sent, {} decoded, {ratio:.1}x)",
+            thousands(compressed),
+            fmt_bytes(enc as f64),
+            fmt_bytes(dec as f64),
+        ));
+    }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 

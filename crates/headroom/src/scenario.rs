@@ -66,6 +66,7 @@ pub fn plan(a: &RunArgs) -> Result<ScenarioRun, UsageError> {
             "--digest (put auth: {scheme: digest} on the scenario's requests)",
             a.digest,
         ),
+        ("--compressed (URL runs only for now)", a.compressed),
     ];
     if let Some((flag, _)) = conflicting.iter().find(|(_, set)| *set) {
         return Err(UsageError(format!(

@@ -8,6 +8,13 @@
 //! captures without allocating. A value that does not fit is dropped whole (a truncated
 //! `Set-Cookie` would be a different cookie) and counted, never an error: the response itself
 //! is fine, the caller decides what a lost cookie means.
+//!
+//! Capturing `Content-Encoding` also turns on body decoding: the capture box then holds a
+//! [`ContentDecoder`] that the decoder hands each body's bytes to (see `crate::encoding`), and
+//! the coding is taken from the parsed head itself, so a value dropped for the byte bound still
+//! decodes.
+
+use crate::encoding::{Coding, ContentDecoder};
 
 /// A response header the decoder can capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,6 +112,11 @@ pub(super) struct Capture {
     entries: Vec<Entry>,
     /// Values of the current head that did not fit in `max_bytes`.
     dropped: u32,
+    /// Present while `Content-Encoding` is wanted: the bodies' decoder.
+    pub(super) content: Option<ContentDecoder>,
+    /// The coding the current head's `Content-Encoding` names (`None`: none, one headroom does
+    /// not decode, or several codings).
+    coding: Option<Coding>,
 }
 
 impl Capture {
@@ -117,6 +129,10 @@ impl Capture {
             bytes: Vec::new(),
             entries: Vec::new(),
             dropped: 0,
+            content: wanted
+                .contains(HeaderId::ContentEncoding)
+                .then(ContentDecoder::new),
+            coding: None,
         }
     }
 
@@ -124,6 +140,11 @@ impl Capture {
         self.wanted = wanted;
         self.max_bytes = max_bytes.min(u32::MAX as usize);
         self.clear();
+        if !wanted.contains(HeaderId::ContentEncoding) {
+            self.content = None;
+        } else if self.content.is_none() {
+            self.content = Some(ContentDecoder::new());
+        }
     }
 
     pub(super) fn clear(&mut self) {
@@ -135,13 +156,26 @@ impl Capture {
     /// Replaces what was captured with the wanted values of `headers` (one parsed head).
     pub(super) fn take(&mut self, headers: &[httparse::Header<'_>]) {
         self.clear();
+        self.coding = None;
+        let mut codings = 0u32;
         for h in headers {
             let Some(id) = HeaderId::of(h.name.as_bytes()) else {
                 continue;
             };
             if self.wanted.contains(id) {
                 self.push(id, h.value);
+                if id == HeaderId::ContentEncoding {
+                    codings += 1;
+                    self.coding = Coding::parse(h.value).filter(|_| codings == 1);
+                }
             }
+        }
+    }
+
+    /// A final response's body begins: the content decoder (if any) starts on its coding.
+    pub(super) fn start_body(&mut self) {
+        if let Some(d) = self.content.as_mut() {
+            d.start(self.coding);
         }
     }
 

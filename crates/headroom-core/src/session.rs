@@ -476,6 +476,8 @@ pub struct SqlOp {
 pub struct WsOp {
     pub name: NameId,
     pub action: WsAction<Template>,
+    /// Keep the reply message's payload: a later `extract` or `match` reads it.
+    pub capture: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -587,6 +587,14 @@ impl Link {
         self.wait
     }
 
+    /// The payload of the last WebSocket message received, when the request asked to keep it.
+    pub fn ws_payload(&self) -> &[u8] {
+        match &self.proto {
+            Proto::Ws(w) => w.frames.payload(),
+            _ => &[],
+        }
+    }
+
     /// Encodes WebSocket request `op`.
     pub fn ws_request(
         &mut self,
@@ -597,6 +605,10 @@ impl Link {
         rng: &mut SmallRng,
         c: &mut Counters,
     ) -> LinkWait {
+        if let Proto::Ws(w) = &mut self.proto {
+            // Payloads are kept only for a reply a later step reads.
+            w.frames.set_keep_payload(op.capture);
+        }
         self.wait = match &op.action {
             WsAction::Message {
                 binary,

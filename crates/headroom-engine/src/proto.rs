@@ -160,6 +160,15 @@ pub(crate) fn feed(
                 return Err(ErrorKind::Other);
             };
             let (used, o) = l.feed(&prog.w.link, prog.xmpp.as_ref(), buf, cx.counters)?;
+            if let (Some(link::Outcome::Reply { .. }), Some(st)) =
+                (o, cx.sess.filter(|st| st.capture))
+            {
+                // A WebSocket reply a later extract or match reads: its message, whole.
+                st.reply.clear();
+                let p = l.ws_payload();
+                st.reply
+                    .extend_from_slice(&p[..p.len().min(CAPTURE_LIMIT)]);
+            }
             let o = o.map(|o| match o {
                 link::Outcome::Ready => Outcome::Ready,
                 link::Outcome::Reply { ok } => Outcome::Reply {

@@ -467,7 +467,7 @@ impl SessionState {
                     self.out.clear();
                     self.names.clear();
                     self.head = false;
-                    self.capture = false;
+                    self.capture = matches!(op, Op::Ws(w) if w.capture);
                     self.reply.clear();
                     let c = &mut env.rec.counters;
                     let wait = match op {

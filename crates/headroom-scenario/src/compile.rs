@@ -13,7 +13,7 @@ use headroom_core::session::LinkSpec;
 use headroom_core::session::{
     ArrivalPhase, AuthOp, CookieOp, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op,
     Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload,
-    WsOp, XmppOp,
+    WsAction, WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -395,6 +395,7 @@ impl Compiler<'_> {
                             .action
                             .clone()
                             .map_text(|t| Ok::<_, String>(self.template(&t)))?,
+                        capture: false,
                     };
                     ops.push(Op::Ws(op));
                 }
@@ -520,6 +521,11 @@ fn mark_captures(ops: &mut [Op]) {
             }
             Op::Send(x) => {
                 x.capture = needed;
+                needed = false;
+            }
+            Op::Ws(w) => {
+                // Only a message that waits for its reply has one to keep.
+                w.capture = needed && matches!(w.action, WsAction::Message { reply: true, .. });
                 needed = false;
             }
             _ => {}

@@ -48,6 +48,7 @@ const STEP_KINDS: &[&str] = &[
     "ws",
     "include",
     "cookie",
+    "pipeline",
 ];
 /// Most redirects a request may follow (`follow:`); browsers stop at 20.
 pub const MAX_FOLLOW: u32 = 20;

@@ -152,3 +152,19 @@ fn bad_pipelines_are_located_errors() {
         );
     }
 }
+
+/// The fuzzer's pipeline seed stays a valid scenario (a seed the parser refuses explores little).
+#[test]
+fn the_fuzz_seed_parses_and_round_trips() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/scenario_yaml/pipeline.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let s = parse_str(&text, "pipeline.yaml").unwrap_or_else(|e| panic!("{e:?}"));
+    let pipelines = s.sessions[0]
+        .steps
+        .iter()
+        .filter(|x| matches!(x, Step::Pipeline(_)))
+        .count();
+    assert_eq!(pipelines, 2);
+    assert_eq!(parse_str(&to_yaml(&s), "back.yaml").unwrap(), s);
+}

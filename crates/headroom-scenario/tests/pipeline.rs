@@ -168,3 +168,16 @@ fn the_fuzz_seed_parses_and_round_trips() {
     assert_eq!(pipelines, 2);
     assert_eq!(parse_str(&to_yaml(&s), "back.yaml").unwrap(), s);
 }
+
+/// The steps shown under "Pipelining" in docs/scenario.md are valid steps.
+#[test]
+fn the_docs_example_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario.md");
+    let docs = std::fs::read_to_string(path).unwrap();
+    let section = &docs[docs.find("### Pipelining").expect("a Pipelining section")..];
+    let start = section.find("```yaml\n").expect("an example") + "```yaml\n".len();
+    let body = &section[start..start + section[start..].find("```").unwrap()];
+    let steps: String = body.lines().map(|l| format!("      {l}\n")).collect();
+    let s = parse_str(&scenario(&steps), "docs.yaml").unwrap_or_else(|e| panic!("{e:?}\n{body}"));
+    assert!(matches!(&s.sessions[0].steps[0], Step::Pipeline(rs) if rs.len() == 3));
+}

@@ -279,3 +279,32 @@ sessions:
         }
     }
 }
+
+#[test]
+fn a_pipeline_cut_by_the_step_budget_resumes_into_the_same_batch() {
+    // LoopInit, 3332 x (LoopTest, Set, Jump), the exiting LoopTest: 9,998 ops, so the step
+    // budget (10,000) runs out after the pipeline's second request.
+    assert_eq!(STEP_BUDGET, 10_000, "recount the ops below");
+    let mut h = H::new(
+        r#"
+load: {users: [{count: 1}]}
+sessions:
+- name: s
+  steps:
+  - loop: {count: 3332, steps: [{set: {var: x, value: "1"}}]}
+  - pipeline: [{request: GET /a}, {request: "GET /b/${x}"}, {request: GET /c}]
+"#,
+    );
+    assert_eq!(h.step(), Action::Yield);
+    assert_eq!(
+        h.st.names.len(),
+        2,
+        "two requests in before the budget ran out"
+    );
+    assert_eq!(h.step(), Action::Send);
+    assert_eq!(
+        h.request_lines(),
+        ["GET /a HTTP/1.1", "GET /b/1 HTTP/1.1", "GET /c HTTP/1.1"]
+    );
+    assert_eq!(h.names(), ["GET /a", "GET /b/${x}", "GET /c"]);
+}

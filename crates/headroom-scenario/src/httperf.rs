@@ -12,14 +12,16 @@
 //!   `HttperfOptions::rate` users/s (default 1) lasting `HttperfOptions::duration` (default 60 s):
 //!   each arriving user runs one session, as httperf's `--wsesslog` with `--rate` does;
 //! - each session of the file is a session `session-N` (N from 1) of weight 1;
-//! - **bursts**: httperf pipelines the requests of a burst on the session's connection, so a
-//!   burst of several requests becomes a `pipeline` step (its requests written back to back,
-//!   replies read in order, each timed and counted under its own name) and a burst of one a
-//!   `request` step. Two cases split a burst into consecutive pipelines, each with a located
-//!   warning: HEAD mixed with other methods (headroom reads a whole pipeline's replies as HEAD
-//!   replies or none) and more than [`MAX_PIPELINE`] requests. The burst's `think=` becomes a
-//!   constant `think` after it; after a session's last burst it is left out (httperf ends the
-//!   session there);
+//! - **bursts**: httperf sends a burst's first request (the unindented line) alone; once its
+//!   reply is in, it issues the burst's other requests (the indented lines) concurrently —
+//!   pipelined on the session's connection when `--max-piped-calls` allows, as in the studies
+//!   that use wsesslog. So the first becomes a `request` step and the others a `pipeline` step
+//!   (their requests written back to back, replies read in order, each timed and counted under
+//!   its own name; one alone is a `request`). Two cases split the pipeline into consecutive
+//!   ones, each with a located warning: HEAD mixed with other methods (headroom reads a whole
+//!   pipeline's replies as HEAD replies or none) and more than [`MAX_PIPELINE`] requests. The
+//!   burst's `think=` becomes a constant `think` after it; after a session's last burst it is
+//!   left out (httperf ends the session there);
 //! - httperf's default think time (the `X` of `--wsesslog=N,X,FILE`) is not in the file; give it
 //!   per burst with `think=`.
 
@@ -204,11 +206,17 @@ impl Conv<'_> {
             .collect()
     }
 
-    /// The steps of one burst: a `request` alone, or `pipeline`s as httperf pipelines them.
-    /// A new pipeline starts where HEAD meets another method (a pipeline's replies are all read
-    /// as HEAD replies or none) or after `MAX_PIPELINE` requests; each split is warned about
-    /// at the request that starts the new pipeline.
+    /// The steps of one burst: its first request alone, then the others as `pipeline`s, as
+    /// httperf issues them once the first reply is in. A new pipeline starts where HEAD meets
+    /// another method (a pipeline's replies are all read as HEAD replies or none) or after
+    /// `MAX_PIPELINE` requests; each split is warned about at the request that starts it.
     fn burst_steps(&mut self, requests: Vec<(usize, Request)>, steps: &mut Vec<Step>) {
+        let mut requests = requests.into_iter();
+        let Some((_, first)) = requests.next() else {
+            return;
+        };
+        steps.push(Step::Request(first));
+        let requests: Vec<(usize, Request)> = requests.collect();
         let total = requests.len();
         let mut groups: Vec<Vec<Request>> = Vec::new();
         for (pos, r) in requests {
@@ -231,7 +239,7 @@ impl Conv<'_> {
                     };
                     self.warn(
                         pos,
-                        format!("this burst of {total} requests is split here into another pipeline: {why}"),
+                        format!("the {total} pipelined requests of this burst are split here into another pipeline: {why}"),
                     );
                 }
                 None => {}

@@ -975,31 +975,29 @@ fn httperf_wsesslog_converts() {
         .map(|x| (x.name.as_str(), x.weight))
         .collect();
     assert_eq!(names, [("session-1", 1.0), ("session-2", 1.0)]);
-    // Burst 1 (3 requests, pipelined), its think time, burst 2; no think after the last burst.
+    // Burst 1: its first request alone, then the other two pipelined (httperf issues them once
+    // the first reply is in), its think time, burst 2; no think after the last burst.
     let a = &s.sessions[0].steps;
-    assert_eq!(a.len(), 3, "{a:?}");
-    let Step::Pipeline(first) = &a[0] else {
-        panic!("a burst of three is a pipeline: {:?}", a[0])
+    assert_eq!(a.len(), 4, "{a:?}");
+    assert_eq!(request(&a[0]).path, "/index.html");
+    let Step::Pipeline(rest) = &a[1] else {
+        panic!("the burst's other requests are a pipeline: {:?}", a[1])
     };
-    let paths: Vec<&str> = first.iter().map(|r| r.path.as_str()).collect();
-    assert_eq!(paths, ["/index.html", "/img/logo.png", "/img/banner.jpg"]);
-    let names: Vec<&str> = first.iter().map(|r| r.name.as_str()).collect();
+    let paths: Vec<&str> = rest.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/img/logo.png", "/img/banner.jpg"]);
+    let names: Vec<&str> = rest.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
-        [
-            "GET /index.html",
-            "GET /img/logo.png",
-            "GET /img/banner.jpg"
-        ],
+        ["GET /img/logo.png", "GET /img/banner.jpg"],
         "each request keeps its own name"
     );
     assert_eq!(
-        a[1],
+        a[2],
         Step::Think(Distribution::Constant(Duration::from_millis(2500)))
     );
-    assert_eq!(request(&a[2]).path, "/articles/42.html", "a burst of one");
+    assert_eq!(request(&a[3]).path, "/articles/42.html", "a burst of one");
     let b = &s.sessions[1].steps;
-    assert_eq!(b.len(), 3, "{b:?}");
+    assert_eq!(b.len(), 4, "{b:?}");
     let login = request(&b[0]);
     assert_eq!(
         (login.method.as_str(), login.body.as_deref()),
@@ -1009,11 +1007,9 @@ fn httperf_wsesslog_converts() {
         b[1],
         Step::Think(Distribution::Constant(Duration::from_secs(1)))
     );
-    let Step::Pipeline(post) = &b[2] else {
-        panic!("a burst of two is a pipeline: {:?}", b[2])
-    };
-    assert_eq!(post[0].body.as_deref(), Some("text=Hello\nWorld"));
-    assert_eq!(post[1].path, "/comments/count");
+    assert_eq!(request(&b[2]).body.as_deref(), Some("text=Hello\nWorld"));
+    // One indented request: nothing to pipeline it with.
+    assert_eq!(request(&b[3]).path, "/comments/count");
     // Pipelined bursts are honoured: the only warning left is the attribute.
     let got: Vec<(usize, usize)> = imp.warnings.iter().map(|w| (w.line, w.column)).collect();
     assert_eq!(got, [pos_of(&text, "timeout=5")]);
@@ -1022,8 +1018,8 @@ fn httperf_wsesslog_converts() {
 
 #[test]
 fn httperf_bursts_split_where_a_pipeline_cannot_hold_them() {
-    // HEAD between GETs: three pipelines (GET | HEAD HEAD | GET), a warning at each split.
-    let text = "/a\n  /b method=HEAD\n  /c method=HEAD\n  /d\n";
+    // The first request alone, then HEAD HEAD | GET: a warning where the pipeline splits.
+    let text = "/a\n  /b method=HEAD\n  /c method=HEAD\n  /d\n  /e\n";
     let imp = import_httperf(text, "h.log", &HttperfOptions::default())
         .unwrap_or_else(|e| panic!("{}", show(&e)));
     round_trip(&imp.scenario);
@@ -1036,11 +1032,14 @@ fn httperf_bursts_split_where_a_pipeline_cannot_hold_them() {
             other => panic!("unexpected {other:?}"),
         })
         .collect();
-    assert_eq!(shape, [vec!["GET"], vec!["HEAD", "HEAD"], vec!["GET"]]);
+    assert_eq!(
+        shape,
+        [vec!["GET"], vec!["HEAD", "HEAD"], vec!["GET", "GET"]]
+    );
     let got: Vec<(usize, usize)> = imp.warnings.iter().map(|w| (w.line, w.column)).collect();
-    assert_eq!(got, [(2, 3), (4, 3)], "{}", show(&imp.warnings));
+    assert_eq!(got, [(4, 3)], "{}", show(&imp.warnings));
     assert!(
-        imp.warnings[0].message.contains("burst of 4 requests")
+        imp.warnings[0].message.contains("the 4 pipelined requests")
             && imp.warnings[0].message.contains("HEAD"),
         "{}",
         imp.warnings[0]
@@ -1064,9 +1063,9 @@ fn httperf_bursts_split_where_a_pipeline_cannot_hold_them() {
             other => panic!("unexpected {other:?}"),
         })
         .collect();
-    assert_eq!(sizes, [max, 3]);
+    assert_eq!(sizes, [1, max, 2]);
     assert_eq!(imp.warnings.len(), 1, "{}", show(&imp.warnings));
-    assert_eq!(imp.warnings[0].line, max + 1);
+    assert_eq!(imp.warnings[0].line, max + 2);
     assert!(imp.warnings[0]
         .message
         .contains(&format!("more than {max}")));

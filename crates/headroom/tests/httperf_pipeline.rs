@@ -1,7 +1,8 @@
-//! Issue 16: an httperf wsesslog file runs as httperf runs it — the requests of a burst pipelined
-//! on the session's connection. nginx is the witness: it logs `$pipe` ("p" when a request was
-//! read behind another one still in its buffer, "." otherwise) with `$connection` and
-//! `$connection_requests`, so the log shows which requests went back to back on which
+//! Issue 16: an httperf wsesslog file runs as httperf runs it with `--max-piped-calls` — a
+//! burst's first request alone, then, once its reply is in, the burst's other requests
+//! pipelined on the session's connection. nginx is the witness: it logs `$pipe` ("p" when a
+//! request was read behind another one still in its buffer, "." otherwise) with `$connection`
+//! and `$connection_requests`, so the log shows which requests went back to back on which
 //! connection.
 
 mod common;
@@ -175,17 +176,22 @@ const WSESSLOG: &str = "\
   /d
 ";
 
-/// The session as nginx must see it on one connection: (URI, pipelined).
+/// The session as nginx must see it on one connection: (URI, pipelined). A burst's first
+/// request goes alone; the pipeline after it starts on an empty buffer, so nginx reads its first
+/// request plain and the others behind it.
 const SESSION: [(&str, bool); 8] = [
     ("/index.html", false),
-    ("/img/logo.png", true),
+    ("/img/logo.png", false),
     ("/img/banner.jpg", true),
     ("/articles/42.html", false),
     ("/a", false),
-    ("/b", true),
+    ("/b", false),
     ("/c", true),
     ("/d", true),
 ];
+
+/// Where a session cut by the end of the run may stop: between steps, never inside a pipeline.
+const STEP_ENDS: [usize; 5] = [1, 3, 4, 5, 8];
 
 fn import(dir: &Path, addr: SocketAddr) -> PathBuf {
     let log = dir.join("pipe.wsesslog");
@@ -246,8 +252,8 @@ fn issue_16_httperf_bursts_are_pipelined_on_the_session_connection() {
         "nginx answered a different number of requests than headroom sent"
     );
 
-    // Per connection, in the order nginx read them: the session, burst by burst, each burst's
-    // 2nd..nth request pipelined behind the first.
+    // Per connection, in the order nginx read them: the session, step by step, each pipeline's
+    // 2nd..nth request read behind its first.
     let mut by_conn: BTreeMap<u64, Vec<&Logged>> = BTreeMap::new();
     for l in &log {
         assert_eq!(l.status, 200, "{l:?}");
@@ -267,10 +273,10 @@ fn issue_16_httperf_bursts_are_pipelined_on_the_session_connection() {
             got.len() <= SESSION.len() && got[..] == SESSION[..got.len()],
             "connection {conn} saw {got:?}, wanted a prefix of {SESSION:?}"
         );
-        // A session cut by the end of the run stops between bursts (each is written whole).
+        // A session cut by the end of the run stops between steps (a pipeline is written whole).
         assert!(
-            [3, 4, 8].contains(&got.len()),
-            "connection {conn} stopped inside a burst: {got:?}"
+            STEP_ENDS.contains(&got.len()),
+            "connection {conn} stopped inside a pipeline: {got:?}"
         );
         if got.len() == SESSION.len() {
             whole += 1;
@@ -299,14 +305,16 @@ fn issue_16_httperf_bursts_are_pipelined_on_the_session_connection() {
         *per_uri.entry(l.uri.as_str()).or_default() += 1;
     }
     let pipelined = log.iter().filter(|l| l.pipelined).count();
-    assert!(pipelined * 2 > log.len(), "{pipelined} of {}", log.len());
+    assert!(pipelined * 3 > log.len(), "{pipelined} of {}", log.len());
+    // A request the end of the run left unanswered reached nginx but has no reply to count:
+    // per name, headroom's count is nginx's less its share of `in_flight`.
+    let mut unanswered = 0;
     for (uri, n) in per_uri {
         let method = if uri == "/b" { "POST" } else { "GET" };
         let name = format!("{method} {uri}");
-        assert_eq!(
-            num(&v, &["scenario", "by_request", &name, "count"]),
-            n,
-            "{name}"
-        );
+        let counted = num(&v, &["scenario", "by_request", &name, "count"]);
+        assert!(counted <= n, "{name}: headroom {counted}, nginx {n}");
+        unanswered += n - counted;
     }
+    assert_eq!(unanswered, num(&v, &["in_flight"]), "{v:#}");
 }

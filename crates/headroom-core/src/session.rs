@@ -204,6 +204,10 @@ pub struct RequestOp {
     pub capture: bool,
     /// Credentials for the server's challenge.
     pub auth: Option<AuthOp>,
+    /// Written in one batch with the next op, which is a request too (a `pipeline` step): the
+    /// requests go back to back on the connection and their replies are read, in order, once
+    /// the batch's last request (the one with `false` here) is written.
+    pub pipeline_next: bool,
 }
 
 /// Raw TCP: bytes to send (a template) and how the reply ends.

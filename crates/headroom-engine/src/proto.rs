@@ -166,8 +166,7 @@ pub(crate) fn feed(
                 // A WebSocket reply a later extract or match reads: its message, whole.
                 st.reply.clear();
                 let p = l.ws_payload();
-                st.reply
-                    .extend_from_slice(&p[..p.len().min(CAPTURE_LIMIT)]);
+                st.reply.extend_from_slice(&p[..p.len().min(CAPTURE_LIMIT)]);
             }
             let o = o.map(|o| match o {
                 link::Outcome::Ready => Outcome::Ready,

@@ -20,7 +20,7 @@ use headroom_core::session::{
 };
 use headroom_core::surge::{Page, Zipf};
 use headroom_metrics::{micros, Recorder};
-use headroom_proto::http1::{encode_parts, RawResponse};
+use headroom_proto::http1::{encode_parts, Decoded, RawResponse, ResponseDecoder};
 use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::Rng;
@@ -270,6 +270,8 @@ pub(crate) struct SessionState {
     auth_basic: Vec<u8>,
     /// A request of the session failed: the session ends at the next `advance`.
     pub failed: bool,
+    /// `reply` holds the captured replies of a whole pipeline (see `keep_last_reply`).
+    pipelined_reply: bool,
     last_request_pc: usize,
     match_loops: u64,
     /// Next values of `sequence` variables, by slot.
@@ -320,6 +322,7 @@ impl SessionState {
             auth_password: String::new(),
             auth_basic: Vec::new(),
             failed: false,
+            pipelined_reply: false,
             last_request_pc: 0,
             match_loops: 0,
             sequences: Vec::new(),
@@ -402,6 +405,9 @@ impl SessionState {
     }
 
     fn run_ops(&mut self, prog: &Program, ops: &[Op], env: &mut Env<'_>) -> Action {
+        if std::mem::take(&mut self.pipelined_reply) {
+            self.keep_last_reply();
+        }
         for _ in 0..STEP_BUDGET {
             let Some(op) = ops.get(self.pc) else {
                 self.end_transactions(env.rec);
@@ -411,19 +417,35 @@ impl SessionState {
             self.pc += 1;
             match op {
                 Op::Request(r) => {
-                    self.last_request_pc = pc;
-                    self.out.clear();
-                    self.names.clear();
+                    // A `pipeline` step: the request before this one was batched with it, so
+                    // this one joins the batch being built. Jumps only land on a pipeline's
+                    // first request, so this is a pure function of the position.
+                    let joins = pc
+                        .checked_sub(1)
+                        .is_some_and(|p| matches!(&ops[p], Op::Request(q) if q.pipeline_next));
+                    if !joins {
+                        self.last_request_pc = pc;
+                        self.out.clear();
+                        self.names.clear();
+                        self.head = r.method.eq_ignore_ascii_case("HEAD");
+                        self.capture = false;
+                        self.awaiting = Awaiting::Http;
+                        self.reply.clear();
+                    }
                     self.names.push(r.name);
-                    self.head = r.method.eq_ignore_ascii_case("HEAD");
-                    self.capture = r.capture;
-                    self.awaiting = Awaiting::Http;
-                    self.reply.clear();
+                    // Only a pipeline's last request captures (an extract reads the last reply).
+                    self.capture |= r.capture;
                     self.credentials(r.auth.as_ref());
                     match &prog.extra[self.session][pc] {
                         Extra::Encoded(b) => self.out.extend_from_slice(b),
                         _ => self.encode(prog, r),
                     }
+                    if r.pipeline_next && matches!(ops.get(pc + 1), Some(Op::Request(_))) {
+                        continue;
+                    }
+                    // The worker captures every reply of the batch into `reply`; the next
+                    // `run_ops` keeps only the last.
+                    self.pipelined_reply = self.capture && self.names.len() > 1;
                     return Action::Send;
                 }
                 Op::Send(x) => {
@@ -628,6 +650,28 @@ impl SessionState {
             }
         }
         Action::Yield
+    }
+
+    /// A pipeline's replies were captured back to back: keep only the last (the one an
+    /// `extract` or `match` after the pipeline reads). Replies are delimited as the worker's
+    /// decoder delimits them; a capture cut short by `CAPTURE_LIMIT` keeps the last reply
+    /// that began in it. Moves bytes within `reply`, allocates nothing.
+    fn keep_last_reply(&mut self) {
+        let mut dec = ResponseDecoder::new();
+        dec.set_head_request(self.head);
+        let (mut pos, mut last) = (0, 0);
+        // Each turn consumes one whole reply, so there are at most `names.len()` turns.
+        for _ in 0..self.names.len() {
+            if pos >= self.reply.len() {
+                break;
+            }
+            last = pos;
+            match dec.decode(&self.reply[pos..]) {
+                Ok((used, Decoded::Complete(_))) if used > 0 => pos += used,
+                _ => break,
+            }
+        }
+        self.reply.drain(..last);
     }
 
     fn run_surge(
@@ -889,3 +933,5 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_pipeline;

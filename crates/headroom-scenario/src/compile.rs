@@ -355,8 +355,23 @@ impl Compiler<'_> {
                             user: self.template(&a.user),
                             password: self.template(&a.password),
                         }),
+                        pipeline_next: false,
                     };
                     ops.push(Op::Request(op));
+                }
+                Step::Pipeline(list) => {
+                    // Each request compiles as a request step would; all but the last are
+                    // written in one batch with the next.
+                    let first = ops.len();
+                    for r in list {
+                        self.steps(std::slice::from_ref(&Step::Request(r.clone())), ops, loops)?;
+                    }
+                    let last = ops.len().saturating_sub(1).max(first);
+                    for op in &mut ops[first..last] {
+                        if let Op::Request(r) = op {
+                            r.pipeline_next = true;
+                        }
+                    }
                 }
                 Step::Send(x) => {
                     let op = SendOp {

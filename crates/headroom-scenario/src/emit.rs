@@ -292,6 +292,12 @@ fn step(out: &mut String, indent: usize, s: &Step) {
     let inner = indent + 4;
     match s {
         Step::Request(r) => request(out, indent, r),
+        Step::Pipeline(list) => {
+            line(out, indent, "- pipeline:");
+            for r in list {
+                request(out, inner, r);
+            }
+        }
         Step::Cookie(c) => cookie(out, indent, c),
         Step::Send(x) => line(out, indent, &format!("- send: {}", send(x))),
         Step::Xmpp(x) => line(out, indent, &format!("- xmpp: {}", xmpp(x))),

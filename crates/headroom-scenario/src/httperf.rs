@@ -12,10 +12,15 @@
 //!   `HttperfOptions::rate` users/s (default 1) lasting `HttperfOptions::duration` (default 60 s):
 //!   each arriving user runs one session, as httperf's `--wsesslog` with `--rate` does;
 //! - each session of the file is a session `session-N` (N from 1) of weight 1;
-//! - **bursts**: httperf sends the requests of a burst concurrently (pipelined on its
-//!   connection); headroom's model has no pipeline step, so they become *sequential* requests,
-//!   one after another on the user's connection, and a single warning says so. The burst's
-//!   `think=` becomes a constant `think` after its requests; after a session's last burst it is
+//! - **bursts**: httperf sends a burst's first request (the unindented line) alone; once its
+//!   reply is in, it issues the burst's other requests (the indented lines) concurrently —
+//!   pipelined on the session's connection when `--max-piped-calls` allows, as in the studies
+//!   that use wsesslog. So the first becomes a `request` step and the others a `pipeline` step
+//!   (their requests written back to back, replies read in order, each timed and counted under
+//!   its own name; one alone is a `request`). Two cases split the pipeline into consecutive
+//!   ones, each with a located warning: HEAD mixed with other methods (headroom reads a whole
+//!   pipeline's replies as HEAD replies or none) and more than [`MAX_PIPELINE`] requests. The
+//!   burst's `think=` becomes a constant `think` after it; after a session's last burst it is
 //!   left out (httperf ends the session there);
 //! - httperf's default think time (the `X` of `--wsesslog=N,X,FILE`) is not in the file; give it
 //!   per burst with `think=`.
@@ -106,7 +111,8 @@ pub fn import_httperf(
 }
 
 struct Burst {
-    requests: Vec<Request>,
+    /// Each request with the byte offset of its line.
+    requests: Vec<(usize, Request)>,
     think: Option<Duration>,
 }
 
@@ -130,9 +136,6 @@ impl Conv<'_> {
     fn sessions(&mut self, text: &str) -> Vec<Session> {
         let mut sessions: Vec<Vec<Burst>> = Vec::new();
         let mut current: Vec<Burst> = Vec::new();
-        // (offset of the first indented line, bursts with more than one request)
-        let mut multi: Option<usize> = None;
-        let mut multi_count = 0usize;
         let mut offset = 0;
         for raw in text.split_inclusive('\n') {
             let start = offset;
@@ -154,7 +157,7 @@ impl Conv<'_> {
             };
             if indent == 0 {
                 current.push(Burst {
-                    requests: vec![request],
+                    requests: vec![(start, request)],
                     think,
                 });
                 continue;
@@ -166,11 +169,7 @@ impl Conv<'_> {
                 );
                 continue;
             };
-            if burst.requests.len() == 1 {
-                multi_count += 1;
-                multi.get_or_insert(start + indent);
-            }
-            burst.requests.push(request);
+            burst.requests.push((start + indent, request));
             if let Some(t) = think {
                 if burst.think.is_some() {
                     self.error(start + indent, "a second think= in the same burst");
@@ -182,12 +181,6 @@ impl Conv<'_> {
         if !current.is_empty() {
             sessions.push(current);
         }
-        if let Some(pos) = multi {
-            self.warn(
-                pos,
-                format!("{multi_count} burst(s) have several requests: httperf sends them concurrently (pipelined), headroom sends them one after another"),
-            );
-        }
         if sessions.is_empty() && self.errors.is_empty() {
             self.error(text.len(), "no session in the file");
         }
@@ -198,7 +191,7 @@ impl Conv<'_> {
                 let n = bursts.len();
                 let mut steps = Vec::new();
                 for (j, b) in bursts.into_iter().enumerate() {
-                    steps.extend(b.requests.into_iter().map(Step::Request));
+                    self.burst_steps(b.requests, &mut steps);
                     if let Some(t) = b.think.filter(|_| j + 1 < n) {
                         steps.push(Step::Think(Distribution::Constant(t)));
                     }
@@ -211,6 +204,55 @@ impl Conv<'_> {
                 }
             })
             .collect()
+    }
+
+    /// The steps of one burst: its first request alone, then the others as `pipeline`s, as
+    /// httperf issues them once the first reply is in. A new pipeline starts where HEAD meets
+    /// another method (a pipeline's replies are all read as HEAD replies or none) or after
+    /// `MAX_PIPELINE` requests; each split is warned about at the request that starts it.
+    fn burst_steps(&mut self, requests: Vec<(usize, Request)>, steps: &mut Vec<Step>) {
+        let mut requests = requests.into_iter();
+        let Some((_, first)) = requests.next() else {
+            return;
+        };
+        steps.push(Step::Request(first));
+        let requests: Vec<(usize, Request)> = requests.collect();
+        let total = requests.len();
+        let mut groups: Vec<Vec<Request>> = Vec::new();
+        for (pos, r) in requests {
+            let split = groups.last().map(|g| {
+                let head = |r: &Request| r.method == "HEAD";
+                (g.len() >= MAX_PIPELINE, head(&g[0]) != head(&r))
+            });
+            match split {
+                Some((false, false)) => {
+                    groups.last_mut().expect("checked").push(r);
+                    continue;
+                }
+                Some((full, _)) => {
+                    let why = if full {
+                        format!("more than {MAX_PIPELINE} requests in one pipeline")
+                    } else {
+                        "HEAD and other methods cannot share a pipeline (replies to HEAD have \
+                         no body)"
+                            .to_string()
+                    };
+                    self.warn(
+                        pos,
+                        format!("the {total} pipelined requests of this burst are split here into another pipeline: {why}"),
+                    );
+                }
+                None => {}
+            }
+            groups.push(vec![r]);
+        }
+        for mut g in groups {
+            if g.len() == 1 {
+                steps.push(Step::Request(g.remove(0)));
+            } else {
+                steps.push(Step::Pipeline(g));
+            }
+        }
     }
 
     /// One request line (`body` starts at byte `pos` of the file): the request and its `think=`.

@@ -232,6 +232,11 @@ pub struct Session {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     Request(Request),
+    /// HTTP pipelining (`pipeline:`, httperf's burst): the requests are written back to back on
+    /// the user's connection, then their replies are read in order. Each is timed and counted
+    /// under its own name; an `extract` or `match` after it reads the last reply. Holds at least
+    /// one request, at most `MAX_PIPELINE`.
+    Pipeline(Vec<Request>),
     /// Raw TCP: send bytes, wait for the reply `expect` describes.
     Send(Send),
     Xmpp(Xmpp),
@@ -253,6 +258,10 @@ pub enum Step {
     Match(Match),
     Cookie(CookieStep),
 }
+
+/// Most requests in one `pipeline` step. httperf sets no limit; this bounds what one step makes
+/// a user write before it reads anything (a server's pipelining depth is usually far lower).
+pub const MAX_PIPELINE: usize = 256;
 
 /// A raw TCP exchange. `data` may hold `${var}` references.
 #[derive(Debug, Clone, PartialEq)]

@@ -48,6 +48,7 @@ const STEP_KINDS: &[&str] = &[
     "ws",
     "include",
     "cookie",
+    "pipeline",
 ];
 use headroom_core::MAX_FOLLOW;
 /// Variables every session has without a `set`.
@@ -374,7 +375,10 @@ impl Parser {
         }
         let draws = !load.phases.is_empty() || load.users.iter().any(|u| u.session.is_none());
         if draws && !sessions.is_empty() && sessions.iter().all(|s| s.weight == 0.0) {
-            let span = *map.get_node("sessions").map(|n| n.span()).unwrap_or(map.span());
+            let span = *map
+                .get_node("sessions")
+                .map(|n| n.span())
+                .unwrap_or(map.span());
             self.err(
                 &span,
                 "every session has weight 0, but arrivals or users without a session draw from the mix: give one a weight above 0",

@@ -126,6 +126,7 @@ fn schema_matches_the_format() {
         "include",
         "loop",
         "match",
+        "pipeline",
         "request",
         "send",
         "set",

@@ -262,6 +262,10 @@ impl Gen {
     fn step(&mut self, depth: u32) -> Step {
         let kinds = if depth >= 2 { 7 } else { 9 };
         match self.rng.below(kinds) {
+            0 if self.rng.below(4) == 0 => {
+                let n = 1 + self.rng.below(3);
+                Step::Pipeline((0..n).map(|_| self.request()).collect())
+            }
             0 => Step::Request(self.request()),
             1 => Step::Think(match self.rng.below(4) {
                 0 => Distribution::Constant(self.duration()),
@@ -1146,30 +1150,29 @@ fn httperf_wsesslog_converts() {
         .map(|x| (x.name.as_str(), x.weight))
         .collect();
     assert_eq!(names, [("session-1", 1.0), ("session-2", 1.0)]);
-    // Burst 1 (3 requests), its think time, burst 2; no think after the last burst.
+    // Burst 1: its first request alone, then the other two pipelined (httperf issues them once
+    // the first reply is in), its think time, burst 2; no think after the last burst.
     let a = &s.sessions[0].steps;
-    let paths: Vec<&str> = a
-        .iter()
-        .filter_map(|x| match x {
-            Step::Request(r) => Some(r.path.as_str()),
-            _ => None,
-        })
-        .collect();
+    assert_eq!(a.len(), 4, "{a:?}");
+    assert_eq!(request(&a[0]).path, "/index.html");
+    let Step::Pipeline(rest) = &a[1] else {
+        panic!("the burst's other requests are a pipeline: {:?}", a[1])
+    };
+    let paths: Vec<&str> = rest.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/img/logo.png", "/img/banner.jpg"]);
+    let names: Vec<&str> = rest.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
-        paths,
-        [
-            "/index.html",
-            "/img/logo.png",
-            "/img/banner.jpg",
-            "/articles/42.html"
-        ]
+        names,
+        ["GET /img/logo.png", "GET /img/banner.jpg"],
+        "each request keeps its own name"
     );
     assert_eq!(
-        a[3],
+        a[2],
         Step::Think(Distribution::Constant(Duration::from_millis(2500)))
     );
-    assert_eq!(a.len(), 5);
+    assert_eq!(request(&a[3]).path, "/articles/42.html", "a burst of one");
     let b = &s.sessions[1].steps;
+    assert_eq!(b.len(), 4, "{b:?}");
     let login = request(&b[0]);
     assert_eq!(
         (login.method.as_str(), login.body.as_deref()),
@@ -1180,16 +1183,67 @@ fn httperf_wsesslog_converts() {
         Step::Think(Distribution::Constant(Duration::from_secs(1)))
     );
     assert_eq!(request(&b[2]).body.as_deref(), Some("text=Hello\nWorld"));
+    // One indented request: nothing to pipeline it with.
     assert_eq!(request(&b[3]).path, "/comments/count");
+    // Pipelined bursts are honoured: the only warning left is the attribute.
     let got: Vec<(usize, usize)> = imp.warnings.iter().map(|w| (w.line, w.column)).collect();
+    assert_eq!(got, [pos_of(&text, "timeout=5")]);
+    assert_eq!(imp.warnings[0].message, "'timeout' is not honoured");
+}
+
+#[test]
+fn httperf_bursts_split_where_a_pipeline_cannot_hold_them() {
+    // The first request alone, then HEAD HEAD | GET: a warning where the pipeline splits.
+    let text = "/a\n  /b method=HEAD\n  /c method=HEAD\n  /d\n  /e\n";
+    let imp = import_httperf(text, "h.log", &HttperfOptions::default())
+        .unwrap_or_else(|e| panic!("{}", show(&e)));
+    round_trip(&imp.scenario);
+    let steps = &imp.scenario.sessions[0].steps;
+    let shape: Vec<Vec<&str>> = steps
+        .iter()
+        .map(|x| match x {
+            Step::Request(r) => vec![r.method.as_str()],
+            Step::Pipeline(rs) => rs.iter().map(|r| r.method.as_str()).collect(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
     assert_eq!(
-        got,
-        [pos_of(&text, "/img/logo.png"), pos_of(&text, "timeout=5")]
+        shape,
+        [vec!["GET"], vec!["HEAD", "HEAD"], vec!["GET", "GET"]]
     );
+    let got: Vec<(usize, usize)> = imp.warnings.iter().map(|w| (w.line, w.column)).collect();
+    assert_eq!(got, [(4, 3)], "{}", show(&imp.warnings));
+    assert!(
+        imp.warnings[0].message.contains("the 4 pipelined requests")
+            && imp.warnings[0].message.contains("HEAD"),
+        "{}",
+        imp.warnings[0]
+    );
+
+    // A burst longer than a pipeline may be: full pipelines, then the rest.
+    let max = headroom_scenario::model::MAX_PIPELINE;
+    let mut text = String::from("/p0\n");
+    for i in 1..max + 3 {
+        text.push_str(&format!("  /p{i}\n"));
+    }
+    let imp = import_httperf(&text, "long.log", &HttperfOptions::default())
+        .unwrap_or_else(|e| panic!("{}", show(&e)));
+    round_trip(&imp.scenario);
+    let steps = &imp.scenario.sessions[0].steps;
+    let sizes: Vec<usize> = steps
+        .iter()
+        .map(|x| match x {
+            Step::Pipeline(rs) => rs.len(),
+            Step::Request(_) => 1,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(sizes, [1, max, 2]);
+    assert_eq!(imp.warnings.len(), 1, "{}", show(&imp.warnings));
+    assert_eq!(imp.warnings[0].line, max + 2);
     assert!(imp.warnings[0]
         .message
-        .starts_with("2 burst(s) have several requests"));
-    assert_eq!(imp.warnings[1].message, "'timeout' is not honoured");
+        .contains(&format!("more than {max}")));
 }
 
 #[test]

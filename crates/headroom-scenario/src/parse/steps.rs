@@ -59,6 +59,10 @@ impl Parser {
                 }
                 self.request(v, vars).map(Step::Request)
             }
+            "pipeline" => {
+                self.step_needs(k.span(), "a pipeline step", Protocol::Http);
+                self.pipeline(v, vars).map(Step::Pipeline)
+            }
             "send" => {
                 if self.protocol_mismatch(Protocol::Raw) {
                     self.err(
@@ -192,6 +196,73 @@ impl Parser {
             body,
             auth,
         })
+    }
+
+    /// `pipeline: [{request: ...}, ...]`: requests written back to back, replies read in order.
+    fn pipeline(&mut self, node: &Node, vars: &Vars) -> Option<Vec<Request>> {
+        let items = self.seq(node, "pipeline")?;
+        if items.is_empty() {
+            self.err(
+                node.span(),
+                "pipeline: expected a list of one or more request steps",
+            );
+            return None;
+        }
+        if items.len() > MAX_PIPELINE {
+            self.err(
+                node.span(),
+                format!(
+                    "pipeline: {} requests; at most {MAX_PIPELINE} in one pipeline (split it)",
+                    items.len()
+                ),
+            );
+            return None;
+        }
+        let mut out = Vec::with_capacity(items.len());
+        let mut head: Option<bool> = None;
+        for item in items {
+            let Some(m) = self.map(item, "pipeline item") else {
+                continue;
+            };
+            let entry = match (m.len(), m.iter().next()) {
+                (1, Some((k, v))) if k.as_str() == "request" => Some(v),
+                _ => None,
+            };
+            let Some(v) = entry else {
+                // At the offending step's key (a mapping's own span starts after it).
+                let at = m.iter().next().map_or(m.span(), |(k, _)| k.span());
+                self.err(
+                    at,
+                    "pipeline: each item is a request step (`- request: ...`); other steps go \
+                     before or after the pipeline",
+                );
+                continue;
+            };
+            let Some(r) = self.request(v, vars) else {
+                continue;
+            };
+            let is_head = r.method == "HEAD";
+            if *head.get_or_insert(is_head) != is_head {
+                self.err(
+                    v.span(),
+                    "pipeline: HEAD cannot share a pipeline with other methods (the replies to \
+                     HEAD have no body); put it in a pipeline of its own",
+                );
+            }
+            if r.auth
+                .as_ref()
+                .is_some_and(|a| a.scheme == AuthScheme::Digest)
+            {
+                self.err(
+                    v.span(),
+                    "pipeline: a request with digest auth cannot be pipelined (it answers the \
+                     server's challenge, which comes after the whole pipeline is written); use \
+                     a request step",
+                );
+            }
+            out.push(r);
+        }
+        (out.len() == items.len()).then_some(out)
     }
 
     /// `auth: {user: u, password: p, scheme: basic|digest}` (scheme defaults to basic).

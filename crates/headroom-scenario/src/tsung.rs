@@ -2386,9 +2386,19 @@ fn literal(re: &str) -> Option<(String, bool)> {
     (!out.is_empty()).then_some((out, dots))
 }
 
-/// A simple JSONPath (`$`, `.key`, `[0]`, `['key']`) as an RFC 6901 JSON pointer.
+/// A simple JSONPath (`$`, `.key`, `[0]`, `['key']`) as an RFC 6901 JSON pointer. Tsung's own
+/// form without the `$` (`uid`, `user.name`, its jsonpath module's) is taken from the root.
 fn json_pointer(path: &str) -> Option<String> {
-    let mut rest = path.trim().strip_prefix('$')?;
+    let path = path.trim();
+    let rooted;
+    let mut rest = match path.strip_prefix('$') {
+        Some(r) => r,
+        None if !path.is_empty() && !path.starts_with(['.', '[']) => {
+            rooted = format!(".{path}");
+            &rooted
+        }
+        None => return None,
+    };
     let mut out = String::new();
     let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
     while !rest.is_empty() {

@@ -343,3 +343,35 @@ sessions:
     assert!(n(s, &["by_request", "ws:close", "count"]) >= 1);
     assert!(n(s, &["by_request", "ws:handshake", "count"]) >= 4);
 }
+
+#[test]
+fn issue16_a_websocket_reply_feeds_extract_and_match() {
+    let url = service("HEADROOM_WS_URL", "ws-echo.sh");
+    let addr = url.strip_prefix("ws://").unwrap().trim_end_matches('/');
+    let (host, port) = split(addr);
+    // What Tsung's websocket.xml does: take a value out of one reply, send it in the next.
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: websocket}}]
+websocket: {{path: /}}
+load: {{users: [{{count: 2}}]}}
+sessions:
+  - name: s
+    steps:
+      - ws: {{send: '{{"uid":"u${{user_id}}x"}}', name: login}}
+      - extract: {{var: uid, json: /uid}}
+      - ws: {{send: 'again ${{uid}}', name: again}}
+      - match: {{body: "again u", name: echoed, when: match, do: continue}}
+      - match: {{body: "again $", name: empty, when: match, do: continue}}
+      - ws: close
+"#
+    );
+    let v = run(&yaml, &["-n", "20", "-d", "10s"]);
+    let s = &v["scenario"];
+    assert_eq!(n(&v, &["errors_total"]), 0, "{v:#}");
+    let again = n(s, &["by_request", "again", "count"]);
+    assert!(again >= 5, "{v:#}");
+    // Every echo of the second message carried the uid the first reply held.
+    assert_eq!(n(s, &["matches", "echoed"]), again, "{v:#}");
+    assert_eq!(n(s, &["matches", "empty"]), 0, "{v:#}");
+}

@@ -1821,7 +1821,12 @@ impl Conv<'_> {
                         reply,
                     },
                 }));
-                Produced::Unreadable
+                // The reply message is kept for a following extract or match.
+                if reply {
+                    Produced::Readable
+                } else {
+                    Produced::Unreadable
+                }
             }
             "close" => {
                 self.check_attrs(el, &["type", "ack"]);

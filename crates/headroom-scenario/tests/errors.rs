@@ -16,11 +16,18 @@ fn cases() -> Vec<(&'static str, String, usize, usize, &'static str)> {
             "unknown step 'requst'; expected one of request, think, loop",
         ),
         (
-            "zero weight",
-            format!("{HEAD}sessions:\n  - name: a\n    weight: 0\n    steps: [{{request: GET /}}]\n"),
+            "negative weight",
+            format!("{HEAD}sessions:\n  - name: a\n    weight: -2\n    steps: [{{request: GET /}}]\n"),
             6,
             13,
-            "weights must be positive",
+            "weights must be 0 or more",
+        ),
+        (
+            "every weight zero",
+            format!("{HEAD}sessions:\n  - name: a\n    weight: 0\n    steps: [{{request: GET /}}]\n"),
+            5,
+            3,
+            "every session has weight 0, but arrivals or users without a session draw from the mix",
         ),
         (
             "empty session",

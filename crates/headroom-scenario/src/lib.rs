@@ -5,7 +5,7 @@
 //! Why a hand-written walker over a span-keeping node tree instead of `#[derive(Deserialize)]`:
 //! the promise of this crate is that *every* error, syntactic or semantic, names
 //! `file:line:column` and what was expected. Serde loses positions as soon as a value has been
-//! deserialised, so checks like "weights must be positive" or "`${user}` is not defined" could
+//! deserialised, so checks like "weights must be 0 or more" or "`${user}` is not defined" could
 //! not be located. Walking [`marked_yaml::Node`]s keeps a span at hand for every check, and lets
 //! us report all errors of a file at once rather than the first.
 //!

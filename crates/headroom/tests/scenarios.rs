@@ -209,7 +209,7 @@ fn scenario_errors_are_located_and_exit_2() {
     let f = write_scenario(
         tmp.path(),
         "bad.yaml",
-        "load: {users: [{count: 2}]}\nsessions:\n  - name: s\n    weight: 0\n    steps: [{requst: GET /}]\n",
+        "load: {users: [{count: 2}]}\nsessions:\n  - name: s\n    weight: -1\n    steps: [{requst: GET /}]\n",
     );
     let out = headroom()
         .arg("run")
@@ -222,7 +222,7 @@ fn scenario_errors_are_located_and_exit_2() {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(
-        lines[0].contains("bad.yaml:4:13: weights must be positive"),
+        lines[0].contains("bad.yaml:4:13: weights must be 0 or more"),
         "{stderr}"
     );
     assert!(

@@ -532,13 +532,16 @@ fn tsung_shop_maps_every_feature() {
     assert_eq!(p[1].duration, Duration::from_secs(3600));
     assert_eq!(p[1].rate, Rate::Fixed(4.0));
     assert_eq!(p[1].max_users, Some(2000));
-    // The probability-0 crawler is skipped.
+    // The probability-0 crawler is kept out of the mix (weight 0): only a <user> would run it.
     let names: Vec<(&str, f64)> = s
         .sessions
         .iter()
         .map(|x| (x.name.as_str(), x.weight))
         .collect();
-    assert_eq!(names, [("anonymous", 60.0), ("buyer", 40.0)]);
+    assert_eq!(
+        names,
+        [("anonymous", 60.0), ("buyer", 40.0), ("crawler", 0.0)]
+    );
 
     let a = &s.sessions[0].steps;
     assert_eq!(request(&a[0]).path, "/");
@@ -733,7 +736,7 @@ fn tsung_shop_warnings_are_located() {
     );
     assert!(msg(10).contains("splits CSV lines on ','"), "{}", msg(10));
     assert!(msg(12).contains("match dropped"), "{}", msg(12));
-    assert!(msg(15).contains("skipped"), "{}", msg(15));
+    assert!(msg(15).contains("weight 0, out of the mix"), "{}", msg(15));
     assert!(imp.warnings.iter().all(|w| w.file == "tsung-shop.xml"));
 }
 

@@ -1094,7 +1094,7 @@ fn protocol_errors_name_what_and_where() {
             9,
         ),
         (
-            websocket("<request><dyn_variable name=\"uid\" re=\"(\\d+)\"/><websocket type=\"message\">hi</websocket></request>\n<request subst=\"true\"><websocket type=\"message\">%%_uid%%</websocket></request>"),
+            websocket("<request><dyn_variable name=\"uid\" re=\"(\\d+)\"/><websocket type=\"message\" ack=\"no_ack\">hi</websocket></request>\n<request subst=\"true\"><websocket type=\"message\">%%_uid%%</websocket></request>"),
             "'<dyn_variable>' is not supported here: headroom does not keep WebSocket replies for checks",
             9,
         ),

@@ -1569,8 +1569,6 @@ impl Worker {
             }
             None => corrected,
         };
-        u.own_request &=
-            self.s.program.is_none() && u.agent.as_ref().is_some_and(|a| !a.jar.is_empty());
         if let Some(st) = u.sess.as_mut() {
             let bad = failed || status.is_some_and(|s| s >= 400);
             if let Some(status) = status {
@@ -1621,7 +1619,12 @@ impl Worker {
         };
         let u = &mut self.users[key];
         let redirect = cfg.follow > 0 && (300..400).contains(&status);
-        if u.agent.is_none() && u.decoder.captured().next().is_none() && !redirect {
+        // Content-Encoding alone (`--compressed`) is the decoder's business, not the agent's.
+        let for_agent = u
+            .decoder
+            .captured()
+            .any(|(id, _)| id != headroom_proto::http1::HeaderId::ContentEncoding);
+        if u.agent.is_none() && !for_agent && !redirect {
             return Next::Done;
         }
         let single = u.batch == 1;

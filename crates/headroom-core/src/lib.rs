@@ -10,6 +10,7 @@ use std::time::Duration;
 
 mod dist;
 pub mod session;
+pub mod spec;
 pub mod stats;
 pub mod status;
 pub mod surge;
@@ -477,7 +478,9 @@ pub struct SocketOptions {
 }
 
 /// A TLS protocol version, for `--tls-min` / `--tls-max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum TlsVersion {
     #[serde(rename = "1.2")]
     Tls12,

@@ -22,6 +22,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
+use headroom_core::spec::{RunSpec, SPEC_VERSION};
 use headroom_engine::{Interval, RunOutcome};
 use tokio::sync::{mpsc, Notify};
 use tonic::codegen::tokio_stream::Stream;
@@ -41,13 +42,14 @@ pub const MAX_REQUEST_BYTES: usize = 256 << 20;
 /// Seconds a shutting-down agent waits for its job's last messages before it closes anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// What an agent is asked to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an agent is asked to run: a typed spec (the scenario and every file it reads inside as
+/// bytes), never a command line and never a path to open.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Job {
-    /// The `headroom run` arguments, already stripped of `--agents`/`--out`.
-    pub args: Vec<String>,
-    /// Scenario and data files, by relative name.
-    pub files: Vec<(String, Vec<u8>)>,
+    /// The run, as the controller built it.
+    pub spec: RunSpec,
+    /// Check the target is reachable before the load.
+    pub preflight: bool,
     /// This agent's execution segment: `segment_index` of `segment_count`.
     pub segment_index: u32,
     pub segment_count: u32,
@@ -56,9 +58,35 @@ pub struct Job {
     pub start_at: SystemTime,
 }
 
+/// The spec of a `RunRequest`: JSON of [`RunSpec`] at this headroom's [`SPEC_VERSION`].
+pub fn decode_spec(bytes: &[u8]) -> Result<RunSpec, String> {
+    if bytes.is_empty() {
+        return Err(
+            "the controller sent no run spec (is it an older headroom? run the same \
+                    version on the controller and the agents)"
+                .into(),
+        );
+    }
+    let spec: RunSpec = serde_json::from_slice(bytes)
+        .map_err(|e| format!("the controller's run spec does not decode: {e}"))?;
+    if spec.version != SPEC_VERSION {
+        return Err(format!(
+            "the controller's run spec is version {} and this agent reads version \
+             {SPEC_VERSION}: run the same headroom version on the controller and the agents",
+            spec.version
+        ));
+    }
+    Ok(spec)
+}
+
+/// The bytes of `spec` in a `RunRequest`.
+pub fn encode_spec(spec: &RunSpec) -> Vec<u8> {
+    serde_json::to_vec(spec).expect("a RunSpec serializes")
+}
+
 /// Runs a job, blocking: `runner(job, stop, ready, sink)`.
 ///
-/// - builds and validates the plan from `job.args`/`job.files` for segment
+/// - builds and validates the plan from `job.spec` for segment
 ///   `job.segment_index` of `job.segment_count`, then calls `ready(threads)` once (this sends
 ///   `Ready` to the controller), then waits for `job.start_at` and runs the load;
 /// - calls `sink` with each merged interval, in order (typically the engine's sink);
@@ -195,9 +223,10 @@ impl Agent for AgentService {
                 "this agent is already running a job",
             ));
         }
+        let spec = decode_spec(&r.spec).map_err(Status::invalid_argument)?;
         let job = Job {
-            args: r.args,
-            files: r.files.into_iter().map(|f| (f.name, f.data)).collect(),
+            spec,
+            preflight: r.preflight,
             segment_index: r.segment_index,
             segment_count: r.segment_count,
             start_at: UNIX_EPOCH + Duration::from_nanos(r.start_at_unix_ns),

@@ -23,7 +23,7 @@ use tonic::{Code, Request, Status};
 use crate::agent::{Job, MAX_REQUEST_BYTES, VERSION};
 use crate::proto::agent_client::AgentClient;
 use crate::proto::agent_event::Event;
-use crate::proto::{Done, File, RunRequest, StopRequest};
+use crate::proto::{Done, RunRequest, StopRequest};
 use crate::wire::decode_interval;
 
 /// Where an agent listens.
@@ -309,21 +309,14 @@ async fn controller(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let files: Vec<File> = job
-        .files
-        .iter()
-        .map(|(name, data)| File {
-            name: name.clone(),
-            data: data.clone(),
-        })
-        .collect();
+    let spec = crate::agent::encode_spec(&job.spec);
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, Msg)>();
     let mut tasks = Vec::with_capacity(n);
     let stop_channels = channels.clone();
     for (i, ch) in channels.into_iter().enumerate() {
         let mut req = Request::new(RunRequest {
-            args: job.args.clone(),
-            files: files.clone(),
+            spec: spec.clone(),
+            preflight: job.preflight,
             segment_index: i as u32,
             segment_count: n as u32,
             start_at_unix_ns: start_ns,

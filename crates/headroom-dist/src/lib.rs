@@ -26,7 +26,9 @@ pub mod controller;
 pub mod proto;
 pub mod wire;
 
-pub use agent::{serve_agent, serve_agent_until, AgentService, Job, Runner};
+pub use agent::{
+    decode_spec, encode_spec, serve_agent, serve_agent_until, AgentService, Job, Runner,
+};
 pub use controller::{
     run_controller, AgentAddr, ControllerOpts, DistError, DistOutcome, LostAgent, OnLoss,
 };

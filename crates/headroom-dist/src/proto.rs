@@ -11,11 +11,12 @@
 //! message StopRequest {}
 //! message StopReply { bool running = 1; }
 //! message RunRequest {
-//!   repeated string args = 1; repeated File files = 2;
+//!   reserved 1, 2;  // a command line and files by name, before the typed spec
 //!   uint32 segment_index = 3; uint32 segment_count = 4;
 //!   uint64 start_at_unix_ns = 5; string controller_version = 6;
+//!   bytes spec = 7;  // headroom_core::spec::RunSpec as JSON, its files inside as bytes
+//!   bool preflight = 8;
 //! }
-//! message File { string name = 1; bytes data = 2; }
 //! message AgentEvent { oneof event { Ready ready = 1; IntervalMsg interval = 2; Done done = 3; Failed failed = 4; } }
 //! message Ready { string agent_version = 1; uint32 pid = 2; uint32 threads = 3; }
 //! message IntervalMsg {
@@ -49,12 +50,6 @@
 /// Start of a job: what to run and which share of it.
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct RunRequest {
-    /// The `headroom run` arguments, already stripped of `--agents`/`--out`.
-    #[prost(string, repeated, tag = "1")]
-    pub args: Vec<String>,
-    /// Scenario and data files, by relative name.
-    #[prost(message, repeated, tag = "2")]
-    pub files: Vec<File>,
     #[prost(uint32, tag = "3")]
     pub segment_index: u32,
     #[prost(uint32, tag = "4")]
@@ -64,14 +59,13 @@ pub struct RunRequest {
     pub start_at_unix_ns: u64,
     #[prost(string, tag = "6")]
     pub controller_version: String,
-}
-
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct File {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(bytes = "vec", tag = "2")]
-    pub data: Vec<u8>,
+    /// The run: `headroom_core::spec::RunSpec` as JSON, with every file it needs inside as
+    /// bytes (tags 1 and 2, a command line and files by name, are retired).
+    #[prost(bytes = "vec", tag = "7")]
+    pub spec: Vec<u8>,
+    /// Check the target is reachable before the load (`headroom run`'s default).
+    #[prost(bool, tag = "8")]
+    pub preflight: bool,
 }
 
 /// One message of the agent's stream: `Ready` first, then intervals, then `Done` or `Failed`.

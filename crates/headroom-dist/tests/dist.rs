@@ -8,6 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use headroom_core::spec::{RunSpec, ScenarioSpec, SpecFile, Target};
 use headroom_dist::agent::{agent_server_builder, serve_agent_until, AgentService};
 use headroom_dist::{
     run_controller, AgentAddr, ControllerOpts, DistError, DistOutcome, Job, OnLoss, Runner,
@@ -105,8 +106,9 @@ fn runner(b: Behaviour, probe: Arc<Probe>) -> Runner {
         if b.fail_plan {
             return Err("scenario.yaml:3:1: expected a step".into());
         }
-        assert_eq!(job.args, ["--rate", "100", "http://127.0.0.1:1/"]);
-        assert_eq!(job.files, [("s.yaml".to_string(), b"steps: []".to_vec())]);
+        // The spec arrives typed, its files inside as bytes.
+        assert_eq!(job.spec, job_spec());
+        assert!(job.preflight);
         ready(1);
         let mut total = Recorder::new();
         let mut sent = 0;
@@ -238,10 +240,26 @@ impl KillableAgent {
     }
 }
 
+/// A scenario run with a CSV feeder and a body, as a controller sends it.
+fn job_spec() -> RunSpec {
+    let mut spec = RunSpec::new(Target::Scenario(ScenarioSpec {
+        name: "s.yaml".into(),
+        yaml: "sessions: []\n".into(),
+        files: vec![SpecFile {
+            name: "users.csv".into(),
+            data: b"alice,1\nbob,2\n".to_vec(),
+        }],
+        target: Some("127.0.0.1:1".into()),
+    }));
+    spec.rate = Some(100.0);
+    spec.body = Some(vec![0, 1, 2, 255]);
+    spec
+}
+
 fn job() -> Job {
     Job {
-        args: vec!["--rate".into(), "100".into(), "http://127.0.0.1:1/".into()],
-        files: vec![("s.yaml".into(), b"steps: []".to_vec())],
+        spec: job_spec(),
+        preflight: true,
         segment_index: 99,
         segment_count: 99,
         start_at: SystemTime::UNIX_EPOCH,

@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use headroom_core::{
-    ErrorKind, HttpRequest, LoadModel, Plan, ProtoCounter, SocketOptions, StopCondition,
-};
+use headroom_core::spec::{RunSpec, Target};
+use headroom_core::{ErrorKind, Plan, ProtoCounter};
 use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
 use headroom_monitor::prom::Scraper;
@@ -37,26 +36,6 @@ pub struct LabOptions {
     pub driver: Option<LoadDriver>,
 }
 
-/// What a run's load is besides its plan, for a driver that builds the plan elsewhere (an
-/// agent): the configuration's scenario as the plan was built from it (for a rate probe or its
-/// warm-up, with its load replaced by that one open phase) and the settings the lab chose.
-/// `headroom run SCENARIO --target TARGET -d DURATION -t THREADS --timeout TIMEOUT` builds the
-/// same plan from it.
-#[derive(Debug, Clone)]
-pub struct LoadSpec {
-    pub scenario: headroom_scenario::Scenario,
-    /// The scenario file's directory; `files` are relative to it.
-    pub base: PathBuf,
-    /// The CSV files the scenario reads, as it names them.
-    pub files: Vec<String>,
-    pub target: SocketAddr,
-    pub duration: Duration,
-    pub threads: usize,
-    pub timeout: Duration,
-    /// `load.keepalive` as this configuration has it: `false` is `headroom run --no-keepalive`.
-    pub keepalive: bool,
-}
-
 /// What a driver measured: the merged outcome, warnings for the progress lines (an agent lost)
 /// and sections for the run's summary.
 #[derive(Debug)]
@@ -70,7 +49,7 @@ pub struct Driven {
 /// interval to the sink. An error fails the run (the load could not run, or was cut short).
 pub type DriveFn = dyn Fn(
         &Plan,
-        &LoadSpec,
+        &RunSpec,
         SystemTime,
         Arc<AtomicBool>,
         &mut dyn FnMut(&headroom_engine::Interval<'_>),
@@ -105,7 +84,7 @@ fn start_of(driver: Option<&LoadDriver>) -> Option<SystemTime> {
 /// process, and returns when it ended.
 fn drive(
     driver: Option<&LoadDriver>,
-    (plan, spec): (&Plan, &LoadSpec),
+    (plan, spec): (&Plan, &RunSpec),
     start_at: Option<SystemTime>,
     stop: &Arc<AtomicBool>,
     sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
@@ -162,40 +141,50 @@ fn plan_for(
     load_for(l, values, duration, rate).map(|(plan, _)| plan)
 }
 
-/// [`plan_for`]'s plan, and the [`LoadSpec`] an agent builds the same plan from. `values` holds
-/// the configuration's factors and the builtins (`port`...).
+/// [`plan_for`]'s plan, and the [`RunSpec`] it was built from (what an agent receives to
+/// build the same plan). `values` holds the configuration's factors and the builtins (`port`...).
+/// The plan comes from the run library's one builder, as `headroom run SCENARIO --target
+/// HOST:PORT` would build it: interval 1s, connect timeout 5s, keep-alive unless
+/// `load.keepalive` says otherwise, TCP_NODELAY.
 pub fn load_for(
     l: &Loaded,
     values: &Factors,
     duration: Option<Duration>,
     rate: Option<(f64, &RateSearch)>,
-) -> Result<(Plan, LoadSpec), String> {
+) -> Result<(Plan, RunSpec), String> {
     let file = l.dir.join(expand_known(&l.exp.load.scenario, values));
     let name = file.display().to_string();
     let text = std::fs::read_to_string(&file).map_err(|e| format!("load.scenario {name}: {e}"))?;
     let text = expand_known(&text, values);
-    let s = headroom_scenario::parse_str(&text, &name).map_err(|errs| {
+    let mut s = headroom_scenario::parse_str(&text, &name).map_err(|errs| {
         errs.iter()
             .map(|e| e.to_string())
             .collect::<Vec<_>>()
             .join("; ")
     })?;
     let base = file.parent().unwrap_or(Path::new("."));
-    let c = headroom_scenario::compile(&s, base)?;
     let target_text = expand_known(
         l.exp.load.target.as_deref().unwrap_or("127.0.0.1:{port}"),
         values,
     );
-    let target: SocketAddr = target_text
+    let _: SocketAddr = target_text
         .parse()
         .map_err(|_| format!("load.target '{target_text}' is not IP:PORT"))?;
     // Without a duration the run lasts its phases and its stages, whichever ends later.
-    let shaped = c
-        .phases_duration
-        .max(headroom_core::RampStage::total(&c.ramp));
-    let duration = duration
-        .or((!c.phases.is_empty() || !c.ramp.is_empty()).then_some(shaped))
-        .unwrap_or(Duration::from_secs(10));
+    let duration = match duration {
+        Some(d) => d,
+        None => {
+            let c = headroom_scenario::compile(&s, base)?;
+            let shaped = c
+                .phases_duration
+                .max(headroom_core::RampStage::total(&c.ramp));
+            if !c.phases.is_empty() || !c.ramp.is_empty() {
+                shaped
+            } else {
+                Duration::from_secs(10)
+            }
+        }
+    };
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -230,82 +219,10 @@ pub fn load_for(
             other => return Err(format!("load.keepalive '{other}' is not true or false")),
         },
     };
-    // TLS comes from the scenario's first server (`tls:`), as `headroom run SCENARIO` takes
-    // it; a factor in its text (`resume: {resume}`) varies it per configuration.
-    let tls = c.tls.map(Arc::new);
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let plan = Plan {
-        target,
-        target_name: format!("{scheme}://{target}/"),
-        request: HttpRequest {
-            method: "GET".into(),
-            path: "/".into(),
-            host: target_text,
-            headers: Vec::new(),
-            body: Vec::new(),
-        },
-        model: match rate {
-            None => LoadModel::Sessions {
-                users: c.users,
-                phases: c.phases,
-            },
-            Some((r, rs)) => LoadModel::Sessions {
-                users: 0,
-                phases: vec![headroom_core::session::ArrivalPhase {
-                    duration,
-                    from: r,
-                    to: r,
-                    process: if rs.poisson {
-                        headroom_core::ArrivalProcess::Poisson
-                    } else {
-                        headroom_core::ArrivalProcess::Constant
-                    },
-                    max_users: Some(rs.max_users),
-                }],
-            },
-        },
-        // A configuration at a rate replaces the closed population, and its ramp with it.
-        ramp: if rate.is_none() {
-            c.ramp.clone()
-        } else {
-            Vec::new()
-        },
-        stop: StopCondition {
-            duration: Some(duration),
-            requests: None,
-        },
-        threads: if c.users > 0 && rate.is_none() {
-            threads.min(c.users as usize).max(1)
-        } else {
-            threads
-        },
-        interval: Duration::from_secs(1),
-        connect_timeout: Duration::from_secs(5),
-        timeout,
-        expect_status: Default::default(),
-        keepalive,
-        pipeline: 1,
-        socket: SocketOptions {
-            nodelay: true,
-            ..Default::default()
-        },
-        workload: Some(Arc::new(c.workload)),
-        segment: Default::default(),
-        start_at: None,
-        tls,
-        http2: c
-            .http2
-            .then_some(headroom_core::Http2Options { streams: 1 }),
-        agent: headroom_core::UserAgent {
-            cookies: c.http.cookies,
-            follow: c.http.follow,
-            ..Default::default()
-        },
-    };
-    plan.validate().map_err(|e| e.0)?;
-    let mut scenario = s;
+    // A probe at a rate replaces the scenario's load (and its closed population and ramp) by
+    // one open phase of its sessions arriving at that rate.
     if let Some((r, rs)) = rate {
-        scenario.load = headroom_scenario::model::Load {
+        s.load = headroom_scenario::model::Load {
             phases: vec![headroom_scenario::model::Phase {
                 duration,
                 rate: headroom_scenario::model::Rate::Fixed(r),
@@ -320,16 +237,18 @@ pub fn load_for(
             stages: Vec::new(),
         };
     }
-    let spec = LoadSpec {
-        scenario,
-        base: base.to_path_buf(),
-        files: c.files,
-        target,
-        duration,
-        threads: plan.threads,
-        timeout,
-        keepalive,
-    };
+    // TLS comes from the scenario's first server (`tls:`), as `headroom run SCENARIO` takes
+    // it; a factor in its text (`resume: {resume}`) varies it per configuration.
+    let scenario =
+        headroom_run::files::scenario_spec(&name, &s, base, Some(target_text)).map_err(|e| e.0)?;
+    let mut spec = RunSpec::new(Target::Scenario(scenario));
+    spec.duration = Some(duration);
+    spec.threads = Some(threads);
+    spec.timeout = timeout;
+    spec.no_keepalive = !keepalive;
+    let plan = headroom_run::build(&spec).map_err(|e| e.0)?.plan;
+    // Agents build it with exactly the threads it has here.
+    spec.threads = Some(plan.threads);
     Ok((plan, spec))
 }
 
@@ -645,7 +564,7 @@ impl Measured {
 /// A warm-up load; what it measured is dropped, but a driver's trouble is shown.
 fn warm_up(
     driver: Option<&LoadDriver>,
-    load: (&Plan, &LoadSpec),
+    load: (&Plan, &RunSpec),
     stop: &Arc<AtomicBool>,
     progress: bool,
     tag: &str,
@@ -663,7 +582,7 @@ fn warm_up(
 }
 
 fn measure(
-    load: (&Plan, &LoadSpec),
+    load: (&Plan, &RunSpec),
     driver: Option<&LoadDriver>,
     srv: &mut RunningServer,
     stop: &Arc<AtomicBool>,

@@ -6,3 +6,7 @@
 //! - sinks see every merged interval, then the finish: the progress line, the run directory,
 //!   the server sampler, the live dashboard and the Prometheus endpoint;
 //! - the result is a typed `RunSummary`, which *is* summary.json.
+
+pub mod files;
+pub mod spec;
+pub use spec::{build, Built, UsageError};

@@ -45,19 +45,33 @@ pub struct Compiled {
     pub http: crate::model::HttpBehaviour,
 }
 
-/// The TLS options of a server's `tls:` settings; files are read relative to `base`.
+/// Where a compile gets the files a scenario names (CSV feeders, TLS certificates and keys):
+/// given the name as the scenario writes it, the file's bytes, or why not (one line naming the
+/// file). [`compile`] reads them from disk below the scenario's directory; an agent compiles
+/// from the bytes its job carries and reads nothing of its own.
+pub type FileSource<'a> = dyn Fn(&str) -> Result<Vec<u8>, String> + 'a;
+
+/// Files read from disk, relative to `base` (the scenario file's directory).
+pub fn files_below(base: &Path) -> impl Fn(&str) -> Result<Vec<u8>, String> + '_ {
+    move |name: &str| {
+        let path = base.join(name);
+        std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The TLS options of a server's `tls:` settings, its files from `files`.
 /// `xmpp_domain` is the stream's `to` for STARTTLS.
 pub fn server_tls(
     srv: &Server,
     xmpp_domain: Option<&str>,
-    base: &Path,
+    files: &FileSource<'_>,
 ) -> Result<Option<TlsOptions>, String> {
     let Some(t) = &srv.tls else {
         return Ok(None);
     };
     let read = |what: &str, f: &Option<String>| -> Result<Option<Vec<u8>>, String> {
         match f {
-            Some(f) => std::fs::read(base.join(f))
+            Some(f) => files(f)
                 .map(Some)
                 .map_err(|e| format!("tls.{what}: cannot read '{f}': {e}")),
             None => Ok(None),
@@ -97,13 +111,18 @@ pub fn server_tls(
 
 /// Compiles `s`; CSV files are read relative to `base` (the scenario file's directory).
 pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
+    compile_with(s, &files_below(base))
+}
+
+/// Compiles `s`, taking the files it names from `files` (see [`FileSource`]).
+pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, String> {
     let mut c = Compiler {
         vars: vec!["user_id".into(), "session".into()],
         names: Vec::new(),
         matches: Vec::new(),
         feeders: Vec::new(),
         feeder_index: HashMap::new(),
-        base,
+        files: source,
     };
     // The connection setup is timed under its own name, listed first.
     let handshake = s
@@ -224,7 +243,7 @@ pub fn compile(s: &Scenario, base: &Path) -> Result<Compiled, String> {
                 LinkSpec::Xmpp(x) => Some(x.domain.as_str()),
                 _ => None,
             };
-            server_tls(srv, domain, base)?
+            server_tls(srv, domain, source)?
         }
         None => None,
     };
@@ -263,7 +282,7 @@ struct Compiler<'a> {
     matches: Vec<String>,
     feeders: Vec<Arc<Vec<Vec<String>>>>,
     feeder_index: HashMap<String, usize>,
-    base: &'a Path,
+    files: &'a FileSource<'a>,
 }
 
 impl Compiler<'_> {
@@ -318,16 +337,16 @@ impl Compiler<'_> {
         if let Some(&i) = self.feeder_index.get(file) {
             return Ok(i);
         }
-        let path = self.base.join(file);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("csv file {}: {e}", path.display()))?;
+        let bytes = (self.files)(file).map_err(|e| format!("csv file {e}"))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| format!("csv file {file}: not UTF-8 text"))?;
         let rows: Vec<Vec<String>> = text
             .lines()
             .filter(|l| !l.trim().is_empty())
             .map(|l| l.split(',').map(|c| c.trim().to_string()).collect())
             .collect();
         if rows.is_empty() {
-            return Err(format!("csv file {}: no rows", path.display()));
+            return Err(format!("csv file {file}: no rows"));
         }
         self.feeders.push(Arc::new(rows));
         self.feeder_index

@@ -26,7 +26,7 @@ pub mod model;
 mod parse;
 pub mod tsung;
 
-pub use compile::{compile, Compiled};
+pub use compile::{compile, compile_with, files_below, Compiled, FileSource};
 
 pub use emit::to_yaml;
 pub use har::{import_har, load_har, HarOptions};

@@ -1,16 +1,15 @@
 //! Command-line flags, in two levels (ripgrep's LowArgs/HiArgs): clap parses typed flags here,
-//! and [`RunArgs::to_plan`] turns them into a validated [`Plan`] or a [`UsageError`] that says
-//! which value is wrong and what is allowed. The engine never sees clap types.
+//! and [`RunArgs::spec`] turns `run`'s into a [`RunSpec`] (files read into it), which the run
+//! library builds into a validated plan or a [`UsageError`] that says which value is wrong and
+//! what is allowed. The engine never sees clap types.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use headroom_core::{
-    ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, RampStage, SocketOptions,
-    StatusSet, StopCondition, TlsOptions, TlsVersion,
-};
+use headroom_core::spec::{RunSpec, SpecArrival, Target};
+use headroom_core::{StatusSet, TlsVersion};
 
 const ABOUT: &str = "Load generator and server-scalability lab.";
 
@@ -190,7 +189,7 @@ pub struct RunArgs {
     /// is an `unexpected_status` error, and an expected 4xx or 5xx is no error. Without it a
     /// 4xx or 5xx is an error (http_4xx, http_5xx) and anything else is not.
     #[arg(long, value_name = "CODES", value_parser = parse_expect_status, help_heading = "HTTP")]
-    pub expect_status: Option<StatusSet>,
+    pub expect_status: Option<String>,
     /// Keep no cookies. By default each user (connection) keeps a cookie jar, as a browser,
     /// Tsung and k6 do: what the server sets with Set-Cookie is sent back on later requests.
     #[arg(long, help_heading = "HTTP")]
@@ -326,6 +325,94 @@ pub enum TlsVersionArg {
     Tls13,
 }
 
+impl RunArgs {
+    /// The run these flags describe, as a spec: every file a flag names (`--body @FILE`,
+    /// `--cacert`, `--cert`, `--key`, the scenario and its CSV files) read here, once, into it.
+    /// The plan is built from the spec (`headroom_run::build`), as the lab and agents build
+    /// theirs.
+    pub fn spec(&self) -> Result<RunSpec, UsageError> {
+        let read = |flag: &str, p: &PathBuf| {
+            std::fs::read(p)
+                .map_err(|e| UsageError(format!("cannot read {flag} file '{}': {e}", p.display())))
+        };
+        let target = if headroom_run::files::is_scenario(&self.url) {
+            Target::Scenario(headroom_run::files::scenario_file(
+                std::path::Path::new(&self.url),
+                self.target.clone(),
+            )?)
+        } else {
+            if self.target.is_some() {
+                return Err(UsageError("--target applies to scenario files only".into()));
+            }
+            Target::Url(self.url.clone())
+        };
+        let body = match &self.body {
+            None => None,
+            Some(b) => Some(match b.strip_prefix('@') {
+                Some(path) => std::fs::read(path)
+                    .map_err(|e| UsageError(format!("cannot read --body file '{path}': {e}")))?,
+                None => b.as_bytes().to_vec(),
+            }),
+        };
+        Ok(RunSpec {
+            version: headroom_core::spec::SPEC_VERSION,
+            target,
+            connections: self.connections,
+            duration: self.duration,
+            requests: self.requests,
+            per_user: self.per_user,
+            think: self.think.clone(),
+            rate: self.rate,
+            arrival_rate: self.arrival_rate,
+            arrival: match self.arrival {
+                ArrivalArg::Poisson => SpecArrival::Poisson,
+                ArrivalArg::Constant => SpecArrival::Constant,
+            },
+            max_users: self.max_users,
+            ramp_up: self.ramp_up,
+            stages: self.stages.clone(),
+            threads: self.threads,
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            body,
+            no_keepalive: self.no_keepalive,
+            pipeline: self.pipeline,
+            http2: self.http2,
+            h2c: self.h2c,
+            streams: self.streams,
+            expect_status: self.expect_status.clone(),
+            no_cookies: self.no_cookies,
+            follow: self.follow,
+            auth: self.auth.clone(),
+            digest: self.digest,
+            compressed: self.compressed,
+            connect_timeout: self.connect_timeout,
+            timeout: self.timeout,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            no_nodelay: self.no_nodelay,
+            bind: self
+                .bind
+                .as_deref()
+                .map(parse_bind)
+                .transpose()?
+                .unwrap_or_default(),
+            interval: self.interval,
+            insecure: self.insecure,
+            cacert: self
+                .cacert
+                .as_ref()
+                .map(|p| read("--cacert", p))
+                .transpose()?,
+            cert: self.cert.as_ref().map(|p| read("--cert", p)).transpose()?,
+            key: self.key.as_ref().map(|p| read("--key", p)).transpose()?,
+            tls_min: self.tls_min.into(),
+            tls_max: self.tls_max.into(),
+            no_tls_resume: self.no_tls_resume,
+        })
+    }
+}
+
 impl From<TlsVersionArg> for TlsVersion {
     fn from(v: TlsVersionArg) -> TlsVersion {
         match v {
@@ -341,134 +428,12 @@ pub enum ArrivalArg {
     Constant,
 }
 
-/// A command line that is well-formed for clap but makes no sense: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for UsageError {}
+/// A command line that is well-formed for clap but makes no sense: exit code 2. The same type
+/// as a spec the run library refuses, so both exit 2.
+pub use headroom_run::UsageError;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
-}
-
-/// The parts of an http:// or https:// URL that matter to a client.
-#[derive(Debug, PartialEq)]
-pub struct Url {
-    /// https: TLS on every connection.
-    pub tls: bool,
-    pub host: String,
-    pub port: u16,
-    /// Path and query, starting with '/'.
-    pub path: String,
-    /// `user:password@` of the URL, percent-decoded.
-    pub userinfo: Option<(String, String)>,
-}
-
-/// `%XX` escapes decoded; `None` when one is broken or the result is not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-pub fn parse_url(s: &str) -> Result<Url, UsageError> {
-    let fix = "expected e.g. http://127.0.0.1:8080/path";
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return usage(format!("bad URL '{s}': no scheme; {fix}"));
-    };
-    let tls = match scheme.to_ascii_lowercase().as_str() {
-        "http" => false,
-        "https" => true,
-        other => {
-            return usage(format!(
-                "bad URL '{s}': scheme '{other}' is not supported; {fix}"
-            ))
-        }
-    };
-    let (authority, path) = match rest.find(['/', '?']) {
-        Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
-        Some(i) => (&rest[..i], rest[i..].to_string()),
-        None => (rest, "/".to_string()),
-    };
-    let path = path.split('#').next().unwrap_or("/").to_string();
-    let (userinfo, authority) = match authority.rsplit_once('@') {
-        Some((info, host)) => {
-            let (user, pass) = info.split_once(':').unwrap_or((info, ""));
-            let (Some(user), Some(pass)) = (percent_decode(user), percent_decode(pass)) else {
-                return usage(format!(
-                    "bad URL '{s}': the user info is not valid percent-encoded UTF-8"
-                ));
-            };
-            if user.is_empty() {
-                return usage(format!("bad URL '{s}': empty user name before '@'"));
-            }
-            (Some((user, pass)), host)
-        }
-        None => (None, authority),
-    };
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let Some((h, after)) = v6.split_once(']') else {
-            return usage(format!("bad URL '{s}': unclosed '[' in the host"));
-        };
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p),
-            None if after.is_empty() => None,
-            None => {
-                return usage(format!(
-                    "bad URL '{s}': unexpected '{after}' after the host"
-                ))
-            }
-        };
-        (h.to_string(), port)
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    if host.is_empty() {
-        return usage(format!("bad URL '{s}': no host; {fix}"));
-    }
-    let port = match port {
-        None if tls => 443,
-        None => 80,
-        Some(p) => match p.parse::<u16>() {
-            Ok(p) if p > 0 => p,
-            _ => {
-                return usage(format!(
-                    "bad URL '{s}': port '{p}' is not a number from 1 to 65535; use e.g. http://127.0.0.1:8080/"
-                ))
-            }
-        },
-    };
-    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return usage(format!(
-            "bad URL '{s}': the path contains spaces or control characters; percent-encode them"
-        ));
-    }
-    Ok(Url {
-        tls,
-        host,
-        port,
-        path,
-        userinfo,
-    })
 }
 
 /// `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
@@ -517,40 +482,11 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Think time: a bare duration takes `default_exp` to decide its distribution.
-pub fn parse_think(s: &str, default_exp: bool) -> Result<Distribution, UsageError> {
-    let bad = |why: &str| {
-        usage(format!(
-            "bad --think '{s}': {why}; use 500ms, exp:2s, const:1s or uniform:1s..3s"
-        ))
-    };
-    let dur = |v: &str| parse_duration(v).map_err(|e| UsageError(format!("bad --think: {e}")));
-    let (kind, val) = match s.split_once(':') {
-        Some((k, v)) => (k.trim().to_ascii_lowercase(), v.trim()),
-        None => (String::new(), s.trim()),
-    };
-    Ok(match kind.as_str() {
-        "" if default_exp => Distribution::Exponential { mean: dur(val)? },
-        "" | "const" | "constant" => Distribution::Constant(dur(val)?),
-        "exp" | "exponential" => Distribution::Exponential { mean: dur(val)? },
-        "uniform" => {
-            let Some((a, b)) = val.split_once("..") else {
-                return bad("uniform needs min..max");
-            };
-            let (min, max) = (dur(a)?, dur(b)?);
-            if max < min {
-                return bad("max is below min");
-            }
-            Distribution::Uniform { min, max }
-        }
-        _ => return bad("unknown distribution"),
-    })
-}
-
 /// `127.0.0.2-127.0.0.50` (inclusive IPv4 range) or a comma-separated list.
 /// `--expect-status`: codes, ranges and classes (see [`StatusSet`]'s `FromStr`).
-pub fn parse_expect_status(s: &str) -> Result<StatusSet, String> {
-    s.parse()
+/// Checked here (clap's error), kept as written for the spec.
+pub fn parse_expect_status(s: &str) -> Result<String, String> {
+    s.parse::<StatusSet>().map(|_| s.to_string())
 }
 
 pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
@@ -582,479 +518,9 @@ pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
     Ok(out)
 }
 
-fn parse_header(h: &str) -> Result<(String, String), UsageError> {
-    let Some((name, value)) = h.split_once(':') else {
-        return usage(format!("bad header '{h}': expected 'Name: value'"));
-    };
-    let name = name.trim();
-    let valid_name = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !valid_name {
-        return usage(format!(
-            "bad header '{h}': '{name}' is not a valid header name"
-        ));
-    }
-    let value = value.trim();
-    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
-        return usage(format!("bad header '{h}': the value contains a line break"));
-    }
-    Ok((name.to_string(), value.to_string()))
-}
-
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
-
-impl RunArgs {
-    /// Validate the flags and build the plan.
-    pub fn to_plan(&self) -> Result<Plan, UsageError> {
-        let url = parse_url(&self.url)?;
-        let target = resolve(&url)?;
-        let method = self.method.trim().to_ascii_uppercase();
-        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return usage(format!(
-                "bad --method '{}': expected a word such as GET or POST",
-                self.method
-            ));
-        }
-        let headers = self
-            .headers
-            .iter()
-            .map(|h| parse_header(h))
-            .collect::<Result<Vec<_>, _>>()?;
-        let body = match &self.body {
-            None => Vec::new(),
-            Some(b) => match b.strip_prefix('@') {
-                Some(path) => std::fs::read(path)
-                    .map_err(|e| UsageError(format!("cannot read --body file '{path}': {e}")))?,
-                None => b.as_bytes().to_vec(),
-            },
-        };
-        let default_port = if url.tls { 443 } else { 80 };
-        let host = if url.port == default_port {
-            url.host.clone()
-        } else if url.host.contains(':') {
-            format!("[{}]:{}", url.host, url.port)
-        } else {
-            format!("{}:{}", url.host, url.port)
-        };
-        if self.connections == 0 {
-            return usage("bad -c/--connections 0: at least 1 is needed");
-        }
-        let (ramp, ramp_default) = self.ramp_stages()?;
-        let closed_users = match RampStage::peak(&ramp) {
-            0 => self.connections,
-            peak => peak,
-        };
-        if self.pipeline == 0 || self.pipeline > 1024 {
-            return usage(format!(
-                "bad --pipeline {}: allowed 1 to 1024",
-                self.pipeline
-            ));
-        }
-        if self.rate.is_some() && self.arrival_rate.is_some() {
-            return usage("--rate and --arrival-rate are different models; choose one");
-        }
-        if self.interval < Duration::from_millis(10) {
-            return usage("bad --interval: at least 10ms");
-        }
-        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
-            return usage("--timeout and --connect-timeout must be above zero");
-        }
-        if self.max_users.is_some() && self.arrival_rate.is_none() {
-            return usage("--max-users belongs to the open model: add --arrival-rate U");
-        }
-        let positive = |name: &str, v: f64| -> Result<f64, UsageError> {
-            if v.is_finite() && v > 0.0 && v <= 10_000_000.0 {
-                Ok(v)
-            } else {
-                usage(format!(
-                    "bad {name} {v}: a positive number of at most 10,000,000 per second"
-                ))
-            }
-        };
-        let model = if let Some(rate) = self.rate {
-            if self.think.is_some() || self.per_user.is_some() {
-                return usage("--rate sets the pace itself: drop --think and --per-user");
-            }
-            if self.pipeline > 1 {
-                return usage("--rate and --pipeline cannot be combined");
-            }
-            LoadModel::Rate {
-                connections: self.connections,
-                rate: positive("--rate", rate)?,
-            }
-        } else if let Some(rate) = self.arrival_rate {
-            let think = self
-                .think
-                .as_deref()
-                .map(|t| parse_think(t, true))
-                .transpose()?;
-            LoadModel::Open {
-                rate: positive("--arrival-rate", rate)?,
-                process: match self.arrival {
-                    ArrivalArg::Poisson => ArrivalProcess::Poisson,
-                    ArrivalArg::Constant => ArrivalProcess::Constant,
-                },
-                per_user: self.per_user.unwrap_or(1).max(1),
-                think,
-                max_users: self.max_users,
-            }
-        } else {
-            let think = self
-                .think
-                .as_deref()
-                .map(|t| parse_think(t, false))
-                .transpose()?;
-            if self.per_user == Some(0) {
-                return usage("bad --per-user 0: at least 1");
-            }
-            LoadModel::Closed {
-                users: closed_users,
-                per_user: self.per_user,
-                think,
-            }
-        };
-        // A run bounded by counts gets no default duration; otherwise 10s, like wrk.
-        let bounded = self.requests.is_some()
-            || matches!(
-                model,
-                LoadModel::Closed {
-                    per_user: Some(_),
-                    ..
-                }
-            )
-            || matches!(
-                model,
-                LoadModel::Open {
-                    max_users: Some(_),
-                    ..
-                }
-            );
-        let duration = self.duration.or(if bounded {
-            None
-        } else {
-            Some(ramp_default.unwrap_or(Duration::from_secs(10)))
-        });
-        if duration.is_some_and(|d| d.is_zero()) {
-            return usage("bad -d/--duration 0: give a positive duration such as 10s");
-        }
-        let mut threads = self.threads.unwrap_or_else(default_threads);
-        if threads == 0 || threads > 1024 {
-            return usage(format!("bad -t/--threads {threads}: allowed 1 to 1024"));
-        }
-        if !matches!(model, LoadModel::Open { .. }) {
-            // More threads than users would leave some idle.
-            threads = threads.min(closed_users as usize);
-        }
-        let bind = self
-            .bind
-            .as_deref()
-            .map(parse_bind)
-            .transpose()?
-            .unwrap_or_default();
-        if bind.iter().any(|ip| ip.is_ipv4() != target.is_ipv4()) {
-            return usage("--bind addresses must be of the same family (IPv4/IPv6) as the target");
-        }
-        let agent = self.user_agent(&url)?;
-        let plan = Plan {
-            target,
-            target_name: self.url.clone(),
-            request: HttpRequest {
-                method,
-                path: url.path,
-                host,
-                headers,
-                body,
-            },
-            model,
-            ramp,
-            stop: StopCondition {
-                duration,
-                requests: self.requests,
-            },
-            threads,
-            interval: self.interval,
-            connect_timeout: self.connect_timeout,
-            timeout: self.timeout,
-            expect_status: self.expect_status.unwrap_or_default(),
-            keepalive: !self.no_keepalive,
-            pipeline: self.pipeline,
-            socket: SocketOptions {
-                sndbuf: self.sndbuf,
-                rcvbuf: self.rcvbuf,
-                nodelay: !self.no_nodelay,
-                bind,
-            },
-            workload: None,
-            segment: Default::default(),
-            start_at: None,
-            tls: if url.tls {
-                let mut o = self.tls_options(&url.host)?;
-                if self.http2 {
-                    o.alpn = vec![b"h2".to_vec()];
-                }
-                Some(std::sync::Arc::new(o))
-            } else {
-                None
-            },
-            http2: self.http2_options(url.tls)?,
-            agent,
-        };
-        plan.validate().map_err(|e| UsageError(e.0))?;
-        Ok(plan)
-    }
-
-    /// Cookies, redirects and credentials (`--no-cookies`, `--follow`, `-a`, `--digest`, the
-    /// URL's user info).
-    pub fn user_agent(&self, url: &Url) -> Result<headroom_core::UserAgent, UsageError> {
-        if self.follow > headroom_core::MAX_FOLLOW {
-            return usage(format!(
-                "bad --follow {}: allowed 0 to {}",
-                self.follow,
-                headroom_core::MAX_FOLLOW
-            ));
-        }
-        let h2 = self.http2 || self.h2c;
-        if h2 && self.follow > 0 {
-            return usage("--follow works over HTTP/1.1 only: drop --http2/--h2c or --follow");
-        }
-        let creds = match (&self.auth, &url.userinfo) {
-            (Some(_), Some(_)) => {
-                return usage(
-                    "credentials twice: give either -a USER:PASS or user:pass@ in the URL",
-                )
-            }
-            (Some(a), None) => {
-                let Some((user, pass)) = a.split_once(':') else {
-                    return usage(format!(
-                        "bad -a/--auth '{a}': expected USER:PASS (the user name cannot hold ':')"
-                    ));
-                };
-                if user.is_empty() {
-                    return usage("bad -a/--auth: empty user name before ':'");
-                }
-                Some((user.to_string(), pass.to_string()))
-            }
-            (None, Some((u, p))) => Some((u.clone(), p.clone())),
-            (None, None) => None,
-        };
-        if self.digest && creds.is_none() {
-            return usage("--digest needs credentials: add -a USER:PASS");
-        }
-        if self.digest && h2 {
-            return usage("--digest works over HTTP/1.1 only: drop --http2/--h2c or --digest");
-        }
-        if self.compressed && h2 {
-            return usage(
-                "--compressed works over HTTP/1.1 only: drop --http2/--h2c or --compressed",
-            );
-        }
-        Ok(headroom_core::UserAgent {
-            cookies: !self.no_cookies,
-            follow: self.follow,
-            credentials: creds.map(|(user, password)| headroom_core::Credentials {
-                scheme: if self.digest {
-                    headroom_core::AuthScheme::Digest
-                } else {
-                    headroom_core::AuthScheme::Basic
-                },
-                user,
-                password,
-            }),
-            compressed: self.compressed,
-        })
-    }
-
-    /// `--ramp-up` / `--stage`: the closed population's stages, and the run's length when no
-    /// -d is given (the ramp and 10s more; the stages alone).
-    fn ramp_stages(&self) -> Result<(Vec<RampStage>, Option<Duration>), UsageError> {
-        let flag = match (self.ramp_up.is_some(), !self.stages.is_empty()) {
-            (false, false) => return Ok((Vec::new(), None)),
-            (true, true) => {
-                return usage("--ramp-up and --stage both shape the ramp; choose one (--ramp-up D is --stage D:USERS)")
-            }
-            (true, false) => "--ramp-up",
-            (false, true) => "--stage",
-        };
-        if self.rate.is_some() {
-            return usage(format!(
-                "{flag} ramps the closed model's users; --rate paces its connections from the start"
-            ));
-        }
-        if self.arrival_rate.is_some() {
-            return usage(format!(
-                "{flag} ramps the closed model's users; open arrivals come at --arrival-rate (ramp them with a scenario's phases)"
-            ));
-        }
-        if let Some(d) = self.ramp_up {
-            if d.is_zero() {
-                return usage("bad --ramp-up 0: give a positive duration such as 10s");
-            }
-            let stage = RampStage {
-                duration: d,
-                users: self.connections,
-            };
-            return Ok((vec![stage], Some(d + Duration::from_secs(10))));
-        }
-        if self.stages.len() > headroom_core::MAX_RAMP_STAGES {
-            return usage(format!(
-                "{} --stage flags: at most {}",
-                self.stages.len(),
-                headroom_core::MAX_RAMP_STAGES
-            ));
-        }
-        let mut stages = Vec::with_capacity(self.stages.len());
-        for s in &self.stages {
-            let bad = || {
-                UsageError(format!(
-                    "bad --stage '{s}': expected DURATION:USERS such as 30s:100"
-                ))
-            };
-            let (d, u) = s.rsplit_once(':').ok_or_else(bad)?;
-            let duration = parse_duration(d).map_err(|_| bad())?;
-            let users: u32 = u.trim().parse().map_err(|_| bad())?;
-            stages.push(RampStage { duration, users });
-        }
-        let peak = RampStage::peak(&stages);
-        if peak == 0 {
-            return usage("the --stage users never rise above 0: give a stage such as 10s:100");
-        }
-        if self.connections != 10 && self.connections != peak {
-            return usage(format!(
-                "-c {} contradicts the stages, which peak at {peak} users: drop -c",
-                self.connections
-            ));
-        }
-        let total = RampStage::total(&stages);
-        Ok((stages, Some(total.max(Duration::from_millis(1)))))
-    }
-
-    /// `--http2` / `--h2c` / `--streams`, checked against the URL's scheme.
-    fn http2_options(&self, tls: bool) -> Result<Option<headroom_core::Http2Options>, UsageError> {
-        if self.http2 && !tls {
-            return usage(
-                "--http2 speaks HTTP/2 over TLS (an https:// URL); for clear text use --h2c",
-            );
-        }
-        if self.h2c && tls {
-            return usage("--h2c is HTTP/2 in clear text (an http:// URL); over TLS use --http2");
-        }
-        if !(self.http2 || self.h2c) {
-            if self.streams.is_some() {
-                return usage("--streams needs HTTP/2: add --http2 (https) or --h2c (http)");
-            }
-            return Ok(None);
-        }
-        let streams = self.streams.unwrap_or(1);
-        if streams == 0 || streams > 10_000 {
-            return usage(format!("bad --streams {streams}: allowed 1 to 10,000"));
-        }
-        Ok(Some(headroom_core::Http2Options { streams }))
-    }
-
-    /// The TLS settings of the flags, for a server called `host` (SNI and the name checked).
-    pub fn tls_options(&self, host: &str) -> Result<TlsOptions, UsageError> {
-        let mut o = TlsOptions::new(host);
-        o.alpn = vec![b"http/1.1".to_vec()];
-        self.add_tls_flags(o)
-    }
-
-    /// `o` (a URL's defaults, or a scenario server's `tls:`) with the TLS flags added: `-k`,
-    /// `--cacert`, `--cert/--key`, `--tls-min/--tls-max` (when not at their defaults) and
-    /// `--no-tls-resume`. Files are read here, once: the plan carries their bytes. The result
-    /// is checked now, so a bad CA or key is a usage error, not a run of failures.
-    pub fn add_tls_flags(&self, mut o: TlsOptions) -> Result<TlsOptions, UsageError> {
-        let read = |flag: &str, p: &PathBuf| {
-            std::fs::read(p)
-                .map_err(|e| UsageError(format!("cannot read {flag} file '{}': {e}", p.display())))
-        };
-        o.insecure |= self.insecure;
-        if let Some(p) = &self.cacert {
-            o.ca_pem = Some(read("--cacert", p)?);
-        }
-        if let (Some(c), Some(k)) = (&self.cert, &self.key) {
-            o.client_cert_pem = Some(read("--cert", c)?);
-            o.client_key_pem = Some(read("--key", k)?);
-        }
-        if self.tls_min != TlsVersionArg::Tls12 {
-            o.min_version = self.tls_min.into();
-        }
-        if self.tls_max != TlsVersionArg::Tls13 {
-            o.max_version = self.tls_max.into();
-        }
-        o.resume &= !self.no_tls_resume;
-        if o.min_version > o.max_version {
-            return usage(format!(
-                "bad --tls-min {} with --tls-max {}: the lowest version is above the highest",
-                o.min_version.name(),
-                o.max_version.name()
-            ));
-        }
-        headroom_engine::tls::TlsClient::new(&o).map_err(UsageError)?;
-        Ok(o)
-    }
-}
-
-fn resolve(url: &Url) -> Result<SocketAddr, UsageError> {
-    if let Ok(ip) = url.host.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, url.port));
-    }
-    match (url.host.as_str(), url.port).to_socket_addrs() {
-        Ok(mut addrs) => match addrs.next() {
-            Some(a) => Ok(a),
-            None => usage(format!("cannot resolve host '{}': no addresses", url.host)),
-        },
-        Err(e) => usage(format!(
-            "cannot resolve host '{}': {e}; check the spelling or use an IP address",
-            url.host
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls() {
-        let u = parse_url("http://127.0.0.1:8080/a/b?x=1").unwrap();
-        assert_eq!(
-            u,
-            Url {
-                tls: false,
-                host: "127.0.0.1".into(),
-                port: 8080,
-                path: "/a/b?x=1".into(),
-                userinfo: None,
-            }
-        );
-        let u = parse_url("http://localhost").unwrap();
-        assert_eq!((u.port, u.path.as_str()), (80, "/"));
-        let u = parse_url("https://localhost").unwrap();
-        assert_eq!((u.tls, u.port, u.path.as_str()), (true, 443, "/"));
-        let u = parse_url("HTTPS://h:8443/x").unwrap();
-        assert_eq!((u.tls, u.port), (true, 8443));
-        let u = parse_url("http://[::1]:9000?q").unwrap();
-        assert_eq!(
-            (u.host.as_str(), u.port, u.path.as_str()),
-            ("::1", 9000, "/?q")
-        );
-        for bad in [
-            "127.0.0.1:80",
-            "ftp://x/",
-            "http://:80/",
-            "http://h:99999/",
-            "http://h:0/",
-        ] {
-            let e = parse_url(bad).unwrap_err().0;
-            assert!(e.contains("bad URL"), "{bad}: {e}");
-        }
-    }
 
     #[test]
     fn durations_sizes_rates() {
@@ -1073,26 +539,15 @@ mod tests {
     }
 
     #[test]
-    fn think_and_bind() {
-        let one = Duration::from_secs(1);
-        assert_eq!(
-            parse_think("1s", false).unwrap(),
-            Distribution::Constant(one)
-        );
-        assert_eq!(
-            parse_think("1s", true).unwrap(),
-            Distribution::Exponential { mean: one }
-        );
-        assert!(matches!(
-            parse_think("uniform:1s..2s", false).unwrap(),
-            Distribution::Uniform { .. }
-        ));
-        assert!(parse_think("gauss:1s", false).is_err());
+    fn bind() {
         assert_eq!(parse_bind("127.0.0.2-127.0.0.50").unwrap().len(), 49);
         assert_eq!(parse_bind("127.0.0.2, 127.0.0.3").unwrap().len(), 2);
         assert!(parse_bind("127.0.0.9-127.0.0.2").is_err());
     }
 
+    use headroom_core::{Distribution, LoadModel, Plan, RampStage};
+
+    /// The plan of `headroom run URL EXTRA...`, built from its spec as a run builds it.
     fn args(extra: &[&str]) -> Result<Plan, UsageError> {
         let mut v = vec!["headroom", "run", "http://127.0.0.1:8080/"];
         v.extend_from_slice(extra);
@@ -1100,7 +555,7 @@ mod tests {
         let Command::Run(r) = cli.command else {
             unreachable!()
         };
-        r.to_plan()
+        headroom_run::build(&r.spec()?).map(|b| b.plan)
     }
 
     #[test]

@@ -2,14 +2,16 @@
 //! `headroom run --agents SPEC` becomes.
 //!
 //! The transport and the exact merge live in `headroom-dist`; this module decides *what* an agent
-//! runs. The controller ships the run's own arguments, the scenario (as parsed, includes inlined,
-//! written back with `to_yaml`) and its CSV files; each agent builds the same plan with the same
-//! code as `headroom run`, takes its execution segment of it (see `headroom_core::Segment`) and
-//! starts at the controller's instant. See docs/distributed.md.
+//! runs. The controller sends the run's typed spec (`headroom_core::spec::RunSpec`: the scenario
+//! as parsed, includes inlined, written back with `to_yaml`, its CSV and TLS files and any
+//! `--body @FILE` inside as bytes); each agent builds the same plan with the same builder as
+//! `headroom run` (`headroom_run::build`), takes its execution segment of it (see
+//! `headroom_core::Segment`) and starts at the controller's instant. An agent parses no command
+//! line and opens no path a controller names. See docs/distributed.md.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -19,7 +21,9 @@ use clap::Args;
 use headroom_core::{Plan, Segment};
 use headroom_dist::{AgentAddr, Job};
 
-use crate::args::{RunArgs, UsageError};
+use headroom_core::spec::RunSpec;
+
+use crate::args::UsageError;
 
 /// Where `headroom agent` listens unless told otherwise: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
@@ -140,91 +144,23 @@ fn run_job(
     Ok(headroom_engine::run(&plan, stop, sink)?)
 }
 
-/// The plan an agent runs for `job`: built from the job's arguments and files with the code of
-/// `headroom run`, with its segment and start instant, checked (and preflighted unless the
-/// arguments say --no-preflight).
+/// The plan an agent runs for `job`: built from the job's spec by the run library's one
+/// builder (as `headroom run` builds its own), with its segment and start instant, checked (and
+/// preflighted if the controller asks). Nothing is read from this machine's disk: the spec
+/// carries the scenario and every file it needs as bytes.
 pub(crate) fn plan_from_job(job: &Job) -> anyhow::Result<Plan> {
-    Ok({
-        // The shipped files live only while the plan is built (CSV rows are read into it).
-        let dir = JobDir::create()?;
-        for (name, data) in &job.files {
-            let path = dir.path.join(safe_relative(name)?);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::write(&path, data)?;
-        }
-        let mut argv = vec!["headroom".to_string(), "run".to_string()];
-        argv.extend(job.args.iter().cloned());
-        let cli = <crate::args::Cli as clap::Parser>::try_parse_from(&argv)
-            .map_err(|e| anyhow::anyhow!("the controller's arguments: {e}"))?;
-        let crate::args::Command::Run(mut a) = cli.command else {
-            anyhow::bail!("the controller sent no `run`");
-        };
-        if job.files.iter().any(|(n, _)| n == SCENARIO_FILE) {
-            a.url = dir.path.join(SCENARIO_FILE).to_string_lossy().into_owned();
-        }
-        if job.files.iter().any(|(n, _)| n == BODY_FILE) {
-            a.body = Some(format!("@{}", dir.path.join(BODY_FILE).display()));
-        }
-        let mut plan = crate::plan_of(&a)?.0;
-        plan.segment = Segment {
-            index: job.segment_index,
-            count: job.segment_count,
-        };
-        plan.start_at = Some(job.start_at);
-        plan.validate()?;
-        crate::check_fd_budget_share(&plan)?;
-        if !a.no_preflight {
-            crate::preflight(&plan)?;
-        }
-        plan
-    })
-}
-
-/// The scenario's name among the shipped files.
-const SCENARIO_FILE: &str = "scenario.yaml";
-/// A `--body @FILE`'s name among the shipped files.
-const BODY_FILE: &str = "body";
-
-/// A shipped file's name as a path inside the job's directory: relative, without `..`.
-fn safe_relative(name: &str) -> anyhow::Result<PathBuf> {
-    let p = Path::new(name);
-    if name.is_empty()
-        || p.components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        anyhow::bail!(
-            "the controller sent a file named '{name}', which is not a plain relative path"
-        );
+    let mut plan = headroom_run::build(&job.spec)?.plan;
+    plan.segment = Segment {
+        index: job.segment_index,
+        count: job.segment_count,
+    };
+    plan.start_at = Some(job.start_at);
+    plan.validate()?;
+    crate::check_fd_budget_share(&plan)?;
+    if job.preflight {
+        crate::preflight(&plan)?;
     }
-    Ok(p.to_path_buf())
-}
-
-/// A private temporary directory, removed when dropped.
-struct JobDir {
-    path: PathBuf,
-}
-
-impl JobDir {
-    fn create() -> std::io::Result<JobDir> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "headroom-agent-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path)?;
-        Ok(JobDir { path })
-    }
-}
-
-impl Drop for JobDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+    Ok(plan)
 }
 
 // ---- the controller -------------------------------------------------------------------------
@@ -590,47 +526,17 @@ pub fn random_token() -> anyhow::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-/// The job every agent is sent: this run's arguments and the files it needs.
-pub fn job_for(a: &RunArgs, plan: &Plan) -> anyhow::Result<Job> {
-    let mut args: Vec<String> = std::env::args().skip(2).collect();
-    // Threads are per agent and must be the same on every agent (segments are split over
-    // agent x thread slots): one each unless -t says otherwise.
-    if a.threads.is_none() {
-        args.push("-t".into());
-        args.push(plan.threads.to_string());
-    }
-    let mut files = Vec::new();
-    if crate::scenario::is_scenario(&a.url) {
-        let path = Path::new(&a.url);
-        let s = crate::scenario::read(path)?;
-        files.push((
-            SCENARIO_FILE.to_string(),
-            headroom_scenario::to_yaml(&s).into_bytes(),
-        ));
-        let base = path.parent().unwrap_or(Path::new("."));
-        let compiled = headroom_scenario::compile(&s, base)
-            .map_err(|e| UsageError(format!("{}: {e}", a.url)))?;
-        for f in compiled.files {
-            safe_relative(&f).map_err(|_| {
-                UsageError(format!(
-                    "{}: csv file '{f}' is outside the scenario's directory; agents get only \
-                     files below it",
-                    a.url
-                ))
-            })?;
-            let data = std::fs::read(base.join(&f))?;
-            files.push((f, data));
-        }
-    }
-    if let Some(b) = a.body.as_deref().and_then(|b| b.strip_prefix('@')) {
-        let data = std::fs::read(b).map_err(|e| UsageError(format!("--body @{b}: {e}")))?;
-        files.push((BODY_FILE.to_string(), data));
-    }
-    Ok(Job {
-        args,
-        files,
+/// The job every agent is sent: this run's spec (its files inside as bytes), with the threads
+/// this controller chose, since segments are split over agent x thread slots and every agent
+/// must run the same number.
+pub fn job_for(spec: &RunSpec, plan: &Plan, preflight: bool) -> Job {
+    let mut spec = spec.clone();
+    spec.threads = Some(plan.threads);
+    Job {
+        spec,
+        preflight,
         segment_index: 0,
         segment_count: 1,
         start_at: SystemTime::now(),
-    })
+    }
 }

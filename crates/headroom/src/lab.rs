@@ -1,7 +1,7 @@
 //! `headroom lab EXPERIMENT.yaml`: sweep server configurations, load and sample each, store every
 //! run, print the tables (see docs/lab.md).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -11,7 +11,8 @@ use clap::Args;
 
 use crate::args::UsageError;
 use crate::dist::OnLossArg;
-use headroom_lab::runner::{Driven, LoadSpec};
+use headroom_core::spec::RunSpec;
+use headroom_lab::runner::Driven;
 
 pub(crate) const LAB_LONG: &str = "\
 Run an experiment: for each configuration of the factors (full factorial, or the listed
@@ -148,9 +149,6 @@ pub fn cmd_lab(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The scenario's name among a job's files (what `dist::plan_from_job` looks for).
-const SCENARIO_FILE: &str = "scenario.yaml";
-
 /// Parses `--agents`, starts (or lists) the agents and makes the driver that runs each of the
 /// lab's loads on them.
 fn start_agents(
@@ -168,12 +166,12 @@ fn start_agents(
     let addrs = started.addrs.clone();
     let dist = dist.clone();
     let run = move |plan: &headroom_core::Plan,
-                    load: &LoadSpec,
+                    load: &RunSpec,
                     start_at: SystemTime,
                     stop: Arc<AtomicBool>,
                     sink: &mut dyn FnMut(&headroom_engine::Interval<'_>)|
           -> Result<Driven, String> {
-        let job = lab_job(load)?;
+        let job = lab_job(load);
         let opts = headroom_dist::ControllerOpts {
             // The controller starts the load this long after it reached every agent.
             start_delay: start_at
@@ -229,51 +227,18 @@ fn start_agents(
     Ok((started, driver))
 }
 
-/// The job that makes every agent build the lab's plan of `load`: the scenario (as the lab
-/// parsed it, a probe's load in place) and its CSV files, and the `headroom run` arguments for
-/// what the lab sets itself (target, duration, threads, timeout). The rest of the lab's plan
-/// is `headroom run`'s default: interval 1s, connect timeout 5s, keep-alive, TCP_NODELAY.
-/// No preflight: the lab checked the server is ready, and the load must open no connection
-/// of its own.
-fn lab_job(load: &LoadSpec) -> Result<headroom_dist::Job, String> {
-    let mut args = vec![
-        SCENARIO_FILE.to_string(),
-        "--target".into(),
-        load.target.to_string(),
-        "-d".into(),
-        humantime::format_duration(load.duration).to_string(),
-        "-t".into(),
-        load.threads.to_string(),
-        "--timeout".into(),
-        humantime::format_duration(load.timeout).to_string(),
-        "--no-preflight".into(),
-        "-q".into(),
-    ];
-    if !load.keepalive {
-        args.push("--no-keepalive".into());
-    }
-    let mut files = vec![(
-        SCENARIO_FILE.to_string(),
-        headroom_scenario::to_yaml(&load.scenario).into_bytes(),
-    )];
-    for f in &load.files {
-        let p = Path::new(f);
-        if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
-            return Err(format!(
-                "csv file '{f}' is outside the scenario's directory; agents get only files below it"
-            ));
-        }
-        let data = std::fs::read(load.base.join(p))
-            .map_err(|e| format!("csv file {}: {e}", load.base.join(p).display()))?;
-        files.push((f.clone(), data));
-    }
-    Ok(headroom_dist::Job {
-        args,
-        files,
+/// The job that makes every agent build the lab's plan of `load`: its spec, as the lab built
+/// its own plan from it (the scenario with this configuration's values, a probe's load in
+/// place, its CSV files inside). No preflight: the lab checked the server is ready, and the
+/// load must open no connection of its own.
+fn lab_job(load: &RunSpec) -> headroom_dist::Job {
+    headroom_dist::Job {
+        spec: load.clone(),
+        preflight: false,
         segment_index: 0,
         segment_count: 1,
         start_at: SystemTime::now(),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -352,8 +317,12 @@ mod tests {
                 let what = format!("{config:?} {duration:?} {rate:?}");
                 let rate = rate.map(|r| (r, l.rate_search.as_ref().unwrap()));
                 let (plan, spec) = load_for(l, &values, duration, rate).expect(&what);
-                let job = lab_job(&spec).expect(&what);
-                assert_eq!(job.files.len(), 2, "{what}: the scenario and its CSV file");
+                let job = lab_job(&spec);
+                let headroom_core::spec::Target::Scenario(sc) = &job.spec.target else {
+                    panic!("{what}: a scenario job")
+                };
+                assert_eq!(sc.files.len(), 1, "{what}: the CSV file, as bytes");
+                assert_eq!(sc.files[0].data, b"ann\nbob\ncid\n", "{what}");
                 let agent = crate::dist::plan_from_job(&job).expect(&what);
                 let (ours, theirs) = (load_fields(&plan), load_fields(&agent));
                 for (a, b) in ours.iter().zip(&theirs) {

@@ -214,21 +214,14 @@ fn connections_of(plan: &Plan) -> u64 {
     }
 }
 
-/// The plan of a `run` command line (and its scenario's thresholds), as every agent builds it too.
-fn plan_of(a: &RunArgs) -> anyhow::Result<(Plan, Vec<headroom_scenario::model::Threshold>)> {
-    Ok(if scenario::is_scenario(&a.url) {
-        let s = scenario::plan(a)?;
-        (s.plan, s.thresholds)
-    } else {
-        if a.target.is_some() {
-            return Err(UsageError("--target applies to scenario files only".into()).into());
-        }
-        (a.to_plan()?, Vec::new())
-    })
-}
-
 fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let (mut plan, thresholds) = plan_of(a)?;
+    // The flags become a spec (files read into it) and the spec a plan, as every agent and the
+    // lab build theirs.
+    let run_spec = a.spec()?;
+    let headroom_run::Built {
+        mut plan,
+        thresholds,
+    } = headroom_run::build(&run_spec)?;
     let agents = match a.dist.resolve()? {
         Some((spec, token)) => {
             // Threads are per agent; one each unless -t says otherwise.
@@ -262,7 +255,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let (summary, broken) = match agents {
         None => execute(&plan, &thresholds, outputs, &mut local_engine)?,
         Some((spec, token)) => {
-            let job = dist::job_for(a, &plan)?;
+            let job = dist::job_for(&run_spec, &plan, !a.no_preflight);
             let started = dist::start_agents(&spec, &token)?;
             if !a.quiet {
                 for ag in &started.addrs {

@@ -2,7 +2,7 @@
 //! and [`RunArgs::to_plan`] turns them into a validated [`Plan`] or a [`UsageError`] that says
 //! which value is wrong and what is allowed. The engine never sees clap types.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,6 +11,13 @@ use headroom_core::{
     ArrivalProcess, Distribution, HttpRequest, LoadModel, Plan, RampStage, SocketOptions,
     StatusSet, StopCondition, TlsOptions, TlsVersion,
 };
+
+use crate::parse::{
+    parse_bind, parse_duration, parse_expect_status, parse_listen, parse_rate, parse_size, usage,
+};
+// Re-exported for scenario.rs until its run-building part moves (issue 17): every other module
+// takes these from `crate::parse`.
+pub use crate::parse::{default_threads, UsageError};
 
 const ABOUT: &str = "Load generator and server-scalability lab.";
 
@@ -95,7 +102,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub no_report: bool,
     /// Serve a live dashboard of the demo at ADDR: PORT (on 127.0.0.1) or HOST:PORT.
-    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen)]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub dashboard: Option<SocketAddr>,
 }
 
@@ -299,10 +306,10 @@ pub struct RunArgs {
     pub max_error_rate: Option<f64>,
     /// Serve a live dashboard of the run at ADDR: PORT (on 127.0.0.1) or HOST:PORT
     /// (0.0.0.0:PORT is reachable from the network). Its URL is printed on stderr.
-    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen, help_heading = "Output")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, help_heading = "Output")]
     pub dashboard: Option<SocketAddr>,
     /// Serve the run's counters for Prometheus at http://ADDR/metrics (ADDR as for --dashboard).
-    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen, help_heading = "Output")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, help_heading = "Output")]
     pub metrics_listen: Option<SocketAddr>,
     /// Keep --dashboard and --metrics-listen up this long after the run, so a browser or a
     /// scraper gets the final figures (Ctrl-C ends it sooner).
@@ -339,21 +346,6 @@ impl From<TlsVersionArg> for TlsVersion {
 pub enum ArrivalArg {
     Poisson,
     Constant,
-}
-
-/// A command line that is well-formed for clap but makes no sense: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for UsageError {}
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
 }
 
 /// The parts of an http:// or https:// URL that matter to a client.
@@ -471,52 +463,6 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
     })
 }
 
-/// `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if (0.0..1e9).contains(&secs) {
-            return Ok(Duration::from_secs_f64(secs));
-        }
-    }
-    humantime::parse_duration(t)
-        .map_err(|_| format!("'{s}' is not a duration; use e.g. 500ms, 10s, 5m, 1h30m"))
-}
-
-/// `8192`, `8k`, `64KiB`, `6m`, `1MiB` (k and m are binary: 1024 and 1048576).
-pub fn parse_size(s: &str) -> Result<u32, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let err = || format!("'{s}' is not a size; use e.g. 8192, 8k, 6m");
-    let (num, mult) = if let Some(n) = t.strip_suffix("kib").or(t.strip_suffix('k')) {
-        (n, 1024u64)
-    } else if let Some(n) = t.strip_suffix("mib").or(t.strip_suffix('m')) {
-        (n, 1024 * 1024)
-    } else {
-        (t.as_str(), 1)
-    };
-    let n: u64 = num.trim().parse().map_err(|_| err())?;
-    let v = n.checked_mul(mult).ok_or_else(err)?;
-    if v == 0 || v > i32::MAX as u64 {
-        return Err(format!("'{s}' is out of range: 1 byte to 2 GiB"));
-    }
-    Ok(v as u32)
-}
-
-/// `0.01` or `1%`.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not an error rate; use a fraction from 0 to 1 (0.01) or a percentage (1%)"
-        )),
-    }
-}
-
 /// Think time: a bare duration takes `default_exp` to decide its distribution.
 pub fn parse_think(s: &str, default_exp: bool) -> Result<Distribution, UsageError> {
     let bad = |why: &str| {
@@ -547,41 +493,6 @@ pub fn parse_think(s: &str, default_exp: bool) -> Result<Distribution, UsageErro
     })
 }
 
-/// `127.0.0.2-127.0.0.50` (inclusive IPv4 range) or a comma-separated list.
-/// `--expect-status`: codes, ranges and classes (see [`StatusSet`]'s `FromStr`).
-pub fn parse_expect_status(s: &str) -> Result<StatusSet, String> {
-    s.parse()
-}
-
-pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
-    let bad = |why: String| {
-        usage(format!(
-            "bad --bind '{s}': {why}; use e.g. 127.0.0.2-127.0.0.50 or 127.0.0.2,127.0.0.3"
-        ))
-    };
-    if let Some((a, b)) = s.split_once('-') {
-        let (Ok(a), Ok(b)) = (a.trim().parse::<Ipv4Addr>(), b.trim().parse::<Ipv4Addr>()) else {
-            return bad("a range takes two IPv4 addresses".into());
-        };
-        let (a, b) = (u32::from(a), u32::from(b));
-        if b < a {
-            return bad("the range ends before it starts".into());
-        }
-        if b - a >= 65_536 {
-            return bad("the range is larger than 65,536 addresses".into());
-        }
-        return Ok((a..=b).map(|v| IpAddr::V4(Ipv4Addr::from(v))).collect());
-    }
-    let mut out = Vec::new();
-    for part in s.split(',') {
-        match part.trim().parse::<IpAddr>() {
-            Ok(ip) => out.push(ip),
-            Err(_) => return bad(format!("'{}' is not an IP address", part.trim())),
-        }
-    }
-    Ok(out)
-}
-
 fn parse_header(h: &str) -> Result<(String, String), UsageError> {
     let Some((name, value)) = h.split_once(':') else {
         return usage(format!("bad header '{h}': expected 'Name: value'"));
@@ -601,12 +512,6 @@ fn parse_header(h: &str) -> Result<(String, String), UsageError> {
         return usage(format!("bad header '{h}': the value contains a line break"));
     }
     Ok((name.to_string(), value.to_string()))
-}
-
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 impl RunArgs {
@@ -1054,22 +959,6 @@ mod tests {
             let e = parse_url(bad).unwrap_err().0;
             assert!(e.contains("bad URL"), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn durations_sizes_rates() {
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
-        assert!(parse_duration("soon")
-            .unwrap_err()
-            .contains("not a duration"));
-        assert_eq!(parse_size("8k").unwrap(), 8192);
-        assert_eq!(parse_size("6m").unwrap(), 6 << 20);
-        assert!(parse_size("0").is_err());
-        assert_eq!(parse_rate("1%").unwrap(), 0.01);
-        assert_eq!(parse_rate("0.2").unwrap(), 0.2);
-        assert!(parse_rate("150%").is_err());
     }
 
     #[test]

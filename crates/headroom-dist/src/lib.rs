@@ -6,7 +6,10 @@
 //! - [`agent`]: the agent's gRPC service and [`agent::serve_agent`]; the engine run itself is a
 //!   [`agent::Runner`] given by the caller;
 //! - [`controller`]: [`controller::run_controller`] starts a job on every agent and merges
-//!   their streams into one sequence of intervals, like the engine's own collector.
+//!   their streams into one sequence of intervals, like the engine's own collector;
+//! - the launchers, which bring agents up for a controller: [`launch`] starts local child
+//!   processes or agents over SSH (or lists running ones), [`k8s`] writes the Kubernetes
+//!   manifest of a run whose agents a cluster starts.
 //!
 //! # How intervals align
 //!
@@ -23,6 +26,8 @@
 
 pub mod agent;
 pub mod controller;
+pub mod k8s;
+pub mod launch;
 pub mod proto;
 pub mod wire;
 

@@ -19,6 +19,11 @@
 //!
 //! The pieces are public for other reports (comparisons, lab reports): [`load_run`] gives the
 //! plain [`RunData`], [`charts`] builds the charts from it, [`render`] the page.
+//!
+//! Beside the reports, [`live_server`] serves a run while it goes: the live dashboard (the
+//! page of [`live`], fed interval by interval) and a Prometheus `/metrics` endpoint. It takes
+//! interval lines as JSON, the same lines `intervals.jsonl` holds, so it too never sees the
+//! engine.
 
 pub mod bars;
 pub mod charts;
@@ -30,6 +35,7 @@ pub mod hlog;
 mod html;
 pub mod lab;
 pub mod live;
+pub mod live_server;
 pub mod svg;
 
 use std::path::{Path, PathBuf};

@@ -82,6 +82,11 @@
 //!
 //! Nothing read from the network can panic a worker: the parser is [`http::InputState`], pure,
 //! tested byte by byte and fuzzed (`fuzz/fuzz_targets/http1_request.rs`).
+//!
+//! # Files to serve
+//!
+//! [`surge`] writes a SURGE file set (heavy-tailed sizes, Zipf-ranked names) for `--docroot`, so
+//! that a scenario's `surge` session finds files of the model's sizes (`headroom surge fileset`).
 
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -101,6 +106,7 @@ pub mod handlers;
 pub mod http;
 mod poller;
 mod reactor;
+pub mod surge;
 mod sys;
 pub mod tls;
 

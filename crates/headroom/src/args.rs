@@ -3,13 +3,20 @@
 //! library builds into a validated plan or a [`UsageError`] that says which value is wrong and
 //! what is allowed. The engine never sees clap types.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use headroom_core::spec::{RunSpec, SpecArrival, Target};
-use headroom_core::{StatusSet, TlsVersion};
+use headroom_core::TlsVersion;
+
+use crate::parse::{
+    parse_bind, parse_duration, parse_expect_status, parse_listen, parse_rate, parse_size,
+};
+// Re-exported for scenario.rs until its run-building part moves (issue 17): every other module
+// takes these from `crate::parse`.
+use crate::parse::UsageError;
 
 const ABOUT: &str = "Load generator and server-scalability lab.";
 
@@ -94,7 +101,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub no_report: bool,
     /// Serve a live dashboard of the demo at ADDR: PORT (on 127.0.0.1) or HOST:PORT.
-    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen)]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub dashboard: Option<SocketAddr>,
 }
 
@@ -298,10 +305,10 @@ pub struct RunArgs {
     pub max_error_rate: Option<f64>,
     /// Serve a live dashboard of the run at ADDR: PORT (on 127.0.0.1) or HOST:PORT
     /// (0.0.0.0:PORT is reachable from the network). Its URL is printed on stderr.
-    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen, help_heading = "Output")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, help_heading = "Output")]
     pub dashboard: Option<SocketAddr>,
     /// Serve the run's counters for Prometheus at http://ADDR/metrics (ADDR as for --dashboard).
-    #[arg(long, value_name = "ADDR", value_parser = crate::live::parse_listen, help_heading = "Output")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, help_heading = "Output")]
     pub metrics_listen: Option<SocketAddr>,
     /// Keep --dashboard and --metrics-listen up this long after the run, so a browser or a
     /// scraper gets the final figures (Ctrl-C ends it sooner).
@@ -428,122 +435,9 @@ pub enum ArrivalArg {
     Constant,
 }
 
-/// A command line that is well-formed for clap but makes no sense: exit code 2. The same type
-/// as a spec the run library refuses, so both exit 2.
-pub use headroom_run::UsageError;
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
-
-/// `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if (0.0..1e9).contains(&secs) {
-            return Ok(Duration::from_secs_f64(secs));
-        }
-    }
-    humantime::parse_duration(t)
-        .map_err(|_| format!("'{s}' is not a duration; use e.g. 500ms, 10s, 5m, 1h30m"))
-}
-
-/// `8192`, `8k`, `64KiB`, `6m`, `1MiB` (k and m are binary: 1024 and 1048576).
-pub fn parse_size(s: &str) -> Result<u32, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let err = || format!("'{s}' is not a size; use e.g. 8192, 8k, 6m");
-    let (num, mult) = if let Some(n) = t.strip_suffix("kib").or(t.strip_suffix('k')) {
-        (n, 1024u64)
-    } else if let Some(n) = t.strip_suffix("mib").or(t.strip_suffix('m')) {
-        (n, 1024 * 1024)
-    } else {
-        (t.as_str(), 1)
-    };
-    let n: u64 = num.trim().parse().map_err(|_| err())?;
-    let v = n.checked_mul(mult).ok_or_else(err)?;
-    if v == 0 || v > i32::MAX as u64 {
-        return Err(format!("'{s}' is out of range: 1 byte to 2 GiB"));
-    }
-    Ok(v as u32)
-}
-
-/// `0.01` or `1%`.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not an error rate; use a fraction from 0 to 1 (0.01) or a percentage (1%)"
-        )),
-    }
-}
-
-/// `127.0.0.2-127.0.0.50` (inclusive IPv4 range) or a comma-separated list.
-/// `--expect-status`: codes, ranges and classes (see [`StatusSet`]'s `FromStr`).
-/// Checked here (clap's error), kept as written for the spec.
-pub fn parse_expect_status(s: &str) -> Result<String, String> {
-    s.parse::<StatusSet>().map(|_| s.to_string())
-}
-
-pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
-    let bad = |why: String| {
-        usage(format!(
-            "bad --bind '{s}': {why}; use e.g. 127.0.0.2-127.0.0.50 or 127.0.0.2,127.0.0.3"
-        ))
-    };
-    if let Some((a, b)) = s.split_once('-') {
-        let (Ok(a), Ok(b)) = (a.trim().parse::<Ipv4Addr>(), b.trim().parse::<Ipv4Addr>()) else {
-            return bad("a range takes two IPv4 addresses".into());
-        };
-        let (a, b) = (u32::from(a), u32::from(b));
-        if b < a {
-            return bad("the range ends before it starts".into());
-        }
-        if b - a >= 65_536 {
-            return bad("the range is larger than 65,536 addresses".into());
-        }
-        return Ok((a..=b).map(|v| IpAddr::V4(Ipv4Addr::from(v))).collect());
-    }
-    let mut out = Vec::new();
-    for part in s.split(',') {
-        match part.trim().parse::<IpAddr>() {
-            Ok(ip) => out.push(ip),
-            Err(_) => return bad(format!("'{}' is not an IP address", part.trim())),
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_sizes_rates() {
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
-        assert!(parse_duration("soon")
-            .unwrap_err()
-            .contains("not a duration"));
-        assert_eq!(parse_size("8k").unwrap(), 8192);
-        assert_eq!(parse_size("6m").unwrap(), 6 << 20);
-        assert!(parse_size("0").is_err());
-        assert_eq!(parse_rate("1%").unwrap(), 0.01);
-        assert_eq!(parse_rate("0.2").unwrap(), 0.2);
-        assert!(parse_rate("150%").is_err());
-    }
-
-    #[test]
-    fn bind() {
-        assert_eq!(parse_bind("127.0.0.2-127.0.0.50").unwrap().len(), 49);
-        assert_eq!(parse_bind("127.0.0.2, 127.0.0.3").unwrap().len(), 2);
-        assert!(parse_bind("127.0.0.9-127.0.0.2").is_err());
-    }
 
     use headroom_core::{Distribution, LoadModel, Plan, RampStage};
 

@@ -1,7 +1,8 @@
 //! Distributed runs, the command-line side: `headroom agent`, and the controller that
 //! `headroom run --agents SPEC` becomes.
 //!
-//! The transport and the exact merge live in `headroom-dist`; this module decides *what* an agent
+//! The transport, the exact merge and the launchers (`headroom_dist::launch`: local child
+//! processes, ssh) live in `headroom-dist`; this module decides *what* an agent
 //! runs. The controller sends the run's typed spec (`headroom_core::spec::RunSpec`: the scenario
 //! as parsed, includes inlined, written back with `to_yaml`, its CSV and TLS files and any
 //! `--body @FILE` inside as bytes); each agent builds the same plan with the same builder as
@@ -9,28 +10,25 @@
 //! `headroom_core::Segment`) and starts at the controller's instant. An agent parses no command
 //! line and opens no path a controller names. See docs/distributed.md.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use clap::Args;
 use headroom_core::{Plan, Segment};
-use headroom_dist::{AgentAddr, Job};
+use headroom_dist::launch::{self, parse_agents, random_token, LISTENING};
+pub use headroom_dist::launch::{AgentsSpec, Started};
+use headroom_dist::Job;
 
 use headroom_core::spec::RunSpec;
 
-use crate::args::UsageError;
+use crate::parse::UsageError;
 
 /// Where `headroom agent` listens unless told otherwise: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
-/// How long the controller waits for a started agent to say where it listens.
-const AGENT_START_TIMEOUT: Duration = Duration::from_secs(30);
-/// The line an agent prints on stdout once it listens (a parent reads the address from it).
-const LISTENING: &str = "headroom agent listening on ";
 
 const AGENT_LONG: &str = "\
 Run as an agent: wait for a controller (`headroom run ... --agents ...`) to send a run, run its
@@ -84,7 +82,7 @@ pub fn cmd_agent(a: &AgentArgs) -> anyhow::Result<std::process::ExitCode> {
     if token.is_empty() {
         return Err(UsageError("the agent's token is empty".into()).into());
     }
-    if token == crate::k8s::TOKEN_PLACEHOLDER {
+    if token == headroom_dist::k8s::TOKEN_PLACEHOLDER {
         return Err(UsageError(
             "the agent's token is the placeholder of `headroom k8s manifest`'s Secret, which \
              anyone can read; put a long random token in the Secret"
@@ -163,86 +161,7 @@ pub(crate) fn plan_from_job(job: &Job) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
-// ---- the controller -------------------------------------------------------------------------
-
-/// `--agents`: where the agents are.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AgentsSpec {
-    /// N child processes of this binary on this machine.
-    Local(usize),
-    /// Started over SSH: `ssh://[user@]host[:port]`, comma-separated.
-    Ssh(Vec<SshTarget>),
-    /// Already running agents listed in a file: `host:port` per line, `#` comments.
-    File(PathBuf),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SshTarget {
-    /// `user@host` or `host`, as given to ssh.
-    pub dest: String,
-    /// The host alone (where the agent is reached).
-    pub host: String,
-    pub port: Option<u16>,
-}
-
-pub fn parse_agents(s: &str) -> Result<AgentsSpec, String> {
-    let fix = "use local:N, ssh://user@host[,ssh://...] or file:agents.txt";
-    if let Some(n) = s.strip_prefix("local:") {
-        let n: usize = n
-            .parse()
-            .map_err(|_| format!("bad --agents '{s}': N must be a number; {fix}"))?;
-        if n == 0 || n > 256 {
-            return Err(format!(
-                "bad --agents '{s}': between 1 and 256 local agents"
-            ));
-        }
-        return Ok(AgentsSpec::Local(n));
-    }
-    if let Some(f) = s.strip_prefix("file:") {
-        if f.is_empty() {
-            return Err(format!("bad --agents '{s}': no file name; {fix}"));
-        }
-        return Ok(AgentsSpec::File(PathBuf::from(f)));
-    }
-    if s.starts_with("ssh://") {
-        let mut targets = Vec::new();
-        for part in s.split(',') {
-            let Some(rest) = part.strip_prefix("ssh://") else {
-                return Err(format!(
-                    "bad --agents '{s}': '{part}' is not ssh://...; {fix}"
-                ));
-            };
-            let rest = rest.trim_end_matches('/');
-            let (user, hostport) = match rest.rsplit_once('@') {
-                Some((u, h)) => (Some(u), h),
-                None => (None, rest),
-            };
-            let (host, port) = match hostport.rsplit_once(':') {
-                Some((h, p)) if !h.contains(':') || h.starts_with('[') => (
-                    h.trim_matches(|c| c == '[' || c == ']'),
-                    Some(
-                        p.parse::<u16>()
-                            .map_err(|_| format!("bad --agents '{s}': bad ssh port in '{part}'"))?,
-                    ),
-                ),
-                _ => (hostport, None),
-            };
-            if host.is_empty() || user.is_some_and(str::is_empty) {
-                return Err(format!("bad --agents '{s}': '{part}' names no host; {fix}"));
-            }
-            targets.push(SshTarget {
-                dest: match user {
-                    Some(u) => format!("{u}@{host}"),
-                    None => host.to_string(),
-                },
-                host: host.to_string(),
-                port,
-            });
-        }
-        return Ok(AgentsSpec::Ssh(targets));
-    }
-    Err(format!("bad --agents '{s}'; {fix}"))
-}
+// ---- the controller (its launchers are headroom_dist::launch) -------------------------------
 
 /// The distributed-run flags of `headroom run` and `headroom lab`.
 #[derive(Args, Debug, Clone)]
@@ -272,7 +191,7 @@ pub struct AgentsArgs {
     pub on_agent_loss: OnLossArg,
     /// An agent that sends nothing for this long is lost (default: 3 intervals + 5 s, at least
     /// 60 s; one whose process dies or whose connection breaks is lost at once).
-    #[arg(long, value_parser = crate::args::parse_duration, value_name = "DURATION", help_heading = "Distributed")]
+    #[arg(long, value_parser = crate::parse::parse_duration, value_name = "DURATION", help_heading = "Distributed")]
     pub agent_timeout: Option<Duration>,
 }
 
@@ -320,210 +239,15 @@ pub enum OnLossArg {
     Stop,
 }
 
-/// Agents this controller started: stopped (and waited for) when dropped.
-pub struct Started {
-    pub addrs: Vec<AgentAddr>,
-    children: Vec<Child>,
-    /// Each child's stdin, kept open: closing it ends the agent (`--stop-on-stdin-eof`), and for
-    /// an agent over SSH it is the only way (see `cmd_agent`).
-    stdins: Vec<ChildStdin>,
-}
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        // End of file on each agent's stdin, through ssh for remote ones: the agent stops.
-        self.stdins.clear();
-        for c in &mut self.children {
-            // SIGTERM: the agent's Ctrl-C path stops its run and exits.
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
-            }
-        }
-        let until = Instant::now() + Duration::from_secs(5);
-        for c in &mut self.children {
-            while Instant::now() < until {
-                if let Ok(Some(_)) = c.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Start (local, ssh) or list (file) the agents.
+/// Start (local, ssh) or list (file) the agents with [`headroom_dist::launch`]: local agents
+/// are child processes of this very binary (`headroom agent`, so of the controller's version);
+/// a bad `file:` list is a usage error (exit 2).
 pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
-    let mut started = Started {
-        addrs: Vec::new(),
-        children: Vec::new(),
-        stdins: Vec::new(),
-    };
-    match spec {
-        AgentsSpec::Local(n) => {
-            let exe = std::env::current_exe()?;
-            for i in 0..*n {
-                let mut cmd = Process::new(&exe);
-                cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", "-"]);
-                cmd.arg("--stop-on-stdin-eof");
-                // A local agent must not outlive its controller, whatever kills the controller.
-                unsafe {
-                    use std::os::unix::process::CommandExt;
-                    cmd.pre_exec(|| {
-                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                        Ok(())
-                    });
-                }
-                let name = format!("local:{}", i + 1);
-                let (child, stdin, addr) = spawn_agent(cmd, token, &name)?;
-                started.children.push(child);
-                started.stdins.push(stdin);
-                started.addrs.push(AgentAddr {
-                    name,
-                    endpoint: format!("http://{addr}"),
-                });
-            }
-        }
-        AgentsSpec::Ssh(targets) => {
-            let bin = std::env::var("HEADROOM_REMOTE_BIN").unwrap_or_else(|_| "headroom".into());
-            for t in targets {
-                let mut cmd = Process::new("ssh");
-                cmd.args(["-o", "BatchMode=yes", "-T"]);
-                // Extra ssh options (identity, config file, known hosts), split on whitespace.
-                if let Ok(opts) = std::env::var("HEADROOM_SSH_OPTS") {
-                    cmd.args(opts.split_whitespace());
-                }
-                if let Some(p) = t.port {
-                    cmd.args(["-p", &p.to_string()]);
-                }
-                // The token goes through ssh's standard input, never onto a command line. The
-                // agent ends when that input ends: when this controller closes it or dies, or
-                // the connection drops (sshd sends no signal to a command without a terminal).
-                cmd.arg(&t.dest).arg(format!(
-                    "exec {bin} agent --listen 0.0.0.0:0 --token-file - --stop-on-stdin-eof"
-                ));
-                let name = match t.port {
-                    Some(p) => format!("ssh://{}:{p}", t.dest),
-                    None => format!("ssh://{}", t.dest),
-                };
-                let (child, stdin, addr) = spawn_agent(cmd, token, &name)?;
-                started.children.push(child);
-                started.stdins.push(stdin);
-                let host = if t.host.contains(':') {
-                    format!("[{}]", t.host)
-                } else {
-                    t.host.clone()
-                };
-                started.addrs.push(AgentAddr {
-                    name,
-                    endpoint: format!("http://{host}:{}", addr.port()),
-                });
-            }
-        }
-        AgentsSpec::File(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| UsageError(format!("--agents file:{}: {e}", f.display())))?;
-            for (no, line) in text.lines().enumerate() {
-                let line = line.split('#').next().unwrap_or("").trim();
-                if line.is_empty() {
-                    continue;
-                }
-                let hostport = line.trim_start_matches("http://");
-                if !hostport.contains(':') {
-                    return Err(UsageError(format!(
-                        "--agents file:{} line {}: '{line}' is not HOST:PORT",
-                        f.display(),
-                        no + 1
-                    ))
-                    .into());
-                }
-                started.addrs.push(AgentAddr {
-                    name: hostport.to_string(),
-                    endpoint: format!("http://{hostport}"),
-                });
-            }
-            if started.addrs.is_empty() {
-                return Err(UsageError(format!(
-                    "--agents file:{} lists no agent (one HOST:PORT per line)",
-                    f.display()
-                ))
-                .into());
-            }
-        }
-    }
-    Ok(started)
-}
-
-/// Start one agent process, hand it the token on stdin and read where it listens. The stdin is
-/// returned open: the agent runs until it is closed.
-fn spawn_agent(
-    mut cmd: Process,
-    token: &str,
-    name: &str,
-) -> anyhow::Result<(Child, ChildStdin, SocketAddr)> {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot start agent {name}: {e}"))?;
-    let mut stdin = child.stdin.take().expect("piped");
-    // A process that already exited (ssh refused) closes the pipe: say so below, not here.
-    let _ = writeln!(stdin, "{token}").and_then(|_| stdin.flush());
-    let stdout = child.stdout.take().expect("piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        let mut line = String::new();
-        while r.read_line(&mut line).unwrap_or(0) > 0 {
-            if let Some(a) = line.trim().strip_prefix(LISTENING) {
-                let _ = tx.send(a.parse::<SocketAddr>().ok());
-                // Keep draining so the agent never blocks on a full pipe.
-                let mut sink = Vec::new();
-                let _ = r.read_to_end(&mut sink);
-                return;
-            }
-            line.clear();
-        }
-        let _ = tx.send(None);
-    });
-    let why = match rx.recv_timeout(AGENT_START_TIMEOUT) {
-        Ok(Some(addr)) => return Ok((child, stdin, addr)),
-        Ok(None) => {
-            // Its stdout ended: it is exiting (ssh could not log in, no such binary...). Give
-            // it a moment to, so that its own exit status is the one reported.
-            let until = Instant::now() + Duration::from_secs(2);
-            while Instant::now() < until && matches!(child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            "it ended before saying where it listens".to_string()
-        }
-        Err(_) => format!(
-            "it did not say where it listens within {}s",
-            AGENT_START_TIMEOUT.as_secs()
-        ),
-    };
-    drop(stdin);
-    let _ = child.kill();
-    let status = child.wait().ok();
-    let ssh_hint = if name.starts_with("ssh://") {
-        "; its messages and ssh's are above (ssh exits with 255 when it cannot connect or log \
-         in without a prompt: check the key, HEADROOM_SSH_OPTS and HEADROOM_REMOTE_BIN)"
-    } else {
-        ""
-    };
-    anyhow::bail!(
-        "agent {name} did not start: {why}{}{ssh_hint}",
-        status.map(|s| format!(" ({s})")).unwrap_or_default()
-    )
-}
-
-/// A random token for agents this controller starts itself (hex of 16 bytes from the kernel).
-pub fn random_token() -> anyhow::Result<String> {
-    let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    let exe = std::env::current_exe()?;
+    launch::start_agents(spec, token, &exe).map_err(|e| match e {
+        launch::LaunchError::Usage(m) => UsageError(m).into(),
+        e => e.into(),
+    })
 }
 
 /// The job every agent is sent: this run's spec (its files inside as bytes), with the threads

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::args::{parse_duration, UsageError};
+use crate::parse::{parse_duration, UsageError};
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {

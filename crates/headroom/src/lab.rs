@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
-use crate::args::UsageError;
 use crate::dist::OnLossArg;
+use crate::parse::UsageError;
 use headroom_core::spec::RunSpec;
 use headroom_lab::runner::Driven;
 

@@ -17,14 +17,17 @@ mod dist;
 mod import;
 mod k8s;
 mod lab;
-mod live;
 mod output;
+mod parse;
 mod report;
 mod scenario;
 mod serve;
 mod surge;
 
-use args::{Cli, Command, DemoArgs, RunArgs, UsageError};
+use args::{Cli, Command, DemoArgs, RunArgs};
+use parse::UsageError;
+// The live server lives in headroom-report; the run code below names it `live::LiveServer`.
+use headroom_report::live_server as live;
 
 /// Exit code of a usage error (like clap's own).
 const EXIT_USAGE: u8 = 2;
@@ -367,7 +370,8 @@ struct Outputs {
     server_pid: Option<u32>,
 }
 
-/// The live server when either address is given.
+/// The live server when either address is given. An address that is not this machine's is a
+/// usage error (exit 2).
 fn start_live(
     dashboard: Option<std::net::SocketAddr>,
     metrics: Option<std::net::SocketAddr>,
@@ -376,7 +380,11 @@ fn start_live(
     if dashboard.is_none() && metrics.is_none() {
         return Ok(None);
     }
-    Ok(Some(live::LiveServer::start(dashboard, metrics, title)?))
+    match live::LiveServer::start(dashboard, metrics, title) {
+        Ok(server) => Ok(Some(server)),
+        Err(live::StartError::NotLocal(msg)) => Err(UsageError(msg).into()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Run a plan with progress, an optional run directory (closed with intervals.csv and, if

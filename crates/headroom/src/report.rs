@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::args::UsageError;
+use crate::parse::UsageError;
 
 const REPORT_LONG: &str = "\
 Write a self-contained HTML report (inline SVG charts, no script, no network: it can be mailed or

@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use headroom_serve::{Arch, DbConfig, Poller, Runtime, ServerConfig, TlsSource};
 
-use crate::args::{parse_duration, parse_size, UsageError};
+use crate::parse::{parse_duration, parse_size, UsageError};
 
 const SERVE_LONG: &str = "\
 Run a reference server: an HTTP/1.1 server whose architecture is known, so a study can compare \

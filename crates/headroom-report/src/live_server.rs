@@ -1,5 +1,10 @@
 //! The live side of a run: a web dashboard (`--dashboard ADDR`) and a Prometheus endpoint
-//! (`--metrics-listen ADDR`), served while the load runs.
+//! (`--metrics-listen ADDR`), served while the load runs. It lives beside the report because it
+//! shows the same figures the same way: each interval line (the JSON of `intervals.jsonl`) is
+//! read with [`crate::data`] and drawn with [`crate::live`], the dashboard's page and charts.
+//! Like the rest of this crate it never touches the engine: whoever runs the load (the
+//! `headroom` binary's `start_live`, for `run` and `demo`) starts a [`LiveServer`], hands it
+//! every interval line with [`LiveServer::push`] and ends it with [`LiveServer::finish`].
 //!
 //! A tiny HTTP/1.1 server on plain threads, off the hot path: one accept thread per listener, a
 //! thread per connection (at most [`MAX_CONNECTIONS`] at once; beyond that a 503), every
@@ -13,6 +18,9 @@
 //! `event: end` when the run has finished); on the metrics listener `GET /metrics` (Prometheus
 //! text format 0.0.4). Anything else is a 404 (405 for a method other than GET or HEAD). When
 //! both flags give the same address, one listener serves all three.
+//!
+//! [`parse_listen`] reads the flags' `ADDR`; a [`StartError::NotLocal`] is the caller's usage
+//! error (the CLI exits 2 on it), any other [`StartError`] a failure.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -23,11 +31,10 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use headroom_report::data::Interval;
-use headroom_report::live::Live;
 use serde_json::Value;
 
-use crate::args::UsageError;
+use crate::data::Interval;
+use crate::live::Live;
 
 /// Connections served at once (page loads, event streams, scrapes); more get a 503.
 pub const MAX_CONNECTIONS: usize = 32;
@@ -347,22 +354,35 @@ pub struct LiveServer {
     pub metrics_url: Option<String>,
 }
 
-/// Binds `addr` for `flag`: an address that is not this machine's is a usage error (exit 2),
-/// anything else (in use, not allowed) a failure (exit 1).
-fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
+/// Why [`LiveServer::start`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The address is not one of this machine's: the command line's fault (exit 2 in the CLI).
+    #[error("{0}")]
+    NotLocal(String),
+    /// The address could not be bound otherwise (in use, not allowed): a failure (exit 1).
+    #[error("{0}")]
+    Bind(String),
+    /// A listener's address or a thread could not be had.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Binds `addr` for `flag`: an address that is not this machine's is [`StartError::NotLocal`],
+/// anything else (in use, not allowed) [`StartError::Bind`].
+fn bind(addr: SocketAddr, flag: &str) -> Result<TcpListener, StartError> {
     TcpListener::bind(addr).map_err(|e| {
         let msg = format!(
             "cannot listen on {addr} for {flag}: {}",
             e.to_string().to_lowercase()
         );
         if e.kind() == io::ErrorKind::AddrNotAvailable {
-            UsageError(format!(
+            StartError::NotLocal(format!(
                 "{msg} — it is not an address of this machine; give a port (127.0.0.1), \
                  127.0.0.1:PORT, or 0.0.0.0:PORT"
             ))
-            .into()
         } else {
-            anyhow::anyhow!("{msg}")
+            StartError::Bind(msg)
         }
     })
 }
@@ -390,7 +410,7 @@ impl LiveServer {
         dashboard: Option<SocketAddr>,
         metrics: Option<SocketAddr>,
         title: &str,
-    ) -> anyhow::Result<LiveServer> {
+    ) -> Result<LiveServer, StartError> {
         let mut plan: Vec<(SocketAddr, Routes, &str)> = Vec::new();
         match (dashboard, metrics) {
             (Some(d), Some(m)) if d == m && d.port() != 0 => plan.push((
@@ -435,7 +455,7 @@ impl LiveServer {
                 end_pending: 0,
             }),
             changed: Condvar::new(),
-            page: headroom_report::live::dashboard_page(title),
+            page: crate::live::dashboard_page(title),
             title: title.to_string(),
             active: AtomicUsize::new(0),
             stop_accepting: AtomicBool::new(false),
@@ -911,7 +931,7 @@ mod tests {
                 "connections_open": 3, "users_active": 4,
                 "bytes_sent": 100, "bytes_received": 1000,
             });
-            m.add(&headroom_report::data::interval_from_value(&v, 1));
+            m.add(&crate::data::interval_from_value(&v, 1));
         }
         let text = m.render(false, "http://h/\"x\"\\");
         for want in [
@@ -939,7 +959,7 @@ mod tests {
         // An interval without a response: NaN quantiles.
         let v = serde_json::json!({"t_s": 2, "length_s": 1, "responses": 0,
             "latency_us": {"p50": 0, "p90": 0, "p99": 0, "max": 0}});
-        m.add(&headroom_report::data::interval_from_value(&v, 3));
+        m.add(&crate::data::interval_from_value(&v, 3));
         let text = m.render(true, "");
         assert!(text.contains("headroom_interval_latency_seconds{quantile=\"0.5\"} NaN\n"));
         assert!(text.contains("headroom_run_finished 1\n"));

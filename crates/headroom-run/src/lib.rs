@@ -7,6 +7,8 @@
 //!   the server sampler, the live dashboard and the Prometheus endpoint;
 //! - the result is a typed `RunSummary`, which *is* summary.json.
 
+pub mod agent;
 pub mod files;
+pub mod preflight;
 pub mod spec;
 pub use spec::{build, Built, UsageError};

@@ -1,29 +1,21 @@
-//! Distributed runs, the command-line side: `headroom agent`, and the controller that
-//! `headroom run --agents SPEC` becomes.
+//! Distributed runs, the command-line side: the `headroom agent` command and the `--agents`
+//! flags of `run` and `lab`.
 //!
 //! The transport, the exact merge and the launchers (`headroom_dist::launch`: local child
-//! processes, ssh) live in `headroom-dist`; this module decides *what* an agent
-//! runs. The controller sends the run's typed spec (`headroom_core::spec::RunSpec`: the scenario
-//! as parsed, includes inlined, written back with `to_yaml`, its CSV and TLS files and any
-//! `--body @FILE` inside as bytes); each agent builds the same plan with the same builder as
-//! `headroom run` (`headroom_run::build`), takes its execution segment of it (see
-//! `headroom_core::Segment`) and starts at the controller's instant. An agent parses no command
-//! line and opens no path a controller names. See docs/distributed.md.
+//! processes, ssh) live in `headroom-dist`; what an agent does with a job (build the plan from
+//! the job's typed spec with the one builder, take its segment, start at the controller's
+//! instant) lives in `headroom_run::agent`. An agent parses no command line and opens no path a
+//! controller names: the spec carries the scenario and every file as bytes. See
+//! docs/distributed.md.
 
 use std::io::{BufRead, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use clap::Args;
-use headroom_core::{Plan, Segment};
 use headroom_dist::launch::{self, parse_agents, random_token, LISTENING};
 pub use headroom_dist::launch::{AgentsSpec, Started};
-use headroom_dist::Job;
-
-use headroom_core::spec::RunSpec;
 
 use crate::parse::UsageError;
 
@@ -105,7 +97,7 @@ pub fn cmd_agent(a: &AgentArgs) -> anyhow::Result<std::process::ExitCode> {
         });
     }
     // SIGINT/SIGTERM end the agent (a run in progress is stopped first).
-    headroom_dist::serve_agent(a.listen, token, runner(), |addr| {
+    headroom_dist::serve_agent(a.listen, token, headroom_run::agent::runner(), |addr| {
         let mut o = std::io::stdout().lock();
         let _ = writeln!(o, "{LISTENING}{addr}");
         let _ = o.flush();
@@ -123,42 +115,6 @@ fn read_token(f: &Path) -> anyhow::Result<String> {
             .map_err(|e| UsageError(format!("--token-file {}: {e}", f.display())))?;
     }
     Ok(text.lines().next().unwrap_or("").trim().to_string())
-}
-
-/// What the agent does with a job: build the plan as `headroom run` would, take its segment,
-/// check it can run here, say it is ready, wait for the start instant and run.
-fn runner() -> headroom_dist::Runner {
-    Arc::new(|job, stop, ready, sink| run_job(job, stop, ready, sink).map_err(|e| format!("{e:#}")))
-}
-
-fn run_job(
-    job: Job,
-    stop: Arc<AtomicBool>,
-    ready: &mut dyn FnMut(u32),
-    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
-) -> anyhow::Result<headroom_engine::RunOutcome> {
-    let plan = plan_from_job(&job)?;
-    ready(plan.threads as u32);
-    Ok(headroom_engine::run(&plan, stop, sink)?)
-}
-
-/// The plan an agent runs for `job`: built from the job's spec by the run library's one
-/// builder (as `headroom run` builds its own), with its segment and start instant, checked (and
-/// preflighted if the controller asks). Nothing is read from this machine's disk: the spec
-/// carries the scenario and every file it needs as bytes.
-pub(crate) fn plan_from_job(job: &Job) -> anyhow::Result<Plan> {
-    let mut plan = headroom_run::build(&job.spec)?.plan;
-    plan.segment = Segment {
-        index: job.segment_index,
-        count: job.segment_count,
-    };
-    plan.start_at = Some(job.start_at);
-    plan.validate()?;
-    crate::check_fd_budget_share(&plan)?;
-    if job.preflight {
-        crate::preflight(&plan)?;
-    }
-    Ok(plan)
 }
 
 // ---- the controller (its launchers are headroom_dist::launch) -------------------------------
@@ -248,19 +204,4 @@ pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
         launch::LaunchError::Usage(m) => UsageError(m).into(),
         e => e.into(),
     })
-}
-
-/// The job every agent is sent: this run's spec (its files inside as bytes), with the threads
-/// this controller chose, since segments are split over agent x thread slots and every agent
-/// must run the same number.
-pub fn job_for(spec: &RunSpec, plan: &Plan, preflight: bool) -> Job {
-    let mut spec = spec.clone();
-    spec.threads = Some(plan.threads);
-    Job {
-        spec,
-        preflight,
-        segment_index: 0,
-        segment_count: 1,
-        start_at: SystemTime::now(),
-    }
 }

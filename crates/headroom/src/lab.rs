@@ -323,7 +323,7 @@ mod tests {
                 };
                 assert_eq!(sc.files.len(), 1, "{what}: the CSV file, as bytes");
                 assert_eq!(sc.files[0].data, b"ann\nbob\ncid\n", "{what}");
-                let agent = crate::dist::plan_from_job(&job).expect(&what);
+                let agent = headroom_run::agent::plan_from_job(&job).expect(&what);
                 let (ours, theirs) = (load_fields(&plan), load_fields(&agent));
                 for (a, b) in ours.iter().zip(&theirs) {
                     assert_eq!(a, b, "{what}");

@@ -98,7 +98,7 @@ pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
             let text = std::fs::read_to_string(&t.file)
                 .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
             let imported = headroom_scenario::import_tsung(&text, &name)
-                .map_err(crate::scenario::errors_to_usage)?;
+                .map_err(headroom_run::spec::errors_to_usage)?;
             emit(imported, &t.output)
         }
         ImportFormat::Httperf(h) => {
@@ -127,7 +127,7 @@ pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 duration: h.duration,
             };
             let imported = headroom_scenario::import_httperf(&text, &name, &opts)
-                .map_err(crate::scenario::errors_to_usage)?;
+                .map_err(headroom_run::spec::errors_to_usage)?;
             emit(imported, &h.output)
         }
         ImportFormat::Har(h) => {
@@ -140,7 +140,7 @@ pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 duration: h.duration,
             };
             let imported = headroom_scenario::import_har(&text, &name, &opts)
-                .map_err(crate::scenario::errors_to_usage)?;
+                .map_err(headroom_run::spec::errors_to_usage)?;
             emit(imported, &h.output)
         }
     }

@@ -13,7 +13,6 @@
 //! and is re-exported here for the `--dashboard` and `--metrics-listen` flags.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 
 use headroom_core::StatusSet;
 

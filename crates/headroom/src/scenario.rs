@@ -7,7 +7,6 @@ use headroom_engine::RunOutcome;
 use headroom_metrics::{Counters, LatencyStats, Recorder};
 use headroom_scenario::model::{CmpOp, Metric, Threshold, ThresholdValue};
 
-pub use headroom_run::spec::errors_to_usage;
 
 /// One checked threshold.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -103,6 +103,7 @@ pub fn parse_bind(s: &str) -> Result<Vec<IpAddr>, UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn durations_sizes_rates() {

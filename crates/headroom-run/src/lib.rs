@@ -6,3 +6,15 @@
 //! - sinks see every merged interval, then the finish: the progress line, the run directory,
 //!   the server sampler, the live dashboard and the Prometheus endpoint;
 //! - the result is a typed `RunSummary`, which *is* summary.json.
+//!
+//! Modules so far: [`summary`] (the typed summary.json, [`summary::RunSummary`]),
+//! [`thresholds`] (a scenario's thresholds checked), [`interval`] (a line of intervals.jsonl),
+//! [`rundir`] (the run directory) and [`human`] (the progress line and the human summary).
+
+pub mod human;
+pub mod interval;
+pub mod rundir;
+pub mod summary;
+pub mod thresholds;
+
+pub use summary::RunSummary;

@@ -9,6 +9,10 @@
 //! codes, request and transaction names, match names) are `*`. A figure that is `null` in one run
 //! and a number in another shows both types in their runs. `HEADROOM_BLESS=1` rewrites the
 //! golden (for a deliberate change of the format: say so in docs/summary-json.md too).
+//!
+//! Each summary.json also reads back into `headroom_run::RunSummary` (which denies unknown
+//! fields) and writes out unchanged, so every run here conforms to the type the schema is made
+//! from.
 
 mod common;
 
@@ -69,8 +73,13 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 
 /// One configuration's key sets: summary.json, then every line of intervals.jsonl together.
 fn section(name: &str, dir: &Path) -> String {
-    let summary: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    let summary: Value = serde_json::from_str(&text).unwrap();
+    // The typed summary reads it strictly (no unknown key, none missing) and writes it back
+    // unchanged: summary.json is exactly headroom_run::RunSummary.
+    let typed = headroom_run::RunSummary::from_json(&text)
+        .unwrap_or_else(|e| panic!("{name}: summary.json is not a RunSummary: {e}"));
+    assert_eq!(typed.to_json(), summary, "{name}: RunSummary round trip");
     let mut keys = BTreeSet::new();
     paths(&summary, "", &mut keys);
     let mut lines = BTreeSet::new();
@@ -243,7 +252,7 @@ fn summary_and_interval_keys_match_the_golden() {
     let url = format!("https://localhost:{}/", tls.local_addr().port());
     run(
         &url,
-        &["-k", "--rate", "200", "-c", "2", "-t", "1", "-d", "600ms"],
+        &["-k", "--rate", "200", "-c", "2", "-t", "1", "-n", "100"],
         &d("tls"),
     );
     golden.push_str(&section("tls", &d("tls")));

@@ -464,6 +464,31 @@ pub struct Agents {
     pub stopped_by_loss: bool,
 }
 
+impl Agents {
+    /// The section of a controller's run: `threads_each` as the job asked, `on_loss` as the
+    /// controller was told.
+    pub fn of(
+        out: &headroom_dist::DistOutcome,
+        threads_each: usize,
+        on_loss: headroom_dist::OnLoss,
+    ) -> Agents {
+        Agents {
+            count: out.agents as u64,
+            threads_each: threads_each as u64,
+            lost: out
+                .lost
+                .iter()
+                .map(|l| LostAgent {
+                    name: l.name.clone(),
+                    after_interval: l.after_interval,
+                    why: l.why.clone(),
+                })
+                .collect(),
+            stopped_by_loss: !out.lost.is_empty() && on_loss == headroom_dist::OnLoss::Stop,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LostAgent {

@@ -1,9 +1,11 @@
-//! summary.json's schema and documentation are kept true to `RunSummary`:
-//! - schema/summary.schema.json is generated from the type (`HEADROOM_BLESS=1` rewrites it);
-//! - summaries of real runs (this crate's engine against headroom serve, with every optional
-//!   section filled) validate against the committed schema, and a summary with an unknown or a
-//!   missing key does not;
-//! - docs/summary-json.md names every field the schema has.
+//! summary.json's and intervals.jsonl's schemas and documentation are kept true to
+//! `RunSummary` and `IntervalLine`:
+//! - schema/summary.schema.json and schema/interval.schema.json are generated from the types
+//!   (`HEADROOM_BLESS=1` rewrites them);
+//! - summaries and interval lines of real runs (this crate's engine against headroom serve, the
+//!   summary with every optional section filled) validate against the committed schemas, and a
+//!   summary with an unknown or a missing key or a wrong type does not;
+//! - docs/summary-json.md names every field the schemas have.
 //!
 //! crates/headroom/tests/summary_keys.rs adds the CLI's side: nine `headroom run --out`
 //! directories read back into `RunSummary` strictly and unchanged.
@@ -22,30 +24,38 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn schema_path() -> PathBuf {
-    repo().join("schema/summary.schema.json")
+/// The schema files and the types they are made from.
+fn schemas() -> [(&'static str, Value); 2] {
+    [
+        ("summary.schema.json", summary::schema()),
+        ("interval.schema.json", headroom_run::interval::schema()),
+    ]
 }
 
-fn committed_schema() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(schema_path()).unwrap()).unwrap()
+fn committed_schema(file: &str) -> Value {
+    let path = repo().join("schema").join(file);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]
-fn the_committed_schema_is_generated_from_run_summary() {
-    let mut text = serde_json::to_string_pretty(&summary::schema()).unwrap();
-    text.push('\n');
-    let path = schema_path();
-    if std::env::var_os("HEADROOM_BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-        return;
+fn the_committed_schemas_are_generated_from_the_types() {
+    for (file, schema) in schemas() {
+        let mut text = serde_json::to_string_pretty(&schema).unwrap();
+        text.push('\n');
+        let path = repo().join("schema").join(file);
+        if std::env::var_os("HEADROOM_BLESS").is_some() {
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == text,
+            "{} is not what its type generates; HEADROOM_BLESS=1 cargo test -p headroom-run \
+             --test schema rewrites it (and say what changed in docs/summary-json.md)",
+            path.display()
+        );
     }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == text,
-        "{} is not what RunSummary generates; HEADROOM_BLESS=1 cargo test -p headroom-run \
-         --test schema rewrites it (and say what changed in docs/summary-json.md)",
-        path.display()
-    );
 }
 
 /// A closed-model plan of 2 users x 50 requests against `addr`, over TLS when `tls`.
@@ -93,10 +103,14 @@ fn plan(addr: std::net::SocketAddr, tls: bool) -> Plan {
 }
 
 /// Runs `plan` in this process, as the lab would: Plan + RunOutcome → RunSummary, through the
-/// run directory's writer.
-fn run_summary(plan: &Plan, dir: &Path) -> Value {
-    let outcome = headroom_engine::run(plan, Arc::new(AtomicBool::new(false)), &mut |_| {})
-        .expect("the engine runs");
+/// run directory's writer; the summary and the interval lines.
+fn run_summary(plan: &Plan, dir: &Path) -> (Value, Vec<Value>) {
+    let mut lines = Vec::new();
+    let outcome = headroom_engine::run(plan, Arc::new(AtomicBool::new(false)), &mut |iv| {
+        lines.push(headroom_run::interval::interval_json(iv, plan, None))
+    })
+    .expect("the engine runs");
+    assert!(!lines.is_empty());
     let mut s = RunSummary::build(plan, &outcome, &summary::self_usage(), "schema test");
     assert!(s.responses > 0, "{s:?}");
     // The sections a driver or a scenario adds, filled so the schema sees them.
@@ -130,7 +144,7 @@ fn run_summary(plan: &Plan, dir: &Path) -> Value {
     headroom_run::rundir::write_summary(dir, &s).unwrap();
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     assert_eq!(RunSummary::from_json(&text).unwrap(), s, "round trip");
-    serde_json::from_str(&text).unwrap()
+    (serde_json::from_str(&text).unwrap(), lines)
 }
 
 fn errors_of(validator: &jsonschema::Validator, v: &Value) -> Vec<String> {
@@ -142,7 +156,10 @@ fn errors_of(validator: &jsonschema::Validator, v: &Value) -> Vec<String> {
 
 #[test]
 fn real_summaries_validate_against_the_committed_schema() {
-    let validator = jsonschema::validator_for(&committed_schema()).expect("a valid schema");
+    let validator = jsonschema::validator_for(&committed_schema("summary.schema.json"))
+        .expect("a valid schema");
+    let lines_validator = jsonschema::validator_for(&committed_schema("interval.schema.json"))
+        .expect("a valid schema");
     let tmp = tempfile::tempdir().unwrap();
     for tls in [false, true] {
         let server = headroom_serve::start(headroom_serve::ServerConfig {
@@ -154,10 +171,14 @@ fn real_summaries_validate_against_the_committed_schema() {
         .unwrap();
         let dir = tmp.path().join(if tls { "tls" } else { "plain" });
         std::fs::create_dir_all(&dir).unwrap();
-        let v = run_summary(&plan(server.local_addr(), tls), &dir);
+        let (v, lines) = run_summary(&plan(server.local_addr(), tls), &dir);
         server.stop();
         let errs = errors_of(&validator, &v);
         assert!(errs.is_empty(), "tls {tls}: {errs:#?}");
+        for l in &lines {
+            let errs = errors_of(&lines_validator, l);
+            assert!(errs.is_empty(), "tls {tls}: {errs:#?} in {l}");
+        }
         assert_eq!(v["tls"].is_object(), tls);
         assert_eq!(v["thresholds"][1]["value"], Value::Null);
 
@@ -194,7 +215,9 @@ fn property_names(v: &Value, out: &mut std::collections::BTreeSet<String>) {
 fn the_doc_names_every_field_of_the_schema() {
     let doc = std::fs::read_to_string(repo().join("docs/summary-json.md")).unwrap();
     let mut names = std::collections::BTreeSet::new();
-    property_names(&committed_schema(), &mut names);
+    for (file, _) in schemas() {
+        property_names(&committed_schema(file), &mut names);
+    }
     assert!(names.len() > 100, "{names:?}");
     let missing: Vec<&String> = names
         .iter()

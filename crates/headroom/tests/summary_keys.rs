@@ -11,8 +11,8 @@
 //! golden (for a deliberate change of the format: say so in docs/summary-json.md too).
 //!
 //! Each summary.json also reads back into `headroom_run::RunSummary` (which denies unknown
-//! fields) and writes out unchanged, so every run here conforms to the type the schema is made
-//! from.
+//! fields) and writes out unchanged, and each interval line into `IntervalLine`, so every run
+//! here conforms to the types the schemas (schema/) are made from.
 
 mod common;
 
@@ -87,6 +87,9 @@ fn section(name: &str, dir: &Path) -> String {
     assert!(!text.trim().is_empty(), "{name}: no interval lines");
     for l in text.lines() {
         let v: Value = serde_json::from_str(l).unwrap();
+        let typed: headroom_run::interval::IntervalLine = serde_json::from_str(l)
+            .unwrap_or_else(|e| panic!("{name}: an interval line is not an IntervalLine: {e}"));
+        assert_eq!(typed.to_json(), v, "{name}: IntervalLine round trip");
         paths(&v, "", &mut lines);
     }
     let mut s = format!("[{name} summary.json]\n");

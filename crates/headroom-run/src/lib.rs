@@ -6,9 +6,23 @@
 //! - sinks see every merged interval, then the finish: the progress line, the run directory,
 //!   the server sampler, the live dashboard and the Prometheus endpoint;
 //! - the result is a typed `RunSummary`, which *is* summary.json.
+//!
+//! Modules: [`spec`] (the one builder from a `RunSpec` to a plan), [`files`] (reading the
+//! user's scenario and its files into a spec: the CLI's and the lab's side, never an agent's),
+//! [`agent`] (what an agent does with a job), [`preflight`] (checks before the load),
+//! [`summary`] (the typed summary.json, [`summary::RunSummary`]), [`thresholds`] (a scenario's
+//! thresholds checked), [`interval`] (a line of intervals.jsonl), [`rundir`] (the run
+//! directory) and [`human`] (the progress line and the human summary).
 
 pub mod agent;
 pub mod files;
+pub mod human;
+pub mod interval;
 pub mod preflight;
+pub mod rundir;
 pub mod spec;
+pub mod summary;
+pub mod thresholds;
+
 pub use spec::{build, Built, UsageError};
+pub use summary::RunSummary;

@@ -397,19 +397,14 @@ fn execute(
     }
     let outcome = driven.outcome;
     let mut summary = output::summary_json(plan, &outcome, &usage, &command);
-    if let Some(obj) = summary.as_object_mut() {
-        for (k, v) in driven.extra {
-            obj.insert(k.into(), v);
+    for (k, v) in driven.extra {
+        match k {
+            "agents" => summary.agents = Some(serde_json::from_value(v)?),
+            other => anyhow::bail!("summary.json has no section {other}"),
         }
     }
     let checked = scenario::check(plan, &outcome, thresholds);
-    let broken = checked.iter().filter(|c| !c.ok).count();
-    if !checked.is_empty() {
-        if let Some(obj) = summary.as_object_mut() {
-            obj.insert("thresholds".into(), serde_json::to_value(&checked)?);
-            obj.insert("thresholds_ok".into(), serde_json::json!(broken == 0));
-        }
-    }
+    let broken = summary.set_thresholds(&checked);
     let mut report_path = None;
     if let Some(d) = &dir {
         d.write_summary(&summary)
@@ -437,7 +432,7 @@ fn execute(
     if let Some(e) = write_err {
         anyhow::bail!("writing the run directory failed: {e}");
     }
-    Ok((summary, broken))
+    Ok((summary.to_json(), broken))
 }
 
 fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {

@@ -1,0 +1,469 @@
+//! What a person reads: the live progress line on stderr and the human summary at the end
+//! (like wrk's), with the number formats they share.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use headroom_core::session::{LinkSpec, NameKind, Workload};
+use headroom_core::{ErrorKind, LoadModel, Plan, ProtoCounter};
+use headroom_engine::{Interval, RunOutcome};
+use headroom_metrics::{Counters, LatencyStats, Recorder};
+
+use crate::summary::SelfUsage;
+use crate::thresholds::{Checked, Unit};
+
+/// Live progress on stderr: one rewritten line on a terminal, one plain line per interval
+/// otherwise (so logs and CI output stay readable).
+pub struct Progress {
+    tty: bool,
+    total: Option<Duration>,
+    responses: u64,
+    errors: u64,
+}
+
+impl Progress {
+    pub fn new(total: Option<Duration>) -> Progress {
+        Progress {
+            tty: std::io::stderr().is_terminal(),
+            total,
+            responses: 0,
+            errors: 0,
+        }
+    }
+
+    pub fn interval(&mut self, iv: &Interval<'_>) {
+        let c = &iv.merged.counters;
+        self.responses += c.responses;
+        self.errors += c.errors_total();
+        let elapsed = iv.start + iv.length;
+        let clock = match self.total {
+            Some(t) => format!("{:>6.1}s/{:.0}s", elapsed.as_secs_f64(), t.as_secs_f64()),
+            None => format!("{:>6.1}s", elapsed.as_secs_f64()),
+        };
+        let rps = c.responses as f64 / iv.length.as_secs_f64().max(1e-9);
+        let p99 = if iv.merged.latency.is_empty() {
+            0
+        } else {
+            iv.merged.latency.value_at_quantile(0.99)
+        };
+        let line = format!(
+            "[{clock}] users {:>6}  conns {:>6}  {:>10} req/s  p99 {:>8}  responses {:>10}  errors {}",
+            c.users_active,
+            c.connections_open,
+            thousands(rps.round() as u64),
+            fmt_us(p99),
+            thousands(self.responses),
+            thousands(self.errors),
+        );
+        let mut e = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(e, "\r\x1b[K{line}");
+        } else {
+            let _ = writeln!(e, "{line}");
+        }
+        let _ = e.flush();
+    }
+
+    pub fn finish(&self) {
+        if self.tty {
+            eprintln!();
+        }
+    }
+}
+
+/// 1234567 -> "1,234,567".
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Microseconds as a short human figure: 850µs, 1.25ms, 3.40s.
+pub fn fmt_us(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us}µs")
+    } else if us < 1_000_000 {
+        format!("{:.2}ms", us as f64 / 1e3)
+    } else {
+        format!("{:.2}s", us as f64 / 1e6)
+    }
+}
+
+fn fmt_bytes(b: f64) -> String {
+    if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / 1024.0 / 1024.0)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn lat_line(s: &LatencyStats) -> String {
+    if s.count == 0 {
+        return "no samples".into();
+    }
+    format!(
+        "mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        fmt_us(s.mean.round() as u64),
+        fmt_us(s.p50),
+        fmt_us(s.p90),
+        fmt_us(s.p99),
+        fmt_us(s.p999),
+        fmt_us(s.max)
+    )
+}
+
+/// The human summary, like wrk's.
+pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String {
+    let t = &out.total;
+    let c = &t.counters;
+    let secs = out.elapsed.as_secs_f64().max(1e-9);
+    let model = match &plan.model {
+        LoadModel::Closed {
+            users,
+            per_user: Some(n),
+            ..
+        } => format!("closed model, {users} users x {n} requests"),
+        LoadModel::Closed { users, .. } => format!("closed model, {users} users"),
+        LoadModel::Rate { connections, rate } => {
+            format!("constant rate {rate} req/s over {connections} connections")
+        }
+        LoadModel::Open {
+            rate,
+            process,
+            per_user,
+            ..
+        } => {
+            format!("open model, {rate} users/s ({process:?}), {per_user} requests each")
+        }
+        LoadModel::Sessions { users, phases } => {
+            let mut parts = Vec::new();
+            if *users > 0 {
+                parts.push(format!("{users} closed users"));
+            }
+            if !phases.is_empty() {
+                parts.push(format!("{} arrival phase(s)", phases.len()));
+            }
+            format!("sessions, {}", parts.join(" + "))
+        }
+    };
+    let model = match plan.http2 {
+        Some(h) => format!(
+            "{}, {model} x {} stream(s)",
+            crate::summary::protocol_name(plan).to_uppercase(),
+            h.streams
+        ),
+        None => model,
+    };
+    let mut s = String::new();
+    let w = &mut s;
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        w,
+        "{} — {model}, {} thread(s), {:.1}s{}",
+        plan.target_name,
+        plan.threads,
+        secs,
+        if out.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        w,
+        "  Requests     {} sent, {} answered{}",
+        thousands(c.requests),
+        thousands(c.responses),
+        if out.in_flight > 0 {
+            format!(", {} in flight at stop", thousands(out.in_flight))
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        w,
+        "  Throughput   {} req/s, {}/s in, {}/s out",
+        thousands((c.responses as f64 / secs).round() as u64),
+        fmt_bytes(c.bytes_received as f64 / secs),
+        fmt_bytes(c.bytes_sent as f64 / secs)
+    );
+    let _ = writeln!(
+        w,
+        "  Latency      {}",
+        lat_line(&LatencyStats::of(&t.latency))
+    );
+    let _ = writeln!(
+        w,
+        "  uncorrected  {}",
+        lat_line(&LatencyStats::of(&t.latency_uncorrected))
+    );
+    let _ = writeln!(
+        w,
+        "  Connect      {}  ({} connects)",
+        lat_line(&LatencyStats::of(&t.connect)),
+        thousands(c.connects)
+    );
+    if !t.tls.is_empty() {
+        use headroom_core::ProtoCounter;
+        let resumed = c.proto[ProtoCounter::TlsResumed.index()];
+        let _ = writeln!(
+            w,
+            "  TLS          {}  ({} handshakes, {} resumed)",
+            lat_line(&LatencyStats::of(&t.tls)),
+            thousands(c.proto[ProtoCounter::TlsHandshakes.index()]),
+            thousands(resumed)
+        );
+    }
+    let classes: Vec<String> = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"]
+        .iter()
+        .zip(c.status.iter())
+        .filter(|(_, v)| **v > 0)
+        .map(|(n, v)| format!("{n} {}", thousands(*v)))
+        .collect();
+    let _ = writeln!(
+        w,
+        "  Status       {}{}",
+        if classes.is_empty() {
+            "none".into()
+        } else {
+            classes.join(", ")
+        },
+        if plan.expect_status.is_empty() {
+            String::new()
+        } else {
+            format!("  (expected: {})", plan.expect_status)
+        }
+    );
+    // One line per exact code seen, as hey prints them.
+    for (code, n) in c.codes_seen() {
+        let _ = writeln!(w, "    [{code}]      {} responses", thousands(n));
+    }
+    if let Some(line) = http_line(c) {
+        let _ = writeln!(w, "  Users        {line}");
+    }
+    let errs: Vec<String> = ErrorKind::ALL
+        .iter()
+        .filter(|k| c.errors[k.index()] > 0)
+        .map(|k| format!("{} {}", k.name(), thousands(c.errors[k.index()])))
+        .collect();
+    let _ = writeln!(
+        w,
+        "  Errors       {}",
+        if errs.is_empty() {
+            "none".into()
+        } else {
+            format!(
+                "{} ({:.2}%): {}",
+                thousands(c.errors_total()),
+                100.0 * crate::summary::error_rate(c),
+                errs.join(", ")
+            )
+        }
+    );
+    let _ = writeln!(
+        w,
+        "  Connections  peak {}, users started {}, finished {}",
+        thousands(out.connections_peak),
+        thousands(c.users_started),
+        thousands(c.users_finished)
+    );
+    let cpu = usage.cpu_user_s + usage.cpu_sys_s;
+    let _ = writeln!(
+        w,
+        "  Generator    CPU {:.2}s user + {:.2}s sys ({:.0} req per CPU-second), max RSS {}",
+        usage.cpu_user_s,
+        usage.cpu_sys_s,
+        if cpu > 0.0 {
+            c.responses as f64 / cpu
+        } else {
+            0.0
+        },
+        fmt_bytes(usage.max_rss_kb as f64 * 1024.0)
+    );
+    s
+}
+
+/// One line of what users did besides their requests, when they did anything.
+fn http_line(c: &headroom_metrics::Counters) -> Option<String> {
+    use headroom_core::ProtoCounter as P;
+    let mut parts: Vec<String> = [
+        (P::HttpRedirects, "redirects followed"),
+        (P::HttpCookiesStored, "cookies stored"),
+        (P::HttpCookiesMalformed, "malformed Set-Cookie"),
+        (P::HttpCookiesRejected, "cookies rejected"),
+        (P::HttpCookiesEvicted, "cookies evicted"),
+        (P::HttpAuthChallenges, "auth challenges answered"),
+        (P::HttpAuthFailed, "auth failed"),
+    ]
+    .iter()
+    .filter(|(k, _)| c.proto[k.index()] > 0)
+    .map(|(k, what)| format!("{} {what}", thousands(c.proto[k.index()])))
+    .collect();
+    let compressed = c.proto[P::HttpCompressedResponses.index()];
+    if compressed > 0 {
+        // Bodies as sent and as decoded: the ratio is what compression saved on the wire.
+        let enc = c.proto[P::HttpBodyBytesEncoded.index()];
+        let dec = c.proto[P::HttpBodyBytesDecoded.index()];
+        let ratio = if enc > 0 {
+            dec as f64 / enc as f64
+        } else {
+            0.0
+        };
+        parts.push(format!(
+            "{} compressed responses ({} sent, {} decoded, {ratio:.1}x)",
+            thousands(compressed),
+            fmt_bytes(enc as f64),
+            fmt_bytes(dec as f64),
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// The protocol counters as a few human lines.
+fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
+    let p = |k: ProtoCounter| thousands(c.proto[k.index()]);
+    use ProtoCounter::*;
+    Some(match &w.link {
+        LinkSpec::Plain => return None,
+        LinkSpec::Xmpp(_) => {
+            let sent = c.proto[XmppChatSent.index()];
+            let got = c.proto[XmppChatReceived.index()];
+            let ratio = if sent > 0 {
+                format!(" ({:.1}% of sent)", got as f64 * 100.0 / sent as f64)
+            } else {
+                String::new()
+            };
+            format!(
+                "  XMPP         {} logins; chats sent {}, received {}{ratio}\n\
+                 \x20              stanzas sent: message {}, presence {}, iq {}, other {}\n\
+                 \x20              received: message {}, presence {}, iq {}, other {}\n\
+                 \x20              iq errors {}, stream errors {}, no destination {}\n",
+                p(XmppLogins),
+                p(XmppChatSent),
+                p(XmppChatReceived),
+                p(XmppSentMessage),
+                p(XmppSentPresence),
+                p(XmppSentIq),
+                p(XmppSentOther),
+                p(XmppReceivedMessage),
+                p(XmppReceivedPresence),
+                p(XmppReceivedIq),
+                p(XmppReceivedOther),
+                p(XmppErrorReplies),
+                p(XmppStreamErrors),
+                p(XmppNoDestination),
+            )
+        }
+        LinkSpec::Pgsql(_) => format!(
+            "  PostgreSQL   {} statements, {} rows, {} SQL errors\n",
+            p(PgQueries),
+            p(PgRows),
+            p(PgSqlErrors)
+        ),
+        LinkSpec::WebSocket(_) => format!(
+            "  WebSocket    messages sent {}, received {}; pings {}, pongs {}, closes {} received\n",
+            p(WsMessagesSent),
+            p(WsMessagesReceived),
+            p(WsPingsReceived),
+            p(WsPongsReceived),
+            p(WsClosesReceived)
+        ),
+    })
+}
+
+/// Human lines: one per name, then sessions and thresholds.
+pub fn scenario_human(plan: &Plan, total: &Recorder, checked: &[Checked]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let Some(w) = plan.workload.as_ref() else {
+        return s;
+    };
+    let width = w.names.iter().map(|m| m.name.len() + 3).max().unwrap_or(4);
+    let _ = writeln!(
+        s,
+        "  {:<width$}  {:>9} {:>7} {:>9} {:>9} {:>9}",
+        "Name", "count", "errors", "p50", "p99", "max"
+    );
+    for (m, n) in w.names.iter().zip(total.names.iter()) {
+        let label = match m.kind {
+            NameKind::Request => m.name.clone(),
+            NameKind::Transaction => format!("tx {}", m.name),
+        };
+        let st = LatencyStats::of(&n.latency);
+        let _ = writeln!(
+            s,
+            "  {label:<width$}  {:>9} {:>7} {:>9} {:>9} {:>9}",
+            thousands(n.count),
+            thousands(n.errors),
+            fmt_us(st.p50),
+            fmt_us(st.p99),
+            fmt_us(st.max)
+        );
+    }
+    for (m, c) in w.matches.iter().zip(total.matches.iter()) {
+        let _ = writeln!(s, "  match '{m}' fired {}", thousands(*c));
+    }
+    let c = &total.counters;
+    let mean = if total.sessions.is_empty() {
+        String::new()
+    } else {
+        format!(" (mean {})", fmt_us(total.sessions.mean().round() as u64))
+    };
+    let _ = writeln!(
+        s,
+        "  Sessions     {} completed{mean}, {} aborted{}",
+        thousands(c.sessions_completed),
+        thousands(c.sessions_aborted),
+        if c.users_dropped > 0 {
+            format!(
+                ", {} arrivals dropped (max_users)",
+                thousands(c.users_dropped)
+            )
+        } else {
+            String::new()
+        }
+    );
+    if let Some(line) = protocol_human(w, c) {
+        s.push_str(&line);
+    }
+    for t in checked {
+        // An unmeasured value shows as NaN, as it always has.
+        let v = t.value.unwrap_or(f64::NAN);
+        let shown = match t.unit {
+            Unit::Micros if v.is_finite() => fmt_us(v as u64),
+            Unit::Fraction => format!("{:.3}%", v * 100.0),
+            _ => format!("{v:.1}"),
+        };
+        let _ = writeln!(
+            s,
+            "  Threshold    {} {}: {} ({})",
+            t.threshold,
+            t.condition,
+            if t.ok { "ok" } else { "BROKEN" },
+            shown
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formatting() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(fmt_us(850), "850µs");
+        assert_eq!(fmt_us(1250), "1.25ms");
+        assert_eq!(fmt_us(3_400_000), "3.40s");
+    }
+}

@@ -18,6 +18,7 @@ pub mod agent;
 pub mod files;
 pub mod human;
 pub mod interval;
+pub mod pipeline;
 pub mod preflight;
 pub mod rundir;
 pub mod spec;

@@ -17,10 +17,8 @@ mod dist;
 mod import;
 mod k8s;
 mod lab;
-mod output;
 mod parse;
 mod report;
-mod scenario;
 mod serve;
 mod surge;
 
@@ -28,6 +26,7 @@ use args::{Cli, Command, DemoArgs, RunArgs};
 use parse::UsageError;
 // The live server lives in headroom-report; the run code below names it `live::LiveServer`.
 use headroom_report::live_server as live;
+use headroom_run::{human, pipeline};
 
 /// Exit code of a usage error (like clap's own).
 const EXIT_USAGE: u8 = 2;
@@ -160,7 +159,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         server_pid: a.server_pid,
     };
     let (summary, broken) = match agents {
-        None => execute(&plan, &thresholds, outputs, &mut local_engine)?,
+        None => run_plan(&plan, &thresholds, outputs, &mut pipeline::LocalEngine)?,
         Some((spec, token)) => {
             let job = headroom_run::agent::job_for(&run_spec, &plan, !a.no_preflight);
             let started = dist::start_agents(&spec, &token)?;
@@ -169,73 +168,22 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("headroom: agent {} at {}", ag.name, ag.endpoint);
                 }
             }
-            let opts = a.dist.controller_opts(plan.interval);
-            let threads = plan.threads;
-            let mut driver = |_: &Plan,
-                              stop: Arc<AtomicBool>,
-                              sink: &mut dyn FnMut(&headroom_engine::Interval<'_>)|
-             -> anyhow::Result<Driven> {
-                let out = headroom_dist::run_controller(
-                    &started.addrs,
-                    &token,
-                    &job,
-                    opts.clone(),
-                    stop,
-                    sink,
-                )?;
-                let warnings = out
-                    .lost
-                    .iter()
-                    .map(|l| {
-                        format!(
-                            "agent {} was lost {}: {}; its data up to then is kept",
-                            l.name,
-                            match l.after_interval {
-                                Some(i) => format!("after interval {i}"),
-                                None => "before its first interval".into(),
-                            },
-                            l.why
-                        )
-                    })
-                    .collect();
-                let lost: Vec<serde_json::Value> = out
-                    .lost
-                    .iter()
-                    .map(|l| {
-                        serde_json::json!({
-                            "name": l.name,
-                            "after_interval": l.after_interval,
-                            "why": l.why,
-                        })
-                    })
-                    .collect();
-                Ok(Driven {
-                    outcome: out.outcome,
-                    extra: vec![(
-                        "agents",
-                        serde_json::json!({
-                            "count": out.agents,
-                            "threads_each": threads,
-                            "lost": lost,
-                            "stopped_by_loss": !out.lost.is_empty()
-                                && opts.on_loss == headroom_dist::OnLoss::Stop,
-                        }),
-                    )],
-                    warnings,
-                })
+            let mut driver = pipeline::OnAgents {
+                addrs: &started.addrs,
+                token: &token,
+                job: &job,
+                opts: a.dist.controller_opts(plan.interval),
             };
-            let r = execute(&plan, &thresholds, outputs, &mut driver)?;
-            drop(started);
-            r
+            run_plan(&plan, &thresholds, outputs, &mut driver)?
         }
     };
     if a.json {
         let mut o = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut o, &summary)?;
+        serde_json::to_writer_pretty(&mut o, &summary.to_json())?;
         writeln!(o)?;
     }
     if let Some(max) = a.max_error_rate {
-        let rate = summary["error_rate"].as_f64().unwrap_or(0.0);
+        let rate = summary.error_rate;
         if rate > max {
             eprintln!(
                 "headroom: error rate {:.2}% exceeds --max-error-rate {:.2}%",
@@ -245,7 +193,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_FAILED));
         }
     }
-    if summary["agents"]["stopped_by_loss"] == true {
+    if summary.agents.as_ref().is_some_and(|g| g.stopped_by_loss) {
         eprintln!("headroom: the run stopped because an agent was lost (--on-agent-loss stop)");
         return Ok(ExitCode::from(EXIT_FAILED));
     }
@@ -291,44 +239,15 @@ fn start_live(
     }
 }
 
-/// Run a plan with progress, an optional run directory (closed with intervals.csv and, if
-/// `report`, report.html) and an optional live server; print the human summary unless `json`;
-/// return summary.json and how many thresholds broke.
-/// How a run's load is driven: this process's engine, or a controller over agents. Both hand
-/// every merged interval to the sink and return the merged outcome.
-type Driver<'a> = dyn FnMut(
-        &Plan,
-        Arc<AtomicBool>,
-        &mut dyn FnMut(&headroom_engine::Interval<'_>),
-    ) -> anyhow::Result<Driven>
-    + 'a;
-
-/// What a driver hands back: the merged outcome, sections it adds to summary.json, and warnings
-/// for stderr.
-struct Driven {
-    outcome: headroom_engine::RunOutcome,
-    extra: Vec<(&'static str, serde_json::Value)>,
-    warnings: Vec<String>,
-}
-
-fn local_engine(
-    plan: &Plan,
-    stop: Arc<AtomicBool>,
-    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
-) -> anyhow::Result<Driven> {
-    Ok(Driven {
-        outcome: headroom_engine::run(plan, stop, sink)?,
-        extra: Vec::new(),
-        warnings: Vec::new(),
-    })
-}
-
-fn execute(
+/// Runs a plan through the run library's pipeline with the sinks `outputs` asks for (progress,
+/// run directory, live server, server sampler); prints the human summary unless `json`; returns
+/// the summary and how many thresholds broke.
+fn run_plan(
     plan: &Plan,
     thresholds: &[headroom_scenario::model::Threshold],
     outputs: Outputs,
-    driver: &mut Driver<'_>,
-) -> anyhow::Result<(serde_json::Value, usize)> {
+    driver: &mut dyn pipeline::Driver,
+) -> anyhow::Result<(headroom_run::RunSummary, usize)> {
     let Outputs {
         out,
         quiet,
@@ -338,101 +257,61 @@ fn execute(
         linger,
         server_pid,
     } = outputs;
-    let mut sampler = match server_pid {
-        Some(pid) => {
-            let mut s = headroom_monitor::Sampler::new(pid);
-            // The first reading is the baseline of the first interval's CPU.
-            s.sample()
-                .map_err(|e| UsageError(format!("--server-pid {pid}: cannot sample it ({e})")))?;
-            Some(s)
-        }
-        None => None,
-    };
-    let mut sampler_lost = false;
+    let mut sampler = server_pid.map(pipeline::ServerSampler::start).transpose()?;
     let command = command_line();
     let stop = stop_flag();
     let interrupt = stop.clone();
     let mut dir = match &out {
-        Some(p) => Some(
-            output::RunDir::create(p, std::time::SystemTime::now(), &command)
-                .map_err(|e| anyhow::anyhow!("cannot create run directory {}: {e}", p.display()))?,
-        ),
+        Some(p) => Some(pipeline::DirSink::create(p, &command, report)?),
         None => None,
     };
-    let mut progress = (!quiet).then(|| output::Progress::new(plan.stop.duration));
-    let mut write_err: Option<std::io::Error> = None;
-    let driven = driver(plan, stop, &mut |iv| {
-        if let Some(p) = progress.as_mut() {
-            p.interval(iv);
-        }
-        let server = sampler.as_mut().and_then(|s| match s.sample() {
-            Ok(sample) => Some(sample),
-            Err(e) => {
-                if !sampler_lost {
-                    eprintln!("headroom: warning: --server-pid: {e}; no more server samples");
-                    sampler_lost = true;
-                }
-                None
-            }
-        });
-        if dir.is_none() && live.is_none() {
-            return;
-        }
-        let line = output::interval_json(iv, plan, server.as_ref());
-        if let Some(d) = dir.as_mut() {
-            if let Err(e) = d.interval(iv, &line) {
-                write_err.get_or_insert(e);
-            }
-        }
-        if let Some(l) = &live {
-            l.push(&line);
-        }
-    })?;
-    if let Some(p) = &progress {
-        p.finish();
+    let mut progress = (!quiet)
+        .then(|| pipeline::ProgressSink(headroom_run::human::Progress::new(plan.stop.duration)));
+    let mut live_sink = live.as_ref().map(pipeline::LiveSink);
+    let mut sinks: Vec<&mut dyn pipeline::Sink> = Vec::new();
+    if let Some(p) = progress.as_mut() {
+        sinks.push(p);
     }
-    let usage = output::self_usage();
-    for w in &driven.warnings {
+    if let Some(d) = dir.as_mut() {
+        sinks.push(d);
+    }
+    if let Some(l) = live_sink.as_mut() {
+        sinks.push(l);
+    }
+    let done = pipeline::execute(
+        plan,
+        thresholds,
+        driver,
+        sampler.as_mut(),
+        &mut sinks,
+        stop,
+        &command,
+    )?;
+    drop(sinks);
+    if let Some(w) = dir.as_ref().and_then(|d| d.warning.as_ref()) {
         eprintln!("headroom: warning: {w}");
     }
-    let outcome = driven.outcome;
-    let mut summary = output::summary_json(plan, &outcome, &usage, &command);
-    for (k, v) in driven.extra {
-        match k {
-            "agents" => summary.agents = Some(serde_json::from_value(v)?),
-            other => anyhow::bail!("summary.json has no section {other}"),
-        }
-    }
-    let checked = scenario::check(plan, &outcome, thresholds);
-    let broken = summary.set_thresholds(&checked);
-    let mut report_path = None;
-    if let Some(d) = &dir {
-        d.write_summary(&summary)
-            .map_err(|e| anyhow::anyhow!("cannot write {}/summary.json: {e}", d.path.display()))?;
-        // The run's data is on disk; the derived files must not fail the run.
-        match output::finish_run_dir(&d.path, report) {
-            Ok(p) => report_path = p,
-            Err(e) => eprintln!("headroom: warning: {e}"),
-        }
-    }
     if !json {
-        print!("{}", output::human_summary(plan, &outcome, &usage));
-        print!("{}", scenario::human(plan, &outcome.total, &checked));
+        print!("{}", human::human_summary(plan, &done.outcome, &done.usage));
+        print!(
+            "{}",
+            human::scenario_human(plan, &done.outcome.total, &done.checked)
+        );
         if let Some(d) = &dir {
-            println!("  Run dir      {}", d.path.display());
-        }
-        if let Some(p) = &report_path {
-            println!("  Report       {}", p.display());
+            println!("  Run dir      {}", d.path().display());
+            if let Some(p) = &d.report_path {
+                println!("  Report       {}", p.display());
+            }
         }
     }
     if let Some(l) = live {
         let _ = std::io::stdout().flush();
         l.finish(linger, &interrupt);
     }
-    if let Some(e) = write_err {
+    if let Some(e) = done.write_error {
         anyhow::bail!("writing the run directory failed: {e}");
     }
-    Ok((summary.to_json(), broken))
+    Ok((done.summary, done.broken))
 }
 
 fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
@@ -507,7 +386,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             return Err(e);
         }
     };
-    let result = execute(
+    let result = run_plan(
         &plan,
         &[],
         Outputs {
@@ -519,15 +398,15 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             linger: Duration::ZERO,
             server_pid: None,
         },
-        &mut local_engine,
+        &mut pipeline::LocalEngine,
     );
     let stats = server.stats();
     server.stop();
     result?;
     println!(
         "  Server       {} requests answered, {} connections accepted",
-        output::thousands(stats.requests),
-        output::thousands(stats.accepted)
+        human::thousands(stats.requests),
+        human::thousands(stats.accepted)
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -324,8 +324,8 @@ pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     let _ = drained.join();
     eprintln!(
         "headroom serve: stopped after {} requests on {} connections",
-        crate::output::thousands(stats_before.requests),
-        crate::output::thousands(stats_before.accepted)
+        headroom_run::human::thousands(stats_before.requests),
+        headroom_run::human::thousands(stats_before.accepted)
     );
     Ok(ExitCode::SUCCESS)
 }

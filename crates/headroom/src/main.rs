@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
+use headroom_core::spec::{RunSpec, Target};
+use headroom_core::Plan;
 
 mod args;
 mod dist;
@@ -335,43 +336,17 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         a.connections,
         a.duration.as_secs_f64()
     );
-    let plan = Plan {
-        target: addr,
-        target_name: url,
-        request: HttpRequest {
-            method: "GET".into(),
-            path: "/".into(),
-            host: addr.to_string(),
-            headers: Vec::new(),
-            body: Vec::new(),
-        },
-        model: LoadModel::Closed {
-            users: a.connections,
-            per_user: None,
-            think: None,
-        },
-        ramp: Vec::new(),
-        stop: StopCondition {
-            duration: Some(a.duration),
-            requests: None,
-        },
-        threads: (cores - server_workers).max(1).min(a.connections as usize),
-        interval: Duration::from_secs(1),
-        connect_timeout: Duration::from_secs(5),
-        timeout: Duration::from_secs(10),
-        expect_status: Default::default(),
-        keepalive: true,
-        pipeline: 1,
-        socket: SocketOptions {
-            nodelay: true,
-            ..Default::default()
-        },
-        workload: None,
-        segment: Default::default(),
-        start_at: None,
-        tls: None,
-        http2: None,
-        agent: Default::default(),
+    // The demo's run is a spec like any other, built by the same builder.
+    let mut spec = RunSpec::new(Target::Url(url));
+    spec.connections = a.connections;
+    spec.duration = Some(a.duration);
+    spec.threads = Some((cores - server_workers).max(1).min(a.connections as usize));
+    let plan = match headroom_run::build(&spec) {
+        Ok(b) => b.plan,
+        Err(e) => {
+            server.stop();
+            return Err(e.into());
+        }
     };
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())

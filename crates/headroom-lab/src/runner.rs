@@ -15,6 +15,10 @@ use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
 use headroom_monitor::prom::Scraper;
 use headroom_monitor::{Sample, Sampler};
+use headroom_run::pipeline::Driver as _;
+use headroom_run::rundir::{finish_run_dir, RunDir};
+use headroom_run::summary::{self_usage, SelfUsage};
+use headroom_run::RunSummary;
 
 use crate::experiment::{expand_known, Loaded, RateSearch};
 use crate::server::{self, Factors, RunningServer};
@@ -36,14 +40,9 @@ pub struct LabOptions {
     pub driver: Option<LoadDriver>,
 }
 
-/// What a driver measured: the merged outcome, warnings for the progress lines (an agent lost)
-/// and sections for the run's summary.
-#[derive(Debug)]
-pub struct Driven {
-    pub outcome: RunOutcome,
-    pub warnings: Vec<String>,
-    pub extra: Vec<(&'static str, serde_json::Value)>,
-}
+/// What a driver measured: the run library's (the merged outcome, the agents' section of the
+/// run's summary, warnings for the progress lines).
+pub use headroom_run::pipeline::Driven;
 
 /// Runs one load (`plan`, described by the spec) to start at the given instant, handing every
 /// interval to the sink. An error fails the run (the load could not run, or was cut short).
@@ -90,12 +89,8 @@ fn drive(
     sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
 ) -> Result<Driven, String> {
     match driver {
-        None => headroom_engine::run(plan, stop.clone(), sink)
-            .map(|outcome| Driven {
-                outcome,
-                warnings: Vec::new(),
-                extra: Vec::new(),
-            })
+        None => headroom_run::pipeline::LocalEngine
+            .drive(plan, stop.clone(), sink)
             .map_err(|e| e.to_string()),
         Some(d) => {
             let at = start_at.unwrap_or_else(|| SystemTime::now() + d.lead);
@@ -525,6 +520,12 @@ fn label(f: &Factors) -> String {
 /// intervals, the server's samples on the same clock, and whether the server survived.
 struct Measured {
     outcome: Result<Driven, String>,
+    /// The run directory being written (none without one, or after a write failed).
+    run_dir: Option<RunDir>,
+    /// Why the run directory is incomplete.
+    dir_error: Option<String>,
+    /// This process's CPU time over the load (the generator's, or the controller's with agents).
+    usage: SelfUsage,
     intervals: Vec<serde_json::Value>,
     samples: Vec<Sample>,
     prom: Vec<BTreeMap<String, f64>>,
@@ -581,25 +582,55 @@ fn warm_up(
     }
 }
 
+/// Runs the measured load, sampling the server beside it. With `dir`, the load is also written
+/// as a run directory (`headroom run --out`'s format: intervals.jsonl and latency.hlog as it
+/// goes; see [`finish_run_dir`] for its summary.json), so `headroom report DIR` reads each
+/// run of a lab as it reads any run.
 fn measure(
     load: (&Plan, &RunSpec),
     driver: Option<&LoadDriver>,
     srv: &mut RunningServer,
     stop: &Arc<AtomicBool>,
     prom: Option<PromSource>,
+    dir: Option<&Path>,
 ) -> Measured {
     let sampling = Arc::new(AtomicBool::new(false));
     let start = start_of(driver);
+    let mut run_dir = None;
+    let mut dir_error = None;
+    if let Some(path) = dir {
+        match RunDir::create(path, start.unwrap_or_else(SystemTime::now), "headroom lab") {
+            Ok(d) => run_dir = Some(d),
+            Err(e) => dir_error = Some(format!("cannot create {}: {e}", path.display())),
+        }
+    }
     let sampler = sample_in_background(srv.pid(), load.0.interval, sampling.clone(), prom, start);
+    let before = self_usage();
     let mut intervals = Vec::new();
     let outcome = drive(driver, load, start, stop, &mut |iv| {
+        if let Some(d) = run_dir.as_mut() {
+            let line = headroom_run::interval::interval_json(iv, load.0, None);
+            if let Err(e) = d.interval(iv, &line) {
+                dir_error.get_or_insert(format!("{}: {e}", d.path.display()));
+                run_dir = None;
+            }
+        }
         intervals.push(interval_line(iv))
     });
     sampling.store(true, Ordering::Relaxed);
     let r = sampler.join().unwrap_or_default();
     let alive = srv.check_alive();
+    let after = self_usage();
+    let usage = SelfUsage {
+        cpu_user_s: after.cpu_user_s - before.cpu_user_s,
+        cpu_sys_s: after.cpu_sys_s - before.cpu_sys_s,
+        max_rss_kb: after.max_rss_kb,
+    };
     Measured {
         outcome,
+        run_dir,
+        dir_error,
+        usage,
         intervals,
         samples: r.samples,
         prom: r.prom,
@@ -843,6 +874,8 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
             values.insert("port".into(), free_port()?.to_string());
             values.insert("headroom".into(), opts.headroom_bin.display().to_string());
             values.insert("output".into(), output.display().to_string());
+            // Its run directory, as `headroom run --out` writes one (a search: one per probe).
+            let run_path = output.join("runs").join(run_dir_name(config, rep));
             let started_at = now_rfc3339();
             let t0 = Instant::now();
             let record = |status: RunStatus, metrics, summary, intervals, samples| RunRecord {
@@ -872,7 +905,7 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                 )
             };
             let rec = if let Some(rs) = &l.rate_search {
-                match search_run(l, rs, &values, &stop, opts, &tag) {
+                match search_run(l, rs, &values, &stop, opts, &tag, &run_path) {
                     Ok(r) => record(RunStatus::Ok, r.metrics, r.summary, r.intervals, r.samples),
                     Err(Abort::Interrupted) => {
                         interrupted = true;
@@ -909,7 +942,14 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                         }
                         let prom = prom_source(l, &values)
                             .map_err(|e| format!("{}: {e}", label(config)))?;
-                        let m = measure((&plan, &spec), driver, &mut srv, &stop, prom);
+                        let m = measure(
+                            (&plan, &spec),
+                            driver,
+                            &mut srv,
+                            &stop,
+                            prom,
+                            Some(&run_path),
+                        );
                         let stopped = srv.stop();
                         if stop.load(Ordering::Relaxed) {
                             interrupted = true;
@@ -956,9 +996,19 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                 if opts.progress {
                                     eprintln!("{tag}: {} ({stopped})", brief(&mx));
                                 }
-                                let mut summary = summary_json(&plan, &out, &stopped);
-                                for (k, v) in driven.extra {
-                                    summary[k] = v;
+                                let mut dir_error = m.dir_error;
+                                let mut summary = finish_run(
+                                    &plan,
+                                    &out,
+                                    driven.agents,
+                                    &m.usage,
+                                    m.run_dir.as_ref(),
+                                    &mut dir_error,
+                                )
+                                .to_json();
+                                summary["server_stop"] = serde_json::json!(stopped);
+                                if let (Some(e), true) = (dir_error, opts.progress) {
+                                    eprintln!("{tag}: warning: run directory: {e}");
                                 }
                                 record(RunStatus::Ok, mx, summary, m.intervals, sample_json)
                             }
@@ -1062,32 +1112,60 @@ fn prom_source(l: &Loaded, values: &Factors) -> Result<Option<PromSource>, Strin
     }))
 }
 
-/// A run's stored summary. `tls_us` and `tls` (handshakes, resumed) as `headroom run`'s
-/// summary.json has them; `tls` is `null` for a plain load.
-fn summary_json(plan: &Plan, out: &RunOutcome, stopped: &str) -> serde_json::Value {
-    let c = &out.total.counters;
-    let tls = match &plan.tls {
-        Some(t) => serde_json::json!({
-            "resume": t.resume,
-            "insecure": t.insecure,
-            "handshakes": c.proto[ProtoCounter::TlsHandshakes.index()],
-            "resumed": c.proto[ProtoCounter::TlsResumed.index()],
-        }),
-        None => serde_json::Value::Null,
+/// The name of a configuration's run directory under `OUTPUT/runs/`: its factors as
+/// `name-value` pairs joined by `_` (characters outside `[A-Za-z0-9.-]` become `-`), then the
+/// repetition, e.g. `poller-epoll_workers-4_rep1`.
+pub fn run_dir_name(config: &Factors, rep: u32) -> String {
+    let clean = |t: &str| -> String {
+        t.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .take(40)
+            .collect()
     };
-    serde_json::json!({
-        "elapsed_s": out.elapsed.as_secs_f64(),
-        "requests": c.requests,
-        "responses": c.responses,
-        "keepalive": plan.keepalive,
-        "latency_us": LatencyStats::of(&out.total.latency),
-        "connect_us": LatencyStats::of(&out.total.connect),
-        "tls_us": LatencyStats::of(&out.total.tls),
-        "tls": tls,
-        "connects": c.connects,
-        "in_flight": out.in_flight,
-        "server_stop": stopped,
-    })
+    let mut parts: Vec<String> = config
+        .iter()
+        .map(|(k, v)| format!("{}-{}", clean(k), clean(v)))
+        .collect();
+    parts.push(format!("rep{rep}"));
+    parts.join("_")
+}
+
+/// A run's summary: `headroom run`'s typed summary.json, written into the run's directory (with
+/// its intervals.csv) when it has one. A write failure is kept in `dir_error`; the run counts.
+fn finish_run(
+    plan: &Plan,
+    out: &RunOutcome,
+    agents: Option<headroom_run::summary::Agents>,
+    usage: &SelfUsage,
+    run_dir: Option<&RunDir>,
+    dir_error: &mut Option<String>,
+) -> RunSummary {
+    let command = match run_dir {
+        Some(d) => format!("headroom lab ({})", d.path.display()),
+        None => "headroom lab".to_string(),
+    };
+    let mut summary = RunSummary::build(plan, out, usage, &command);
+    summary.agents = agents;
+    if let Some(d) = run_dir {
+        let written = d
+            .write_summary(&summary)
+            .map_err(|e| format!("{}/summary.json: {e}", d.path.display()))
+            .and_then(|()| {
+                finish_run_dir(&d.path, false)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            dir_error.get_or_insert(e);
+        }
+    }
+    summary
 }
 
 /// A run's headline figures for a progress line.
@@ -1131,6 +1209,7 @@ fn search_run(
     stop: &Arc<AtomicBool>,
     opts: &LabOptions,
     tag: &str,
+    run_path: &Path,
 ) -> Result<SearchRun, Abort> {
     let (progress, driver) = (opts.progress, opts.driver.as_ref());
     let probe_len = l.duration.unwrap_or(Duration::from_secs(10));
@@ -1170,7 +1249,8 @@ fn search_run(
             warmed = true;
         }
         let prom = prom_source(l, values).map_err(Abort::Plan)?;
-        let m = measure((&plan, &spec), driver, s, stop, prom);
+        let probe_dir = run_path.join(format!("probe-{index:02}"));
+        let m = measure((&plan, &spec), driver, s, stop, prom, Some(&probe_dir));
         if stop.load(Ordering::Relaxed) {
             return Err(Abort::Interrupted);
         }
@@ -1211,9 +1291,18 @@ fn search_run(
                         }
                     }
                 }
-                let mut summary = summary_json(&plan, out, "");
-                for (k, v) in &driven.extra {
-                    summary[*k] = v.clone();
+                let mut dir_error = m.dir_error.clone();
+                let summary = finish_run(
+                    &plan,
+                    out,
+                    driven.agents.clone(),
+                    &m.usage,
+                    m.run_dir.as_ref(),
+                    &mut dir_error,
+                )
+                .to_json();
+                if let (Some(e), true) = (dir_error, progress) {
+                    eprintln!("{tag}: probe {index}: warning: run directory: {e}");
                 }
                 (judge(&plan, out, rs, rate), mx, summary)
             }

@@ -9,10 +9,10 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
-use crate::dist::OnLossArg;
 use crate::parse::UsageError;
 use headroom_core::spec::RunSpec;
 use headroom_lab::runner::Driven;
+use headroom_run::pipeline::{self, Driver as _};
 
 pub(crate) const LAB_LONG: &str = "\
 Run an experiment: for each configuration of the factors (full factorial, or the listed
@@ -179,46 +179,20 @@ fn start_agents(
                 .unwrap_or(Duration::ZERO),
             ..dist.controller_opts(plan.interval)
         };
-        let out = headroom_dist::run_controller(&addrs, &token, &job, opts, stop, sink)
-            .map_err(|e| e.to_string())?;
-        let lost: Vec<String> = out
-            .lost
-            .iter()
-            .map(|l| {
-                format!(
-                    "agent {} was lost {}: {}",
-                    l.name,
-                    match l.after_interval {
-                        Some(i) => format!("after interval {i}"),
-                        None => "before its first interval".into(),
-                    },
-                    l.why
-                )
-            })
-            .collect();
-        if !lost.is_empty() && dist.on_agent_loss == OnLossArg::Stop {
+        let mut agents = pipeline::OnAgents {
+            addrs: &addrs,
+            token: &token,
+            job: &job,
+            opts,
+        };
+        let driven = agents.drive(plan, stop, sink).map_err(|e| e.to_string())?;
+        if driven.agents.as_ref().is_some_and(|a| a.stopped_by_loss) {
             return Err(format!(
                 "{}; the load was stopped (--on-agent-loss stop)",
-                lost.join("; ")
+                driven.warnings.join("; ")
             ));
         }
-        let extra = serde_json::json!({
-            "count": out.agents,
-            "threads_each": plan.threads,
-            "lost": out.lost.iter().map(|l| serde_json::json!({
-                "name": l.name,
-                "after_interval": l.after_interval,
-                "why": l.why,
-            })).collect::<Vec<_>>(),
-        });
-        Ok(Driven {
-            outcome: out.outcome,
-            warnings: lost
-                .into_iter()
-                .map(|w| format!("{w}; the figures are the other agents'"))
-                .collect(),
-            extra: vec![("agents", extra)],
-        })
+        Ok(driven)
     };
     let driver = headroom_lab::runner::LoadDriver {
         run: Arc::new(run),

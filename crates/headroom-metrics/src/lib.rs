@@ -135,6 +135,25 @@ impl Counters {
         self.errors.iter().sum()
     }
 
+    /// Failed attempts over attempts: (errors) / (responses + failures that produced no
+    /// response). summary.json's `error_rate`, `--max-error-rate` and a scenario's
+    /// `error_rate` threshold.
+    pub fn error_rate(&self) -> f64 {
+        // The failures that are complete responses: counted once, as responses.
+        let http = self.errors[ErrorKind::Http4xx.index()]
+            + self.errors[ErrorKind::Http5xx.index()]
+            + self.errors[ErrorKind::UnexpectedStatus.index()]
+            + self.errors[ErrorKind::RedirectLimit.index()]
+            + self.errors[ErrorKind::BadLocation.index()]
+            + self.errors[ErrorKind::RedirectOffsite.index()];
+        let attempts = self.responses + (self.errors_total() - http);
+        if attempts == 0 {
+            0.0
+        } else {
+            self.errors_total() as f64 / attempts as f64
+        }
+    }
+
     #[inline]
     pub fn error(&mut self, kind: ErrorKind) {
         self.errors[kind.index()] += 1;

@@ -263,7 +263,7 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
             format!(
                 "{} ({:.2}%): {}",
                 thousands(c.errors_total()),
-                100.0 * crate::summary::error_rate(c),
+                100.0 * c.error_rate(),
                 errs.join(", ")
             )
         }

@@ -527,21 +527,9 @@ fn counters_of<T: DeserializeOwned>(group: &str, c: &Counters) -> T {
     by_name(proto_fields(group, c), "ProtoCounter")
 }
 
-/// Failed attempts over attempts: (errors) / (responses + failures that produced no response).
+/// Failed attempts over attempts (see `Counters::error_rate`).
 pub fn error_rate(c: &Counters) -> f64 {
-    // The failures that are complete responses: counted once, as responses.
-    let http = c.errors[ErrorKind::Http4xx.index()]
-        + c.errors[ErrorKind::Http5xx.index()]
-        + c.errors[ErrorKind::UnexpectedStatus.index()]
-        + c.errors[ErrorKind::RedirectLimit.index()]
-        + c.errors[ErrorKind::BadLocation.index()]
-        + c.errors[ErrorKind::RedirectOffsite.index()];
-    let attempts = c.responses + (c.errors_total() - http);
-    if attempts == 0 {
-        0.0
-    } else {
-        c.errors_total() as f64 / attempts as f64
-    }
+    c.error_rate()
 }
 
 /// The generator's own resource use (getrusage of this process).

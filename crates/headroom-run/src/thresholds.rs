@@ -76,7 +76,7 @@ pub fn check(plan: &Plan, out: &RunOutcome, thresholds: &[Threshold]) -> Vec<Che
                         .map(|h| h.mean());
                     (v, Unit::Micros)
                 }
-                Metric::ErrorRate => (Some(crate::summary::error_rate(c)), Unit::Fraction),
+                Metric::ErrorRate => (Some(c.error_rate()), Unit::Fraction),
                 Metric::Rps => (Some(c.responses as f64 / secs), Unit::PerSecond),
             };
             let limit = match t.value {

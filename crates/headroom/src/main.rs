@@ -1,6 +1,8 @@
-//! The `headroom` binary: argument parsing, wiring and output. The engine, metrics and codecs
-//! live in their own crates; this crate turns flags into a Plan, runs it, and writes what the
-//! user sees.
+//! The `headroom` binary: argument types and wiring, nothing else. `run` turns its flags into a
+//! `RunSpec` (files read into it) and hands it to the run library (`headroom_run`: the one
+//! builder to a plan, the drivers, the sinks, the typed summary); `lab`, `serve`, `report`,
+//! `import`, `k8s` and `agent` map their flags onto their crates the same way. `parse` is the
+//! leaf every module takes its usage error and small parsers from.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -415,6 +415,19 @@ async fn controller(
                             }
                         }
                     }
+                    // A run cut short that this controller did not stop: the agent itself
+                    // was stopped (SIGTERM, Ctrl-C, its stdin closed). It sent what it measured
+                    // and `Done`, but its share of the load is missing: it is lost.
+                    Event::Done(d)
+                        if d.interrupted && !stopping && !stop.load(Ordering::SeqCst) =>
+                    {
+                        a.done = Some(d);
+                        lose = Some(
+                            "stopped before the end of its run (the agent was shut down: \
+                             SIGTERM or Ctrl-C on its host)"
+                                .into(),
+                        );
+                    }
                     Event::Done(d) => {
                         a.st = St::Finished;
                         a.done = Some(d);

@@ -67,6 +67,10 @@ pub fn build(spec: &RunSpec) -> Result<Built, UsageError> {
             spec.version
         ));
     }
+    // A run of no requests would exit 0 having tested nothing: for a URL and a scenario alike.
+    if spec.requests == Some(0) {
+        return usage("bad -n/--requests 0: at least 1 is needed");
+    }
     match &spec.target {
         Target::Url(u) => Ok(Built {
             plan: url_plan(spec, u)?,

@@ -106,7 +106,7 @@ pub fn cmd_lab(
     }
     let out = headroom_lab::runner::run(&loaded, &opts, stop).map_err(|e| anyhow::anyhow!(e))?;
     for t in &out.tables {
-        println!("{}", t.text());
+        outln!("{}", t.text());
     }
     if !out.curves.is_empty() {
         let of = loaded
@@ -115,13 +115,13 @@ pub fn cmd_lab(
             .and_then(|r| r.slo.of.as_deref())
             .map(|n| format!("'{n}'"))
             .unwrap_or_else(|| "request".into());
-        println!("rate curves (probed rate: mean {of} latency, or broke)");
+        outln!("rate curves (probed rate: mean {of} latency, or broke)");
         for c in &out.curves {
-            println!("  {c}");
+            outln!("  {c}");
         }
-        println!();
+        outln!();
     }
-    println!(
+    outln!(
         "{} run(s) now, {} found stored, {} failed; results in {}",
         out.ran,
         out.skipped,
@@ -139,12 +139,20 @@ pub fn cmd_lab(
             .map_err(|e| e.to_string())
             .and_then(|html| std::fs::write(&path, html).map_err(|e| e.to_string()))
         {
-            Ok(()) => println!("  Report       {}", path.display()),
+            Ok(()) => outln!("  Report       {}", path.display()),
             Err(e) => eprintln!(
                 "headroom lab: warning: no report written to {}: {e}",
                 path.display()
             ),
         }
+    }
+    // A lab of failures only measured nothing: a script that runs it must see it.
+    if out.failed > 0 && out.failed == out.ran && out.skipped == 0 {
+        eprintln!(
+            "headroom lab: every run failed ({} of {}); see the messages above",
+            out.failed, out.ran
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

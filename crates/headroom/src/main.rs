@@ -15,6 +15,17 @@ use clap::Parser;
 use headroom_core::spec::{RunSpec, Target};
 use headroom_core::Plan;
 
+/// `print!` to stdout through [`write_stdout`]: a closed stdout is not a panic.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::write_stdout(format_args!($($t)*)) };
+}
+
+/// `println!` to stdout through [`write_stdout`].
+macro_rules! outln {
+    () => { $crate::write_stdout(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::write_stdout(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 mod args;
 mod dist;
 mod import;
@@ -119,6 +130,26 @@ fn stop_flag() -> Arc<AtomicBool> {
     stop
 }
 
+/// Write to stdout. A reader that went away (`headroom run ... | head -1`) makes the write fail
+/// with EPIPE (SIGPIPE is ignored, as Rust sets it: a load generator writes to sockets that
+/// servers close, and must never die of it); `print!` would panic on that (exit 101). Here the
+/// rest of the output is dropped quietly and the command ends as it would have, with its own
+/// exit code (so `set -o pipefail` still sees a broken threshold). Another write error (a full
+/// disk behind `> file`) is warned once.
+fn write_stdout(args: std::fmt::Arguments<'_>) {
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    if CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
+        CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("headroom: warning: could not write to stdout: {e}");
+        }
+    }
+}
+
 fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
@@ -181,9 +212,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if a.json {
-        let mut o = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut o, &summary.to_json())?;
-        writeln!(o)?;
+        outln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
     }
     if let Some(max) = a.max_error_rate {
         let rate = summary.error_rate;
@@ -295,15 +324,15 @@ fn run_plan(
         eprintln!("headroom: warning: {w}");
     }
     if !json {
-        print!("{}", human::human_summary(plan, &done.outcome, &done.usage));
-        print!(
+        out!("{}", human::human_summary(plan, &done.outcome, &done.usage));
+        out!(
             "{}",
             human::scenario_human(plan, &done.outcome.total, &done.checked)
         );
         if let Some(d) = &dir {
-            println!("  Run dir      {}", d.path().display());
+            outln!("  Run dir      {}", d.path().display());
             if let Some(p) = &d.report_path {
-                println!("  Report       {}", p.display());
+                outln!("  Report       {}", p.display());
             }
         }
     }
@@ -380,7 +409,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     let stats = server.stats();
     server.stop();
     result?;
-    println!(
+    outln!(
         "  Server       {} requests answered, {} connections accepted",
         human::thousands(stats.requests),
         human::thousands(stats.accepted)

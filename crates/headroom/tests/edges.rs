@@ -1,0 +1,95 @@
+//! Issue 18 ("hardening") finding 8, the exit codes at the edges: `-n 0` and `-c 0` are usage
+//! errors, a lab whose every run failed exits 1, and a closed stdout ends the process quietly
+//! (never a panic, exit 101).
+
+mod common;
+
+use std::process::Stdio;
+
+use common::{headroom, one_line, run_plain};
+
+#[test]
+fn zero_requests_and_zero_connections_are_usage_errors() {
+    for args in [
+        &["-n", "0"][..],
+        &["--requests", "0"],
+        &["-c", "0"],
+        &["-c", "0", "-n", "5"],
+    ] {
+        let mut all = args.to_vec();
+        all.push("--no-preflight");
+        let out = run_plain("http://127.0.0.1:9/", &all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let line = one_line(&out);
+        assert!(line.contains(" 0"), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn a_lab_whose_every_run_failed_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("s.yaml"),
+        "load: {users: [{count: 2}]}\nsessions: [{name: s, steps: [{request: GET /}]}]\n",
+    )
+    .unwrap();
+    let exp = tmp.path().join("e.yaml");
+    std::fs::write(
+        &exp,
+        r#"name: all-fail
+server:
+  command: "echo 'cannot bind: boom' >&2; exit 3"
+  ready: {port: "127.0.0.1:{port}"}
+  ready_timeout: 2s
+factors:
+  mode: [a, b]
+load: {scenario: s.yaml, duration: 1s}
+tables:
+  - {metric: throughput_rps, cols: [mode]}
+"#,
+    )
+    .unwrap();
+    let o = headroom()
+        .args(["lab", exp.to_str().unwrap(), "--no-report", "--output"])
+        .arg(tmp.path().join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stdout.contains("2 failed"), "{stdout}\n{stderr}");
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("every run failed"), "{stderr}");
+}
+
+/// `headroom run ... | head -1`: the reader goes away before the summary is written. Ten runs
+/// each of the human summary (with a run directory, so its lines too) and of `--json`.
+#[test]
+fn a_closed_stdout_ends_the_run_quietly() {
+    let server = common::serve();
+    let url = format!("http://{}/", server.local_addr());
+    let tmp = tempfile::tempdir().unwrap();
+    for round in 0..10 {
+        for json in [false, true] {
+            let mut cmd = headroom();
+            cmd.args(["run", &url, "-c", "2", "-n", "40", "-q"])
+                .arg("--out")
+                .arg(tmp.path().join(format!("r{round}-{json}")));
+            if json {
+                cmd.arg("--json");
+            }
+            let mut child = cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // The reader closes at once, as `head -c 0` would.
+            drop(child.stdout.take());
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!stderr.contains("panicked"), "json={json}: {stderr}");
+            assert_ne!(out.status.code(), Some(101), "json={json}: {stderr}");
+            assert_eq!(out.status.code(), Some(0), "json={json}: {stderr}");
+            assert!(stderr.trim().is_empty(), "json={json}: {stderr}");
+        }
+    }
+}

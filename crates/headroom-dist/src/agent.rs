@@ -2,7 +2,11 @@
 //! [`Runner`] and streams its intervals back.
 //!
 //! A call must carry `authorization: Bearer <token>`; anything else is answered
-//! `UNAUTHENTICATED` before the request is even read. An agent is a tool that sends traffic
+//! `UNAUTHENTICATED` by an interceptor that sees only the request's metadata, before its body
+//! is read or decoded (so [`MAX_REQUEST_BYTES`] applies to authenticated calls only: an
+//! unauthenticated 200 MB upload costs the agent nothing), and logged on stderr with the peer's
+//! address, at most one line a second. Beyond loopback a token has at least
+//! [`MIN_TOKEN_BYTES`] bytes. An agent is a tool that sends traffic
 //! where it is told, so it never runs without a token: [`AgentService::new`] and [`serve_agent`]
 //! refuse an empty one.
 //!
@@ -38,6 +42,9 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Largest `RunRequest` an agent accepts (scenario and data files travel in it).
 pub const MAX_REQUEST_BYTES: usize = 256 << 20;
+
+/// Shortest token an agent listening beyond loopback accepts.
+pub const MIN_TOKEN_BYTES: usize = 16;
 
 /// Seconds a shutting-down agent waits for its job's last messages before it closes anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -126,6 +133,58 @@ struct Shared {
     busy: AtomicBool,
     /// Stop flag of the job running now.
     current: Mutex<Option<Arc<AtomicBool>>>,
+    /// When the last refusal was logged, and how many were not since.
+    refusals: Mutex<(Option<std::time::Instant>, u64)>,
+}
+
+impl Shared {
+    fn token_ok(&self, metadata: &tonic::metadata::MetadataMap) -> bool {
+        let given = metadata
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        ct_eq(given.as_bytes(), &self.token)
+    }
+
+    /// One stderr line per refused call, at most one a second (a flood of attempts must not
+    /// flood the log): the lines in between are counted in the next one.
+    fn log_refusal(&self, peer: Option<SocketAddr>) {
+        let mut r = self.refusals.lock().expect("agent state");
+        let now = std::time::Instant::now();
+        if r.0
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            r.1 += 1;
+            return;
+        }
+        let more = std::mem::take(&mut r.1);
+        r.0 = Some(now);
+        let peer = peer.map_or_else(|| "an unknown peer".to_string(), |p| p.to_string());
+        let more = if more > 0 {
+            format!(" ({more} more refused since the last such line)")
+        } else {
+            String::new()
+        };
+        eprintln!("headroom agent: refused a call from {peer}: missing or wrong token{more}");
+    }
+}
+
+/// The token check on a call's metadata, before its body is read (see the module's notes).
+#[derive(Clone)]
+pub struct TokenCheck {
+    shared: Arc<Shared>,
+}
+
+impl tonic::service::Interceptor for TokenCheck {
+    fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
+        if self.shared.token_ok(req.metadata()) {
+            Ok(req)
+        } else {
+            self.shared.log_refusal(req.remote_addr());
+            Err(Status::unauthenticated("missing or wrong agent token"))
+        }
+    }
 }
 
 /// The `headroom.dist.Agent` service; cheap to clone (shared state).
@@ -146,13 +205,23 @@ impl AgentService {
                 runner,
                 busy: AtomicBool::new(false),
                 current: Mutex::new(None),
+                refusals: Mutex::new((None, 0)),
             }),
         })
     }
 
-    /// The tonic service, with request size limits set.
-    pub fn into_server(self) -> AgentServer<AgentService> {
-        AgentServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
+    /// The tonic service behind its token check, with request size limits set.
+    pub fn into_server(
+        self,
+    ) -> tonic::service::interceptor::InterceptedService<AgentServer<AgentService>, TokenCheck>
+    {
+        let check = TokenCheck {
+            shared: self.shared.clone(),
+        };
+        tonic::service::interceptor::InterceptedService::new(
+            AgentServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES),
+            check,
+        )
     }
 
     /// Set the stop flag of the running job, if any.
@@ -162,14 +231,10 @@ impl AgentService {
         }
     }
 
+    /// The interceptor checked already; checked again here so the service is never served
+    /// without it.
     fn authorize<T>(&self, req: &Request<T>) -> Result<(), Status> {
-        let given = req
-            .metadata()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if ct_eq(given.as_bytes(), &self.shared.token) {
+        if self.shared.token_ok(req.metadata()) {
             Ok(())
         } else {
             Err(Status::unauthenticated("missing or wrong agent token"))
@@ -361,6 +426,13 @@ fn serve_inner(
     on_listening: impl FnOnce(SocketAddr),
     signal: impl Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() && token.len() < MIN_TOKEN_BYTES {
+        anyhow::bail!(
+            "an agent listening on {listen} (beyond loopback) needs a token of at least \
+             {MIN_TOKEN_BYTES} bytes (this one has {})",
+            token.len()
+        );
+    }
     let service = AgentService::new(token, runner)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -74,6 +74,16 @@ pub fn cmd_agent(a: &AgentArgs) -> anyhow::Result<std::process::ExitCode> {
     if token.is_empty() {
         return Err(UsageError("the agent's token is empty".into()).into());
     }
+    let min = headroom_dist::agent::MIN_TOKEN_BYTES;
+    if !a.listen.ip().is_loopback() && token.len() < min {
+        return Err(UsageError(format!(
+            "the agent listens on {} (beyond loopback), so its token needs at least {min} bytes \
+             (it has {}); e.g. `openssl rand -hex 16`",
+            a.listen,
+            token.len()
+        ))
+        .into());
+    }
     if token == headroom_dist::k8s::TOKEN_PLACEHOLDER {
         return Err(UsageError(
             "the agent's token is the placeholder of `headroom k8s manifest`'s Secret, which \

@@ -150,8 +150,29 @@ fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// The command line as recorded in summary.json, latency.hlog's header and report.html: files
+/// people share, so the agents' token (`--token T`, `--token=T`) is written `***`. (The
+/// environment variable HEADROOM_TOKEN is not in argv.)
 fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+    redact_token(std::env::args()).join(" ")
+}
+
+fn redact_token(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut next_is_token = false;
+    for a in args {
+        if std::mem::take(&mut next_is_token) {
+            out.push("***".into());
+        } else if a == "--token" {
+            next_is_token = true;
+            out.push(a);
+        } else if a.starts_with("--token=") {
+            out.push("--token=***".into());
+        } else {
+            out.push(a);
+        }
+    }
+    out
 }
 
 fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -415,4 +436,22 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         human::thousands(stats.accepted)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_token_is_redacted_from_the_command_line() {
+        let args = [
+            "headroom",
+            "run",
+            "--token",
+            "s3cret",
+            "--token=s3cret2",
+            "-c",
+            "2",
+        ];
+        let got = super::redact_token(args.iter().map(|s| s.to_string())).join(" ");
+        assert_eq!(got, "headroom run --token *** --token=*** -c 2");
+    }
 }

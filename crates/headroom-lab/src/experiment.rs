@@ -368,6 +368,28 @@ fn signal(name: &Option<String>) -> Result<i32, String> {
 /// configurations, which no lab could run and whose list alone would not fit in memory.
 pub const MAX_CONFIGURATIONS: u64 = 10_000;
 
+/// The highest `max_configurations:` accepted.
+pub const MAX_CONFIGURATIONS_CEILING: u64 = 1_000_000;
+
+/// Most memory the list of configurations may take (estimated before it is built): each
+/// configuration is a map holding a copy of every factor's name and level.
+pub const MAX_CONFIGURATIONS_BYTES: u64 = 256 << 20;
+
+/// Estimated bytes of the expanded factorial (saturating): per configuration a map node per 11
+/// entries, and per entry the name and the level (each a heap allocation).
+fn factorial_bytes(factors: &BTreeMap<String, Vec<String>>, count: u64) -> u64 {
+    let per_config = 600u64.saturating_mul(factors.len().div_ceil(11).max(1) as u64);
+    let mut total = count.saturating_mul(per_config);
+    for (k, levels) in factors {
+        let n = levels.len().max(1) as u64;
+        let level_bytes: u64 = levels.iter().map(|l| l.len() as u64 + 32).sum();
+        total = total
+            .saturating_add(count.saturating_mul(k.len() as u64 + 32))
+            .saturating_add((count / n).saturating_mul(level_bytes));
+    }
+    total
+}
+
 /// How many configurations the experiment has, without expanding them (saturating).
 pub fn count_configurations(exp: &Experiment) -> u64 {
     match &exp.combinations {
@@ -382,13 +404,19 @@ pub fn count_configurations(exp: &Experiment) -> u64 {
 /// Reads and checks an experiment file. Errors name `file:line:column` where the YAML reader
 /// knows it, and say what was expected.
 pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
-    let name = path.display().to_string();
     let text = headroom_scenario::read_bounded_string(
         path,
         headroom_scenario::MAX_SCENARIO_BYTES,
         "experiment file",
     )?;
-    let exp: Experiment = marked_yaml::from_yaml(0, &text).map_err(|e| locate(&name, &text, e))?;
+    load_str(&text, path, quick)
+}
+
+/// [`load`] of `text`, as if read from `path` (which is not read; it names the file in errors
+/// and is the base of relative paths).
+pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> {
+    let name = path.display().to_string();
+    let exp: Experiment = marked_yaml::from_yaml(0, text).map_err(|e| locate(&name, text, e))?;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -469,6 +497,11 @@ pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
         }
     }
     let limit = exp.max_configurations.unwrap_or(MAX_CONFIGURATIONS);
+    if limit > MAX_CONFIGURATIONS_CEILING {
+        return Err(format!(
+            "{name}: max_configurations: {limit} is above {MAX_CONFIGURATIONS_CEILING}"
+        ));
+    }
     let count = count_configurations(&exp);
     if count > limit {
         let sizes = exp
@@ -491,6 +524,18 @@ pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
             "{name}: {how}, more than the limit of {limit}: list the configurations to run under \
              `combinations:` (see docs/lab.md), use fewer levels, or raise `max_configurations:`"
         ));
+    }
+    if exp.combinations.is_none() {
+        let bytes = factorial_bytes(&exp.factors, count);
+        if bytes > MAX_CONFIGURATIONS_BYTES {
+            return Err(format!(
+                "{name}: the {count} configurations would take about {} MiB to list (long \
+                 levels or many factors), more than {} MiB: list the configurations to run under \
+                 `combinations:` (see docs/lab.md)",
+                bytes >> 20,
+                MAX_CONFIGURATIONS_BYTES >> 20
+            ));
+        }
     }
     let configurations = match &exp.combinations {
         Some(c) => {
@@ -722,6 +767,20 @@ mod tests {
             "max_configurations: 4\ncombinations: [{f0: '0', f1: '0'}, {f0: '1', f1: '2'}]\n",
         );
         assert_eq!(load(&p, false).unwrap().configurations.len(), 2);
+        // Long levels: 8192 configurations each holding a 1 MiB level would be 8 GiB.
+        let mut s = String::from(
+            "name: t\nserver: {command: x, ready: {port: 'h:1'}}\nload: {scenario: s.yaml}\n\
+             factors:\n",
+        );
+        s.push_str(&format!("  big: ['{}', b]\n", "a".repeat(1 << 20)));
+        for f in 0..12 {
+            s.push_str(&format!("  f{f}: ['0', '1']\n"));
+        }
+        std::fs::write(&p, s).unwrap();
+        let e = load(&p, false).unwrap_err();
+        assert!(e.contains("8192 configurations would take about"), "{e}");
+        exp(2, 3, "max_configurations: 99999999\n");
+        assert!(load(&p, false).unwrap_err().contains("is above 1000000"));
         // The file must be a regular file.
         let e = load(Path::new("/dev/zero"), false).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");

@@ -26,7 +26,8 @@ fuzz_target!(|data: &[u8]| {
             assert!(!errs.is_empty());
             for e in errs {
                 assert!(e.line >= 1 && e.column >= 1, "unlocated: {e}");
-                assert!(!e.message.contains("internal error"), "{e}");
+                // The importer's own round-trip failure (the input's text may say "internal error").
+                assert!(!e.message.starts_with("internal error of the importer"), "{e}");
             }
         }
     }

@@ -626,6 +626,9 @@ fn locate(file: &str, text: &str, e: marked_yaml::FromYamlError) -> String {
 /// Line and column (1-based) of the first `KEY:` for an "Unknown field `KEY`" message.
 fn unknown_key_position(text: &str, message: &str) -> Option<(usize, usize)> {
     let key = message.split("field `").nth(1)?.split('`').next()?;
+    if key.is_empty() {
+        return None; // `find("")` matches everywhere: the loop below would never advance
+    }
     for (i, line) in text.lines().enumerate() {
         let mut from = 0;
         while let Some(at) = line[from..].find(key) {
@@ -784,6 +787,18 @@ mod tests {
         // The file must be a regular file.
         let e = load(Path::new("/dev/zero"), false).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    /// Found by the `experiment` fuzz target: an empty unknown key (`"": x`) hung the locator.
+    #[test]
+    fn an_empty_unknown_key_is_located_without_hanging() {
+        assert_eq!(
+            unknown_key_position("a: 1\n\"\": 2\n", "unknown field ``, x"),
+            None
+        );
+        let p = Path::new("/nonexistent/e.yaml");
+        let e = load_str("name: t\n\"\": 1\n", p, false).unwrap_err();
+        assert!(e.contains("Unknown field ``"), "{e}");
     }
 
     #[test]

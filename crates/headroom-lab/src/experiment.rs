@@ -20,6 +20,10 @@ pub struct Experiment {
     /// An explicit list of configurations instead of the full factorial.
     #[serde(default)]
     pub combinations: Option<Vec<BTreeMap<String, String>>>,
+    /// Most configurations an experiment may have (default [`MAX_CONFIGURATIONS`]); counted
+    /// before the factorial is expanded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_configurations: Option<u64>,
     pub load: LoadSection,
     /// Load run before each measured run and discarded (e.g. `2s`).
     #[serde(default)]
@@ -359,12 +363,60 @@ fn signal(name: &Option<String>) -> Result<i32, String> {
     })
 }
 
+/// Most configurations (the factorial of `factors:`, or the `combinations:` listed) an experiment
+/// may have unless it says `max_configurations:`. 12 factors of 10 levels would be 10^12
+/// configurations, which no lab could run and whose list alone would not fit in memory.
+pub const MAX_CONFIGURATIONS: u64 = 10_000;
+
+/// The highest `max_configurations:` accepted.
+pub const MAX_CONFIGURATIONS_CEILING: u64 = 1_000_000;
+
+/// Most memory the list of configurations may take (estimated before it is built): each
+/// configuration is a map holding a copy of every factor's name and level.
+pub const MAX_CONFIGURATIONS_BYTES: u64 = 256 << 20;
+
+/// Estimated bytes of the expanded factorial (saturating): per configuration a map node per 11
+/// entries, and per entry the name and the level (each a heap allocation).
+fn factorial_bytes(factors: &BTreeMap<String, Vec<String>>, count: u64) -> u64 {
+    let per_config = 600u64.saturating_mul(factors.len().div_ceil(11).max(1) as u64);
+    let mut total = count.saturating_mul(per_config);
+    for (k, levels) in factors {
+        let n = levels.len().max(1) as u64;
+        let level_bytes: u64 = levels.iter().map(|l| l.len() as u64 + 32).sum();
+        total = total
+            .saturating_add(count.saturating_mul(k.len() as u64 + 32))
+            .saturating_add((count / n).saturating_mul(level_bytes));
+    }
+    total
+}
+
+/// How many configurations the experiment has, without expanding them (saturating).
+pub fn count_configurations(exp: &Experiment) -> u64 {
+    match &exp.combinations {
+        Some(c) => c.len() as u64,
+        None => exp
+            .factors
+            .values()
+            .fold(1u64, |n, l| n.saturating_mul(l.len() as u64)),
+    }
+}
+
 /// Reads and checks an experiment file. Errors name `file:line:column` where the YAML reader
 /// knows it, and say what was expected.
 pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
+    let text = headroom_scenario::read_bounded_string(
+        path,
+        headroom_scenario::MAX_SCENARIO_BYTES,
+        "experiment file",
+    )?;
+    load_str(&text, path, quick)
+}
+
+/// [`load`] of `text`, as if read from `path` (which is not read; it names the file in errors
+/// and is the base of relative paths).
+pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
-    let exp: Experiment = marked_yaml::from_yaml(0, &text).map_err(|e| locate(&name, &text, e))?;
+    let exp: Experiment = marked_yaml::from_yaml(0, text).map_err(|e| locate(&name, text, e))?;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -442,6 +494,47 @@ pub fn load(path: &Path, quick: bool) -> Result<Loaded, String> {
         }
         if levels.is_empty() {
             return Err(format!("{name}: factor '{k}' has no levels"));
+        }
+    }
+    let limit = exp.max_configurations.unwrap_or(MAX_CONFIGURATIONS);
+    if limit > MAX_CONFIGURATIONS_CEILING {
+        return Err(format!(
+            "{name}: max_configurations: {limit} is above {MAX_CONFIGURATIONS_CEILING}"
+        ));
+    }
+    let count = count_configurations(&exp);
+    if count > limit {
+        let sizes = exp
+            .factors
+            .iter()
+            .map(|(k, l)| format!("{k} {}", l.len()))
+            .collect::<Vec<_>>()
+            .join(" x ");
+        let count = if count == u64::MAX {
+            "more than 18446744073709551614".to_string()
+        } else {
+            count.to_string()
+        };
+        let how = if exp.combinations.is_some() {
+            format!("{count} combinations are listed")
+        } else {
+            format!("the factors ({sizes}) make {count} configurations")
+        };
+        return Err(format!(
+            "{name}: {how}, more than the limit of {limit}: list the configurations to run under \
+             `combinations:` (see docs/lab.md), use fewer levels, or raise `max_configurations:`"
+        ));
+    }
+    if exp.combinations.is_none() {
+        let bytes = factorial_bytes(&exp.factors, count);
+        if bytes > MAX_CONFIGURATIONS_BYTES {
+            return Err(format!(
+                "{name}: the {count} configurations would take about {} MiB to list (long \
+                 levels or many factors), more than {} MiB: list the configurations to run under \
+                 `combinations:` (see docs/lab.md)",
+                bytes >> 20,
+                MAX_CONFIGURATIONS_BYTES >> 20
+            ));
         }
     }
     let configurations = match &exp.combinations {
@@ -533,6 +626,9 @@ fn locate(file: &str, text: &str, e: marked_yaml::FromYamlError) -> String {
 /// Line and column (1-based) of the first `KEY:` for an "Unknown field `KEY`" message.
 fn unknown_key_position(text: &str, message: &str) -> Option<(usize, usize)> {
     let key = message.split("field `").nth(1)?.split('`').next()?;
+    if key.is_empty() {
+        return None; // `find("")` matches everywhere: the loop below would never advance
+    }
     for (i, line) in text.lines().enumerate() {
         let mut from = 0;
         while let Some(at) = line[from..].find(key) {
@@ -631,6 +727,78 @@ mod tests {
         )
         .unwrap();
         assert!(load(&p, false).unwrap_err().contains("exactly one of"));
+    }
+
+    #[test]
+    fn configurations_are_counted_before_expanding_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.yaml");
+        let exp = |factors: usize, levels: usize, extra: &str| {
+            let mut s = String::from(
+                "name: t\nserver: {command: x, ready: {port: 'h:1'}}\nload: {scenario: s.yaml}\n",
+            );
+            s.push_str(extra);
+            s.push_str("factors:\n");
+            for f in 0..factors {
+                let l: Vec<String> = (0..levels).map(|i| format!("'{i}'")).collect();
+                s.push_str(&format!("  f{f}: [{}]\n", l.join(", ")));
+            }
+            std::fs::write(&p, s).unwrap();
+        };
+        // 10^12 would take terabytes to list: refused at once, naming the count.
+        exp(12, 10, "");
+        let start = std::time::Instant::now();
+        let e = load(&p, false).unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert!(e.contains("1000000000000 configurations"), "{e}");
+        assert!(
+            e.contains("limit of 10000") && e.contains("`combinations:`"),
+            "{e}"
+        );
+        // 40 factors of 10 levels overflow u64: still refused.
+        exp(40, 10, "");
+        assert!(load(&p, false).unwrap_err().contains("more than 1844"));
+        // At the limit: accepted.
+        exp(4, 10, "");
+        assert_eq!(load(&p, false).unwrap().configurations.len(), 10_000);
+        // A lower limit of the experiment's own, and a listed combination counts one.
+        exp(2, 3, "max_configurations: 4\n");
+        assert!(load(&p, false).unwrap_err().contains("9 configurations"));
+        exp(
+            2,
+            3,
+            "max_configurations: 4\ncombinations: [{f0: '0', f1: '0'}, {f0: '1', f1: '2'}]\n",
+        );
+        assert_eq!(load(&p, false).unwrap().configurations.len(), 2);
+        // Long levels: 8192 configurations each holding a 1 MiB level would be 8 GiB.
+        let mut s = String::from(
+            "name: t\nserver: {command: x, ready: {port: 'h:1'}}\nload: {scenario: s.yaml}\n\
+             factors:\n",
+        );
+        s.push_str(&format!("  big: ['{}', b]\n", "a".repeat(1 << 20)));
+        for f in 0..12 {
+            s.push_str(&format!("  f{f}: ['0', '1']\n"));
+        }
+        std::fs::write(&p, s).unwrap();
+        let e = load(&p, false).unwrap_err();
+        assert!(e.contains("8192 configurations would take about"), "{e}");
+        exp(2, 3, "max_configurations: 99999999\n");
+        assert!(load(&p, false).unwrap_err().contains("is above 1000000"));
+        // The file must be a regular file.
+        let e = load(Path::new("/dev/zero"), false).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    /// Found by the `experiment` fuzz target: an empty unknown key (`"": x`) hung the locator.
+    #[test]
+    fn an_empty_unknown_key_is_located_without_hanging() {
+        assert_eq!(
+            unknown_key_position("a: 1\n\"\": 2\n", "unknown field ``, x"),
+            None
+        );
+        let p = Path::new("/nonexistent/e.yaml");
+        let e = load_str("name: t\n\"\": 1\n", p, false).unwrap_err();
+        assert!(e.contains("Unknown field ``"), "{e}");
     }
 
     #[test]

@@ -32,8 +32,12 @@ pub fn read_scenario(path: &Path) -> Result<Scenario, UsageError> {
     let name = path.display().to_string();
     let imported = match ext.as_str() {
         "xml" => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let text = headroom_scenario::read_bounded_string(
+                path,
+                headroom_scenario::MAX_SCENARIO_BYTES,
+                "scenario file",
+            )
+            .map_err(UsageError)?;
             headroom_scenario::import_tsung(&text, &name).map_err(errors_to_usage)?
         }
         "har" | "json" => {

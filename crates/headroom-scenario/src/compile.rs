@@ -53,10 +53,7 @@ pub type FileSource<'a> = dyn Fn(&str) -> Result<Vec<u8>, String> + 'a;
 
 /// Files read from disk, relative to `base` (the scenario file's directory).
 pub fn files_below(base: &Path) -> impl Fn(&str) -> Result<Vec<u8>, String> + '_ {
-    move |name: &str| {
-        let path = base.join(name);
-        std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
-    }
+    move |name: &str| crate::read_bounded(&base.join(name), crate::MAX_DATA_BYTES, "file")
 }
 
 /// The TLS options of a server's `tls:` settings, its files from `files`.

@@ -18,6 +18,7 @@
 //! assert_eq!(s.sessions[0].steps.len(), 1);
 //! ```
 
+pub mod bounded;
 pub mod compile;
 pub mod emit;
 pub mod har;
@@ -26,6 +27,7 @@ pub mod model;
 mod parse;
 pub mod tsung;
 
+pub use bounded::{read_bounded, read_bounded_string, MAX_DATA_BYTES, MAX_SCENARIO_BYTES};
 pub use compile::{compile, compile_with, files_below, Compiled, FileSource};
 
 pub use emit::to_yaml;
@@ -52,13 +54,13 @@ pub struct ScenarioError {
 pub fn load(path: impl AsRef<Path>) -> Result<Scenario, Vec<ScenarioError>> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match read_bounded_string(path, MAX_SCENARIO_BYTES, "scenario file") {
         Ok(text) => parse::Parser::new().scenario(&text, &name),
         Err(e) => Err(vec![ScenarioError {
             file: name,
             line: 1,
             column: 1,
-            message: format!("cannot read file: {e}"),
+            message: e,
         }]),
     }
 }

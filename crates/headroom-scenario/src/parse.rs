@@ -55,6 +55,9 @@ use headroom_core::MAX_FOLLOW;
 const BUILTINS: &[&str] = &["user_id", "session"];
 /// Includes nested deeper than this are reported (guards against unbounded non-cyclic chains).
 const MAX_INCLUDE_DEPTH: usize = 16;
+/// All `include:`s of one scenario together read at most this much (an include may be named
+/// many times, each inlining it again).
+const MAX_INCLUDED_BYTES: u64 = 4 * crate::MAX_SCENARIO_BYTES;
 
 pub(crate) type Vars = HashSet<String>;
 
@@ -66,6 +69,8 @@ pub(crate) struct Parser {
     errors: Vec<ScenarioError>,
     /// Canonical paths of the files being included, outermost first.
     include_stack: Vec<PathBuf>,
+    /// Bytes read by `include:`s so far (bounded by [`MAX_INCLUDED_BYTES`]).
+    included_bytes: u64,
     /// The servers' protocol: which of `request`, `send`, `xmpp`, `sql` and `ws` sessions may
     /// use, and which settings section the scenario needs.
     protocol: Protocol,
@@ -81,6 +86,7 @@ impl Parser {
             current: 0,
             errors: Vec::new(),
             include_stack: Vec::new(),
+            included_bytes: 0,
             protocol: Protocol::Http,
             protocol_unknown: false,
         }

@@ -2524,12 +2524,30 @@ mod xml {
     /// Deep nesting is refused rather than risking the stack of the recursive walk.
     const MAX_DEPTH: usize = 200;
 
+    /// All references to `<!ENTITY>`s of the DTD together expand to at most this many bytes (a
+    /// "billion laughs" file is refused, not expanded); an entity whose value refers to another
+    /// declared entity is refused outright, so nothing expands more than one level.
+    pub const MAX_ENTITY_EXPANSION: usize = 1 << 20;
+
+    fn over_budget(pos: usize) -> XmlError {
+        err(
+            pos,
+            format!(
+                "entity references expand to more than {} MiB in all (a DTD entity \"bomb\"?); \
+                 headroom expands DTD entities up to that bound only",
+                MAX_ENTITY_EXPANSION >> 20
+            ),
+        )
+    }
+
     pub(super) fn parse(text: &str) -> Result<Doc, XmlError> {
         let mut reader = Reader::from_str(text);
         let mut stack: Vec<El> = Vec::new();
         let mut root: Option<El> = None;
         let mut pis = Vec::new();
         let mut entities: HashMap<String, String> = HashMap::new();
+        // Bytes expanded from declared entities so far (text and attributes).
+        let mut expanded = 0usize;
         loop {
             let pos = reader.buffer_position() as usize;
             let event = match reader.read_event() {
@@ -2546,10 +2564,10 @@ mod xml {
                     if stack.len() >= MAX_DEPTH {
                         return Err(err(pos, format!("elements nested deeper than {MAX_DEPTH}")));
                     }
-                    stack.push(element(&e, pos, &entities)?);
+                    stack.push(element(&e, pos, &entities, &mut expanded)?);
                 }
                 Event::Empty(e) => {
-                    let el = element(&e, pos, &entities)?;
+                    let el = element(&e, pos, &entities, &mut expanded)?;
                     attach(&mut stack, &mut root, el)?;
                 }
                 Event::End(_) => {
@@ -2583,7 +2601,13 @@ mod xml {
                         match resolve_predefined_entity(&name) {
                             Some(v) => v.to_string(),
                             None => match entities.get(name.as_ref()) {
-                                Some(v) => v.clone(),
+                                Some(v) => {
+                                    expanded += v.len();
+                                    if expanded > MAX_ENTITY_EXPANSION {
+                                        return Err(over_budget(pos));
+                                    }
+                                    v.clone()
+                                }
                                 None => return Err(err(pos, format!("unknown entity '&{name};'"))),
                             },
                         }
@@ -2592,7 +2616,19 @@ mod xml {
                 }
                 Event::DocType(d) => {
                     let s = d.decode().map_err(|e| err(pos, format!("DOCTYPE: {e}")))?;
-                    entities.extend(internal_entities(&s));
+                    for (name, value) in internal_entities(&s) {
+                        if let Some(other) = nested_reference(&value) {
+                            return Err(err(
+                                pos,
+                                format!(
+                                    "<!ENTITY {name}> refers to the entity '&{other};': nested \
+                                     DTD entities are not expanded (a \"billion laughs\" file \
+                                     grows without bound); write the value out"
+                                ),
+                            ));
+                        }
+                        entities.insert(name, value);
+                    }
                 }
                 Event::PI(p) => {
                     if !p.target().eq_ignore_ascii_case(b"xml") {
@@ -2643,6 +2679,7 @@ mod xml {
         e: &BytesStart,
         pos: usize,
         entities: &HashMap<String, String>,
+        expanded: &mut usize,
     ) -> Result<El, XmlError> {
         let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
         let offsets = attr_offsets(e);
@@ -2651,9 +2688,18 @@ mod xml {
             let a = a.map_err(|x| err(pos, format!("XML attribute in <{name}>: {x}")))?;
             let key = String::from_utf8_lossy(a.key.as_ref()).into_owned();
             let apos = offsets.get(i).map(|o| pos + 1 + o).unwrap_or(pos);
+            let mut over = false;
             let value = a
                 .normalized_value_with(XmlVersion::Implicit1_0, 16, |n| {
-                    resolve_predefined_entity(n).or_else(|| entities.get(n).map(|s| s.as_str()))
+                    resolve_predefined_entity(n).or_else(|| {
+                        let v = entities.get(n).map(|s| s.as_str())?;
+                        *expanded += v.len();
+                        if *expanded > MAX_ENTITY_EXPANSION {
+                            over = true;
+                            return Some(""); // stop growing; refused below
+                        }
+                        Some(v)
+                    })
                 })
                 .map_err(|x| {
                     use quick_xml::escape::EscapeError;
@@ -2666,6 +2712,9 @@ mod xml {
                     err(apos, msg)
                 })?
                 .into_owned();
+            if over {
+                return Err(over_budget(apos));
+            }
             attrs.push(Attr {
                 key,
                 value,
@@ -2724,6 +2773,24 @@ mod xml {
             }
         }
         out
+    }
+
+    /// The name of the first general entity (other than XML's predefined five) `value` refers to.
+    fn nested_reference(value: &str) -> Option<&str> {
+        let mut rest = value;
+        while let Some(i) = rest.find('&') {
+            rest = &rest[i + 1..];
+            let Some(end) = rest.find(';') else { break };
+            let name = &rest[..end];
+            let is_name = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+            if is_name && resolve_predefined_entity(name).is_none() {
+                return Some(name);
+            }
+        }
+        None
     }
 
     /// `<!ENTITY name "value">` declarations of an internal DTD subset (general entities only).

@@ -339,8 +339,12 @@ impl RunArgs {
     /// theirs.
     pub fn spec(&self) -> Result<RunSpec, UsageError> {
         let read = |flag: &str, p: &PathBuf| {
-            std::fs::read(p)
-                .map_err(|e| UsageError(format!("cannot read {flag} file '{}': {e}", p.display())))
+            headroom_scenario::read_bounded(
+                p,
+                headroom_scenario::MAX_DATA_BYTES,
+                &format!("{flag} file"),
+            )
+            .map_err(UsageError)
         };
         let target = if headroom_run::files::is_scenario(&self.url) {
             Target::Scenario(headroom_run::files::scenario_file(
@@ -356,8 +360,12 @@ impl RunArgs {
         let body = match &self.body {
             None => None,
             Some(b) => Some(match b.strip_prefix('@') {
-                Some(path) => std::fs::read(path)
-                    .map_err(|e| UsageError(format!("cannot read --body file '{path}': {e}")))?,
+                Some(path) => headroom_scenario::read_bounded(
+                    std::path::Path::new(path),
+                    headroom_scenario::MAX_DATA_BYTES,
+                    "--body file",
+                )
+                .map_err(UsageError)?,
                 None => b.as_bytes().to_vec(),
             }),
         };

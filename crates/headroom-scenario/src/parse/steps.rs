@@ -1,7 +1,7 @@
 //! Steps of a session: the `impl Parser` half that walks `steps:` lists, split from `parse.rs`
 //! to keep files short. Same invariants as the parent: every error goes through `Parser::err`.
 
-use super::{Parser, Vars, BUILTINS, MAX_INCLUDE_DEPTH, STEP_KINDS};
+use super::{Parser, Vars, BUILTINS, MAX_INCLUDED_BYTES, MAX_INCLUDE_DEPTH, STEP_KINDS};
 use crate::model::*;
 use headroom_core::session::ExpectSpec;
 use headroom_core::Distribution;
@@ -924,13 +924,27 @@ impl Parser {
             );
             return;
         }
-        let text = match std::fs::read_to_string(&canon) {
+        if self.included_bytes > MAX_INCLUDED_BYTES {
+            return; // said once already
+        }
+        let text = match crate::read_bounded_string(&canon, crate::MAX_SCENARIO_BYTES, "include") {
             Ok(t) => t,
             Err(e) => {
-                self.err(node.span(), format!("include '{}': {e}", path.display()));
+                self.err(node.span(), e);
                 return;
             }
         };
+        self.included_bytes += text.len() as u64;
+        if self.included_bytes > MAX_INCLUDED_BYTES {
+            self.err(
+                node.span(),
+                format!(
+                    "includes read more than {} MiB in all (each include is read again)",
+                    MAX_INCLUDED_BYTES >> 20
+                ),
+            );
+            return;
+        }
         let saved = self.current;
         self.include_stack.push(canon);
         let opts = LoaderOptions::default().toplevel_sequence();

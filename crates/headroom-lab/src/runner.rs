@@ -149,7 +149,11 @@ pub fn load_for(
 ) -> Result<(Plan, RunSpec), String> {
     let file = l.dir.join(expand_known(&l.exp.load.scenario, values));
     let name = file.display().to_string();
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("load.scenario {name}: {e}"))?;
+    let text = headroom_scenario::read_bounded_string(
+        &file,
+        headroom_scenario::MAX_SCENARIO_BYTES,
+        "load.scenario",
+    )?;
     let text = expand_known(&text, values);
     let mut s = headroom_scenario::parse_str(&text, &name).map_err(|errs| {
         errs.iter()

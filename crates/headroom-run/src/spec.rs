@@ -82,7 +82,9 @@ pub fn build(spec: &RunSpec) -> Result<Built, UsageError> {
 
 /// A scenario's plan: the file says the load and the requests; the flags that describe a load
 /// of their own are refused, and the network, TLS and output ones apply.
-fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
+/// The flags that describe a load or requests of their own, refused with a scenario file (its
+/// load and requests come from the file). The CLI checks them before it reads the file.
+pub fn scenario_flags(a: &RunSpec) -> Result<(), UsageError> {
     let conflicting = [
         ("--rate", a.rate.is_some()),
         ("--arrival-rate", a.arrival_rate.is_some()),
@@ -109,6 +111,11 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
             "{flag} does not apply to a scenario file: its load and requests come from the file"
         ));
     }
+    Ok(())
+}
+
+fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
+    scenario_flags(a)?;
     let name = &sc.name;
     let scenario = headroom_scenario::parse_str(&sc.yaml, name).map_err(errors_to_usage)?;
     // The spec's files, and no other: nothing is read from this machine's disk.

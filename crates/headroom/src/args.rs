@@ -346,17 +346,10 @@ impl RunArgs {
             )
             .map_err(UsageError)
         };
-        let target = if headroom_run::files::is_scenario(&self.url) {
-            Target::Scenario(headroom_run::files::scenario_file(
-                std::path::Path::new(&self.url),
-                self.target.clone(),
-            )?)
-        } else {
-            if self.target.is_some() {
-                return Err(UsageError("--target applies to scenario files only".into()));
-            }
-            Target::Url(self.url.clone())
-        };
+        let scenario = headroom_run::files::is_scenario(&self.url);
+        if !scenario && self.target.is_some() {
+            return Err(UsageError("--target applies to scenario files only".into()));
+        }
         let body = match &self.body {
             None => None,
             Some(b) => Some(match b.strip_prefix('@') {
@@ -369,9 +362,9 @@ impl RunArgs {
                 None => b.as_bytes().to_vec(),
             }),
         };
-        Ok(RunSpec {
+        let mut spec = RunSpec {
             version: headroom_core::spec::SPEC_VERSION,
-            target,
+            target: Target::Url(self.url.clone()),
             connections: self.connections,
             duration: self.duration,
             requests: self.requests,
@@ -424,7 +417,16 @@ impl RunArgs {
             tls_min: self.tls_min.into(),
             tls_max: self.tls_max.into(),
             no_tls_resume: self.no_tls_resume,
-        })
+        };
+        if scenario {
+            // A flag the file makes meaningless is one line before the file is even read.
+            headroom_run::spec::scenario_flags(&spec)?;
+            spec.target = Target::Scenario(headroom_run::files::scenario_file(
+                std::path::Path::new(&self.url),
+                self.target.clone(),
+            )?);
+        }
+        Ok(spec)
     }
 }
 

@@ -95,16 +95,24 @@ pub fn cmd_import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     match &a.format {
         ImportFormat::Tsung(t) => {
             let name = t.file.display().to_string();
-            let text = std::fs::read_to_string(&t.file)
-                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let text = headroom_scenario::read_bounded_string(
+                &t.file,
+                headroom_scenario::MAX_SCENARIO_BYTES,
+                "Tsung file",
+            )
+            .map_err(UsageError)?;
             let imported = headroom_scenario::import_tsung(&text, &name)
                 .map_err(headroom_run::spec::errors_to_usage)?;
             emit(imported, &t.output)
         }
         ImportFormat::Httperf(h) => {
             let name = h.file.display().to_string();
-            let text = std::fs::read_to_string(&h.file)
-                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let text = headroom_scenario::read_bounded_string(
+                &h.file,
+                headroom_scenario::MAX_SCENARIO_BYTES,
+                "httperf session file",
+            )
+            .map_err(UsageError)?;
             let (host, port) = h
                 .server
                 .rsplit_once(':')

@@ -936,7 +936,12 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                 let (plan, spec) = load_for(l, &values, l.duration, None)
                     .map_err(|e| format!("{}: {e}", label(config)))?;
                 let driver = opts.driver.as_ref();
-                match server::start(&l.server, &values) {
+                match server::start_until(&l.server, &values, &stop) {
+                    // Stopped while the server came up: not a run, redone on the next start.
+                    Err(f) if f.kind == server::FailureKind::Interrupted => {
+                        interrupted = true;
+                        break 'configs;
+                    }
                     Err(f) => server_failed("server failed", f, Vec::new(), Vec::new()),
                     Ok(mut srv) => {
                         if !l.warmup.is_zero() {
@@ -1242,7 +1247,13 @@ fn search_run(
         let (plan, spec) =
             load_for(l, values, Some(probe_len), Some((rate, rs))).map_err(Abort::Plan)?;
         if srv.is_none() {
-            srv = Some(server::start(&l.server, values).map_err(Abort::Server)?);
+            srv = Some(server::start_until(&l.server, values, stop).map_err(|f| {
+                if f.kind == server::FailureKind::Interrupted {
+                    Abort::Interrupted
+                } else {
+                    Abort::Server(f)
+                }
+            })?);
         }
         let s = srv.as_mut().expect("started above");
         if !warmed && !l.warmup.is_zero() {

@@ -17,6 +17,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -177,6 +178,9 @@ pub enum FailureKind {
     DiedDuringRun,
     /// A template (command, environment, cpus, readiness) could not be expanded.
     Template,
+    /// The lab was stopped (Ctrl-C, SIGTERM) while it waited for the server to be ready (it has
+    /// been stopped too).
+    Interrupted,
 }
 
 impl FailureKind {
@@ -188,6 +192,7 @@ impl FailureKind {
             FailureKind::NotReady => "not_ready",
             FailureKind::DiedDuringRun => "died_during_run",
             FailureKind::Template => "template",
+            FailureKind::Interrupted => "interrupted",
         }
     }
 }
@@ -602,6 +607,16 @@ pub struct RunningServer {
 /// `ExitedBeforeReady` with its exit status and output tail; timeout -> `NotReady`, and the
 /// process is stopped).
 pub fn start(spec: &ServerSpec, factors: &Factors) -> Result<RunningServer, ServerFailure> {
+    start_until(spec, factors, &AtomicBool::new(false))
+}
+
+/// [`start`], giving up (`Interrupted`, the process stopped) as soon as `stop` is set: a lab
+/// told to stop does not wait out a server's `ready_timeout`.
+pub fn start_until(
+    spec: &ServerSpec,
+    factors: &Factors,
+    stop: &AtomicBool,
+) -> Result<RunningServer, ServerFailure> {
     let template = |what: &str, t: &str| {
         expand(t, factors).map_err(|e| {
             failure(
@@ -761,6 +776,14 @@ pub fn start(spec: &ServerSpec, factors: &Factors) -> Result<RunningServer, Serv
         match probe.check(&output, remaining) {
             Ok(()) => return Ok(server),
             Err(note) => last_note = note,
+        }
+        if stop.load(Ordering::Relaxed) {
+            let stopped = server.stop_inner();
+            return Err(failure(
+                FailureKind::Interrupted,
+                format!("stopped while waiting for `{}`; {stopped}", server.command),
+                server.output.tail(),
+            ));
         }
         let now = Instant::now();
         if now >= deadline {

@@ -159,7 +159,7 @@ capacity:
 }
 
 /// Agents that cannot be reached fail each run, which is stored as failed with the reason;
-/// the lab goes on to the next configuration and exits 0.
+/// the lab goes on to the next configuration, and since every run failed it exits 1.
 #[test]
 fn unreachable_agents_fail_the_runs_and_the_lab_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
@@ -186,7 +186,8 @@ load: {scenario: s.yaml, duration: 1s}
     let spec = format!("file:{}", agents.display());
     let out = tmp.path().join("out");
     let (o, stdout, stderr) = lab(&exp, &out, &["--agents", &spec, "--token", "t0k3n"]);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("every run failed"), "{stderr}");
     assert!(
         stdout.contains("2 run(s) now, 0 found stored, 2 failed"),
         "{stdout}\n{stderr}"

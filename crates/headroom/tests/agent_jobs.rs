@@ -7,47 +7,12 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{agent_address, headroom, TestServer};
+use common::{headroom, Agent, TestServer};
 use headroom_core::spec::{RunSpec, ScenarioSpec, Target};
-
-/// A `headroom agent` in its own empty working directory, killed when dropped.
-struct Agent {
-    child: Child,
-    addr: String,
-    _cwd: tempfile::TempDir,
-}
-
-impl Agent {
-    fn start(token: &str) -> Agent {
-        let cwd = tempfile::tempdir().unwrap();
-        let mut child = headroom()
-            .args(["agent", "--listen", "127.0.0.1:0"])
-            .current_dir(cwd.path())
-            .env("HEADROOM_TOKEN", token)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn headroom agent");
-        let addr = agent_address(&mut child, "the agent");
-        Agent {
-            child,
-            addr,
-            _cwd: cwd,
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// One request as the server read it: its request line and its body.
 #[derive(Debug, Clone)]
@@ -110,7 +75,10 @@ fn agents_file(dir: &std::path::Path, agents: &[&Agent]) -> std::path::PathBuf {
 #[test]
 fn a_body_file_and_csv_feeders_reach_the_agents_as_bytes() {
     let token = "test-token-agent-jobs-bytes";
-    let agents = [Agent::start(token), Agent::start(token)];
+    let agents = [
+        Agent::start_in_empty_dir(token),
+        Agent::start_in_empty_dir(token),
+    ];
     let (server, seen) = capturing_server();
     // The controller's files live in its own directory, named relative to it; the agents run
     // elsewhere, so they can only have what the job carried.
@@ -221,7 +189,7 @@ fn run_job(agent: &Agent, token: &str, spec: RunSpec) -> Result<u64, String> {
 #[test]
 fn a_hand_made_job_cannot_make_an_agent_read_a_file() {
     let token = "test-token-agent-jobs-attack";
-    let agent = Agent::start(token);
+    let agent = Agent::start_in_empty_dir(token);
     let (server, seen) = capturing_server();
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("secret.txt");

@@ -4,37 +4,10 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{agent_address, headroom, run_json};
-
-/// A `headroom agent` this test started, killed when dropped.
-struct Agent {
-    child: Child,
-    addr: String,
-}
-
-impl Agent {
-    fn start(token: &str) -> Agent {
-        let mut child = headroom()
-            .args(["agent", "--listen", "127.0.0.1:0"])
-            .env("HEADROOM_TOKEN", token)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn headroom agent");
-        let addr = agent_address(&mut child, "the agent");
-        Agent { child, addr }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{headroom, run_json, Agent};
 
 fn agents_file(agents: &[&Agent]) -> tempfile::NamedTempFile {
     let f = tempfile::NamedTempFile::new().unwrap();

@@ -7,41 +7,7 @@ mod common;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{agent_address, headroom};
-
-/// A `headroom agent` this test started, killed when dropped.
-struct Agent {
-    child: Child,
-    addr: String,
-}
-
-impl Agent {
-    fn start(token: &str) -> Agent {
-        let mut child = headroom()
-            .args(["agent", "--listen", "127.0.0.1:0"])
-            .env("HEADROOM_TOKEN", token)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn headroom agent");
-        let addr = agent_address(&mut child, "the agent");
-        Agent { child, addr }
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as i32, sig);
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{headroom, Agent};
 
 fn agents_file(agents: &[&Agent]) -> tempfile::NamedTempFile {
     let f = tempfile::NamedTempFile::new().unwrap();
@@ -69,7 +35,7 @@ fn an_agent_stopped_by_sigterm_is_lost_and_stop_exits_1() {
     let server = common::serve();
     let token = "hardening-token-sigterm-0123456789";
     for on_loss in ["continue", "stop"] {
-        let agents = [Agent::start(token), Agent::start(token)];
+        let agents = [Agent::start_capturing(token), Agent::start_capturing(token)];
         let list = agents_file(&[&agents[0], &agents[1]]);
         let dir = tempfile::tempdir().unwrap();
         let out_dir = dir.path().join("run");
@@ -126,7 +92,7 @@ fn vm_hwm_kb(pid: u32) -> u64 {
 /// before the body is read, and logs the refusal with the peer's address.
 #[test]
 fn an_unauthenticated_200_mb_request_is_refused_before_it_is_read() {
-    let mut agent = Agent::start("the-right-token-0123456789abcdef");
+    let mut agent = Agent::start_capturing("the-right-token-0123456789abcdef");
     let pid = agent.child.id();
     std::thread::sleep(Duration::from_millis(300));
     let before = vm_hwm_kb(pid);
@@ -199,7 +165,7 @@ fn short_tokens_are_refused_beyond_loopback() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains("16"), "{stderr}");
     }
-    let agent = Agent::start("x");
+    let agent = Agent::start_capturing("x");
     assert!(agent.addr.starts_with("127.0.0.1:"), "{}", agent.addr);
 }
 
@@ -209,7 +175,7 @@ fn short_tokens_are_refused_beyond_loopback() {
 fn the_token_is_written_to_no_file_of_the_run_directory() {
     let server = common::serve();
     let token = "secret-token-7f3a9c1e5b2d4086";
-    let agent = Agent::start(token);
+    let agent = Agent::start_capturing(token);
     let list = agents_file(&[&agent]);
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("run");

@@ -507,3 +507,66 @@ pub fn pg() -> (String, String, String, String, String) {
         db.split('?').next().unwrap().into(),
     )
 }
+
+// ---- `headroom agent` processes a test starts itself ----
+
+/// A `headroom agent` a test started on 127.0.0.1 (port chosen by the system), killed when
+/// dropped.
+pub struct Agent {
+    pub child: Child,
+    /// HOST:PORT it listens on.
+    pub addr: String,
+    _cwd: Option<tempfile::TempDir>,
+}
+
+impl Agent {
+    /// An agent whose stderr goes to the test's.
+    pub fn start(token: &str) -> Agent {
+        Agent::spawn(token, Stdio::inherit(), false)
+    }
+
+    /// An agent whose stderr the test reads (`child.stderr`).
+    pub fn start_capturing(token: &str) -> Agent {
+        Agent::spawn(token, Stdio::piped(), false)
+    }
+
+    /// An agent working in an empty directory of its own, so none of the controller's files
+    /// are at hand.
+    pub fn start_in_empty_dir(token: &str) -> Agent {
+        Agent::spawn(token, Stdio::inherit(), true)
+    }
+
+    fn spawn(token: &str, stderr: Stdio, own_dir: bool) -> Agent {
+        let cwd = own_dir.then(|| tempfile::tempdir().unwrap());
+        let mut cmd = headroom();
+        cmd.args(["agent", "--listen", "127.0.0.1:0"])
+            .env("HEADROOM_TOKEN", token)
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        if let Some(d) = &cwd {
+            cmd.current_dir(d.path());
+        }
+        let mut child = cmd.spawn().expect("spawn headroom agent");
+        let addr = agent_address(&mut child, "the agent");
+        Agent {
+            child,
+            addr,
+            _cwd: cwd,
+        }
+    }
+
+    /// Sends `sig` to the agent.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -527,11 +527,6 @@ fn counters_of<T: DeserializeOwned>(group: &str, c: &Counters) -> T {
     by_name(proto_fields(group, c), "ProtoCounter")
 }
 
-/// Failed attempts over attempts (see `Counters::error_rate`).
-pub fn error_rate(c: &Counters) -> f64 {
-    c.error_rate()
-}
-
 /// The generator's own resource use (getrusage of this process).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SelfUsage {
@@ -783,7 +778,7 @@ impl RunSummary {
             in_flight: out.in_flight,
             errors: Errors::of(c),
             errors_total: c.errors_total(),
-            error_rate: round6(error_rate(c)),
+            error_rate: round6(c.error_rate()),
             status: StatusClasses::of(c),
             status_codes: c.codes_seen().collect(),
             expect_status: (!plan.expect_status.is_empty()).then(|| plan.expect_status.to_string()),
@@ -832,11 +827,6 @@ impl RunSummary {
     pub fn from_json(text: &str) -> serde_json::Result<RunSummary> {
         serde_json::from_str(text)
     }
-}
-
-/// The summary of `plan`'s run (the name `headroom run` has always called it by).
-pub fn summary_json(plan: &Plan, out: &RunOutcome, usage: &SelfUsage, command: &str) -> RunSummary {
-    RunSummary::build(plan, out, usage, command)
 }
 
 /// JSON Schema (draft 2020-12) of summary.json, as schema/summary.schema.json holds it. Made
@@ -925,8 +915,8 @@ mod tests {
         };
         c.errors[ErrorKind::Http5xx.index()] = 10; // among the 90 responses
         c.errors[ErrorKind::Refused.index()] = 10; // no response
-        assert!((error_rate(&c) - 20.0 / 100.0).abs() < 1e-12);
-        assert_eq!(error_rate(&Counters::default()), 0.0);
+        assert!((c.error_rate() - 20.0 / 100.0).abs() < 1e-12);
+        assert_eq!(Counters::default().error_rate(), 0.0);
     }
 
     #[test]
@@ -938,7 +928,7 @@ mod tests {
             c.reply_status(code, &expect);
         }
         assert!(
-            (error_rate(&c) - 0.5).abs() < 1e-12,
+            (c.error_rate() - 0.5).abs() < 1e-12,
             "2 of 4 attempts failed"
         );
         let m: BTreeMap<u16, u64> = c.codes_seen().collect();

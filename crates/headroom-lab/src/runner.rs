@@ -614,9 +614,10 @@ fn measure(
     let outcome = drive(driver, load, start, stop, &mut |iv| {
         if let Some(d) = run_dir.as_mut() {
             let line = headroom_run::interval::interval_json(iv, load.0, None);
+            // A file that cannot be written (a full disk) says so once and keeps its whole
+            // lines; the directory stays, so summary.json still goes into its reserved space.
             if let Err(e) = d.interval(iv, &line) {
                 dir_error.get_or_insert(format!("{}: {e}", d.path.display()));
-                run_dir = None;
             }
         }
         intervals.push(interval_line(iv))

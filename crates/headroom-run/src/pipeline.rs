@@ -111,10 +111,11 @@ pub fn lost_line(l: &headroom_dist::LostAgent) -> String {
 
 /// What sees a run as it goes: each interval with its intervals.jsonl line, then the summary.
 pub trait Sink {
-    /// One merged interval and its line. An error is kept and reported at the end; the run
-    /// goes on.
+    /// One merged interval and its line. An error is warned at once and kept for the end; the
+    /// run goes on. A sink reports each failing file once.
     fn interval(&mut self, iv: &Interval<'_>, line: &serde_json::Value) -> std::io::Result<()>;
-    /// The run's end. An error fails the run (after every sink has finished).
+    /// The run's end. An error is one of [`Finished::write_errors`] (after every sink has
+    /// finished).
     fn finish(&mut self, _summary: &RunSummary) -> anyhow::Result<()> {
         Ok(())
     }
@@ -239,16 +240,17 @@ pub struct Finished {
     pub checked: Vec<Checked>,
     /// Thresholds broken.
     pub broken: usize,
-    /// The first interval a sink could not take (the run directory's disk full...): the caller
-    /// reports it, after the summary, and fails the run.
-    pub write_error: Option<std::io::Error>,
+    /// What the sinks could not write (the run directory's disk full...), one message per
+    /// failure, each already warned on stderr as it happened: the caller prints the summary,
+    /// then says the output is incomplete (exit 3 for `headroom run`).
+    pub write_errors: Vec<String>,
 }
 
 /// Runs `plan` with `driver`, feeding `sinks` (and sampling the server with `sampler`); checks
 /// `thresholds`; returns the summary. `command` is recorded in summary.json and latency.hlog.
-/// Warnings (an agent lost) go to stderr as they are known. An interval a sink could not take
-/// is [`Finished::write_error`]; a sink that cannot finish (summary.json not written) is an
-/// error.
+/// Warnings (an agent lost, a file that cannot be written) go to stderr as they are known. What
+/// a sink could not write, during the run or at its end (summary.json), is
+/// [`Finished::write_errors`]: the run's figures are still returned.
 pub fn execute(
     plan: &Plan,
     thresholds: &[Threshold],
@@ -259,7 +261,7 @@ pub fn execute(
     command: &str,
 ) -> anyhow::Result<Finished> {
     let lines = sinks.iter().any(|s| s.wants_line());
-    let mut sink_err: Option<std::io::Error> = None;
+    let mut write_errors: Vec<String> = Vec::new();
     let driven = driver.drive(plan, stop, &mut |iv| {
         let server = sampler.as_mut().and_then(|s| s.sample());
         let line = if lines {
@@ -269,7 +271,9 @@ pub fn execute(
         };
         for s in sinks.iter_mut() {
             if let Err(e) = s.interval(iv, &line) {
-                sink_err.get_or_insert(e);
+                // Said at once (a sink reports each file's failure once); the run goes on.
+                eprintln!("headroom: warning: {e}; the run goes on");
+                write_errors.push(e.to_string());
             }
         }
     })?;
@@ -283,7 +287,9 @@ pub fn execute(
     let checked = check(plan, &outcome, thresholds);
     let broken = summary.set_thresholds(&checked);
     for s in sinks.iter_mut() {
-        s.finish(&summary)?;
+        if let Err(e) = s.finish(&summary) {
+            write_errors.push(format!("{e:#}"));
+        }
     }
     Ok(Finished {
         summary,
@@ -291,6 +297,6 @@ pub fn execute(
         usage,
         checked,
         broken,
-        write_error: sink_err,
+        write_errors,
     })
 }

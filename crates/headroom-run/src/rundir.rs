@@ -3,7 +3,7 @@
 //! format is docs/report.md's; `headroom report` reads it.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -14,38 +14,122 @@ use headroom_metrics::Recorder;
 use crate::summary::RunSummary;
 
 /// Derived files of a finished run directory: intervals.csv always, report.html when `report`
-/// (returns its path). Both are made from the files on disk, as `headroom report` would.
+/// (returns its path). Both are made from the files on disk, as `headroom report` would, and
+/// each is written whole or not at all (a full disk leaves no half a page).
 pub fn finish_run_dir(dir: &Path, report: bool) -> anyhow::Result<Option<PathBuf>> {
     let data = headroom_report::load_run(dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let csv = dir.join("intervals.csv");
-    std::fs::write(
+    write_whole(
         &csv,
-        headroom_report::export::intervals_csv(&data.intervals),
+        headroom_report::export::intervals_csv(&data.intervals).as_bytes(),
     )
     .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", csv.display()))?;
     if !report {
         return Ok(None);
     }
     let page = dir.join("report.html");
-    std::fs::write(&page, headroom_report::render(&data))
+    write_whole(&page, headroom_report::render(&data).as_bytes())
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", page.display()))?;
     Ok(Some(page))
 }
 
-/// A run directory being written: intervals.jsonl and latency.hlog grow (and are flushed) each
-/// interval; summary.json is written at the end.
+/// `path` with `bytes`, through a temporary file renamed over it; on failure the temporary file
+/// is removed and `path` left as it was.
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    let r = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+/// Space reserved for summary.json when a run directory is created (a summary is a few KiB;
+/// one with many named steps or status codes a few tens), so that a disk which fills during the
+/// run still takes the summary at its end.
+pub const SUMMARY_RESERVE: usize = 64 * 1024;
+
+/// A file of lines (intervals.jsonl, latency.hlog) that stays whole when the disk fills: what
+/// is written goes to memory, and each `flush` appends it whole; a failed append is cut back to
+/// the last whole line, reported once (the error names the file), and the file takes nothing
+/// more. Written by hand: a `BufWriter` on a full disk leaves a line cut where the space ended.
+struct LineFile {
+    file: File,
+    path: PathBuf,
+    pending: Vec<u8>,
+    /// Length of the file's whole lines.
+    good: u64,
+    failed: bool,
+}
+
+impl LineFile {
+    fn create(path: PathBuf) -> std::io::Result<LineFile> {
+        Ok(LineFile {
+            file: File::create(&path)?,
+            path,
+            pending: Vec::new(),
+            good: 0,
+            failed: false,
+        })
+    }
+}
+
+impl Write for LineFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.failed {
+            self.pending.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.failed || self.pending.is_empty() {
+            self.pending.clear();
+            return Ok(());
+        }
+        let r = self.file.write_all(&self.pending);
+        let n = self.pending.len() as u64;
+        self.pending.clear();
+        match r {
+            Ok(()) => {
+                self.good += n;
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = true;
+                // Cut back to the last whole line; the position follows.
+                let _ = self.file.set_len(self.good);
+                let _ = self.file.seek(SeekFrom::Start(self.good));
+                Err(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot write {}: {e}; its later lines are dropped",
+                        self.path.display()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// A run directory being written: intervals.jsonl and latency.hlog grow (and are flushed, whole
+/// lines only) each interval; summary.json is written at the end into space reserved at the
+/// start.
 pub struct RunDir {
     pub path: PathBuf,
-    intervals: BufWriter<File>,
-    hlog: HlogWriter<BufWriter<File>>,
+    intervals: LineFile,
+    hlog: HlogWriter<LineFile>,
 }
 
 impl RunDir {
     pub fn create(path: &Path, started: SystemTime, command: &str) -> std::io::Result<RunDir> {
         std::fs::create_dir_all(path)?;
-        let intervals = BufWriter::new(File::create(path.join("intervals.jsonl"))?);
+        std::fs::write(path.join(SUMMARY_TMP), vec![b' '; SUMMARY_RESERVE])?;
+        let intervals = LineFile::create(path.join("intervals.jsonl"))?;
         let hlog = HlogWriter::new(
-            BufWriter::new(File::create(path.join("latency.hlog"))?),
+            LineFile::create(path.join("latency.hlog"))?,
             started,
             &format!("headroom {} — {command}\nlatency in microseconds; untagged = corrected, Tag=uncorrected, Tag=connect, Tag=tls", env!("CARGO_PKG_VERSION")),
         )?;
@@ -57,42 +141,76 @@ impl RunDir {
     }
 
     /// Append one interval: its line (from [`crate::interval::interval_json`]) and its
-    /// histograms.
+    /// histograms. A file that cannot take them says so once (its first failure is the error)
+    /// and takes nothing more; the other file goes on.
     pub fn interval(&mut self, iv: &Interval<'_>, line: &serde_json::Value) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.intervals, line)?;
-        self.intervals.write_all(b"\n")?;
-        self.intervals.flush()?;
+        let jsonl = serde_json::to_writer(&mut self.intervals, line)
+            .map_err(std::io::Error::other)
+            .and_then(|()| self.intervals.write_all(b"\n"))
+            .and_then(|()| self.intervals.flush());
         let r: &Recorder = iv.merged;
-        self.hlog.write(None, iv.start, iv.length, &r.latency)?;
-        self.hlog.write(
-            Some("uncorrected"),
-            iv.start,
-            iv.length,
-            &r.latency_uncorrected,
-        )?;
-        if !r.connect.is_empty() {
-            self.hlog
-                .write(Some("connect"), iv.start, iv.length, &r.connect)?;
+        let mut hlog = self.hlog.write(None, iv.start, iv.length, &r.latency);
+        if hlog.is_ok() {
+            hlog = self.hlog.write(
+                Some("uncorrected"),
+                iv.start,
+                iv.length,
+                &r.latency_uncorrected,
+            );
         }
-        if !r.tls.is_empty() {
-            self.hlog.write(Some("tls"), iv.start, iv.length, &r.tls)?;
+        if hlog.is_ok() && !r.connect.is_empty() {
+            hlog = self
+                .hlog
+                .write(Some("connect"), iv.start, iv.length, &r.connect);
         }
-        Ok(())
+        if hlog.is_ok() && !r.tls.is_empty() {
+            hlog = self.hlog.write(Some("tls"), iv.start, iv.length, &r.tls);
+        }
+        match (jsonl, hlog) {
+            (Ok(()), Ok(())) => Ok(()),
+            (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+            (Err(a), Err(b)) => Err(std::io::Error::new(a.kind(), format!("{a}; {b}"))),
+        }
     }
 
-    /// summary.json, written whole (to a temporary file renamed over it).
+    /// summary.json, written whole (into the space reserved at the start, renamed over it).
     pub fn write_summary(&self, summary: &RunSummary) -> std::io::Result<()> {
         write_summary(&self.path, summary)
     }
 }
 
+/// A run directory dropped before its summary was written (a lab run that failed) gives its
+/// reserved space back.
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path.join(SUMMARY_TMP));
+    }
+}
+
+const SUMMARY_TMP: &str = "summary.json.tmp";
+
 /// `dir`/summary.json from `summary`, pretty-printed with sorted keys, written to a temporary
-/// file then renamed, so a reader never sees half of it.
+/// file then renamed, so a reader never sees half of it. The temporary file is the space
+/// [`RunDir::create`] reserved when there is one (overwritten from its start, then cut to
+/// length), so a full disk still takes a summary of up to [`SUMMARY_RESERVE`] bytes. On failure
+/// the temporary file is removed.
 pub fn write_summary(dir: &Path, summary: &RunSummary) -> std::io::Result<()> {
-    let tmp = dir.join("summary.json.tmp");
-    let mut f = File::create(&tmp)?;
-    serde_json::to_writer_pretty(&mut f, &summary.to_json())?;
-    f.write_all(b"\n")?;
-    f.sync_all()?;
-    std::fs::rename(tmp, dir.join("summary.json"))
+    let tmp = dir.join(SUMMARY_TMP);
+    let mut bytes = serde_json::to_vec_pretty(&summary.to_json())?;
+    bytes.push(b'\n');
+    let r = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&tmp)?;
+        f.write_all(&bytes)?;
+        f.set_len(bytes.len() as u64)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join("summary.json"))
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
 }

@@ -49,8 +49,9 @@ Examples:
       --bind 127.1.0.1-127.1.0.20     (past 20,000 connections: several agent processes)
 
 Exit codes: 0 done; 1 the run failed a check (--max-error-rate, a scenario threshold, an agent
-lost under --on-agent-loss stop) or could
-not reach the target; 2 bad command line or scenario file.";
+lost under --on-agent-loss stop) or could not reach the target; 2 bad command line or scenario
+file; 3 the run completed but --out's directory is incomplete (a full disk: warned as it
+happened, summary printed, summary.json written into reserved space).";
 
 #[derive(Parser, Debug)]
 #[command(name = "headroom", version, about = ABOUT, propagate_version = true)]

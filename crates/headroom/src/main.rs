@@ -46,6 +46,9 @@ use headroom_run::{human, pipeline};
 const EXIT_USAGE: u8 = 2;
 /// Exit code of a run that failed a check or could not reach its target.
 const EXIT_FAILED: u8 = 1;
+/// Exit code of a run that completed but whose run directory could not be written whole (a
+/// full disk): its summary was printed; what was written is whole lines.
+const EXIT_INCOMPLETE: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -213,7 +216,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         linger: a.linger,
         server_pid: a.server_pid,
     };
-    let (summary, broken) = match agents {
+    let (summary, broken, incomplete) = match agents {
         None => run_plan(&plan, &thresholds, outputs, &mut pipeline::LocalEngine)?,
         Some((spec, token)) => {
             let job = headroom_run::agent::job_for(&run_spec, &plan, !a.no_preflight);
@@ -253,6 +256,9 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if broken > 0 {
         eprintln!("headroom: {broken} threshold(s) broken (listed in the summary)");
         return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    if incomplete {
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -294,13 +300,14 @@ fn start_live(
 
 /// Runs a plan through the run library's pipeline with the sinks `outputs` asks for (progress,
 /// run directory, live server, server sampler); prints the human summary unless `json`; returns
-/// the summary and how many thresholds broke.
+/// the summary, how many thresholds broke, and whether the run directory is incomplete (a write
+/// failed: warned as it happened, and summed up here after the summary).
 fn run_plan(
     plan: &Plan,
     thresholds: &[headroom_scenario::model::Threshold],
     outputs: Outputs,
     driver: &mut dyn pipeline::Driver,
-) -> anyhow::Result<(headroom_run::RunSummary, usize)> {
+) -> anyhow::Result<(headroom_run::RunSummary, usize, bool)> {
     let Outputs {
         out,
         quiet,
@@ -361,10 +368,17 @@ fn run_plan(
         let _ = std::io::stdout().flush();
         l.finish(linger, &interrupt);
     }
-    if let Some(e) = done.write_error {
-        anyhow::bail!("writing the run directory failed: {e}");
+    let incomplete = !done.write_errors.is_empty();
+    if incomplete {
+        eprintln!(
+            "headroom: the run directory {} is incomplete: {} write(s) failed (warned above); \
+             the summary above is the whole run's",
+            dir.as_ref()
+                .map_or_else(String::new, |d| d.path().display().to_string()),
+            done.write_errors.len()
+        );
     }
-    Ok((done.summary, done.broken))
+    Ok((done.summary, done.broken, incomplete))
 }
 
 fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
@@ -429,12 +443,15 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     );
     let stats = server.stats();
     server.stop();
-    result?;
+    let (_, _, incomplete) = result?;
     outln!(
         "  Server       {} requests answered, {} connections accepted",
         human::thousands(stats.requests),
         human::thousands(stats.accepted)
     );
+    if incomplete {
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -86,7 +86,7 @@ fn emit(
     match output {
         Some(p) => std::fs::write(p, &yaml)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
-        None => print!("{yaml}"),
+        None => out!("{yaml}"),
     }
     Ok(ExitCode::SUCCESS)
 }

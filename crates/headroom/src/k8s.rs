@@ -149,12 +149,7 @@ fn cmd_manifest(a: &ManifestArgs) -> anyhow::Result<ExitCode> {
     match &a.output {
         Some(out) => std::fs::write(out, yaml)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?,
-        None => {
-            use std::io::Write;
-            let mut so = std::io::stdout().lock();
-            so.write_all(yaml.as_bytes())?;
-            so.flush()?;
-        }
+        None => out!("{yaml}"),
     }
     Ok(ExitCode::SUCCESS)
 }

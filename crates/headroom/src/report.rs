@@ -73,6 +73,6 @@ pub fn cmd_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let out = a.output.clone().unwrap_or_else(|| dir.join("report.html"));
     std::fs::write(&out, html)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
-    println!("{}", out.display());
+    outln!("{}", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -93,3 +93,55 @@ fn a_closed_stdout_ends_the_run_quietly() {
         }
     }
 }
+
+/// The same for the commands that print a file or a path: `import` (the scenario's YAML),
+/// `k8s manifest` (the objects) and `report` (the page's path), each with its reader gone.
+#[test]
+fn import_k8s_and_report_end_quietly_on_a_closed_stdout() {
+    let server = common::serve();
+    let url = format!("http://{}/", server.local_addr());
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let o = run_plain(
+        &url,
+        &["-c", "1", "-n", "20", "--out", run.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let root = common::repo_root();
+    let tsung = root.join("scenarios/tsung-example.xml");
+    let mix = root.join("scenarios/mix.yaml");
+    let page = tmp.path().join("page.html");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["import".into(), "tsung".into(), tsung.display().to_string()],
+        vec![
+            "k8s".into(),
+            "manifest".into(),
+            mix.display().to_string(),
+            "--agents".into(),
+            "2".into(),
+        ],
+        vec![
+            "report".into(),
+            run.display().to_string(),
+            "-o".into(),
+            page.display().to_string(),
+        ],
+    ];
+    for args in &cases {
+        for _ in 0..5 {
+            let mut child = headroom()
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            drop(child.stdout.take());
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let errors: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning")).collect();
+            assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+            assert!(errors.is_empty(), "{args:?}: {stderr}");
+        }
+    }
+}

@@ -2,16 +2,16 @@
 //!
 //! `headroom run --dashboard ADDR` serves [`dashboard_page`] and a stream of server-sent events
 //! (`/events`); each event's data is [`Live::update_json`]: the run's current figures and the
-//! five time charts of the report ([`LIVE_CHARTS`]) drawn from every interval so far. The page
+//! five time charts of the report ([`LIVE_CHARTS`]) drawn from the whole run so far. The page
 //! is the report's look (same style, same charts, same `data-chart` / `data-series` /
 //! `data-points` attributes) plus one small inline script, the only script headroom ever
 //! serves: it opens `new EventSource('/events')`, puts each message's charts into their
 //! `data-slot` and its figures into the headline block, and says when the run has finished
 //! (an `end` event) or the connection is lost.
 //!
-//! This module holds no socket: the HTTP side is the binary's. Charts are downsampled by
-//! [`crate::svg`] as in a report, so an update stays small however long the run is (five charts
-//! of at most 2,000 points per series).
+//! This module holds no socket: the HTTP side is the binary's. The charts are drawn from at most
+//! [`LIVE_MAX_POINTS`] points (neighbours merged as the run grows), so an update and the memory
+//! behind it stay small however long the run is.
 
 use std::fmt::Write;
 
@@ -137,10 +137,26 @@ pub fn dashboard_page(title: &str) -> String {
     out
 }
 
-/// The intervals of a running load, as they come, and the dashboard update they make.
+/// Most points [`Live`] keeps for its charts. Past that, every two neighbours are merged into
+/// one and each point covers twice as many intervals from then on, so the charts keep one
+/// resolution over the whole run and the dashboard's memory stays bounded however long the run
+/// (with 1 s intervals, full resolution for the first 5 minutes, 2 s up to 10, and so on). The
+/// headline figures and `/metrics` use every interval as it comes; the run directory keeps
+/// every interval.
+pub const LIVE_MAX_POINTS: usize = 300;
+
+/// The intervals of a running load, as they come (merged into at most [`LIVE_MAX_POINTS`]
+/// points), and the dashboard update they make.
 #[derive(Debug, Clone, Default)]
 pub struct Live {
-    intervals: Vec<Interval>,
+    /// The charts' points: each covers `width` intervals, the last one `tail` of them so far.
+    points: Vec<Interval>,
+    width: usize,
+    tail: usize,
+    /// The last interval as it came.
+    last: Option<Interval>,
+    /// Lines pushed so far.
+    pushed: usize,
 }
 
 impl Live {
@@ -151,18 +167,49 @@ impl Live {
     /// Adds one interval line (as written to intervals.jsonl). A value that is not an object
     /// still counts as a line, with every field missing.
     pub fn push(&mut self, line: &Value) {
-        let n = self.intervals.len() + 1;
-        self.intervals.push(interval_from_value(line, n));
+        self.pushed += 1;
+        let iv = interval_from_value(line, self.pushed);
+        self.width = self.width.max(1);
+        match self.points.last_mut() {
+            Some(p) if self.tail < self.width => {
+                *p = merge(p, &iv);
+                self.tail += 1;
+            }
+            _ => {
+                if self.points.len() >= LIVE_MAX_POINTS {
+                    // Every point is whole here: merge neighbours, double the width.
+                    self.points = self
+                        .points
+                        .chunks(2)
+                        .map(|c| match c {
+                            [a, b] => merge(a, b),
+                            [a] => a.clone(),
+                            _ => unreachable!("chunks(2)"),
+                        })
+                        .collect();
+                    self.width *= 2;
+                }
+                self.points.push(iv.clone());
+                self.tail = 1;
+            }
+        }
+        self.last = Some(iv);
     }
 
-    /// The intervals so far.
+    /// The charts' points so far: one per interval, or each over several intervals past
+    /// [`LIVE_MAX_POINTS`].
     pub fn intervals(&self) -> &[Interval] {
-        &self.intervals
+        &self.points
+    }
+
+    /// The last interval pushed, as it came.
+    pub fn last(&self) -> Option<&Interval> {
+        self.last.as_ref()
     }
 
     /// The time charts of [`LIVE_CHARTS`] from every interval so far, in that order.
     pub fn charts(&self) -> Vec<crate::svg::Chart> {
-        let ivs = &self.intervals;
+        let ivs = &self.points;
         vec![
             charts::users(ivs),
             charts::throughput(ivs),
@@ -177,7 +224,7 @@ impl Live {
     /// null}, "charts": {NAME: "<svg…>"}}`. `t_s` is the last interval's end (seconds since the
     /// start; null before the first interval); the figures are the last interval's.
     pub fn update_json(&self) -> String {
-        let last = self.intervals.last();
+        let last = self.last.as_ref();
         let t_s = last.and_then(Interval::t_end);
         let rps = last.and_then(|i| {
             i.rps.or(match (i.responses, i.length_s) {
@@ -221,12 +268,104 @@ impl Live {
             .collect();
         json!({
             "t_s": t_s,
-            "intervals": self.intervals.len(),
+            "intervals": self.pushed,
             "figures": figures,
             "values": values,
             "charts": charts,
         })
         .to_string()
+    }
+}
+
+/// Two consecutive intervals as one over both: counts and lengths add up, throughput is the
+/// sum of responses over the sum of lengths, the latency mean is weighted by responses and each
+/// percentile and maximum is the larger of the two (a spike stays visible), the gauges
+/// (connections open, users active, the server's sample) are the later one's.
+fn merge(a: &Interval, b: &Interval) -> Interval {
+    fn add(x: Option<u64>, y: Option<u64>) -> Option<u64> {
+        match (x, y) {
+            (Some(x), Some(y)) => Some(x + y),
+            (x, y) => x.or(y),
+        }
+    }
+    fn addf(x: Option<f64>, y: Option<f64>) -> Option<f64> {
+        match (x, y) {
+            (Some(x), Some(y)) => Some(x + y),
+            (x, y) => x.or(y),
+        }
+    }
+    fn maxf(x: Option<f64>, y: Option<f64>) -> Option<f64> {
+        match (x, y) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        }
+    }
+    fn maps(
+        x: &std::collections::BTreeMap<String, u64>,
+        y: &std::collections::BTreeMap<String, u64>,
+    ) -> std::collections::BTreeMap<String, u64> {
+        let mut m = x.clone();
+        for (k, v) in y {
+            *m.entry(k.clone()).or_insert(0) += v;
+        }
+        m
+    }
+    let weights = (
+        a.responses.unwrap_or(0) as f64,
+        b.responses.unwrap_or(0) as f64,
+    );
+    let figures = |x: &crate::data::Figures, y: &crate::data::Figures| crate::data::Figures {
+        count: add(x.count, y.count),
+        mean: match (x.mean, y.mean) {
+            (Some(m), Some(n)) if weights.0 + weights.1 > 0.0 => {
+                Some((m * weights.0 + n * weights.1) / (weights.0 + weights.1))
+            }
+            (m, n) => maxf(m, n),
+        },
+        stdev: None,
+        min: match (x.min, y.min) {
+            (Some(m), Some(n)) => Some(m.min(n)),
+            (m, n) => m.or(n),
+        },
+        p50: maxf(x.p50, y.p50),
+        p90: maxf(x.p90, y.p90),
+        p99: maxf(x.p99, y.p99),
+        p999: maxf(x.p999, y.p999),
+        max: maxf(x.max, y.max),
+    };
+    let length_s = addf(a.length_s, b.length_s);
+    let responses = add(a.responses, b.responses);
+    Interval {
+        line: a.line,
+        index: a.index,
+        t_s: a.t_s,
+        length_s,
+        requests: add(a.requests, b.requests),
+        responses,
+        rps: match (responses, length_s) {
+            (Some(r), Some(l)) if l > 0.0 => Some(r as f64 / l),
+            _ => maxf(a.rps, b.rps),
+        },
+        errors: maps(&a.errors, &b.errors),
+        status: maps(&a.status, &b.status),
+        status_codes: match (&a.status_codes, &b.status_codes) {
+            (Some(x), Some(y)) => Some(maps(x, y)),
+            (x, y) => x.clone().or_else(|| y.clone()),
+        },
+        latency_us: figures(&a.latency_us, &b.latency_us),
+        latency_uncorrected_us: figures(&a.latency_uncorrected_us, &b.latency_uncorrected_us),
+        connect_us: figures(&a.connect_us, &b.connect_us),
+        tls_us: figures(&a.tls_us, &b.tls_us),
+        connects: add(a.connects, b.connects),
+        disconnects: add(a.disconnects, b.disconnects),
+        connections_open: b.connections_open.or(a.connections_open),
+        connections_peak: a.connections_peak.max(b.connections_peak),
+        users_active: b.users_active.or(a.users_active),
+        users_started: add(a.users_started, b.users_started),
+        users_finished: add(a.users_finished, b.users_finished),
+        bytes_sent: add(a.bytes_sent, b.bytes_sent),
+        bytes_received: add(a.bytes_received, b.bytes_received),
+        server: b.server.clone().or_else(|| a.server.clone()),
     }
 }
 
@@ -434,6 +573,54 @@ mod tests {
             "one hour: update of {} bytes in {took:?}; an interval is {} bytes plus its maps",
             text.len(),
             std::mem::size_of::<Interval>()
+        );
+    }
+
+    /// Ten hours of 1 s intervals: at most LIVE_MAX_POINTS points kept, every response still
+    /// counted, time covered from 0 to the end without gap, every point but the last over the
+    /// same number of intervals, the figures from the last interval as it came.
+    #[test]
+    fn a_long_run_keeps_a_bounded_number_of_points_and_every_count() {
+        let mut live = Live::new();
+        let n = 36_000u64;
+        let mut responses = 0;
+        let mut resets = 0;
+        for i in 0..n {
+            let r = 1000 + (i * 7919) % 500;
+            responses += r;
+            resets += i % 3;
+            live.push(&line(i, r, i % 3));
+            assert!(live.intervals().len() <= LIVE_MAX_POINTS, "at {i}");
+        }
+        let ivs = live.intervals();
+        assert!(ivs.len() > LIVE_MAX_POINTS / 2, "{}", ivs.len());
+        assert_eq!(
+            ivs.iter().map(|i| i.responses.unwrap()).sum::<u64>(),
+            responses
+        );
+        assert_eq!(ivs.iter().map(|i| i.errors["reset"]).sum::<u64>(), resets);
+        assert_eq!(ivs[0].t_s, Some(0.0));
+        let width = ivs[0].length_s.unwrap();
+        assert_eq!(width, 128.0, "36,000 s in at most 300 points: 128 s each");
+        for (k, iv) in ivs[..ivs.len() - 1].iter().enumerate() {
+            assert_eq!(iv.length_s, Some(width), "point {k}");
+            // The larger p99 of those merged: the last interval's of the point.
+            assert_eq!(
+                iv.latency_us.p99,
+                Some(2345.0 + width * (k + 1) as f64 - 1.0)
+            );
+        }
+        for w in ivs.windows(2) {
+            assert!((w[0].t_end().unwrap() - w[1].t_s.unwrap()).abs() < 1e-6);
+        }
+        assert_eq!(ivs.last().unwrap().t_end(), Some(n as f64));
+        let last = live.last().unwrap();
+        assert_eq!(last.t_s, Some((n - 1) as f64));
+        let v: Value = serde_json::from_str(&live.update_json()).unwrap();
+        assert_eq!(v["intervals"], json!(n));
+        assert_eq!(
+            v["values"]["p99_ms"],
+            json!((2345.0 + (n - 1) as f64) / 1000.0)
         );
     }
 

@@ -606,7 +606,7 @@ fn render_loop(rx: mpsc::Receiver<Value>, shared: Arc<Shared>) {
         let mut metrics = shared.lock().metrics.clone();
         for line in &lines {
             live.push(line);
-            if let Some(iv) = live.intervals().last() {
+            if let Some(iv) = live.last() {
                 metrics.add(iv);
             }
         }

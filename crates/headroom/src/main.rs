@@ -91,20 +91,61 @@ fn clap_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
-            let text = e.render().to_string();
-            // clap's first paragraph is the message (sometimes over two lines); the rest is usage.
-            let para: Vec<&str> = text
-                .lines()
-                .skip_while(|l| l.trim().is_empty())
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            let joined = para.join(" ");
-            let msg = joined.trim_start_matches("error:").trim();
-            eprintln!("headroom: {msg} (see 'headroom --help')");
+            eprintln!("headroom: {}", clap_line(&e.render().to_string()));
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// clap's rendered error as one line: its message (sometimes over two lines), then clap's
+/// suggestion ("a similar argument exists: '--connections'") as "did you mean", other tips after
+/// a semicolon, and the help of the subcommand its usage line names.
+fn clap_line(text: &str) -> String {
+    let mut paras: Vec<Vec<&str>> = Vec::new();
+    let mut cur: Vec<&str> = Vec::new();
+    for l in text.lines().map(str::trim) {
+        if l.is_empty() {
+            if !cur.is_empty() {
+                paras.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(l);
+        }
+    }
+    if !cur.is_empty() {
+        paras.push(cur);
+    }
+    let mut line = paras
+        .first()
+        .map(|p| p.join(" "))
+        .unwrap_or_default()
+        .trim_start_matches("error:")
+        .trim()
+        .to_string();
+    let mut help = "headroom".to_string();
+    for p in paras.iter().skip(1) {
+        for l in p {
+            if let Some(tip) = l.strip_prefix("tip:").map(str::trim) {
+                match tip.split_once("exists: ") {
+                    Some((_, what))
+                        if tip.starts_with("a similar") || tip.starts_with("some similar") =>
+                    {
+                        line.push_str(&format!("; did you mean {what}?"))
+                    }
+                    _ => line.push_str(&format!("; {tip}")),
+                }
+            } else if let Some(usage) = l.strip_prefix("Usage: headroom") {
+                for w in usage.split_whitespace() {
+                    if w.starts_with(['[', '<', '-']) {
+                        break;
+                    }
+                    help.push(' ');
+                    help.push_str(w);
+                }
+            }
+        }
+    }
+    format!("{line} (see '{help} --help')")
 }
 
 /// Lift the soft descriptor limit to the hard one: every connection is a descriptor.

@@ -32,6 +32,30 @@ fn bad_url_is_one_line_and_exit_2() {
     }
 }
 
+/// A mistyped flag keeps clap's suggestion, in the one line, with the subcommand's help named.
+#[test]
+fn a_mistyped_flag_suggests_the_right_one_in_one_line() {
+    for (args, want, help) in [
+        (
+            &["run", "http://127.0.0.1:1/", "--conections", "5"][..],
+            "did you mean '--connections'?",
+            "(see 'headroom run --help')",
+        ),
+        (
+            &["lab", "e.yaml", "--qiuck"],
+            "did you mean '--quick'?",
+            "(see 'headroom lab --help')",
+        ),
+    ] {
+        let (code, stdout, stderr) = stderr_of(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(stderr.trim_end().ends_with(help), "{args:?}: {stderr}");
+        assert!(stdout.is_empty());
+    }
+}
+
 #[test]
 fn bad_flag_values_are_one_line_and_exit_2() {
     for (args, says) in [

@@ -24,11 +24,13 @@ attached to a ticket).
   Several run directories: a comparison. Every chart with the runs overlaid on the same axes, and
   the figures side by side with ratios against the first run (the baseline).
 
-The page goes to the first directory as report.html unless -o says otherwise.
+One directory's page goes into it as report.html; a comparison goes beside the first directory
+as compare-A-vs-B.html (never over a run's own report); -o chooses another file.
 
 Examples:
   headroom run http://127.0.0.1:8080/ -d 30s --out runs/a      # writes runs/a/report.html
   headroom report runs/a -o /tmp/a.html
+  headroom report runs/a runs/b                                # writes runs/compare-a-vs-b.html
   headroom report runs/a runs/b runs/c -o compare.html         # b and c against a
   headroom report lab-runs/kernel-poll
 
@@ -42,7 +44,8 @@ pub struct ReportArgs {
     /// first is the baseline).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
-    /// Where to write the page (default: DIR/report.html).
+    /// Where to write the page (default: DIR/report.html; a comparison:
+    /// compare-A-vs-B.html beside the first directory).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
 }
@@ -70,9 +73,52 @@ pub fn cmd_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         headroom_report::render_run(dir)
     }
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let out = a.output.clone().unwrap_or_else(|| dir.join("report.html"));
+    let out = match &a.output {
+        Some(o) => o.clone(),
+        None if a.dirs.len() > 1 => compare_path(&a.dirs),
+        None => dir.join("report.html"),
+    };
     std::fs::write(&out, html)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
     outln!("{}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where a comparison goes without -o: beside the first directory, named after the runs
+/// (`runs/a runs/b` -> `runs/compare-a-vs-b.html`; past three runs, `...-and-N-more`), so it
+/// never replaces a run's own report.html.
+fn compare_path(dirs: &[PathBuf]) -> PathBuf {
+    let name = |d: &PathBuf| -> String {
+        let n = std::fs::canonicalize(d)
+            .ok()
+            .and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "run".into());
+        n.chars()
+            .map(|c| {
+                if c.is_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect()
+    };
+    let mut file = format!(
+        "compare-{}",
+        dirs.iter()
+            .take(3)
+            .map(name)
+            .collect::<Vec<_>>()
+            .join("-vs-")
+    );
+    if dirs.len() > 3 {
+        file.push_str(&format!("-and-{}-more", dirs.len() - 3));
+    }
+    file.push_str(".html");
+    let first = std::fs::canonicalize(&dirs[0]).unwrap_or_else(|_| dirs[0].clone());
+    first
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(file)
 }

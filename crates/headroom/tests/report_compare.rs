@@ -93,10 +93,16 @@ fn two_real_runs_compare_on_one_page() {
     run(&url, "6", &b);
     server.stop();
 
+    // The comparison is a file of its own beside the runs: a's report is left byte for byte.
+    let a_report = std::fs::read(a.join("report.html")).unwrap();
     let (code, stdout, stderr) = report(&[&a, &b], &[]);
     assert_eq!(code, Some(0), "{stderr}");
-    let page = a.join("report.html");
+    let page = std::fs::canonicalize(tmp.path())
+        .unwrap()
+        .join("compare-a-vs-b.html");
     assert_eq!(stdout.trim(), page.display().to_string());
+    assert_eq!(std::fs::read(a.join("report.html")).unwrap(), a_report);
+    assert!(!b.join("compare-a-vs-b.html").exists());
     let html = std::fs::read_to_string(&page).unwrap();
     assert_every_chart_has(&html, &["a", "b"]);
 

@@ -833,7 +833,7 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     let output = match (&opts.output, &l.exp.output) {
         (Some(o), _) => o.clone(),
         (None, Some(o)) => default(l.dir.join(o)),
-        (None, None) => default(PathBuf::from("lab-runs").join(&l.exp.name)),
+        (None, None) => default(PathBuf::from("headroom-runs").join(format!("lab-{}", l.exp.name))),
     };
     std::fs::create_dir_all(&output)
         .map_err(|e| format!("cannot create {}: {e}", output.display()))?;

@@ -55,7 +55,8 @@ not run (bad scenario, store error); 2 bad command line or experiment file; 130 
 pub struct LabArgs {
     /// The experiment file.
     pub experiment: PathBuf,
-    /// Output directory (default: the file's `output`, else lab-runs/NAME).
+    /// Output directory (default: the file's `output`, else headroom-runs/lab-NAME, which the
+    /// repository ignores).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     /// The short variant from the file's `quick:` section (default output: OUTPUT-quick).

@@ -32,7 +32,7 @@ Examples:
   headroom report runs/a -o /tmp/a.html
   headroom report runs/a runs/b                                # writes runs/compare-a-vs-b.html
   headroom report runs/a runs/b runs/c -o compare.html         # b and c against a
-  headroom report lab-runs/kernel-poll
+  headroom report headroom-runs/lab-kernel-poll
 
 Exit codes: 0 written; 1 a directory could not be read (the message names file:line:column);
 2 bad command line (no such directory, a lab given to a comparison).";

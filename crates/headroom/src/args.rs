@@ -68,8 +68,10 @@ pub enum Command {
     /// Start a small server inside headroom, load it for a few seconds and print the report.
     Demo(DemoArgs),
     /// Run a reference server (thread-per-conn, pool, reactor over select/poll/epoll, async).
+    #[command(long_about = crate::serve::SERVE_LONG)]
     Serve(Box<crate::serve::ServeArgs>),
     /// Convert a Tsung XML, httperf wsesslog or HAR file into a native scenario (YAML on stdout).
+    #[command(long_about = crate::import::IMPORT_LONG)]
     Import(crate::import::ImportArgs),
     /// SURGE web workload tools: `headroom surge fileset DIR` writes a file set to serve.
     Surge(crate::surge::SurgeArgs),
@@ -78,12 +80,14 @@ pub enum Command {
     #[command(long_about = crate::lab::LAB_LONG)]
     Lab(crate::lab::LabArgs),
     /// Write a self-contained HTML report (inline SVG charts) of a run directory.
+    #[command(long_about = crate::report::REPORT_LONG)]
     Report(crate::report::ReportArgs),
     /// Kubernetes: `headroom k8s manifest SCENARIO --agents N` prints the objects of a
     /// distributed run (Indexed Job of agents, controller Job) for `kubectl apply -f -`.
     #[command(after_help = crate::k8s::K8S_AFTER_HELP)]
     K8s(crate::k8s::K8sArgs),
     /// Wait for a controller's run and run its share (needs a token; loopback unless --listen).
+    #[command(long_about = crate::dist::AGENT_LONG)]
     Agent(crate::dist::AgentArgs),
 }
 

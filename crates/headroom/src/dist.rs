@@ -22,7 +22,7 @@ use crate::parse::UsageError;
 /// Where `headroom agent` listens unless told otherwise: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
 
-const AGENT_LONG: &str = "\
+pub const AGENT_LONG: &str = "\
 Run as an agent: wait for a controller (`headroom run ... --agents ...`) to send a run, run its
 share of it, and stream every interval's measurements back (gRPC). One run at a time.
 
@@ -39,7 +39,7 @@ Examples:
   (then, on the controller) HEADROOM_TOKEN=s3cret headroom run scenario.yaml --agents file:agents.txt";
 
 #[derive(Args, Debug, Clone)]
-#[command(long_about = AGENT_LONG)]
+// The text is given on the subcommand (args.rs): a variant's doc comment would replace it here.
 pub struct AgentArgs {
     /// Address to listen on (HOST:PORT; port 0 picks a free one).
     #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]

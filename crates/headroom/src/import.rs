@@ -10,7 +10,24 @@ use clap::{Args, Subcommand};
 
 use crate::parse::{parse_duration, UsageError};
 
+pub const IMPORT_LONG: &str = "\
+Convert a Tsung XML, httperf wsesslog or HAR file into a native scenario (YAML on stdout, or -o
+FILE). Every element or attribute that is not honoured is one warning on stderr with its
+file:line:column, so nothing is dropped silently; read them, then edit the YAML.
+
+Examples:
+  headroom import tsung tsung.xml -o scenario.yaml
+  headroom run scenario.yaml --target 127.0.0.1:8080 --out runs/imported
+  headroom import httperf sessions.log --server 127.0.0.1:8080 --rate 20 --duration 2m > s.yaml
+  headroom import har recording.har --users 10 -o replay.yaml     # 10 users back to back
+  headroom import har recording.har --rate 2 --duration 5m        # 2 new users a second
+  headroom run tsung.xml                                          # Tsung files and HARs also run directly
+
+Exit codes: 0 converted (warnings or not); 1 a file could not be written; 2 bad command line or
+a file headroom cannot read (the message says where). See docs/import.md for what maps to what.";
+
 #[derive(Args, Debug)]
+// The text is given on the subcommand (args.rs): a variant's doc comment would replace it here.
 pub struct ImportArgs {
     #[command(subcommand)]
     pub format: ImportFormat,

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::parse::UsageError;
 
-const REPORT_LONG: &str = "\
+pub const REPORT_LONG: &str = "\
 Write a self-contained HTML report (inline SVG charts, no script, no network: it can be mailed or
 attached to a ticket).
 
@@ -38,7 +38,7 @@ Exit codes: 0 written; 1 a directory could not be read (the message names file:l
 2 bad command line (no such directory, a lab given to a comparison).";
 
 #[derive(Args, Debug)]
-#[command(long_about = REPORT_LONG)]
+// The text is given on the subcommand (args.rs): a variant's doc comment would replace it here.
 pub struct ReportArgs {
     /// A run directory, a lab's output directory, or several run directories to compare (the
     /// first is the baseline).

@@ -13,7 +13,7 @@ use headroom_serve::{Arch, DbConfig, Poller, Runtime, ServerConfig, TlsSource};
 
 use crate::parse::{parse_duration, parse_size, UsageError};
 
-const SERVE_LONG: &str = "\
+pub const SERVE_LONG: &str = "\
 Run a reference server: an HTTP/1.1 server whose architecture is known, so a study can compare \
 architectures, pollers and worker counts on one machine.
 
@@ -47,7 +47,7 @@ Examples:
   headroom serve --arch pool --handlers 50 --tls cert.pem,key.pem --header-timeout 5s";
 
 #[derive(Args, Debug, Clone)]
-#[command(long_about = SERVE_LONG)]
+// The text is given on the subcommand (args.rs): a variant's doc comment would replace it here.
 pub struct ServeArgs {
     /// Server architecture.
     #[arg(long, value_enum, default_value = "reactor")]

@@ -135,6 +135,27 @@ fn help_teaches_models_and_exit_codes() {
     }
 }
 
+/// Each command's long help has its examples (the long text once sat on the argument struct,
+/// where the subcommand's doc comment replaced it: `report --help` showed one line).
+#[test]
+fn every_commands_help_has_examples() {
+    for (cmd, needle) in [
+        ("report", "headroom report runs/a runs/b"),
+        ("import", "headroom import tsung tsung.xml"),
+        ("agent", "Example"),
+        ("serve", "Example"),
+        ("lab", "Example"),
+        ("run", "Examples:"),
+    ] {
+        let (code, stdout, _) = stderr_of(&[cmd, "--help"]);
+        assert_eq!(code, 0, "{cmd}");
+        assert!(
+            stdout.contains(needle),
+            "{cmd} --help lacks {needle}:\n{stdout}"
+        );
+    }
+}
+
 #[test]
 fn human_summary_names_the_model_and_figures() {
     let s = TestServer::ok();

@@ -89,6 +89,10 @@ pub enum Command {
     /// Wait for a controller's run and run its share (needs a token; loopback unless --listen).
     #[command(long_about = crate::dist::AGENT_LONG)]
     Agent(crate::dist::AgentArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(crate::manpages::CompletionsArgs),
+    /// Print the man page (or write every subcommand's page into a directory with --dir).
+    Man(crate::manpages::ManArgs),
 }
 
 #[derive(Args, Debug, Clone)]

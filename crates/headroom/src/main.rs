@@ -31,6 +31,7 @@ mod dist;
 mod import;
 mod k8s;
 mod lab;
+mod manpages;
 mod parse;
 mod report;
 mod serve;
@@ -66,6 +67,8 @@ fn main() -> ExitCode {
         Command::Report(a) => report::cmd_report(&a),
         Command::K8s(a) => k8s::cmd_k8s(&a),
         Command::Agent(a) => dist::cmd_agent(&a),
+        Command::Completions(a) => manpages::cmd_completions(&a),
+        Command::Man(a) => manpages::cmd_man(&a),
     };
     match result {
         Ok(code) => code,

@@ -156,6 +156,55 @@ fn every_commands_help_has_examples() {
     }
 }
 
+/// Completions load into bash and complete the subcommands; the man pages are written, one per
+/// subcommand, and name the flags.
+#[test]
+fn completions_and_man_pages_come_from_the_command_line() {
+    let exe = env!("CARGO_BIN_EXE_headroom");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source <('{exe}' completions bash) && complete -p headroom && \
+             COMP_WORDS=(headroom re) COMP_CWORD=1 COMP_LINE='headroom re' COMP_POINT=11 && \
+             _headroom headroom re headroom && echo \"${{COMPREPLY[@]}}\""
+        ))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("-F _headroom headroom"), "{text}");
+    assert!(text.lines().last().unwrap().contains("report"), "{text}");
+    for shell in ["zsh", "fish"] {
+        let (code, stdout, _) = stderr_of(&["completions", shell]);
+        assert_eq!(code, 0);
+        assert!(stdout.contains("headroom"), "{shell}");
+    }
+    let (code, _, stderr) = stderr_of(&["completions", "tcsh"]);
+    assert_eq!(code, 2, "{stderr}");
+
+    let (code, page, _) = stderr_of(&["man"]);
+    assert_eq!(code, 0);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH headroom 1"),
+        "{page}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = stderr_of(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    for name in [
+        "headroom.1",
+        "headroom-run.1",
+        "headroom-lab.1",
+        "headroom-report.1",
+    ] {
+        let p = dir.path().join(name);
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(text.contains(".SH NAME"), "{name}");
+    }
+    let run = std::fs::read_to_string(dir.path().join("headroom-run.1")).unwrap();
+    assert!(run.contains("connections"), "run's page names its flags");
+}
+
 #[test]
 fn human_summary_names_the_model_and_figures() {
     let s = TestServer::ok();

@@ -29,7 +29,9 @@ impl Cidr {
         };
         match (self.addr, ip) {
             (IpAddr::V4(n), IpAddr::V4(a)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(n) & mask == u32::from(a) & mask
             }
             (IpAddr::V6(n), IpAddr::V6(a)) => {
@@ -53,7 +55,9 @@ impl FromStr for Cidr {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Cidr, String> {
-        let bad = |why: &str| format!("'{s}' is not a network ({why}); write e.g. 10.0.0.0/8, 192.0.2.7 or fd00::/8");
+        let bad = |why: &str| {
+            format!("'{s}' is not a network ({why}); write e.g. 10.0.0.0/8, 192.0.2.7 or fd00::/8")
+        };
         let (a, p) = match s.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (s, None),
@@ -132,7 +136,14 @@ mod tests {
 
     #[test]
     fn bad_lists_are_refused_with_the_rule() {
-        for bad in ["", ",", "10.0.0.0/33", "::/129", "host.example", "10.0.0.0/x"] {
+        for bad in [
+            "",
+            ",",
+            "10.0.0.0/33",
+            "::/129",
+            "host.example",
+            "10.0.0.0/x",
+        ] {
             assert!(parse_networks(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_networks("127.0.0.0/8, ::1").unwrap().len(), 2);

@@ -189,10 +189,11 @@ async fn is_loopback(endpoint: &str) -> bool {
         return ip.is_loopback();
     }
     let port = uri.port_u16().unwrap_or(80);
-    let addrs: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((host.as_str(), port)).await {
-        Ok(a) => a.collect(),
-        Err(_) => return false,
-    };
+    let addrs: Vec<std::net::SocketAddr> =
+        match tokio::net::lookup_host((host.as_str(), port)).await {
+            Ok(a) => a.collect(),
+            Err(_) => return false,
+        };
     !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
 }
 
@@ -471,7 +472,16 @@ async fn controller(
                     let why = why.unwrap_or_else(|| "closed its stream without finishing".into());
                     if a.st == St::Starting {
                         abort_all(&tasks);
-                        return Err(fail(i, why));
+                        // A plain HTTP/2 call to an agent that serves TLS breaks at once, with
+                        // an h2 or transport error that says nothing of TLS.
+                        let plain = agents[i].pin.or(opts.fingerprint).is_none();
+                        let hint = if plain && why.contains("error") {
+                            " (an agent that serves TLS prints a sha256: fingerprint after its \
+                             address: pin it, in the agents file or with --agent-fingerprint)"
+                        } else {
+                            ""
+                        };
+                        return Err(fail(i, format!("{why}{hint}")));
                     }
                     lose = Some(why);
                 }

@@ -38,7 +38,7 @@ pub mod wire;
 pub use agent::{
     decode_spec, encode_spec, serve_agent, serve_agent_until, AgentService, Job, Runner, Serving,
 };
-pub use tls::{AgentIdentity, Fingerprint};
 pub use controller::{
     run_controller, AgentAddr, ControllerOpts, DistError, DistOutcome, LostAgent, OnLoss,
 };
+pub use tls::{AgentIdentity, Fingerprint};

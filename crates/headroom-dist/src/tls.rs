@@ -358,7 +358,10 @@ mod tests {
         let a = AgentIdentity::self_signed().unwrap();
         let b = AgentIdentity::from_pem(a.cert_pem.clone(), a.key_pem.clone()).unwrap();
         assert_eq!(a.fingerprint, b.fingerprint);
-        assert_ne!(a.fingerprint, AgentIdentity::self_signed().unwrap().fingerprint);
+        assert_ne!(
+            a.fingerprint,
+            AgentIdentity::self_signed().unwrap().fingerprint
+        );
         assert!(AgentIdentity::from_pem(b"junk".to_vec(), a.key_pem.clone()).is_err());
         assert!(AgentIdentity::from_pem(a.cert_pem.clone(), b"junk".to_vec()).is_err());
         assert!(!format!("{a:?}").contains("PRIVATE"));

@@ -287,6 +287,14 @@ impl AgentsArgs {
             return Ok(None);
         };
         let spec = parse_agents(spec).map_err(UsageError)?;
+        if self.agent_fingerprint.is_some() && !matches!(spec, AgentsSpec::File(_)) {
+            return Err(UsageError(
+                "--agent-fingerprint pins file: agents (ssh:// agents are pinned from what they \
+                 print, local: ones listen on loopback)"
+                    .into(),
+            )
+            .into());
+        }
         let token =
             match (&self.token, &spec) {
                 (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),

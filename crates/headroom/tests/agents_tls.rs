@@ -186,6 +186,24 @@ fn beyond_loopback_an_agent_without_tls_refuses_to_start_and_a_controller_to_sen
         "no connection tried"
     );
 
+    // --agent-fingerprint is for file: agents.
+    let out = headroom()
+        .args([
+            "run",
+            "http://127.0.0.1:9/",
+            "--agents",
+            "local:1",
+            "--no-preflight",
+        ])
+        .args([
+            "--agent-fingerprint",
+            &format!("sha256:{}", "5a".repeat(32)),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("file: agents"));
+
     // A bad pin in the file is a usage error naming the line.
     let list = agents_file(&["127.0.0.2:7070 sha256:abc".to_string()]);
     let out = run("http://127.0.0.1:9/", &list, &["--no-preflight"]);

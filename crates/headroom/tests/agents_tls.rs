@@ -108,7 +108,7 @@ fn a_tls_agent_with_its_fingerprint_pinned_runs_and_a_wrong_pin_is_refused() {
     assert_eq!(agent.fingerprint(), format!("sha256:{hex}"), "{openssl}");
 
     // Its listening line, as printed, is its line in the agents file: the run goes through.
-    let list = agents_file(&[agent.line.clone()]);
+    let list = agents_file(std::slice::from_ref(&agent.line));
     let out = run(&url, &list, &[]);
     assert!(
         out.status.success(),
@@ -233,7 +233,7 @@ fn allow_targets_refuses_a_job_outside_its_networks_before_any_connection() {
     let server = common::serve();
     let port = server.local_addr().port();
     let strict = TlsAgent::start(&["--listen", "127.0.0.1:0", "--allow-targets", "10.0.0.0/8"]);
-    let list = agents_file(&[strict.line.clone()]);
+    let list = agents_file(std::slice::from_ref(&strict.line));
     // By address and by a name that resolves to one (checked after resolution). The
     // controller's own preflight is off: every connection the server sees would be the
     // agent's.
@@ -264,7 +264,7 @@ fn allow_targets_refuses_a_job_outside_its_networks_before_any_connection() {
         "--allow-targets",
         "::1,127.0.0.0/8",
     ]);
-    let list = agents_file(&[open.line.clone()]);
+    let list = agents_file(std::slice::from_ref(&open.line));
     let out = run(&format!("http://127.0.0.1:{port}/"), &list, &[]);
     assert!(
         out.status.success(),

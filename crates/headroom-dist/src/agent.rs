@@ -10,6 +10,11 @@
 //! where it is told, so it never runs without a token: [`AgentService::new`] and [`serve_agent`]
 //! refuse an empty one.
 //!
+//! Beyond loopback an agent serves over TLS ([`Serving::tls`], see [`crate::tls`]: the
+//! controller pins the certificate's fingerprint), so the token never crosses a network in
+//! clear, unless [`Serving::insecure_plaintext`] says so: [`serve_agent`] refuses to start
+//! otherwise.
+//!
 //! The runner is blocking (it runs the engine, which owns its threads): it runs on a thread of
 //! its own, and the intervals it reports are encoded there, once per interval, and handed to the
 //! response stream through a channel. The engine's workers never touch gRPC.
@@ -35,7 +40,17 @@ use tonic::{Request, Response, Status};
 use crate::proto::agent_event::Event;
 use crate::proto::agent_server::{Agent, AgentServer};
 use crate::proto::{AgentEvent, Done, Failed, Ready, RunRequest, StopReply, StopRequest};
+use crate::tls::AgentIdentity;
 use crate::wire::encode_interval;
+
+/// How an agent serves its port.
+#[derive(Debug, Clone, Default)]
+pub struct Serving {
+    /// TLS with this certificate; `None`: plain HTTP/2.
+    pub tls: Option<AgentIdentity>,
+    /// Allow plain HTTP/2 beyond loopback (the token then crosses the network in clear).
+    pub insecure_plaintext: bool,
+}
 
 /// This crate's version, sent in `Ready` and `RunRequest`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -376,9 +391,10 @@ pub fn serve_agent(
     listen: SocketAddr,
     token: String,
     runner: Runner,
+    serving: Serving,
     on_listening: impl FnOnce(SocketAddr),
 ) -> anyhow::Result<()> {
-    serve_inner(listen, token, runner, on_listening, async {
+    serve_inner(listen, token, runner, serving, on_listening, async {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
@@ -409,10 +425,11 @@ pub fn serve_agent_until(
     listen: SocketAddr,
     token: String,
     runner: Runner,
+    serving: Serving,
     on_listening: impl FnOnce(SocketAddr),
     shutdown: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
-    serve_inner(listen, token, runner, on_listening, async move {
+    serve_inner(listen, token, runner, serving, on_listening, async move {
         while !shutdown.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -423,9 +440,16 @@ fn serve_inner(
     listen: SocketAddr,
     token: String,
     runner: Runner,
+    serving: Serving,
     on_listening: impl FnOnce(SocketAddr),
     signal: impl Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() && serving.tls.is_none() && !serving.insecure_plaintext {
+        anyhow::bail!(
+            "an agent listening on {listen} (beyond loopback) needs TLS, or an explicit \
+             choice of plaintext: the token would cross the network in clear"
+        );
+    }
     if !listen.ip().is_loopback() && token.len() < MIN_TOKEN_BYTES {
         anyhow::bail!(
             "an agent listening on {listen} (beyond loopback) needs a token of at least \
@@ -448,7 +472,13 @@ fn serve_inner(
         let fired = Arc::new(Notify::new());
         let handle = service.clone();
         let fired2 = fired.clone();
-        let serve = agent_server_builder().serve_with_incoming_shutdown(
+        let mut builder = agent_server_builder();
+        if let Some(id) = &serving.tls {
+            builder = builder
+                .tls_config(id.server_config())
+                .context("the agent's certificate and key")?;
+        }
+        let serve = builder.serve_with_incoming_shutdown(
             service.into_server(),
             tokio_stream::wrappers::TcpListenerStream::new(listener),
             async move {
@@ -494,10 +524,26 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             String::new(),
             runner,
+            Serving::default(),
             |_| panic!("must not listen"),
             Arc::new(AtomicBool::new(true)),
         )
         .unwrap_err();
         assert!(e.to_string().contains("token"), "{e}");
+    }
+
+    #[test]
+    fn plaintext_beyond_loopback_refused_at_startup() {
+        let runner: Runner = Arc::new(|_, _, _, _| Err("never".into()));
+        let e = serve_agent_until(
+            "0.0.0.0:0".parse().unwrap(),
+            "a-token-of-sixteen-bytes-or-more".into(),
+            runner,
+            Serving::default(),
+            |_| panic!("must not listen"),
+            Arc::new(AtomicBool::new(true)),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("needs TLS"), "{e}");
     }
 }

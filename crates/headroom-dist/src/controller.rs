@@ -6,6 +6,12 @@
 //! has reported it (the rule of the engine's own collector, with agents in place of workers).
 //! An agent that finished early or was lost no longer holds the merge back; what it reported
 //! before stays in the result.
+//!
+//! An agent with a pinned fingerprint ([`AgentAddr::pin`], or [`ControllerOpts::fingerprint`]
+//! for all) is reached over TLS and must present exactly that certificate
+//! ([`crate::tls`]); one without is reached in plain HTTP/2, which the controller does only when
+//! the agent's address is loopback or [`ControllerOpts::insecure_plaintext`] allows it: the token
+//! travels in every call's metadata.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,8 +37,12 @@ use crate::wire::decode_interval;
 pub struct AgentAddr {
     /// For messages, e.g. `local:3` or `ssh://user@host`.
     pub name: String,
-    /// gRPC endpoint, e.g. `http://127.0.0.1:4711`.
+    /// gRPC endpoint, e.g. `http://127.0.0.1:4711` (the scheme stays `http` with TLS too: the
+    /// TLS is the connector's).
     pub endpoint: String,
+    /// The SHA-256 fingerprint its certificate must have: the agent is reached over TLS.
+    /// `None`: plain HTTP/2, unless [`ControllerOpts::fingerprint`] pins all agents.
+    pub pin: Option<crate::tls::Fingerprint>,
 }
 
 /// What to do when an agent is lost during the run.
@@ -61,6 +71,12 @@ pub struct ControllerOpts {
     /// saturated cores may well report late: 59 local agents establishing 1,000,000 connections
     /// on 2 cores were silent for over 8 s.)
     pub lost_after: Option<Duration>,
+    /// The fingerprint of agents whose [`AgentAddr::pin`] is `None` (agents that share one
+    /// certificate, `--agent-fingerprint`).
+    pub fingerprint: Option<crate::tls::Fingerprint>,
+    /// Reach an agent beyond loopback without TLS (its token then crosses the network in
+    /// clear). Off: such an agent fails the run at its start, before the token is sent.
+    pub insecure_plaintext: bool,
 }
 
 impl Default for ControllerOpts {
@@ -71,6 +87,8 @@ impl Default for ControllerOpts {
             interval: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(5),
             lost_after: None,
+            fingerprint: None,
+            insecure_plaintext: false,
         }
     }
 }
@@ -159,7 +177,42 @@ fn status_why(s: &Status) -> String {
     }
 }
 
-async fn connect(a: &AgentAddr, timeout: Duration) -> Result<Channel, String> {
+/// Whether every address `endpoint`'s host names is loopback (a name that does not resolve is
+/// not).
+async fn is_loopback(endpoint: &str) -> bool {
+    let Ok(uri) = endpoint.parse::<tonic::transport::Uri>() else {
+        return false;
+    };
+    let Some(host) = uri.host() else { return false };
+    let host = host.trim_matches(|c| c == '[' || c == ']').to_string();
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return ip.is_loopback();
+    }
+    let port = uri.port_u16().unwrap_or(80);
+    let addrs: Vec<std::net::SocketAddr> =
+        match tokio::net::lookup_host((host.as_str(), port)).await {
+            Ok(a) => a.collect(),
+            Err(_) => return false,
+        };
+    !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
+}
+
+/// The transport error's sources say what happened (refused, unreachable, bad certificate...).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut why = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let s_text = s.to_string();
+        if !why.ends_with(&s_text) {
+            why = format!("{why}: {s_text}");
+        }
+        src = s.source();
+    }
+    why
+}
+
+async fn connect(a: &AgentAddr, opts: &ControllerOpts) -> Result<Channel, String> {
+    let timeout = opts.connect_timeout;
     let ep = Endpoint::from_shared(a.endpoint.clone())
         .map_err(|e| format!("has a bad address: {e}"))?
         .connect_timeout(timeout)
@@ -167,17 +220,41 @@ async fn connect(a: &AgentAddr, timeout: Duration) -> Result<Channel, String> {
         .http2_keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(20))
         .keep_alive_while_idle(true);
-    match tokio::time::timeout(timeout, ep.connect()).await {
+    let pin = a.pin.or(opts.fingerprint);
+    if pin.is_none() && !opts.insecure_plaintext && !is_loopback(&a.endpoint).await {
+        return Err(
+            "is beyond loopback and no certificate fingerprint is pinned for it, so its token \
+             would cross the network in clear: write the sha256: fingerprint the agent printed \
+             after its address in the agents file (or give --agent-fingerprint), or accept \
+             plaintext with --insecure-plaintext"
+                .into(),
+        );
+    }
+    let connector = pin.map(crate::tls::PinnedConnector::new);
+    let connecting = async {
+        match &connector {
+            Some(c) => ep.connect_with_connector(c.clone()).await,
+            None => ep.connect().await,
+        }
+    };
+    match tokio::time::timeout(timeout, connecting).await {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => {
-            // The transport error's sources say what happened (refused, unreachable...).
-            let mut why = e.to_string();
-            let mut src = std::error::Error::source(&e);
-            while let Some(s) = src {
-                why = format!("{why}: {s}");
-                src = s.source();
+            if let (Some(c), Some(pin)) = (&connector, pin) {
+                if let Some(seen) = c.seen().filter(|s| *s != pin) {
+                    return Err(format!(
+                        "presented certificate {seen}, but {pin} is pinned for it: not the \
+                         agent pinned (a new certificate, or someone in between); if it is \
+                         yours, pin the fingerprint it printed at start"
+                    ));
+                }
+                return Err(format!(
+                    "could not be reached over TLS (does it serve TLS? it prints a sha256: \
+                     fingerprint when it does): {}",
+                    error_chain(&e)
+                ));
             }
-            Err(format!("could not be reached: {why}"))
+            Err(format!("could not be reached: {}", error_chain(&e)))
         }
         Err(_) => Err(format!("could not be reached within {timeout:?}")),
     }
@@ -289,8 +366,8 @@ async fn controller(
         .iter()
         .map(|a| {
             let a = a.clone();
-            let t = opts.connect_timeout;
-            tokio::spawn(async move { connect(&a, t).await })
+            let o = opts.clone();
+            tokio::spawn(async move { connect(&a, &o).await })
         })
         .collect();
     let mut channels = Vec::with_capacity(n);
@@ -395,7 +472,16 @@ async fn controller(
                     let why = why.unwrap_or_else(|| "closed its stream without finishing".into());
                     if a.st == St::Starting {
                         abort_all(&tasks);
-                        return Err(fail(i, why));
+                        // A plain HTTP/2 call to an agent that serves TLS breaks at once, with
+                        // an h2 or transport error that says nothing of TLS.
+                        let plain = agents[i].pin.or(opts.fingerprint).is_none();
+                        let hint = if plain && why.contains("error") {
+                            " (an agent that serves TLS prints a sha256: fingerprint after its \
+                             address: pin it, in the agents file or with --agent-fingerprint)"
+                        } else {
+                            ""
+                        };
+                        return Err(fail(i, format!("{why}{hint}")));
                     }
                     lose = Some(why);
                 }

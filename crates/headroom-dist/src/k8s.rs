@@ -8,6 +8,12 @@
 //! token comes from a Secret whose value is a placeholder the user replaces (never a real default
 //! token); `headroom agent` refuses [`TOKEN_PLACEHOLDER`] as a token.
 //!
+//! The agents listen on the pod network in plain HTTP/2 (`--insecure-plaintext` on the agents
+//! and the controller): each pod would make its own self-signed certificate, which a
+//! controller reading a static agents.txt cannot pin. The manifest says so in a comment and
+//! how to change it (a certificate in a Secret, `--tls-cert`/`--tls-key` on the agents, its
+//! fingerprint in `--agent-fingerprint`); docs/distributed.md's threat model too.
+//!
 //! [`manifest`] is pure (a [`ManifestOpts`] in, text out, or why not in one sentence that names
 //! the flag to change); the `headroom k8s manifest` command (the binary's `k8s.rs`) maps its
 //! flags to a [`ManifestOpts`], reads the scenario file, and prints or writes the text.
@@ -384,6 +390,8 @@ pub fn manifest(opts: &ManifestOpts) -> Result<String, String> {
         format!("0.0.0.0:{DASHBOARD_PORT}"),
         "--metrics-listen".into(),
         format!("0.0.0.0:{METRICS_PORT}"),
+        // The agents speak plain HTTP/2 in the cluster: see the module's notes.
+        "--insecure-plaintext".into(),
     ];
     if let Some(t) = &opts.target {
         run.push("--target".into());
@@ -395,6 +403,7 @@ pub fn manifest(opts: &ManifestOpts) -> Result<String, String> {
         "agent".into(),
         "--listen".into(),
         format!("0.0.0.0:{port}"),
+        "--insecure-plaintext".into(),
     ];
     let wait = format!(
         "grep -v '^#' {CONFIG_DIR}/agents.txt | while read -r ep; do \
@@ -416,6 +425,18 @@ pub fn manifest(opts: &ManifestOpts) -> Result<String, String> {
          a live cluster.",
         opts.image
     ));
+    y.comment(
+        "Agents and controller talk plain HTTP/2 on the pod network (--insecure-plaintext): \
+         the token crosses it in clear.",
+    );
+    y.comment(
+        "For TLS: put one certificate and key in a Secret, mount it in the agents, replace \
+         --insecure-plaintext with",
+    );
+    y.comment(
+        "--tls-cert FILE --tls-key FILE there, and with --agent-fingerprint sha256:... (openssl \
+         x509 -noout -fingerprint -sha256) in the controller.",
+    );
 
     if opts.secret {
         y.doc();

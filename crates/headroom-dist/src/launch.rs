@@ -8,8 +8,11 @@
 //! (`HEADROOM_REMOTE_BIN` names the remote binary, `HEADROOM_SSH_OPTS` adds ssh options), or
 //! reads `file:` agents that already run. Every started agent is told `--listen HOST:0
 //! --token-file - --stop-on-stdin-eof`: it gets the token on its standard input (never on a
-//! command line), prints [`LISTENING`] and its address on stdout, and ends when that input
-//! ends. [`Started`] holds the processes and their stdins; dropping it closes the stdins, sends
+//! command line), prints [`LISTENING`] and its address on stdout (and, when it serves TLS, its
+//! certificate's `sha256:` fingerprint after the address, which the controller then pins: for
+//! an ssh agent that line came through ssh's own authenticated channel), and ends when that
+//! input ends. ssh agents listen beyond loopback, so they are told `--tls-self-signed`; local
+//! ones listen on 127.0.0.1 in plain HTTP/2. [`Started`] holds the processes and their stdins; dropping it closes the stdins, sends
 //! SIGTERM and waits (5 s, then SIGKILL), so the agents never outlive the run.
 //!
 //! Callers: the binary's `dist.rs` (`headroom run --agents`, through a wrapper that passes the
@@ -23,13 +26,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::tls::Fingerprint;
 use crate::AgentAddr;
 
 /// How long the controller waits for a started agent to say where it listens.
 const AGENT_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The line an agent prints on stdout once it listens (a parent reads the address from it);
-/// `headroom agent` prints it.
+/// `headroom agent` prints it: `LISTENING ADDR` or, over TLS, `LISTENING ADDR sha256:HEX`
+/// (the rest of the line is then a line of a `file:` agents list).
 pub const LISTENING: &str = "headroom agent listening on ";
+
+/// What follows [`LISTENING`]: the address, and the fingerprint of an agent serving TLS.
+pub fn parse_listening(rest: &str) -> Option<(SocketAddr, Option<Fingerprint>)> {
+    let mut words = rest.split_whitespace();
+    let addr = words.next()?.parse().ok()?;
+    let pin = match words.next() {
+        Some(f) => Some(f.parse().ok()?),
+        None => None,
+    };
+    words.next().is_none().then_some((addr, pin))
+}
 
 /// Why agents were not started.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +69,8 @@ pub enum AgentsSpec {
     Local(usize),
     /// Started over SSH: `ssh://[user@]host[:port]`, comma-separated.
     Ssh(Vec<SshTarget>),
-    /// Already running agents listed in a file: `host:port` per line, `#` comments.
+    /// Already running agents listed in a file: `host:port [sha256:HEX]` per line, `#`
+    /// comments.
     File(PathBuf),
 }
 
@@ -183,12 +200,13 @@ pub fn start_agents(spec: &AgentsSpec, token: &str, exe: &Path) -> Result<Starte
                     });
                 }
                 let name = format!("local:{}", i + 1);
-                let (child, stdin, addr) = spawn_agent(cmd, token, &name)?;
+                let (child, stdin, addr, pin) = spawn_agent(cmd, token, &name)?;
                 started.children.push(child);
                 started.stdins.push(stdin);
                 started.addrs.push(AgentAddr {
                     name,
                     endpoint: format!("http://{addr}"),
+                    pin,
                 });
             }
         }
@@ -207,14 +225,24 @@ pub fn start_agents(spec: &AgentsSpec, token: &str, exe: &Path) -> Result<Starte
                 // The token goes through ssh's standard input, never onto a command line. The
                 // agent ends when that input ends: when this controller closes it or dies, or
                 // the connection drops (sshd sends no signal to a command without a terminal).
+                // It listens beyond loopback, so over TLS: a new self-signed certificate, whose
+                // fingerprint comes back on its `listening` line through ssh and is pinned.
                 cmd.arg(&t.dest).arg(format!(
-                    "exec {bin} agent --listen 0.0.0.0:0 --token-file - --stop-on-stdin-eof"
+                    "exec {bin} agent --listen 0.0.0.0:0 --tls-self-signed --token-file - \
+                     --stop-on-stdin-eof"
                 ));
                 let name = match t.port {
                     Some(p) => format!("ssh://{}:{p}", t.dest),
                     None => format!("ssh://{}", t.dest),
                 };
-                let (child, stdin, addr) = spawn_agent(cmd, token, &name)?;
+                let (child, stdin, addr, pin) = spawn_agent(cmd, token, &name)?;
+                if pin.is_none() {
+                    drop((child, stdin));
+                    return Err(LaunchError::Start(format!(
+                        "agent {name} did not say which certificate it serves (an older \
+                         headroom on that host? run the same version as the controller)"
+                    )));
+                }
                 started.children.push(child);
                 started.stdins.push(stdin);
                 let host = if t.host.contains(':') {
@@ -225,6 +253,7 @@ pub fn start_agents(spec: &AgentsSpec, token: &str, exe: &Path) -> Result<Starte
                 started.addrs.push(AgentAddr {
                     name,
                     endpoint: format!("http://{host}:{}", addr.port()),
+                    pin,
                 });
             }
         }
@@ -236,22 +265,40 @@ pub fn start_agents(spec: &AgentsSpec, token: &str, exe: &Path) -> Result<Starte
                 if line.is_empty() {
                     continue;
                 }
-                let hostport = line.trim_start_matches("http://");
-                if !hostport.contains(':') {
-                    return Err(LaunchError::Usage(format!(
-                        "--agents file:{} line {}: '{line}' is not HOST:PORT",
+                let at = |why: String| {
+                    LaunchError::Usage(format!(
+                        "--agents file:{} line {}: {why}",
                         f.display(),
                         no + 1
+                    ))
+                };
+                let mut words = line.split_whitespace();
+                let hostport = words.next().unwrap_or("").trim_start_matches("http://");
+                if !hostport.contains(':') {
+                    return Err(at(format!(
+                        "'{line}' is not HOST:PORT [sha256:FINGERPRINT]"
+                    )));
+                }
+                let pin = match words.next() {
+                    Some(w) => Some(w.parse::<Fingerprint>().map_err(at)?),
+                    None => None,
+                };
+                if let Some(extra) = words.next() {
+                    return Err(at(format!(
+                        "'{extra}' after the fingerprint (one agent per line: HOST:PORT \
+                         [sha256:FINGERPRINT])"
                     )));
                 }
                 started.addrs.push(AgentAddr {
                     name: hostport.to_string(),
                     endpoint: format!("http://{hostport}"),
+                    pin,
                 });
             }
             if started.addrs.is_empty() {
                 return Err(LaunchError::Usage(format!(
-                    "--agents file:{} lists no agent (one HOST:PORT per line)",
+                    "--agents file:{} lists no agent (one HOST:PORT [sha256:FINGERPRINT] per \
+                     line)",
                     f.display()
                 )));
             }
@@ -266,7 +313,7 @@ fn spawn_agent(
     mut cmd: Process,
     token: &str,
     name: &str,
-) -> Result<(Child, ChildStdin, SocketAddr), LaunchError> {
+) -> Result<(Child, ChildStdin, SocketAddr, Option<Fingerprint>), LaunchError> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -283,7 +330,7 @@ fn spawn_agent(
         let mut line = String::new();
         while r.read_line(&mut line).unwrap_or(0) > 0 {
             if let Some(a) = line.trim().strip_prefix(LISTENING) {
-                let _ = tx.send(a.parse::<SocketAddr>().ok());
+                let _ = tx.send(parse_listening(a));
                 // Keep draining so the agent never blocks on a full pipe.
                 let mut sink = Vec::new();
                 let _ = r.read_to_end(&mut sink);
@@ -294,7 +341,7 @@ fn spawn_agent(
         let _ = tx.send(None);
     });
     let why = match rx.recv_timeout(AGENT_START_TIMEOUT) {
-        Ok(Some(addr)) => return Ok((child, stdin, addr)),
+        Ok(Some((addr, pin))) => return Ok((child, stdin, addr, pin)),
         Ok(None) => {
             // Its stdout ended: it is exiting (ssh could not log in, no such binary...). Give
             // it a moment to, so that its own exit status is the one reported.
@@ -381,10 +428,28 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let exe = Path::new("/nonexistent");
         let list = dir.join("agents.txt");
-        std::fs::write(&list, "# two\n10.0.0.1:7070\nhttp://h:7071 # b\n\n").unwrap();
+        let fp = format!("sha256:{}", "0f".repeat(32));
+        std::fs::write(
+            &list,
+            format!("# two\n10.0.0.1:7070 {fp}\nhttp://h:7071 # b\n\n"),
+        )
+        .unwrap();
         let s = start_agents(&AgentsSpec::File(list.clone()), "t", exe).unwrap();
         let eps: Vec<&str> = s.addrs.iter().map(|a| a.endpoint.as_str()).collect();
         assert_eq!(eps, ["http://10.0.0.1:7070", "http://h:7071"]);
+        assert_eq!(s.addrs[0].pin, Some(fp.parse().unwrap()));
+        assert_eq!(s.addrs[1].pin, None);
+        for (bad, why) in [
+            ("h:1 sha256:00\n", "not a certificate fingerprint"),
+            (&*format!("h:1 {fp} x\n"), "after the fingerprint"),
+        ] {
+            std::fs::write(&list, bad).unwrap();
+            let e = start_agents(&AgentsSpec::File(list.clone()), "t", exe).err();
+            assert!(
+                matches!(&e, Some(LaunchError::Usage(m)) if m.contains(why) && m.contains("line 1")),
+                "{bad}: {e:?}"
+            );
+        }
         std::fs::write(&list, "# none\n").unwrap();
         let e = start_agents(&AgentsSpec::File(list.clone()), "t", exe).err();
         assert!(
@@ -406,6 +471,22 @@ mod tests {
             "{e:?}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn listening_lines_parse() {
+        let fp = format!("sha256:{}", "ab".repeat(32));
+        assert_eq!(
+            parse_listening("127.0.0.1:80"),
+            Some(("127.0.0.1:80".parse().unwrap(), None))
+        );
+        assert_eq!(
+            parse_listening(&format!("[::1]:80 {fp}")),
+            Some(("[::1]:80".parse().unwrap(), Some(fp.parse().unwrap())))
+        );
+        assert_eq!(parse_listening("127.0.0.1:80 sha256:00"), None);
+        assert_eq!(parse_listening(&format!("127.0.0.1:80 {fp} x")), None);
+        assert_eq!(parse_listening("nowhere"), None);
     }
 
     #[test]

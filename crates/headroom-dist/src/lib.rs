@@ -5,6 +5,8 @@
 //! - [`wire`]: the exact wire form of a [`headroom_metrics::Recorder`];
 //! - [`agent`]: the agent's gRPC service and [`agent::serve_agent`]; the engine run itself is a
 //!   [`agent::Runner`] given by the caller;
+//! - [`tls`]: TLS between them, the agent's certificate pinned by its fingerprint; [`allow`]: the
+//!   networks an agent may load (`--allow-targets`);
 //! - [`controller`]: [`controller::run_controller`] starts a job on every agent and merges
 //!   their streams into one sequence of intervals, like the engine's own collector;
 //! - the launchers, which bring agents up for a controller: [`launch`] starts local child
@@ -25,15 +27,18 @@
 //! interval, and hands the message to the RPC runtime through a channel.
 
 pub mod agent;
+pub mod allow;
 pub mod controller;
 pub mod k8s;
 pub mod launch;
 pub mod proto;
+pub mod tls;
 pub mod wire;
 
 pub use agent::{
-    decode_spec, encode_spec, serve_agent, serve_agent_until, AgentService, Job, Runner,
+    decode_spec, encode_spec, serve_agent, serve_agent_until, AgentService, Job, Runner, Serving,
 };
 pub use controller::{
     run_controller, AgentAddr, ControllerOpts, DistError, DistOutcome, LostAgent, OnLoss,
 };
+pub use tls::{AgentIdentity, Fingerprint};

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use headroom_core::spec::{RunSpec, ScenarioSpec, SpecFile, Target};
-use headroom_dist::agent::{agent_server_builder, serve_agent_until, AgentService};
+use headroom_dist::agent::{agent_server_builder, serve_agent_until, AgentService, Serving};
 use headroom_dist::{
     run_controller, AgentAddr, ControllerOpts, DistError, DistOutcome, Job, OnLoss, Runner,
 };
@@ -167,18 +167,17 @@ struct Agent {
 
 impl Agent {
     fn start(token: &str, runner: Runner) -> Agent {
+        Agent::start_on("127.0.0.1:0", token, runner, Serving::default())
+    }
+
+    fn start_on(listen: &str, token: &str, runner: Runner, serving: Serving) -> Agent {
         let shutdown = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let s = shutdown.clone();
         let token = token.to_string();
+        let listen = listen.parse().unwrap();
         let thread = thread::spawn(move || {
-            serve_agent_until(
-                "127.0.0.1:0".parse().unwrap(),
-                token,
-                runner,
-                |a| tx.send(a).unwrap(),
-                s,
-            )
+            serve_agent_until(listen, token, runner, serving, |a| tx.send(a).unwrap(), s)
         });
         let addr = rx
             .recv_timeout(Duration::from_secs(5))
@@ -194,6 +193,7 @@ impl Agent {
         AgentAddr {
             name: name.into(),
             endpoint: format!("http://{}", self.addr),
+            pin: None,
         }
     }
 }
@@ -274,6 +274,7 @@ fn opts(on_loss: OnLoss) -> ControllerOpts {
         connect_timeout: Duration::from_secs(2),
         // Generous: a loaded CI machine may stall a process for a while.
         lost_after: Some(Duration::from_secs(3)),
+        ..Default::default()
     }
 }
 
@@ -463,6 +464,7 @@ fn bad_plan_and_unreachable_agent_fail_the_start() {
         &[AgentAddr {
             name: "local:7".into(),
             endpoint: dead.clone(),
+            pin: None,
         }],
         TOKEN,
         opts(OnLoss::Continue),
@@ -608,6 +610,7 @@ fn lost_agent_with_continue_completes_without_it() {
     addrs.push(AgentAddr {
         name: "ssh://u@lossy".into(),
         endpoint: format!("http://{}", lossy.addr),
+        pin: None,
     });
     // Kill the lossy agent's server once the controller merged its interval 1 (it sends
     // nothing after that).
@@ -679,6 +682,7 @@ fn lost_agent_with_stop_ends_the_run() {
     addrs.push(AgentAddr {
         name: "local:2".into(),
         endpoint: format!("http://{}", lossy.addr),
+        pin: None,
     });
     let t = Instant::now();
     let (r, seen) = control(
@@ -753,4 +757,111 @@ fn stop_flag_stops_every_agent() {
         |_| {},
     );
     assert!(r.expect("stopped at once").outcome.interrupted);
+}
+
+// ---- TLS between controller and agents (issue 18) ----
+
+#[test]
+fn a_tls_agent_with_its_fingerprint_pinned_runs_and_a_wrong_pin_is_refused() {
+    let probe = Arc::new(Probe::default());
+    let b = Behaviour {
+        intervals: 2,
+        ..Default::default()
+    };
+    let id = headroom_dist::AgentIdentity::self_signed().unwrap();
+    let fp = id.fingerprint;
+    let serving = Serving {
+        tls: Some(id),
+        insecure_plaintext: false,
+    };
+    let agent = Agent::start_on("127.0.0.2:0", TOKEN, runner(b, probe.clone()), serving);
+    let mut addr = agent.addr("tls-agent");
+    addr.pin = Some(fp);
+
+    // Pinned: the run goes through TLS and merges as ever.
+    let (r, seen) = control(
+        std::slice::from_ref(&addr),
+        TOKEN,
+        opts(OnLoss::Continue),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    let out = r.expect("a pinned TLS agent runs");
+    assert!(out.lost.is_empty());
+    assert_eq!(seen.len(), 2);
+    assert_eq!(probe.calls.load(Ordering::SeqCst), 1);
+
+    // Another fingerprint pinned: refused before any call, both fingerprints named.
+    let other = headroom_dist::AgentIdentity::self_signed()
+        .unwrap()
+        .fingerprint;
+    addr.pin = Some(other);
+    let (r, _) = control(
+        std::slice::from_ref(&addr),
+        TOKEN,
+        opts(OnLoss::Continue),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    let e = r.expect_err("wrong pin").to_string();
+    assert!(
+        e.contains("agent tls-agent")
+            && e.contains(&fp.to_string())
+            && e.contains(&other.to_string()),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "one line: {e}");
+    assert_eq!(probe.calls.load(Ordering::SeqCst), 1, "no job ran");
+
+    // The same pin for all agents (ControllerOpts::fingerprint) does as well.
+    addr.pin = None;
+    let (r, _) = control(
+        std::slice::from_ref(&addr),
+        TOKEN,
+        ControllerOpts {
+            fingerprint: Some(fp),
+            ..opts(OnLoss::Continue)
+        },
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    r.expect("pinned through the options");
+
+    // Plaintext to a TLS agent fails the start rather than hang.
+    let (r, _) = control(
+        std::slice::from_ref(&addr),
+        TOKEN,
+        opts(OnLoss::Continue),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    assert!(r.is_err());
+    assert_eq!(probe.calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn no_token_goes_in_clear_beyond_loopback_without_insecure_plaintext() {
+    // A listener standing for an agent beyond loopback: nothing may connect to it. (Its
+    // address is loopback, so it is named by a non-loopback name that the controller would
+    // have to resolve: 192.0.2.1 is TEST-NET-1, never routed; the check comes before any
+    // connection.)
+    let addr = AgentAddr {
+        name: "far".into(),
+        endpoint: "http://192.0.2.1:7070".into(),
+        pin: None,
+    };
+    let t = Instant::now();
+    let (r, _) = control(
+        std::slice::from_ref(&addr),
+        TOKEN,
+        opts(OnLoss::Continue),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    let e = r.expect_err("refused").to_string();
+    assert!(
+        e.contains("agent far") && e.contains("--insecure-plaintext") && e.contains("sha256:"),
+        "{e}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(1), "no connection tried");
 }

@@ -30,13 +30,24 @@ An agent sends traffic where it is told, so it refuses every controller without 
 (--token, --token-file, or the environment variable HEADROOM_TOKEN; there is no default) and
 listens on 127.0.0.1 unless --listen opens it wider.
 
+Beyond loopback it speaks TLS, so the token never crosses the network in clear: with a
+certificate it is given (--tls-cert, --tls-key) or a new self-signed one (--tls-self-signed);
+the controller pins the certificate's SHA-256 fingerprint as ssh pins a host key. Only
+--insecure-plaintext makes it listen beyond loopback without TLS. --allow-targets limits the
+networks it will load.
+
 On start it prints `headroom agent listening on ADDR` on stdout (with --listen HOST:0 the port
-is the one the system chose). Ctrl-C ends it; a run in progress is stopped first.
+is the one the system chose), followed over TLS by ` sha256:FINGERPRINT`: the rest of that line
+is the agent's line for the controller's `--agents file:` list. Ctrl-C ends it; a run in
+progress is stopped first.
 
 Examples:
   HEADROOM_TOKEN=s3cret headroom agent
-  headroom agent --listen 0.0.0.0:7070 --token-file /etc/headroom/token
-  (then, on the controller) HEADROOM_TOKEN=s3cret headroom run scenario.yaml --agents file:agents.txt";
+  headroom agent --listen 0.0.0.0:7070 --token-file /etc/headroom/token \\
+      --tls-cert /etc/headroom/agent.crt --tls-key /etc/headroom/agent.key \\
+      --allow-targets 10.20.0.0/16
+  (then, on the controller, with agents.txt holding `HOST:7070 sha256:...` lines)
+  HEADROOM_TOKEN=s3cret headroom run scenario.yaml --agents file:agents.txt";
 
 #[derive(Args, Debug, Clone)]
 // The text is given on the subcommand (args.rs): a variant's doc comment would replace it here.
@@ -55,6 +66,45 @@ pub struct AgentArgs {
     /// dies, or loses its SSH connection) to end it. The controller starts its agents so.
     #[arg(long)]
     pub stop_on_stdin_eof: bool,
+    /// Serve TLS with this certificate (PEM; the first one is the agent's, any others its
+    /// chain). Its SHA-256 fingerprint is printed at start for the controller to pin.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        help_heading = "Security"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_cert",
+        help_heading = "Security"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Serve TLS with a self-signed certificate made at start (a new fingerprint each start:
+    /// for agents a launcher starts, which reads and pins it; long-lived agents are better
+    /// given --tls-cert so their pin stays).
+    #[arg(long, conflicts_with = "tls_cert", help_heading = "Security")]
+    pub tls_self_signed: bool,
+    /// Listen beyond loopback without TLS: the token and every job then cross the network in
+    /// clear (a network you trust entirely, e.g. a cluster's pod network under a policy).
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_self_signed"], help_heading = "Security")]
+    pub insecure_plaintext: bool,
+    /// Load only targets in these networks (CIDR,...: 10.0.0.0/8,192.0.2.7,fd00::/8): a job
+    /// whose target resolves outside them is refused before any connection, and the controller
+    /// is told why. Default: any target.
+    #[arg(long, value_name = "CIDR,...", value_parser = parse_allow, help_heading = "Security")]
+    pub allow_targets: Option<AllowTargets>,
+}
+
+/// `--allow-targets`: the networks, parsed.
+#[derive(Debug, Clone)]
+pub struct AllowTargets(pub Vec<headroom_dist::allow::Cidr>);
+
+fn parse_allow(s: &str) -> Result<AllowTargets, String> {
+    headroom_dist::allow::parse_networks(s).map(AllowTargets)
 }
 
 /// `headroom agent`.
@@ -106,13 +156,67 @@ pub fn cmd_agent(a: &AgentArgs) -> anyhow::Result<std::process::ExitCode> {
             }
         });
     }
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => {
+            Some(headroom_dist::AgentIdentity::from_files(c, k).map_err(UsageError)?)
+        }
+        _ if a.tls_self_signed => {
+            Some(headroom_dist::AgentIdentity::self_signed().map_err(|e| anyhow::anyhow!(e))?)
+        }
+        _ => None,
+    };
+    if tls.is_none() && !a.insecure_plaintext && !a.listen.ip().is_loopback() {
+        return Err(UsageError(format!(
+            "the agent listens on {} (beyond loopback), so it needs TLS: --tls-cert FILE \
+             --tls-key FILE, or --tls-self-signed (the controller pins the fingerprint it \
+             prints), or --insecure-plaintext to send the token in clear",
+            a.listen
+        ))
+        .into());
+    }
+    let fingerprint = tls.as_ref().map(|t| format!(" {}", t.fingerprint));
+    let serving = headroom_dist::Serving {
+        tls,
+        insecure_plaintext: a.insecure_plaintext,
+    };
     // SIGINT/SIGTERM end the agent (a run in progress is stopped first).
-    headroom_dist::serve_agent(a.listen, token, headroom_run::agent::runner(), |addr| {
-        let mut o = std::io::stdout().lock();
-        let _ = writeln!(o, "{LISTENING}{addr}");
-        let _ = o.flush();
-    })?;
+    headroom_dist::serve_agent(
+        a.listen,
+        token,
+        agent_runner(a.allow_targets.clone().map(|a| a.0)),
+        serving,
+        |addr| {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "{LISTENING}{addr}{}", fingerprint.unwrap_or_default());
+            let _ = o.flush();
+        },
+    )?;
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The agent's runner: `headroom_run::agent`'s, with the `--allow-targets` check between
+/// building the plan (which resolves the target) and the first connection (the preflight, if
+/// the controller asked for one, or the load).
+fn agent_runner(allow: Option<Vec<headroom_dist::allow::Cidr>>) -> headroom_dist::Runner {
+    let Some(allow) = allow else {
+        return headroom_run::agent::runner();
+    };
+    std::sync::Arc::new(move |job, stop, ready, sink| {
+        let preflight = job.preflight;
+        let plan = headroom_run::agent::plan_from_job(&headroom_dist::Job {
+            preflight: false,
+            ..job
+        })
+        .map_err(|e| format!("{e:#}"))?;
+        // Redirects stay on the target's origin (the engine refuses others), so the target
+        // is the one address this job connects to.
+        headroom_dist::allow::check_target(&allow, plan.target.ip(), &plan.target_name)?;
+        if preflight {
+            headroom_run::preflight::preflight(&plan).map_err(|e| format!("{e:#}"))?;
+        }
+        ready(plan.threads as u32);
+        headroom_engine::run(&plan, stop, sink).map_err(|e| format!("{e:#}"))
+    })
 }
 
 fn read_token(f: &Path) -> anyhow::Result<String> {
@@ -134,7 +238,7 @@ fn read_token(f: &Path) -> anyhow::Result<String> {
 pub struct AgentsArgs {
     /// Run the load on agents and merge their measurements exactly: local:N (N child processes
     /// here, past one process's 20,000 descriptors), ssh://user@host,... (started over SSH) or
-    /// file:agents.txt (running agents, HOST:PORT per line). Threads (run's -t, the lab's
+    /// file:agents.txt (running agents, `HOST:PORT [sha256:FINGERPRINT]` per line). Threads (run's -t, the lab's
     /// load.threads) are then per agent; run's default is 1.
     #[arg(long, value_name = "SPEC", help_heading = "Distributed")]
     pub agents: Option<String>,
@@ -159,6 +263,20 @@ pub struct AgentsArgs {
     /// 60 s; one whose process dies or whose connection breaks is lost at once).
     #[arg(long, value_parser = crate::parse::parse_duration, value_name = "DURATION", help_heading = "Distributed")]
     pub agent_timeout: Option<Duration>,
+    /// The SHA-256 fingerprint (sha256:HEX, as an agent prints it) of the certificate of every
+    /// file: agent whose line gives none: agents that share one certificate. ssh:// agents
+    /// are pinned from what they print at start.
+    #[arg(long, value_name = "sha256:HEX", value_parser = parse_fingerprint, help_heading = "Distributed")]
+    pub agent_fingerprint: Option<headroom_dist::Fingerprint>,
+    /// Talk to agents beyond loopback that have no pinned fingerprint in plain HTTP/2 (the
+    /// token then crosses the network in clear). Without it such an agent fails the run
+    /// before the token is sent.
+    #[arg(long, help_heading = "Distributed")]
+    pub insecure_plaintext: bool,
+}
+
+fn parse_fingerprint(s: &str) -> Result<headroom_dist::Fingerprint, String> {
+    s.parse()
 }
 
 impl AgentsArgs {
@@ -169,6 +287,14 @@ impl AgentsArgs {
             return Ok(None);
         };
         let spec = parse_agents(spec).map_err(UsageError)?;
+        if self.agent_fingerprint.is_some() && !matches!(spec, AgentsSpec::File(_)) {
+            return Err(UsageError(
+                "--agent-fingerprint pins file: agents (ssh:// agents are pinned from what they \
+                 print, local: ones listen on loopback)"
+                    .into(),
+            )
+            .into());
+        }
         let token =
             match (&self.token, &spec) {
                 (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),
@@ -191,6 +317,8 @@ impl AgentsArgs {
             },
             interval,
             lost_after: self.agent_timeout,
+            fingerprint: self.agent_fingerprint,
+            insecure_plaintext: self.insecure_plaintext,
             ..Default::default()
         }
     }

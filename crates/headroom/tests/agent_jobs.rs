@@ -170,6 +170,7 @@ fn run_job(agent: &Agent, token: &str, spec: RunSpec) -> Result<u64, String> {
     let addrs = [headroom_dist::AgentAddr {
         name: "test".into(),
         endpoint: format!("http://{}", agent.addr),
+        pin: None,
     }];
     headroom_dist::run_controller(
         &addrs,

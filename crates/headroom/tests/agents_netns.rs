@@ -4,6 +4,8 @@
 //! runs in the root namespace and loads a server listening on the bridge address; the test
 //! checks that the load really came from the agents' addresses, that the counts add up, and that
 //! an agent killed mid-run is reported while the others finish. Needs root (CI runs as root).
+//! The agents listen beyond loopback, so over TLS (a self-signed pair each): their `listening`
+//! lines, fingerprint included, are the agents file the controller pins them by.
 
 mod common;
 
@@ -18,7 +20,10 @@ use common::{agent_address, headroom, repo_root};
 /// `headroom agent` inside namespace `i`, listening on its address.
 struct NsAgent {
     child: Child,
+    /// HOST:PORT.
     addr: String,
+    /// HOST:PORT sha256:FINGERPRINT, as it printed it.
+    line: String,
 }
 
 impl NsAgent {
@@ -26,13 +31,16 @@ impl NsAgent {
         let mut child = Command::new(repo_root().join("scripts/netns.sh"))
             .args(["exec", &i.to_string(), env!("CARGO_BIN_EXE_headroom")])
             .args(["agent", "--listen", &format!("10.203.0.{}:0", 10 + i)])
+            .arg("--tls-self-signed")
             .env("HEADROOM_TOKEN", token)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let addr = agent_address(&mut child, &format!("the agent in namespace {i}"));
-        NsAgent { child, addr }
+        let line = agent_address(&mut child, &format!("the agent in namespace {i}"));
+        let addr = line.split_whitespace().next().unwrap().to_string();
+        assert!(line.contains(" sha256:"), "a TLS agent: {line}");
+        NsAgent { child, addr, line }
     }
 
     fn kill(&mut self) {
@@ -59,7 +67,7 @@ fn agents_in_network_namespaces_load_a_server_and_one_killed_is_reported() {
         list.path(),
         agents
             .iter()
-            .map(|a| format!("{}\n", a.addr))
+            .map(|a| format!("{}\n", a.line))
             .collect::<String>(),
     )
     .unwrap();

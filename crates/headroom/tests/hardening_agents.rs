@@ -112,6 +112,7 @@ fn an_unauthenticated_200_mb_request_is_refused_before_it_is_read() {
     let addrs = [headroom_dist::AgentAddr {
         name: "big".into(),
         endpoint: format!("http://{}", agent.addr),
+        pin: None,
     }];
     let t0 = Instant::now();
     let r = headroom_dist::run_controller(

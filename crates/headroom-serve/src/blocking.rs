@@ -9,6 +9,11 @@
 //! Timeouts are `SO_RCVTIMEO` on the socket, changed only when the phase of the connection
 //! changes (between requests: `idle_timeout`; inside a request head: what is left of
 //! `header_timeout`). A read that times out closes the connection and counts it in `timeouts`.
+//! The write timeout is `SO_SNDTIMEO`, set once per connection: a `write` (or `sendfile`) that
+//! moves no byte for that long fails with `EAGAIN`, so a client that stops reading frees its
+//! thread after `write_timeout` of no progress (counted in `timeouts` too). The output queued
+//! per connection is at most [`OUT_LIMIT`] plus one response head (a `/bytes/N` body goes out
+//! in pieces of that size).
 //!
 //! Stopping and draining reach a thread blocked in `accept` through `shutdown(2)` on the listener
 //! and a thread blocked in `read`/`write` through `shutdown(2)` on its socket, listed in
@@ -35,7 +40,7 @@ use crate::{classify_accept_error, handlers, AcceptFailure, Counters, Shared, Ta
 /// Read buffer of each thread (thread per connection: of each connection).
 const READ_BUF: usize = 64 * 1024;
 /// Pipelined responses queued before they are written (then parsing resumes).
-const OUT_LIMIT: usize = 256 * 1024;
+const OUT_LIMIT: usize = crate::MAX_QUEUED_OUTPUT;
 /// After our last response: how long to wait for the client to close before closing anyway.
 const LINGER: Duration = Duration::from_secs(1);
 /// Pause in accepting after running out of descriptors.
@@ -196,9 +201,15 @@ impl<'a> Handler<'a> {
     /// Serve `stream` (listed in the control as `key`) until it ends, then unlist it and count
     /// it closed. The descriptor closes when the last `Arc` goes.
     fn serve(&mut self, stream: &Arc<TcpStream>, key: usize) {
-        match &self.shared.tls {
-            None => self.conn(stream, &mut Transport::Plain(stream)),
-            Some(t) => {
+        let timed = match self.shared.config.write_timeout {
+            // SO_SNDTIMEO of 0 would mean "never": a zero timeout is none.
+            Some(t) if !t.is_zero() => stream.set_write_timeout(Some(t)),
+            _ => Ok(()),
+        };
+        match (&self.shared.tls, timed) {
+            (_, Err(_)) => self.tally.errors += 1,
+            (None, Ok(())) => self.conn(stream, &mut Transport::Plain(stream)),
+            (Some(t), Ok(())) => {
                 if let Some(mut io) = self.handshake(stream, t) {
                     self.conn(stream, &mut io);
                 }
@@ -350,9 +361,15 @@ impl<'a> Handler<'a> {
         r
     }
 
-    /// The connection broke: count it, unless it is our own stop that broke it.
+    /// The connection broke, or a write made no progress for `write_timeout` (`SO_SNDTIMEO`
+    /// reports EAGAIN): count it, unless it is our own stop that broke it.
     fn failed(&mut self, e: &io::Error) {
-        if !self.shared.control.stopping() {
+        if self.shared.control.stopping() {
+            return;
+        }
+        if is_timeout(e) {
+            self.tally.timeouts += 1;
+        } else {
             self.tally.io_error(e);
         }
     }
@@ -415,7 +432,7 @@ pub(crate) fn track_head(
     }
 }
 
-/// A read timed out (SO_RCVTIMEO reports EAGAIN).
+/// A read or a write timed out (SO_RCVTIMEO and SO_SNDTIMEO report EAGAIN).
 fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),

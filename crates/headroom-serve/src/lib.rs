@@ -112,6 +112,26 @@ pub mod tls;
 
 pub use tls::{TlsError, TlsServer, TlsSource};
 
+/// Output queued per connection at most before the server waits for the socket to take it:
+/// pipelined responses are answered until the output holds this much, and a `/bytes/N` body is
+/// produced in pieces of at most this size (see [`http::InputState::has_backlog`]). One
+/// response head, or one small canned response, may go beyond it; a `/file` response that is
+/// read into memory (the reactor, the async server, TLS) is the exception, bounded by
+/// [`handlers::MAX_INLINE_FILE`]. So a client that requests `/bytes/16777216` and never reads
+/// holds at most this much of the server's memory (plus the kernel's socket buffers), and
+/// only until the write timeout.
+pub const MAX_QUEUED_OUTPUT: usize = 256 * 1024;
+
+/// Default of [`ServerConfig::write_timeout`] (nginx's `send_timeout` is 60 s too).
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The header timeout the command line gives the blocking architectures (thread per
+/// connection, pool) unless told otherwise: Apache's `RequestReadTimeout` starts at 20 s for a
+/// head (nginx's `client_header_timeout` is 60 s, but nginx does not spend a thread on the
+/// wait). Long enough for any real client, short enough that a slowloris frees a pool
+/// handler.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Which server architecture to run: the factor the studies compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arch {
@@ -213,7 +233,12 @@ pub struct ServerConfig {
     /// Close a keep-alive connection idle for this long between requests.
     pub idle_timeout: Option<Duration>,
     /// Close a connection whose request head is not complete this long after its first byte.
+    /// `None` here; the command line gives the blocking architectures
+    /// [`DEFAULT_HEADER_TIMEOUT`] (a slowloris holds one of their threads per connection).
     pub header_timeout: Option<Duration>,
+    /// Close a connection whose queued output makes no progress for this long (the client
+    /// stopped reading): every architecture. Default [`DEFAULT_WRITE_TIMEOUT`].
+    pub write_timeout: Option<Duration>,
     /// Close a connection after this many requests (sending `Connection: close` on the last).
     pub keepalive_requests: Option<u64>,
     /// Directory served under `/file/PATH`; `None` answers 404.
@@ -240,6 +265,7 @@ impl Default for ServerConfig {
             max_conns: None,
             idle_timeout: None,
             header_timeout: None,
+            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
             keepalive_requests: None,
             docroot: None,
             db: None,
@@ -274,7 +300,7 @@ pub struct ServerStats {
     pub accept_errors: u64,
     /// Connections reset by the client (ECONNRESET, or EPIPE on write) while being served.
     pub resets: u64,
-    /// Connections closed by the idle or the header timeout.
+    /// Connections closed by the idle, the header or the write timeout.
     pub timeouts: u64,
     /// Connections closed at once on accept: over `max_conns` (or, for select, a descriptor
     /// above FD_SETSIZE).

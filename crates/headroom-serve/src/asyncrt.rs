@@ -205,7 +205,9 @@ impl Conn {
 
     fn failed(&mut self, e: &io::Error) {
         if self.shared.control.stopping() {
-        } else if e.kind() == io::ErrorKind::TimedOut {
+            return; // our own stop broke it
+        }
+        if e.kind() == io::ErrorKind::TimedOut {
             self.tally.timeouts += 1; // the write timeout
         } else {
             self.tally.io_error(e);

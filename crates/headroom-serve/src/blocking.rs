@@ -9,9 +9,10 @@
 //! Timeouts are `SO_RCVTIMEO` on the socket, changed only when the phase of the connection
 //! changes (between requests: `idle_timeout`; inside a request head: what is left of
 //! `header_timeout`). A read that times out closes the connection and counts it in `timeouts`.
-//! The write timeout is `SO_SNDTIMEO`, set once per connection: a `write` (or `sendfile`) that
-//! moves no byte for that long fails with `EAGAIN`, so a client that stops reading frees its
-//! thread after `write_timeout` of no progress (counted in `timeouts` too). The output queued
+//! The write timeout is `SO_SNDTIMEO` (a quarter of it, set once per connection) plus
+//! [`crate::WriteStall`]: a `write` (or `sendfile`) that moves no byte returns `EAGAIN` and is
+//! retried until `write_timeout` has passed since the last byte went, so a client that stops
+//! reading frees its thread after `write_timeout` of no progress (counted in `timeouts` too). The output queued
 //! per connection is at most [`OUT_LIMIT`] plus one response head (a `/bytes/N` body goes out
 //! in pieces of that size).
 //!
@@ -201,10 +202,9 @@ impl<'a> Handler<'a> {
     /// Serve `stream` (listed in the control as `key`) until it ends, then unlist it and count
     /// it closed. The descriptor closes when the last `Arc` goes.
     fn serve(&mut self, stream: &Arc<TcpStream>, key: usize) {
-        let timed = match self.shared.config.write_timeout {
-            // SO_SNDTIMEO of 0 would mean "never": a zero timeout is none.
-            Some(t) if !t.is_zero() => stream.set_write_timeout(Some(t)),
-            _ => Ok(()),
+        let timed = match crate::WriteStall::sndtimeo(self.shared.config.write_timeout) {
+            Some(t) => stream.set_write_timeout(Some(t)),
+            None => Ok(()),
         };
         match (&self.shared.tls, timed) {
             (_, Err(_)) => self.tally.errors += 1,
@@ -330,9 +330,13 @@ impl<'a> Handler<'a> {
                     return self.failed(&e);
                 }
                 let done = match io {
-                    Transport::Plain(s) => {
-                        handlers::run_blocking_on(slow, &sh.ctx, &mut self.out, s)
-                    }
+                    Transport::Plain(s) => handlers::run_blocking_on(
+                        slow,
+                        &sh.ctx,
+                        &mut self.out,
+                        s,
+                        cfg.write_timeout,
+                    ),
                     // No sendfile under TLS: the file is read into `out` and encrypted.
                     Transport::Tls(_) => Ok(handlers::run_blocking(slow, &sh.ctx, &mut self.out)),
                 };
@@ -352,11 +356,34 @@ impl<'a> Handler<'a> {
         }
     }
 
+    /// Write the output, each `write` bounded by `SO_SNDTIMEO` and retried until the write
+    /// timeout has passed with no progress (see [`crate::WriteStall`]). (rustls's stream takes
+    /// plaintext only once the records before it went out, so a retry never repeats bytes.)
     fn write_out(&mut self, io: &mut Transport<'_>) -> io::Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
-        let r = io.write_all(&self.out).and_then(|_| io.flush());
+        let mut stall = crate::WriteStall::new(self.shared.config.write_timeout);
+        let mut pos = 0;
+        let r = loop {
+            let r = if pos < self.out.len() {
+                io.write(&self.out[pos..])
+            } else {
+                match io.flush() {
+                    Ok(()) => break Ok(()),
+                    Err(e) => Err(e),
+                }
+            };
+            match r {
+                Ok(0) => break Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => {
+                    pos += n;
+                    stall.progressed();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted || stall.retry(&e) => {}
+                Err(e) => break Err(e),
+            }
+        };
         self.out.clear();
         r
     }

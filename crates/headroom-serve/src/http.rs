@@ -505,7 +505,11 @@ impl InputState {
                 self.body_left -= n as u64;
                 if self.body_left > 0 {
                     self.backlog = true;
-                    let consumed = if self.close_after_body { input.len() } else { pos };
+                    let consumed = if self.close_after_body {
+                        input.len()
+                    } else {
+                        pos
+                    };
                     return (consumed, batch);
                 }
                 if self.close_after_body {
@@ -984,7 +988,11 @@ mod tests {
             loop {
                 // The head is appended whole; besides it, no call adds more than the limit
                 // (and the response pipelined behind the body).
-                let body_part = if all.is_empty() { out.len() - head.len() } else { out.len() };
+                let body_part = if all.is_empty() {
+                    out.len() - head.len()
+                } else {
+                    out.len()
+                };
                 most = most.max(body_part);
                 all.append(&mut out);
                 assert!(!b.close);
@@ -997,7 +1005,10 @@ mod tests {
             }
             // One canned response may follow the last piece in the same call.
             let slack = r_root(&r).len();
-            assert!(most <= limit.max(1) + slack, "limit {limit}: a call added {most}");
+            assert!(
+                most <= limit.max(1) + slack,
+                "limit {limit}: a call added {most}"
+            );
             let want = format!("{head}{}{}", "x".repeat(1000), text(&r_root(&r)));
             assert_eq!(text(&all), want, "limit {limit}");
             assert_eq!(responses, 2, "limit {limit}");
@@ -1030,7 +1041,11 @@ mod tests {
             calls += 1;
         }
         all.append(&mut out);
-        assert!(text(&all).ends_with("Connection: close\r\n\r\nxxxxxxxxxx"), "{}", text(&all));
+        assert!(
+            text(&all).ends_with("Connection: close\r\n\r\nxxxxxxxxxx"),
+            "{}",
+            text(&all)
+        );
         // The head fills the first call's output; then 4 + 4 + 2 bytes.
         assert_eq!(calls, 4);
         assert!(st.feed(b"GET / HTTP/1.1\r\n\r\n", &r, &mut out, 4).close);

@@ -54,7 +54,9 @@
 //!   answered in order, the responses appended to a per-worker output buffer and written with one
 //!   `write`. Responses are encoded once at start-up; `/bytes/N` is one header plus a `memset`.
 //!   When a client stops reading, the server stops answering it (the output is capped per round
-//!   and parsing resumes only after the unsent tail drains).
+//!   at [`MAX_QUEUED_OUTPUT`], a `/bytes/N` body included, and parsing resumes only after the
+//!   unsent tail drains), and closes it after [`ServerConfig::write_timeout`] without progress
+//!   (every architecture).
 //! - **Server-initiated closes linger**: after the last response the write side is shut down and
 //!   input is discarded until the client closes, so a close never turns into a reset that could
 //!   destroy the response (400 to garbage, `Connection: close`, HTTP/1.0). Every architecture
@@ -121,6 +123,45 @@ pub use tls::{TlsError, TlsServer, TlsSource};
 /// holds at most this much of the server's memory (plus the kernel's socket buffers), and
 /// only until the write timeout.
 pub const MAX_QUEUED_OUTPUT: usize = 256 * 1024;
+
+/// The write timeout of a blocking socket, kept as "no progress for T": `SO_SNDTIMEO` is set
+/// to a quarter of T ([`WriteStall::sndtimeo`]), so a `write` or `sendfile` that moves no byte
+/// returns `EAGAIN` at most T/4 after the last byte went, and [`WriteStall::retry`] says
+/// whether T has passed since the last progress. (`SO_SNDTIMEO` = T alone would allow up to
+/// 2T: a call that took some bytes and then waited T returns them, and only the next call's
+/// wait of T fails.)
+pub(crate) struct WriteStall {
+    timeout: Option<Duration>,
+    last: Instant,
+}
+
+impl WriteStall {
+    pub(crate) fn new(timeout: Option<Duration>) -> WriteStall {
+        WriteStall {
+            timeout: timeout.filter(|t| !t.is_zero()),
+            last: Instant::now(),
+        }
+    }
+
+    /// The `SO_SNDTIMEO` for `timeout` (`None`: none): a quarter of it, at least 10 ms.
+    pub(crate) fn sndtimeo(timeout: Option<Duration>) -> Option<Duration> {
+        timeout
+            .filter(|t| !t.is_zero())
+            .map(|t| (t / 4).max(Duration::from_millis(10)))
+    }
+
+    /// Bytes went out: the timeout starts again.
+    pub(crate) fn progressed(&mut self) {
+        self.last = Instant::now();
+    }
+
+    /// `e` is the `EAGAIN` of `SO_SNDTIMEO` and the write timeout has not passed since the last
+    /// progress: try the write again.
+    pub(crate) fn retry(&self, e: &io::Error) -> bool {
+        e.kind() == io::ErrorKind::WouldBlock
+            && self.timeout.is_some_and(|t| self.last.elapsed() < t)
+    }
+}
 
 /// Default of [`ServerConfig::write_timeout`] (nginx's `send_timeout` is 60 s too).
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);

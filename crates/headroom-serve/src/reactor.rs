@@ -277,9 +277,9 @@ impl<P: PollSet> Loop<P> {
             shared.write_timeout,
             handshake,
         ]
-            .into_iter()
-            .flatten()
-            .min();
+        .into_iter()
+        .flatten()
+        .min();
         let now = Instant::now();
         Ok(Loop {
             poller,

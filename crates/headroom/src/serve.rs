@@ -317,7 +317,10 @@ pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         server.local_addr()
     );
     if let Some(tls) = server.tls() {
-        outln!("headroom serve: tls certificate sha256 {}", tls.fingerprint());
+        outln!(
+            "headroom serve: tls certificate sha256 {}",
+            tls.fingerprint()
+        );
     }
     // Wait for the first SIGTERM/SIGINT.
     let _ = rx.recv();
@@ -390,9 +393,23 @@ mod tests {
             let c = cfg(&["--arch", arch]);
             assert_eq!((c.header_timeout, c.write_timeout), (None, t60), "{arch}");
         }
-        let c = cfg(&["--arch", "pool", "--header-timeout", "0", "--write-timeout", "0"]);
+        let c = cfg(&[
+            "--arch",
+            "pool",
+            "--header-timeout",
+            "0",
+            "--write-timeout",
+            "0",
+        ]);
         assert_eq!((c.header_timeout, c.write_timeout), (None, None));
-        let c = cfg(&["--arch", "reactor", "--header-timeout", "2s", "--write-timeout", "1.5"]);
+        let c = cfg(&[
+            "--arch",
+            "reactor",
+            "--header-timeout",
+            "2s",
+            "--write-timeout",
+            "1.5",
+        ]);
         assert_eq!(c.header_timeout, Some(Duration::from_secs(2)));
         assert_eq!(c.write_timeout, Some(Duration::from_millis(1500)));
         assert!(parse(&["--write-timeout", "soon"]).is_err());

@@ -150,6 +150,10 @@ async fn accept_loop(
                             handshaking: false,
                         };
                         next = next.wrapping_add(1);
+                        // Counted before the task can answer anything: a client that sees its
+                        // response and then asks /status finds itself in `accepted` (on a
+                        // multi-thread runtime the task may run before this loop goes on).
+                        tally.publish(&shared.counters[0]);
                         tokio::spawn(serve(stream, conn, phase.clone()));
                     }
                 }

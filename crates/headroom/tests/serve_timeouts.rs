@@ -272,3 +272,70 @@ fn the_pool_still_exhausts_under_the_studies_keepalive_load() {
         "5 keep-alive clients x 4 sleeps of 40 ms: {two:.2} s on 2 handlers, {five:.2} s on 5"
     );
 }
+
+/// The write timeout is "no progress for T", not "a response within T": a client that reads a
+/// 1 MB body slowly (16 KiB every 100 ms, about 6 s in all, through 8 KiB socket buffers on
+/// both sides so that the server's writes stall between its reads) gets all of it from every
+/// architecture under `--write-timeout 1s`.
+#[test]
+fn a_slow_reader_that_keeps_reading_is_never_cut() {
+    const LEN: usize = 1_000_000;
+    let servers: Vec<Serve> = ARCHES
+        .iter()
+        .map(|arch| {
+            let mut args = arch.to_vec();
+            args.extend(["--write-timeout", "1s", "--sndbuf", "8k"]);
+            Serve::start(&args)
+        })
+        .collect();
+    let readers: Vec<_> = servers
+        .iter()
+        .zip(ARCHES)
+        .map(|(server, arch)| {
+            let addr = server.addr;
+            std::thread::spawn(move || {
+                let sock = socket2::Socket::new(
+                    socket2::Domain::IPV4,
+                    socket2::Type::STREAM,
+                    Some(socket2::Protocol::TCP),
+                )
+                .unwrap();
+                sock.set_recv_buffer_size(8192).unwrap();
+                sock.connect(&addr.into()).unwrap();
+                let mut s: TcpStream = sock.into();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s.write_all(format!("GET /bytes/{LEN} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+                    .unwrap();
+                let t = Instant::now();
+                let mut got = 0usize;
+                let mut buf = vec![0u8; 16 * 1024];
+                while t.elapsed() < Duration::from_secs(30) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got += n,
+                    }
+                    if got >= LEN {
+                        break;
+                    }
+                }
+                (arch, got, t.elapsed())
+            })
+        })
+        .collect();
+    for r in readers {
+        let (arch, got, took) = r.join().unwrap();
+        // The head comes first: the whole answer is a little more than LEN.
+        assert!(
+            got > LEN,
+            "{arch:?}: cut after {got} bytes and {took:?} though the client kept reading"
+        );
+        assert!(
+            took > Duration::from_secs(2),
+            "{arch:?}: {took:?}: the reads were not slow"
+        );
+    }
+    for server in &servers {
+        assert_eq!(server.status()["timeouts"], 0);
+    }
+}

@@ -67,6 +67,7 @@ pub enum Command {
     /// Start a small server inside headroom, load it for a few seconds and print the report.
     Demo(DemoArgs),
     /// Run a reference server (thread-per-conn, pool, reactor over select/poll/epoll, async).
+    #[command(long_about = crate::serve::SERVE_LONG)]
     Serve(Box<crate::serve::ServeArgs>),
     /// Convert a Tsung XML, httperf wsesslog or HAR file into a native scenario (YAML on stdout).
     Import(crate::import::ImportArgs),

@@ -12,7 +12,7 @@ use headroom_serve::{Arch, DbConfig, Poller, Runtime, ServerConfig, TlsSource};
 
 use crate::parse::{parse_duration, parse_size, UsageError};
 
-const SERVE_LONG: &str = "\
+pub(crate) const SERVE_LONG: &str = "\
 Run a reference server: an HTTP/1.1 server whose architecture is known, so a study can compare \
 architectures, pollers and worker counts on one machine.
 

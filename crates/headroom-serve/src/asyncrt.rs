@@ -19,6 +19,11 @@
 //! plaintext buffer and parsed from there, and the round's output is sealed before it is
 //! written (see `tls.rs`). The handshake must complete within the handshake timeout.
 //!
+//! Writes that the socket does not take at once are awaited under the write timeout, restarted
+//! by every write that moves a byte ([`write_all_timed`]): a client that stops reading is
+//! closed after `write_timeout` of no progress, and holds at most one round's output
+//! ([`OUT_LIMIT`] plus a response head; `/bytes/N` bodies are produced in pieces) meanwhile.
+//!
 //! Stop and drain go through a `watch` channel: the accept loop and idle connections select on
 //! it. Stopping ends `block_on`; the runtime is then shut down, which drops every task (and so
 //! closes every socket) at its next await point.
@@ -41,7 +46,7 @@ use crate::{blocking, classify_accept_error, handlers, AcceptFailure, Runtime, S
 /// Per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
 /// Pipelined responses queued before they are written (then parsing resumes).
-const OUT_LIMIT: usize = 256 * 1024;
+const OUT_LIMIT: usize = crate::MAX_QUEUED_OUTPUT;
 /// After our last response: how long to wait for the client to close before closing anyway.
 const LINGER: Duration = Duration::from_secs(1);
 /// Pause in accepting after running out of descriptors.
@@ -145,6 +150,10 @@ async fn accept_loop(
                             handshaking: false,
                         };
                         next = next.wrapping_add(1);
+                        // Counted before the task can answer anything: a client that sees its
+                        // response and then asks /status finds itself in `accepted` (on a
+                        // multi-thread runtime the task may run before this loop goes on).
+                        tally.publish(&shared.counters[0]);
                         tokio::spawn(serve(stream, conn, phase.clone()));
                     }
                 }
@@ -199,7 +208,12 @@ impl Conn {
     }
 
     fn failed(&mut self, e: &io::Error) {
-        if !self.shared.control.stopping() {
+        if self.shared.control.stopping() {
+            return; // our own stop broke it
+        }
+        if e.kind() == io::ErrorKind::TimedOut {
+            self.tally.timeouts += 1; // the write timeout
+        } else {
             self.tally.io_error(e);
         }
     }
@@ -408,7 +422,7 @@ async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<P
         me.tally.bad_requests += batch.bad_requests;
         head_since = blocking::track_head(&input, head_since, &batch);
         if !unsent.is_empty() {
-            if let Err(e) = stream.write_all(&unsent).await {
+            if let Err(e) = write_all_timed(&mut stream, &unsent, cfg.write_timeout).await {
                 return me.failed(&e);
             }
         }
@@ -419,7 +433,7 @@ async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<P
             if let Some(t) = &mut tls {
                 t.seal(&mut out);
             }
-            if let Err(e) = stream.write_all(&out).await {
+            if let Err(e) = write_all_timed(&mut stream, &out, cfg.write_timeout).await {
                 return me.failed(&e);
             }
             me.tally.requests += 1;
@@ -436,6 +450,29 @@ async fn serve(mut stream: TcpStream, mut me: Conn, mut phase: watch::Receiver<P
             return linger(&mut stream).await;
         }
     }
+}
+
+/// Write all of `buf`, each write bounded by `timeout` (none: unbounded): the deadline is per
+/// write, so it is "no progress for `timeout`", and a slow but reading client is never cut.
+/// A write that times out is `TimedOut`.
+async fn write_all_timed(
+    stream: &mut TcpStream,
+    mut buf: &[u8],
+    timeout: Option<Duration>,
+) -> io::Result<()> {
+    let Some(t) = timeout.filter(|t| !t.is_zero()) else {
+        return stream.write_all(buf).await;
+    };
+    while !buf.is_empty() {
+        match tokio::time::timeout(t, stream.write(buf)).await {
+            Err(_) => return Err(io::Error::from(io::ErrorKind::TimedOut)),
+            Ok(Ok(0)) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(Ok(n)) => buf = &buf[n..],
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Ok(Err(e)) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Run a slow request the async way; `None` if its blocking task was lost (runtime shutting

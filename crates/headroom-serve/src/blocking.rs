@@ -9,6 +9,12 @@
 //! Timeouts are `SO_RCVTIMEO` on the socket, changed only when the phase of the connection
 //! changes (between requests: `idle_timeout`; inside a request head: what is left of
 //! `header_timeout`). A read that times out closes the connection and counts it in `timeouts`.
+//! The write timeout is `SO_SNDTIMEO` (a quarter of it, set once per connection) plus
+//! [`crate::WriteStall`]: a `write` (or `sendfile`) that moves no byte returns `EAGAIN` and is
+//! retried until `write_timeout` has passed since the last byte went, so a client that stops
+//! reading frees its thread after `write_timeout` of no progress (counted in `timeouts` too). The output queued
+//! per connection is at most [`OUT_LIMIT`] plus one response head (a `/bytes/N` body goes out
+//! in pieces of that size).
 //!
 //! Stopping and draining reach a thread blocked in `accept` through `shutdown(2)` on the listener
 //! and a thread blocked in `read`/`write` through `shutdown(2)` on its socket, listed in
@@ -35,7 +41,7 @@ use crate::{classify_accept_error, handlers, AcceptFailure, Counters, Shared, Ta
 /// Read buffer of each thread (thread per connection: of each connection).
 const READ_BUF: usize = 64 * 1024;
 /// Pipelined responses queued before they are written (then parsing resumes).
-const OUT_LIMIT: usize = 256 * 1024;
+const OUT_LIMIT: usize = crate::MAX_QUEUED_OUTPUT;
 /// After our last response: how long to wait for the client to close before closing anyway.
 const LINGER: Duration = Duration::from_secs(1);
 /// Pause in accepting after running out of descriptors.
@@ -196,9 +202,14 @@ impl<'a> Handler<'a> {
     /// Serve `stream` (listed in the control as `key`) until it ends, then unlist it and count
     /// it closed. The descriptor closes when the last `Arc` goes.
     fn serve(&mut self, stream: &Arc<TcpStream>, key: usize) {
-        match &self.shared.tls {
-            None => self.conn(stream, &mut Transport::Plain(stream)),
-            Some(t) => {
+        let timed = match crate::WriteStall::sndtimeo(self.shared.config.write_timeout) {
+            Some(t) => stream.set_write_timeout(Some(t)),
+            None => Ok(()),
+        };
+        match (&self.shared.tls, timed) {
+            (_, Err(_)) => self.tally.errors += 1,
+            (None, Ok(())) => self.conn(stream, &mut Transport::Plain(stream)),
+            (Some(t), Ok(())) => {
                 if let Some(mut io) = self.handshake(stream, t) {
                     self.conn(stream, &mut io);
                 }
@@ -319,9 +330,13 @@ impl<'a> Handler<'a> {
                     return self.failed(&e);
                 }
                 let done = match io {
-                    Transport::Plain(s) => {
-                        handlers::run_blocking_on(slow, &sh.ctx, &mut self.out, s)
-                    }
+                    Transport::Plain(s) => handlers::run_blocking_on(
+                        slow,
+                        &sh.ctx,
+                        &mut self.out,
+                        s,
+                        cfg.write_timeout,
+                    ),
                     // No sendfile under TLS: the file is read into `out` and encrypted.
                     Transport::Tls(_) => Ok(handlers::run_blocking(slow, &sh.ctx, &mut self.out)),
                 };
@@ -341,18 +356,47 @@ impl<'a> Handler<'a> {
         }
     }
 
+    /// Write the output, each `write` bounded by `SO_SNDTIMEO` and retried until the write
+    /// timeout has passed with no progress (see [`crate::WriteStall`]). (rustls's stream takes
+    /// plaintext only once the records before it went out, so a retry never repeats bytes.)
     fn write_out(&mut self, io: &mut Transport<'_>) -> io::Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
-        let r = io.write_all(&self.out).and_then(|_| io.flush());
+        let mut stall = crate::WriteStall::new(self.shared.config.write_timeout);
+        let mut pos = 0;
+        let r = loop {
+            let r = if pos < self.out.len() {
+                io.write(&self.out[pos..])
+            } else {
+                match io.flush() {
+                    Ok(()) => break Ok(()),
+                    Err(e) => Err(e),
+                }
+            };
+            match r {
+                Ok(0) => break Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => {
+                    pos += n;
+                    stall.progressed();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted || stall.retry(&e) => {}
+                Err(e) => break Err(e),
+            }
+        };
         self.out.clear();
         r
     }
 
-    /// The connection broke: count it, unless it is our own stop that broke it.
+    /// The connection broke, or a write made no progress for `write_timeout` (`SO_SNDTIMEO`
+    /// reports EAGAIN): count it, unless it is our own stop that broke it.
     fn failed(&mut self, e: &io::Error) {
-        if !self.shared.control.stopping() {
+        if self.shared.control.stopping() {
+            return;
+        }
+        if is_timeout(e) {
+            self.tally.timeouts += 1;
+        } else {
             self.tally.io_error(e);
         }
     }
@@ -415,7 +459,7 @@ pub(crate) fn track_head(
     }
 }
 
-/// A read timed out (SO_RCVTIMEO reports EAGAIN).
+/// A read or a write timed out (SO_RCVTIMEO and SO_SNDTIMEO report EAGAIN).
 fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),

@@ -209,6 +209,7 @@ pub(crate) fn run_blocking_on(
     ctx: &Ctx,
     out: &mut Vec<u8>,
     sock: &TcpStream,
+    write_timeout: Option<Duration>,
 ) -> io::Result<Outcome> {
     let SlowRoute::File { path } = &slow.route else {
         return Ok(run_blocking(slow, ctx, out));
@@ -221,9 +222,22 @@ pub(crate) fn run_blocking_on(
         Err((code, msg)) => return Ok(text(out, slow, code, msg)),
     };
     http::push_slow_head(out, slow, "200 OK", content_type(path), len);
-    (&*sock).write_all(out)?;
+    // The send buffer may still be full of the responses before it: the same timeout.
+    let mut stall = crate::WriteStall::new(write_timeout);
+    let mut head = &out[..];
+    while !head.is_empty() {
+        match (&*sock).write(head) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => {
+                head = &head[n..];
+                stall.progressed();
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted || stall.retry(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
     out.clear();
-    sendfile_all(sock, &file, len)?;
+    sendfile_all(sock, &file, len, write_timeout)?;
     Ok(Outcome { status: 200 })
 }
 
@@ -447,8 +461,16 @@ pub fn status_json(ctx: &Ctx) -> String {
 }
 
 /// Send `len` bytes of `file` (from its start) to `sock` with sendfile(2).
-fn sendfile_all(sock: &TcpStream, file: &File, len: u64) -> io::Result<()> {
+/// `sendfile(2)` the whole file; the socket's `SO_SNDTIMEO` bounds each call and
+/// [`crate::WriteStall`] the time without progress.
+fn sendfile_all(
+    sock: &TcpStream,
+    file: &File,
+    len: u64,
+    write_timeout: Option<Duration>,
+) -> io::Result<()> {
     use std::os::fd::AsRawFd;
+    let mut stall = crate::WriteStall::new(write_timeout);
     let mut offset: libc::off_t = 0;
     let mut left = len;
     while left > 0 {
@@ -458,7 +480,7 @@ fn sendfile_all(sock: &TcpStream, file: &File, len: u64) -> io::Result<()> {
         let n = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut offset, chunk) };
         if n < 0 {
             let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
+            if e.kind() == io::ErrorKind::Interrupted || stall.retry(&e) {
                 continue;
             }
             return Err(e);
@@ -471,6 +493,7 @@ fn sendfile_all(sock: &TcpStream, file: &File, len: u64) -> io::Result<()> {
             ));
         }
         left -= n as u64;
+        stall.progressed();
     }
     Ok(())
 }

@@ -10,7 +10,8 @@
 //!
 //! - **Canned** (answered here, from bytes encoded at start-up, without allocating): `GET /`
 //!   returns the configured body; `GET /bytes/N` returns `N` bytes (`N` at most [`MAX_BYTES`],
-//!   400 above); `GET /status/CODE` answers with status CODE (200 to 599, 400 otherwise), for
+//!   400 above; the body is produced in pieces of at most the caller's output limit as the
+//!   output drains, never whole: see [`InputState::has_backlog`]); `GET /status/CODE` answers with status CODE (200 to 599, 400 otherwise), for
 //!   tests that need a chosen status; `GET /cookie/N` answers 200 with `Set-Cookie: sid=N;
 //!   Path=/` (N a decimal of at most 19 digits), the cheapest login there is; an unknown path
 //!   is 404.
@@ -367,6 +368,13 @@ pub struct InputState {
     /// Requests parsed so far on this connection (canned, slow and errors), for the keep-alive
     /// request limit.
     served: u64,
+    /// Bytes of a `/bytes/N` body not yet appended to the output: the body is produced a piece
+    /// at a time (at most the output limit per call), so a client that does not read holds the
+    /// server to one piece, not `N` bytes. While non-zero, `backlog` is set.
+    body_left: u64,
+    /// The response whose body is being produced ends the connection: once `body_left` is 0
+    /// the batch says `close` (and the input after that request is discarded).
+    close_after_body: bool,
 }
 
 impl InputState {
@@ -381,7 +389,11 @@ impl InputState {
     /// backlog. An idle connection can be closed without cutting a request short (drain, idle
     /// timeout).
     pub fn is_idle(&self) -> bool {
-        self.pending.is_empty() && self.skip == 0 && !self.waiting && !self.backlog
+        self.pending.is_empty()
+            && self.skip == 0
+            && !self.waiting
+            && !self.backlog
+            && self.body_left == 0
     }
 
     /// True while the head of a request has started to arrive but is not complete (the span the
@@ -401,8 +413,9 @@ impl InputState {
     }
 
     /// True when `pending` may hold complete requests that were not answered because the output
-    /// reached its limit; the caller should write the output and then call [`InputState::resume`]
-    /// before reading more input (this is the back-pressure that bounds pipelining).
+    /// reached its limit, or a `/bytes/N` body is not all produced yet; the caller should write
+    /// the output and then call [`InputState::resume`] before reading more input (this is the
+    /// back-pressure that bounds pipelining and the output queued per connection).
     pub fn has_backlog(&self) -> bool {
         self.backlog
     }
@@ -480,6 +493,32 @@ impl InputState {
         let mut pos = 0;
         self.backlog = false;
         loop {
+            if self.body_left > 0 {
+                // The rest of a `/bytes/N` body, as much as the output limit allows (at least
+                // one byte into an empty output, so that any limit makes progress).
+                let room = out_limit.saturating_sub(out.len());
+                let mut n = (self.body_left).min(room as u64) as usize;
+                if n == 0 && out.is_empty() {
+                    n = 1;
+                }
+                out.resize(out.len() + n, b'x');
+                self.body_left -= n as u64;
+                if self.body_left > 0 {
+                    self.backlog = true;
+                    let consumed = if self.close_after_body {
+                        input.len()
+                    } else {
+                        pos
+                    };
+                    return (consumed, batch);
+                }
+                if self.close_after_body {
+                    self.close_after_body = false;
+                    self.closed = true;
+                    batch.close = true;
+                    return (input.len(), batch);
+                }
+            }
             if self.skip > 0 {
                 let n = self.skip.min((input.len() - pos) as u64);
                 self.skip -= n;
@@ -525,11 +564,22 @@ impl InputState {
                     body,
                     close,
                     bad,
+                    stream,
                 } => {
                     self.served += 1;
                     batch.responses += 1;
                     batch.bad_requests += u64::from(bad);
                     pos += consumed;
+                    if stream > 0 {
+                        // The body follows at the top of the loop, piece by piece.
+                        self.body_left = stream;
+                        if close {
+                            self.close_after_body = true;
+                            self.skip = 0;
+                            pos = input.len();
+                            continue;
+                        }
+                    }
                     if close {
                         self.closed = true;
                         batch.close = true;
@@ -566,6 +616,8 @@ enum One {
         close: bool,
         /// It was an error response to an invalid request.
         bad: bool,
+        /// Body bytes of `/bytes/N` still to produce after the head that was appended.
+        stream: u64,
     },
 }
 
@@ -665,6 +717,7 @@ fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>, force_clos
             body: 0,
             close: true,
             bad: true,
+            stream: 0,
         }
     };
     let head_len = match req.parse(input) {
@@ -722,12 +775,13 @@ fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>, force_clos
         out.extend_from_slice(CONTINUE);
     }
     let mut bad = false;
+    let mut stream = 0;
     match route(path, responses) {
         Route::Root => responses.root.push(persist, head_only, out),
         Route::Bytes(n) => {
             push_head(out, "200 OK", n, persist);
             if !head_only {
-                out.resize(out.len() + n, b'x');
+                stream = n as u64; // produced by the caller, `InputState::answer`
             }
         }
         Route::Code(code) => push_code(out, code, persist, head_only),
@@ -755,6 +809,7 @@ fn answer_one(input: &[u8], responses: &Responses, out: &mut Vec<u8>, force_clos
         body,
         close: persist == Persist::Close,
         bad,
+        stream,
     }
 }
 
@@ -913,6 +968,87 @@ mod tests {
         assert_eq!(n, 10);
         assert_eq!(st.buffered(), 0);
         assert_eq!(st.pending.capacity(), 0, "idle state owns no buffer");
+    }
+
+    /// Issue 18 finding 6: a `/bytes/N` body is produced a piece at a time, at most the output
+    /// limit per call, and the pieces add up to the whole response; a request pipelined behind
+    /// it is answered after the last piece.
+    #[test]
+    fn bytes_body_is_produced_in_pieces_of_the_output_limit() {
+        let r = Responses::new(b"hi\n");
+        let req = b"GET /bytes/1000 HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n";
+        for limit in [1, 7, 100, 999, 1000, 5000] {
+            let mut st = InputState::default();
+            let mut out = Vec::new();
+            let mut all = Vec::new();
+            let mut b = st.feed(req, &r, &mut out, limit);
+            let mut responses = b.responses;
+            let mut most = 0;
+            loop {
+                // The head is appended whole; besides it, no call adds more than the limit
+                // (and the response pipelined behind the body).
+                let body_part = if all.is_empty() {
+                    out.len() - head.len()
+                } else {
+                    out.len()
+                };
+                most = most.max(body_part);
+                all.append(&mut out);
+                assert!(!b.close);
+                if !st.has_backlog() {
+                    break;
+                }
+                assert!(!st.is_idle(), "a body is being produced");
+                b = st.resume(&r, &mut out, limit);
+                responses += b.responses;
+            }
+            // One canned response may follow the last piece in the same call.
+            let slack = r_root(&r).len();
+            assert!(
+                most <= limit.max(1) + slack,
+                "limit {limit}: a call added {most}"
+            );
+            let want = format!("{head}{}{}", "x".repeat(1000), text(&r_root(&r)));
+            assert_eq!(text(&all), want, "limit {limit}");
+            assert_eq!(responses, 2, "limit {limit}");
+            assert!(st.is_idle());
+        }
+    }
+
+    fn r_root(r: &Responses) -> Vec<u8> {
+        let mut v = Vec::new();
+        r.root.push(Persist::KeepAlive11, false, &mut v);
+        v
+    }
+
+    /// A `/bytes/N` that ends the connection says `close` only with its last piece, and what
+    /// was pipelined behind it is discarded, not answered and not buffered.
+    #[test]
+    fn bytes_body_that_closes_closes_after_its_last_piece() {
+        let r = Responses::new(b"hi\n");
+        let mut st = InputState::default();
+        let mut out = Vec::new();
+        let req = b"GET /bytes/10 HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+        let mut all = Vec::new();
+        let mut b = st.feed(req, &r, &mut out, 4);
+        let mut calls = 1;
+        while !b.close {
+            assert!(st.has_backlog(), "call {calls}");
+            assert_eq!(st.buffered(), 0, "the pipelined request is dropped");
+            all.append(&mut out);
+            b = st.resume(&r, &mut out, 4);
+            calls += 1;
+        }
+        all.append(&mut out);
+        assert!(
+            text(&all).ends_with("Connection: close\r\n\r\nxxxxxxxxxx"),
+            "{}",
+            text(&all)
+        );
+        // The head fills the first call's output; then 4 + 4 + 2 bytes.
+        assert_eq!(calls, 4);
+        assert!(st.feed(b"GET / HTTP/1.1\r\n\r\n", &r, &mut out, 4).close);
     }
 
     #[test]

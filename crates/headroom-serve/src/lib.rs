@@ -54,7 +54,9 @@
 //!   answered in order, the responses appended to a per-worker output buffer and written with one
 //!   `write`. Responses are encoded once at start-up; `/bytes/N` is one header plus a `memset`.
 //!   When a client stops reading, the server stops answering it (the output is capped per round
-//!   and parsing resumes only after the unsent tail drains).
+//!   at [`MAX_QUEUED_OUTPUT`], a `/bytes/N` body included, and parsing resumes only after the
+//!   unsent tail drains), and closes it after [`ServerConfig::write_timeout`] without progress
+//!   (every architecture).
 //! - **Server-initiated closes linger**: after the last response the write side is shut down and
 //!   input is discarded until the client closes, so a close never turns into a reset that could
 //!   destroy the response (400 to garbage, `Connection: close`, HTTP/1.0). Every architecture
@@ -111,6 +113,65 @@ mod sys;
 pub mod tls;
 
 pub use tls::{TlsError, TlsServer, TlsSource};
+
+/// Output queued per connection at most before the server waits for the socket to take it:
+/// pipelined responses are answered until the output holds this much, and a `/bytes/N` body is
+/// produced in pieces of at most this size (see [`http::InputState::has_backlog`]). One
+/// response head, or one small canned response, may go beyond it; a `/file` response that is
+/// read into memory (the reactor, the async server, TLS) is the exception, bounded by
+/// [`handlers::MAX_INLINE_FILE`]. So a client that requests `/bytes/16777216` and never reads
+/// holds at most this much of the server's memory (plus the kernel's socket buffers), and
+/// only until the write timeout.
+pub const MAX_QUEUED_OUTPUT: usize = 256 * 1024;
+
+/// The write timeout of a blocking socket, kept as "no progress for T": `SO_SNDTIMEO` is set
+/// to a quarter of T ([`WriteStall::sndtimeo`]), so a `write` or `sendfile` that moves no byte
+/// returns `EAGAIN` at most T/4 after the last byte went, and [`WriteStall::retry`] says
+/// whether T has passed since the last progress. (`SO_SNDTIMEO` = T alone would allow up to
+/// 2T: a call that took some bytes and then waited T returns them, and only the next call's
+/// wait of T fails.)
+pub(crate) struct WriteStall {
+    timeout: Option<Duration>,
+    last: Instant,
+}
+
+impl WriteStall {
+    pub(crate) fn new(timeout: Option<Duration>) -> WriteStall {
+        WriteStall {
+            timeout: timeout.filter(|t| !t.is_zero()),
+            last: Instant::now(),
+        }
+    }
+
+    /// The `SO_SNDTIMEO` for `timeout` (`None`: none): a quarter of it, at least 10 ms.
+    pub(crate) fn sndtimeo(timeout: Option<Duration>) -> Option<Duration> {
+        timeout
+            .filter(|t| !t.is_zero())
+            .map(|t| (t / 4).max(Duration::from_millis(10)))
+    }
+
+    /// Bytes went out: the timeout starts again.
+    pub(crate) fn progressed(&mut self) {
+        self.last = Instant::now();
+    }
+
+    /// `e` is the `EAGAIN` of `SO_SNDTIMEO` and the write timeout has not passed since the last
+    /// progress: try the write again.
+    pub(crate) fn retry(&self, e: &io::Error) -> bool {
+        e.kind() == io::ErrorKind::WouldBlock
+            && self.timeout.is_some_and(|t| self.last.elapsed() < t)
+    }
+}
+
+/// Default of [`ServerConfig::write_timeout`] (nginx's `send_timeout` is 60 s too).
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The header timeout the command line gives the blocking architectures (thread per
+/// connection, pool) unless told otherwise: Apache's `RequestReadTimeout` starts at 20 s for a
+/// head (nginx's `client_header_timeout` is 60 s, but nginx does not spend a thread on the
+/// wait). Long enough for any real client, short enough that a slowloris frees a pool
+/// handler.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Which server architecture to run: the factor the studies compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,7 +274,12 @@ pub struct ServerConfig {
     /// Close a keep-alive connection idle for this long between requests.
     pub idle_timeout: Option<Duration>,
     /// Close a connection whose request head is not complete this long after its first byte.
+    /// `None` here; the command line gives the blocking architectures
+    /// [`DEFAULT_HEADER_TIMEOUT`] (a slowloris holds one of their threads per connection).
     pub header_timeout: Option<Duration>,
+    /// Close a connection whose queued output makes no progress for this long (the client
+    /// stopped reading): every architecture. Default [`DEFAULT_WRITE_TIMEOUT`].
+    pub write_timeout: Option<Duration>,
     /// Close a connection after this many requests (sending `Connection: close` on the last).
     pub keepalive_requests: Option<u64>,
     /// Directory served under `/file/PATH`; `None` answers 404.
@@ -240,6 +306,7 @@ impl Default for ServerConfig {
             max_conns: None,
             idle_timeout: None,
             header_timeout: None,
+            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
             keepalive_requests: None,
             docroot: None,
             db: None,
@@ -274,7 +341,7 @@ pub struct ServerStats {
     pub accept_errors: u64,
     /// Connections reset by the client (ECONNRESET, or EPIPE on write) while being served.
     pub resets: u64,
-    /// Connections closed by the idle or the header timeout.
+    /// Connections closed by the idle, the header or the write timeout.
     pub timeouts: u64,
     /// Connections closed at once on accept: over `max_conns` (or, for select, a descriptor
     /// above FD_SETSIZE).

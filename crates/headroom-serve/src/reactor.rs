@@ -38,12 +38,15 @@
 //!   block the whole loop, every other connection of the worker included — which is how a
 //!   naive event loop that calls blocking code behaves, and what the architecture comparison
 //!   is meant to show.
-//! - `idle_timeout` and `header_timeout` are enforced by a coarse sweep: each connection keeps
-//!   the phase it is in (idle between requests, inside a request head, busy) and since when, a
-//!   store per event; every quarter of the shorter timeout (10 ms to 1 s) the worker walks its
-//!   slab and closes the expired ones. A connection is closed between T and T plus one sweep
-//!   period after it went quiet; the per-request cost is O(1), the sweep O(connections) a few
-//!   times per timeout. Both count in `ServerStats::timeouts`.
+//! - `idle_timeout`, `header_timeout` and `write_timeout` are enforced by a coarse sweep: each
+//!   connection keeps the phase it is in (idle between requests, inside a request head,
+//!   writing an unsent tail, busy) and since when, a store per event; every quarter of the
+//!   shortest timeout (10 ms to 1 s) the worker walks its slab and closes the expired ones. A
+//!   connection is closed between T and T plus one sweep period after it went quiet; the
+//!   per-request cost is O(1), the sweep O(connections) a few times per timeout. All count in
+//!   `ServerStats::timeouts`. A writing connection's clock restarts whenever the socket takes
+//!   a byte of its tail ([`Conn::progressed`]): the write timeout is "no progress for T", not
+//!   "a response must be sent within T".
 //! - The accept back-off after EMFILE & co (select and poll stop watching the listener
 //!   meanwhile, or they would report it ready on every call).
 //!
@@ -99,7 +102,7 @@ const FIRST_CONN: u64 = 2;
 const SCRATCH: usize = 64 * 1024;
 /// A round stops answering pipelined requests once this much output is queued; the rest is
 /// answered after it is written (bounds memory per slow reader).
-const OUT_LIMIT: usize = 256 * 1024;
+const OUT_LIMIT: usize = crate::MAX_QUEUED_OUTPUT;
 /// Pause in accepting after running out of descriptors.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 /// Bounds of the timeout sweep's period (a quarter of the shorter timeout).
@@ -141,6 +144,7 @@ pub(crate) fn prepare(
             held: held.clone(),
             idle_timeout: config.idle_timeout,
             header_timeout: config.header_timeout,
+            write_timeout: config.write_timeout.filter(|t| !t.is_zero()),
             handlers: Arc::clone(&handlers),
             tls: tls.clone(),
         };
@@ -166,6 +170,7 @@ struct Shared {
     held: Option<(Arc<AtomicUsize>, usize)>,
     idle_timeout: Option<Duration>,
     header_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
     handlers: Arc<handlers::Ctx>,
     tls: Option<Arc<TlsServer>>,
 }
@@ -232,6 +237,7 @@ pub(crate) struct Loop<P> {
     /// Timeouts in milliseconds (`u32::MAX`: none).
     idle_ms: u32,
     header_ms: u32,
+    write_ms: u32,
     /// The TLS handshake timeout (`u32::MAX`: no TLS).
     handshake_ms: u32,
     /// Sweep period; `None` when neither timeout is set.
@@ -265,10 +271,15 @@ impl<P: PollSet> Loop<P> {
         poller.register(lfd, LISTENER, Interest::Read)?;
         let ms = |d: Option<Duration>| d.map_or(u32::MAX, |d| d.as_millis().min(1 << 31) as u32);
         let handshake = shared.tls.as_ref().map(|t| t.handshake_timeout);
-        let shortest = [shared.idle_timeout, shared.header_timeout, handshake]
-            .into_iter()
-            .flatten()
-            .min();
+        let shortest = [
+            shared.idle_timeout,
+            shared.header_timeout,
+            shared.write_timeout,
+            handshake,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let now = Instant::now();
         Ok(Loop {
             poller,
@@ -286,6 +297,7 @@ impl<P: PollSet> Loop<P> {
             held: shared.held,
             idle_ms: ms(shared.idle_timeout),
             header_ms: ms(shared.header_timeout),
+            write_ms: ms(shared.write_timeout),
             handshake_ms: ms(handshake),
             sweep_every: shortest.map(|d| (d / 4).clamp(SWEEP_MIN, SWEEP_MAX)),
             next_sweep: None,
@@ -640,6 +652,7 @@ impl<P: PollSet> Loop<P> {
             let limit = match c.phase {
                 Phase::Idle | Phase::Linger => self.idle_ms,
                 Phase::Head => self.header_ms,
+                Phase::Write => self.write_ms,
                 Phase::Handshake => self.handshake_ms,
                 Phase::Busy => continue,
             };
@@ -699,6 +712,9 @@ enum Phase {
     Handshake,
     /// Lingering after our last response: `idle_timeout` (the client should close).
     Linger,
+    /// A response tail is unsent (the client is not reading): `write_timeout` from the last
+    /// byte the socket took.
+    Write,
     /// Owed a response, writing a tail, or sleeping: no timeout.
     Busy,
 }
@@ -723,6 +739,9 @@ struct Conn {
     watch: Interest,
     /// A slow request was answered: parse the pending input before reading more.
     resume: bool,
+    /// The socket took bytes of the unsent tail since the last [`Conn::stamp`]: the write
+    /// timeout starts again.
+    progressed: bool,
 }
 
 impl Conn {
@@ -739,6 +758,7 @@ impl Conn {
             state: State::Open,
             watch: Interest::Read,
             resume: false,
+            progressed: false,
         }
     }
 
@@ -762,6 +782,9 @@ impl Conn {
         if self.tls.as_ref().is_some_and(|t| t.handshaking()) {
             return Phase::Handshake;
         }
+        if !self.unsent.is_empty() {
+            return Phase::Write;
+        }
         match self.state {
             State::Lingering => Phase::Linger,
             State::Open if self.unsent.is_empty() && !self.resume => {
@@ -781,7 +804,8 @@ impl Conn {
     /// buffered now is a new one, and an idle connection was active).
     fn stamp(&mut self, now_ms: u32, answered: bool) {
         let phase = self.phase();
-        if phase != self.phase || answered || phase == Phase::Idle {
+        let progressed = std::mem::take(&mut self.progressed);
+        if phase != self.phase || answered || progressed || phase == Phase::Idle {
             self.since = now_ms;
         }
         self.phase = phase;
@@ -1011,6 +1035,7 @@ impl Conn {
                 Ok(n) if n == self.unsent.len() => break,
                 Ok(n) => {
                     // A short write means the send buffer is full: wait for the next event.
+                    self.progressed |= n > 0;
                     self.unsent.drain(..n);
                     return Ok(false);
                 }

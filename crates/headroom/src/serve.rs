@@ -2,7 +2,6 @@
 //! which drains it (stop accepting, finish in-flight requests, close idle connections) within
 //! `--drain-timeout`.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,10 +27,21 @@ Architectures:
 Endpoints: /  /bytes/N  /sleep/MS  /file/PATH (--docroot)  /db/read/N  /db/write/N (--db)  /status
   /metrics  /status/CODE (answers with status CODE, 200 to 599)
 
+Timeouts and bounds (a client that misbehaves costs a bounded amount, for a bounded time):
+  --write-timeout 60s   every architecture: a connection whose queued output makes no progress
+                        for this long (the client stopped reading) is closed; 0 disables
+  --header-timeout T    a request head must be complete T after its first byte; default 20s
+                        for thread-per-conn and pool (a slowloris holds one of their threads per
+                        connection), none for reactor and async; 0 disables
+  Output queued per connection: at most 256 KiB (plus one response head): /bytes/N bodies are
+  produced in pieces of that size as the client reads, never whole; /file read into memory (the
+  reactor, async and TLS; the blocking architectures use sendfile) is bounded by 64 MiB instead.
+  Closed connections count in /status's timeouts.
+
 TLS (every architecture; rustls, TLS 1.2 and 1.3, ALPN http/1.1): --tls CERT,KEY serves the PEM
 certificate chain and key; --tls-self-signed makes a certificate for localhost, 127.0.0.1 and ::1
 at start. Resumption: TLS 1.2 session IDs (a server cache) and tickets, TLS 1.3 tickets. A
-handshake must finish within --header-timeout (10s without it). /status counts tls_handshakes,
+handshake must finish within the header timeout (10s when there is none). /status counts tls_handshakes,
 tls_resumed and tls_handshake_failures.
 
 Prints one line 'headroom serve: listening on ADDR (...)' on stdout when ready, and with TLS a
@@ -85,9 +95,13 @@ pub struct ServeArgs {
     /// Close keep-alive connections idle this long.
     #[arg(long, value_parser = parse_duration)]
     pub idle_timeout: Option<Duration>,
-    /// Close connections whose request head is incomplete this long after its first byte.
+    /// Close connections whose request head is incomplete this long after its first byte
+    /// [default: 20s for thread-per-conn and pool, none for reactor and async; 0: none].
     #[arg(long, value_parser = parse_duration)]
     pub header_timeout: Option<Duration>,
+    /// Close connections whose queued output makes no progress this long (0: never).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub write_timeout: Duration,
     /// Close a connection after this many requests.
     #[arg(long)]
     pub keepalive_requests: Option<u64>,
@@ -227,6 +241,15 @@ impl ServeArgs {
             (None, true) => Some(TlsSource::SelfSigned),
             (None, false) => None,
         };
+        let header_timeout = match (self.header_timeout, arch) {
+            (Some(t), _) if t.is_zero() => None,
+            (Some(t), _) => Some(t),
+            (None, Arch::ThreadPerConn | Arch::Pool { .. }) => {
+                Some(headroom_serve::DEFAULT_HEADER_TIMEOUT)
+            }
+            (None, _) => None,
+        };
+        let write_timeout = Some(self.write_timeout).filter(|t| !t.is_zero());
         Ok(ServerConfig {
             listen: self.listen,
             arch,
@@ -237,7 +260,8 @@ impl ServeArgs {
             nodelay: !self.no_nodelay,
             max_conns: self.max_conns,
             idle_timeout: self.idle_timeout,
-            header_timeout: self.header_timeout,
+            header_timeout,
+            write_timeout,
             keepalive_requests: self.keepalive_requests,
             docroot: self.docroot.clone(),
             db,
@@ -286,21 +310,17 @@ pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     let _ = ctrlc::set_handler(move || {
         let _ = tx.send(());
     });
-    {
-        let mut o = std::io::stdout().lock();
-        writeln!(
-            o,
-            "headroom serve: listening on {} ({what})",
-            server.local_addr()
-        )?;
-        if let Some(tls) = server.tls() {
-            writeln!(
-                o,
-                "headroom serve: tls certificate sha256 {}",
-                tls.fingerprint()
-            )?;
-        }
-        o.flush()?;
+    // A closed stdout (`| head -1`, a lab that stopped reading) is no reason to stop serving:
+    // these lines go out through `outln!`, which ends quietly on a broken pipe.
+    outln!(
+        "headroom serve: listening on {} ({what})",
+        server.local_addr()
+    );
+    if let Some(tls) = server.tls() {
+        outln!(
+            "headroom serve: tls certificate sha256 {}",
+            tls.fingerprint()
+        );
     }
     // Wait for the first SIGTERM/SIGINT.
     let _ = rx.recv();
@@ -355,6 +375,44 @@ mod tests {
         assert!(parse(&["--tls", "cert.pem"]).is_err(), "CERT,KEY needed");
         assert!(parse(&["--tls", "a,b", "--tls-self-signed"]).is_err());
         assert_eq!(parse(&[]).unwrap().to_config().unwrap().tls, None);
+    }
+
+    /// Issue 18 finding 6: the header timeout is on by default where a slowloris holds a thread
+    /// (thread-per-conn, pool) and off elsewhere; the write timeout is on everywhere; 0 turns
+    /// either off.
+    #[test]
+    fn timeouts_default_per_architecture_and_0_disables() {
+        let cfg = |args: &[&str]| parse(args).unwrap().to_config().unwrap();
+        let t20 = Some(Duration::from_secs(20));
+        let t60 = Some(Duration::from_secs(60));
+        for arch in ["thread-per-conn", "pool"] {
+            let c = cfg(&["--arch", arch]);
+            assert_eq!((c.header_timeout, c.write_timeout), (t20, t60), "{arch}");
+        }
+        for arch in ["reactor", "async"] {
+            let c = cfg(&["--arch", arch]);
+            assert_eq!((c.header_timeout, c.write_timeout), (None, t60), "{arch}");
+        }
+        let c = cfg(&[
+            "--arch",
+            "pool",
+            "--header-timeout",
+            "0",
+            "--write-timeout",
+            "0",
+        ]);
+        assert_eq!((c.header_timeout, c.write_timeout), (None, None));
+        let c = cfg(&[
+            "--arch",
+            "reactor",
+            "--header-timeout",
+            "2s",
+            "--write-timeout",
+            "1.5",
+        ]);
+        assert_eq!(c.header_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(c.write_timeout, Some(Duration::from_millis(1500)));
+        assert!(parse(&["--write-timeout", "soon"]).is_err());
     }
 
     #[test]

@@ -73,7 +73,8 @@ pub fn main(args: SurgeArgs) -> ExitCode {
     match args.cmd {
         SurgeCmd::Fileset(a) => match fileset(&a) {
             Ok(summary) => {
-                println!("{}", summary.paragraph());
+                // Through `outln!`: `| head` closing stdout is no panic.
+                outln!("{}", summary.paragraph());
                 ExitCode::SUCCESS
             }
             Err(e) => {

@@ -145,3 +145,55 @@ fn import_k8s_and_report_end_quietly_on_a_closed_stdout() {
         }
     }
 }
+
+/// `headroom surge fileset DIR | head -c 0`: its summary paragraph went through `println!`,
+/// which panicked (exit 101) on the closed stdout; and `headroom serve | head -1`: its ready
+/// line failed the command (exit 1) instead of serving on. Both print through `outln!` now.
+#[test]
+fn a_closed_stdout_ends_surge_quietly_and_serve_serves_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let mut child = headroom()
+            .args(["surge", "fileset", "--files", "5"])
+            .arg(tmp.path().join(format!("set{round}")))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(stderr.trim().is_empty(), "{stderr}");
+    }
+
+    let port = common::free_port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut child = headroom()
+        .args(["serve", "--listen", &addr.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    common::wait_port(addr, std::time::Duration::from_secs(10));
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(child.try_wait().unwrap().is_none(), "serve exited");
+    // SIGTERM drains it: exit 0, no panic.
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

@@ -15,7 +15,11 @@ fn fake(dir: &std::path::Path, name: &str, body: &str) {
 
 fn demo_with(rustc_version: &str) -> std::process::Output {
     let tmp = tempfile::tempdir().unwrap();
-    fake(tmp.path(), "rustc", &format!("echo 'rustc {rustc_version} (debian)'"));
+    fake(
+        tmp.path(),
+        "rustc",
+        &format!("echo 'rustc {rustc_version} (debian)'"),
+    );
     // A cargo that would build: the script must stop before calling it.
     fake(tmp.path(), "cargo", "echo cargo-was-called >&2; exit 42");
     std::process::Command::new("bash")
@@ -31,7 +35,10 @@ fn an_old_rust_is_refused_in_one_line_before_any_build() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("Rust 1.63.0 found; headroom needs 1.85 or newer"), "{stderr}");
+    assert!(
+        stderr.contains("Rust 1.63.0 found; headroom needs 1.85 or newer"),
+        "{stderr}"
+    );
     assert!(stderr.contains("rustup"), "{stderr}");
     assert!(!stderr.contains("cargo-was-called"), "{stderr}");
 }

@@ -149,7 +149,7 @@ pub const LIVE_MAX_POINTS: usize = 120;
 
 /// The intervals of a running load, as they come (merged into at most [`LIVE_MAX_POINTS`]
 /// points), and the dashboard update they make.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Live {
     /// The charts' points: each covers `width` intervals, the last one `tail` of them so far.
     points: Vec<Interval>,
@@ -159,6 +159,18 @@ pub struct Live {
     last: Option<Interval>,
     /// Lines pushed so far.
     pushed: usize,
+}
+
+impl Default for Live {
+    fn default() -> Live {
+        Live {
+            points: Vec::new(),
+            width: 1,
+            tail: 0,
+            last: None,
+            pushed: 0,
+        }
+    }
 }
 
 impl Live {
@@ -171,7 +183,6 @@ impl Live {
     pub fn push(&mut self, line: &Value) {
         self.pushed += 1;
         let iv = interval_from_value(line, self.pushed);
-        self.width = self.width.max(1);
         match self.points.last_mut() {
             Some(p) if self.tail < self.width => {
                 *p = merge(p, &iv);

@@ -149,23 +149,23 @@ impl RunDir {
             .and_then(|()| self.intervals.write_all(b"\n"))
             .and_then(|()| self.intervals.flush());
         let r: &Recorder = iv.merged;
-        let mut hlog = self.hlog.write(None, iv.start, iv.length, &r.latency);
-        if hlog.is_ok() {
-            hlog = self.hlog.write(
+        let hlog = &mut self.hlog;
+        let hlog = (|| {
+            hlog.write(None, iv.start, iv.length, &r.latency)?;
+            hlog.write(
                 Some("uncorrected"),
                 iv.start,
                 iv.length,
                 &r.latency_uncorrected,
-            );
-        }
-        if hlog.is_ok() && !r.connect.is_empty() {
-            hlog = self
-                .hlog
-                .write(Some("connect"), iv.start, iv.length, &r.connect);
-        }
-        if hlog.is_ok() && !r.tls.is_empty() {
-            hlog = self.hlog.write(Some("tls"), iv.start, iv.length, &r.tls);
-        }
+            )?;
+            if !r.connect.is_empty() {
+                hlog.write(Some("connect"), iv.start, iv.length, &r.connect)?;
+            }
+            if !r.tls.is_empty() {
+                hlog.write(Some("tls"), iv.start, iv.length, &r.tls)?;
+            }
+            Ok(())
+        })();
         match (jsonl, hlog) {
             (Ok(()), Ok(())) => Ok(()),
             (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),

@@ -7,7 +7,6 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -160,31 +159,17 @@ fn a_body_file_and_csv_feeders_reach_the_agents_as_bytes() {
 
 /// Runs a hand-made job on one agent; the controller's outcome or its error.
 fn run_job(agent: &Agent, token: &str, spec: RunSpec) -> Result<u64, String> {
-    let job = headroom_dist::Job {
-        spec,
-        preflight: false,
-        segment_index: 0,
-        segment_count: 1,
-        start_at: std::time::SystemTime::now(),
-    };
-    let addrs = [headroom_dist::AgentAddr {
-        name: "test".into(),
-        endpoint: format!("http://{}", agent.addr),
-        pin: None,
-    }];
-    headroom_dist::run_controller(
-        &addrs,
-        token,
-        &job,
-        headroom_dist::ControllerOpts {
-            start_delay: Duration::from_millis(500),
-            ..Default::default()
-        },
-        Arc::new(AtomicBool::new(false)),
-        &mut |_| {},
-    )
-    .map(|o| o.outcome.total.counters.responses)
-    .map_err(|e| e.to_string())
+    agent
+        .run_hand_made_job(
+            token,
+            spec,
+            headroom_dist::ControllerOpts {
+                start_delay: Duration::from_millis(500),
+                ..Default::default()
+            },
+        )
+        .map(|o| o.outcome.total.counters.responses)
+        .map_err(|e| e.to_string())
 }
 
 #[test]

@@ -179,6 +179,18 @@ fn billion_laughs_is_refused_by_import_and_run() {
     assert_refused(&o, "entit");
 }
 
+/// A directory with the one-request scenario `s.yaml` the experiments below load.
+fn lab_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.yaml"),
+        "load: {phases: [{duration: 1s, arrival_rate: 1}]}\n\
+         sessions: [{name: a, steps: [{request: GET /}]}]\n",
+    )
+    .unwrap();
+    dir
+}
+
 fn experiment(factors: usize, levels: usize) -> String {
     let mut s = String::from(
         "name: big\nserver:\n  command: \"sleep 60\"\n  ready: {port: \"127.0.0.1:1\"}\n  \
@@ -193,13 +205,7 @@ fn experiment(factors: usize, levels: usize) -> String {
 
 #[test]
 fn an_experiment_of_too_many_configurations_is_refused_before_expanding() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("s.yaml"),
-        "load: {phases: [{duration: 1s, arrival_rate: 1}]}\n\
-         sessions: [{name: a, steps: [{request: GET /}]}]\n",
-    )
-    .unwrap();
+    let dir = lab_dir();
     std::fs::write(dir.path().join("big.yaml"), experiment(12, 10)).unwrap();
     let o = run(
         dir.path(),
@@ -215,13 +221,7 @@ fn an_experiment_of_too_many_configurations_is_refused_before_expanding() {
 /// `ready_timeout` (60 s here; before that fix it took 18 s or more).
 #[test]
 fn sigterm_stops_a_lab_of_ten_thousand_configurations_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("s.yaml"),
-        "load: {phases: [{duration: 1s, arrival_rate: 1}]}\n\
-         sessions: [{name: a, steps: [{request: GET /}]}]\n",
-    )
-    .unwrap();
+    let dir = lab_dir();
     // 10^4: at the limit, so accepted; its server never gets ready.
     std::fs::write(dir.path().join("big.yaml"), experiment(4, 10)).unwrap();
     let args: Vec<&OsStr> = ["lab", "big.yaml", "--output", "out", "--no-report"]

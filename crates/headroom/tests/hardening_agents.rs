@@ -102,26 +102,11 @@ fn an_unauthenticated_200_mb_request_is_refused_before_it_is_read() {
         "http://127.0.0.1:9/".into(),
     ));
     spec.headers = vec![format!("X-Big: {}", "a".repeat(200 << 20))];
-    let job = headroom_dist::Job {
-        spec,
-        preflight: false,
-        segment_index: 0,
-        segment_count: 1,
-        start_at: std::time::SystemTime::now(),
-    };
-    let addrs = [headroom_dist::AgentAddr {
-        name: "big".into(),
-        endpoint: format!("http://{}", agent.addr),
-        pin: None,
-    }];
     let t0 = Instant::now();
-    let r = headroom_dist::run_controller(
-        &addrs,
+    let r = agent.run_hand_made_job(
         "a-wrong-token",
-        &job,
+        spec,
         headroom_dist::ControllerOpts::default(),
-        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-        &mut |_| {},
     );
     let e = r.expect_err("a wrong token is refused");
     assert!(e.to_string().contains("token"), "{e}");

@@ -520,6 +520,36 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// Sends this agent a hand-made job of `spec` (one segment, no preflight) straight from the
+    /// crate's controller, as an attacker or a hand-written client would, with `token`.
+    pub fn run_hand_made_job(
+        &self,
+        token: &str,
+        spec: headroom_core::spec::RunSpec,
+        opts: headroom_dist::ControllerOpts,
+    ) -> Result<headroom_dist::DistOutcome, headroom_dist::DistError> {
+        let job = headroom_dist::Job {
+            spec,
+            preflight: false,
+            segment_index: 0,
+            segment_count: 1,
+            start_at: std::time::SystemTime::now(),
+        };
+        let addrs = [headroom_dist::AgentAddr {
+            name: "test".into(),
+            endpoint: format!("http://{}", self.addr),
+            pin: None,
+        }];
+        headroom_dist::run_controller(
+            &addrs,
+            token,
+            &job,
+            opts,
+            Arc::new(AtomicBool::new(false)),
+            &mut |_| {},
+        )
+    }
+
     /// An agent whose stderr goes to the test's.
     pub fn start(token: &str) -> Agent {
         Agent::spawn(token, Stdio::inherit(), false)

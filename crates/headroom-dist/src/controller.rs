@@ -472,10 +472,15 @@ async fn controller(
                     let why = why.unwrap_or_else(|| "closed its stream without finishing".into());
                     if a.st == St::Starting {
                         abort_all(&tasks);
-                        // A plain HTTP/2 call to an agent that serves TLS breaks at once, with
-                        // an h2 or transport error that says nothing of TLS.
+                        // A plain HTTP/2 call to an agent that serves TLS breaks at once, in
+                        // one of several ways that say nothing of TLS (an h2 error, a reset, a
+                        // stream closed early, depending on timing): hint at TLS on any of them,
+                        // only not when the agent itself answered.
                         let plain = agents[i].pin.or(opts.fingerprint).is_none();
-                        let hint = if plain && why.contains("error") {
+                        let agent_answered = ["refused the token", "is busy", "cancelled the run"]
+                            .iter()
+                            .any(|p| why.starts_with(p));
+                        let hint = if plain && !agent_answered {
                             " (an agent that serves TLS prints a sha256: fingerprint after its \
                              address: pin it, in the agents file or with --agent-fingerprint)"
                         } else {

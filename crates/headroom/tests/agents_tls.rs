@@ -148,7 +148,8 @@ fn a_tls_agent_with_its_fingerprint_pinned_runs_and_a_wrong_pin_is_refused() {
     // does not speak: the run fails at its start.
     let out = run(&url, &bare, &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(one_line(&out).contains("prints a sha256: fingerprint"));
+    let line = one_line(&out);
+    assert!(line.contains("prints a sha256: fingerprint"), "{line}");
     assert_eq!(server.stats().requests, 40, "nothing ran");
 }
 

@@ -1,6 +1,6 @@
 //! The report's charts, built from a [`RunData`]. Each function returns one [`Chart`]; every
 //! chart is returned even when its data is missing (with a note), so a report always has the
-//! same six charts in the same order, plus the TLS handshake chart in runs that timed one and
+//! same six charts in the same order (the first four the key ones), plus the TLS handshake chart in runs that timed one and
 //! the server's charts in runs that sampled it.
 //!
 //! x is the interval's end since the run start (`t_s + length_s`): a point stands for what
@@ -10,11 +10,12 @@ use crate::data::{Figures, Interval, RunData};
 use crate::svg::{Chart, Series};
 
 /// The `data-chart` names of [`all`], in order.
+/// The first four are a page's key charts, shown two by two on its first screen.
 pub const NAMES: [&str; 6] = [
-    "users",
     "throughput",
     "latency",
     "errors",
+    "users",
     "connect",
     "percentiles",
 ];
@@ -30,10 +31,10 @@ pub const SERVER_NAMES: [&str; 2] = ["server-cpu", "server-memory"];
 /// run timed a TLS handshake), then [`SERVER_NAMES`] when any interval holds a server sample.
 pub fn all(data: &RunData) -> Vec<Chart> {
     let mut charts = vec![
-        users(&data.intervals),
         throughput(&data.intervals),
         latency(&data.intervals),
         errors(&data.intervals),
+        users(&data.intervals),
         connect(&data.intervals),
     ];
     if has_tls(&data.intervals) {

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::charts;
 use crate::data::{load_run, Figures, RunData, Summary};
-use crate::html::{self, MISSING};
+use crate::html::{self, Tile, Tone, MISSING};
 use crate::svg::{escape, Chart, Series, PALETTE};
 use crate::ReportError;
 
@@ -150,12 +150,14 @@ pub fn render_runs(labels: &[String], runs: &[RunData]) -> String {
         }
     }
 
-    runs_table(&mut out, labels, runs);
-    settings_table(&mut out, labels, &summaries);
-    figures_table(&mut out, labels, &summaries);
+    let (tone, answer, details) = verdict(labels, &summaries);
+    html::verdict(&mut out, tone, &answer, &details);
+    html::tiles(&mut out, &tiles(labels, &summaries));
 
-    out.push_str("<h2>Charts</h2>\n");
-    for o in overlay_charts(labels, runs) {
+    // overlay_charts follows charts::all, whose first four are the key charts.
+    let overlays = overlay_charts(labels, runs);
+    let key = 4.min(overlays.len());
+    let figure = |out: &mut String, o: &Overlay| {
         let _ = write!(out, "<figure>\n{}", o.chart.render());
         if !o.notes.is_empty() {
             let _ = writeln!(
@@ -165,11 +167,156 @@ pub fn render_runs(labels: &[String], runs: &[RunData]) -> String {
             );
         }
         out.push_str("</figure>\n");
+    };
+    out.push_str("<div class=\"key\">\n");
+    for o in &overlays[..key] {
+        figure(&mut out, o);
+    }
+    out.push_str("</div>\n");
+
+    runs_table(&mut out, labels, runs);
+    settings_table(&mut out, labels, &summaries);
+    figures_table(&mut out, labels, &summaries);
+
+    out.push_str("<h2>More charts</h2>\n");
+    for o in &overlays[key..] {
+        figure(&mut out, o);
     }
 
     let dirs: Vec<String> = runs.iter().map(|r| r.dir.display().to_string()).collect();
     html::close_page(&mut out, &dirs.join(" · "));
     out
+}
+
+/// The comparison's verdict: which run has the most throughput, each run against the
+/// baseline, and any run whose thresholds broke or that had errors.
+fn verdict(labels: &[String], summaries: &[Summary]) -> (Tone, String, Vec<String>) {
+    let base = &labels[0];
+    let best = summaries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s.throughput_rps?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let answer = match best {
+        None => "No run measured a throughput".to_string(),
+        Some((0, rps)) if summaries.len() == 2 => format!(
+            "The baseline {base} has the most throughput: {} responses/s, {} {}'s",
+            html::short(rps),
+            ratio(Some(rps), summaries[1].throughput_rps),
+            labels[1]
+        ),
+        Some((0, rps)) => format!(
+            "The baseline {base} has the most throughput: {} responses/s",
+            html::short(rps)
+        ),
+        Some((i, rps)) => format!(
+            "{} has the most throughput: {} responses/s, {} the baseline {base}'s",
+            labels[i],
+            html::short(rps),
+            ratio(Some(rps), summaries[0].throughput_rps)
+        ),
+    };
+    let p99 = |s: &Summary| measured(&s.latency_us).and_then(|f| f.p99);
+    let mut details = Vec::new();
+    for (label, s) in labels.iter().zip(summaries).skip(1) {
+        details.push(escape(&format!(
+            "{label} against {base}: throughput {}, p99 latency {}, errors {} vs {}",
+            ratio(s.throughput_rps, summaries[0].throughput_rps),
+            ratio(p99(s), p99(&summaries[0])),
+            s.errors_total.map_or(MISSING.to_string(), html::thousands),
+            summaries[0]
+                .errors_total
+                .map_or(MISSING.to_string(), html::thousands),
+        )));
+    }
+    let mut tone = Tone::Good;
+    for (label, s) in labels.iter().zip(summaries) {
+        let (t, answer, _) = html::run_verdict(s);
+        if t != Tone::Good {
+            details.push(format!("{}: {}", escape(label), escape(&answer)));
+        }
+        tone = match (tone, t) {
+            (Tone::Bad, _) | (_, Tone::Bad) => Tone::Bad,
+            (Tone::Warn, _) | (_, Tone::Warn) => Tone::Warn,
+            _ => Tone::Good,
+        };
+    }
+    (tone, answer, details)
+}
+
+/// The headline tiles of the comparison: each figure for every run, with its ratio to the
+/// baseline.
+fn tiles(labels: &[String], summaries: &[Summary]) -> Vec<Tile> {
+    /// (data-tile, label, the figure of a run, how it is shown).
+    type TileRow = (
+        &'static str,
+        &'static str,
+        fn(&Summary) -> Option<f64>,
+        fn(f64) -> String,
+    );
+    let rows: [TileRow; 6] = [
+        (
+            "throughput",
+            "throughput (responses/s)",
+            |s| s.throughput_rps,
+            html::short,
+        ),
+        (
+            "p50",
+            "latency p50 (ms)",
+            |s| measured(&s.latency_us)?.p50,
+            html::short_ms,
+        ),
+        (
+            "p99",
+            "latency p99 (ms)",
+            |s| measured(&s.latency_us)?.p99,
+            html::short_ms,
+        ),
+        ("error-rate", "error rate", |s| s.error_rate, html::percent),
+        (
+            "connections",
+            "peak connections",
+            |s| as_f64(s.connections_peak),
+            |v| html::thousands(v as u64),
+        ),
+        (
+            "cpu",
+            "generator CPU (% of a core)",
+            html::cpu_percent,
+            html::short,
+        ),
+    ];
+    rows.into_iter()
+        .map(|(key, label, of, show)| {
+            let base = of(&summaries[0]);
+            let mut t = String::from("<table>");
+            for (i, (l, s)) in labels.iter().zip(summaries).enumerate() {
+                let v = of(s);
+                let r = if i == 0 {
+                    String::new()
+                } else {
+                    ratio(v, base)
+                };
+                let _ = write!(
+                    t,
+                    "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n ratio\">{r}</td></tr>",
+                    colour(i),
+                    escape(l),
+                    v.map_or(MISSING.to_string(), show)
+                );
+            }
+            t.push_str("</table>");
+            Tile {
+                key,
+                label: label.to_string(),
+                value_html: t,
+                unit: String::new(),
+                detail: None,
+            }
+        })
+        .collect()
 }
 
 /// The colour of run `i` on every chart: one series per run, in run order.
@@ -219,19 +366,7 @@ fn settings_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
         (name, cells, differs)
     }
     let col = |f: &dyn Fn(&Summary) -> String| summaries.iter().map(f).collect::<Vec<_>>();
-    let load = |s: &Summary| {
-        if s.load.is_empty() {
-            MISSING.to_string()
-        } else {
-            escape(
-                &s.load
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )
-        }
-    };
+    let load = |s: &Summary| html::text(s.load_text.as_deref());
     let duration = |s: &Summary| match (s.duration_s, s.interrupted) {
         (Some(d), Some(true)) => format!("{} s (interrupted)", html::num(d)),
         (Some(d), _) => format!("{} s", html::num(d)),

@@ -62,8 +62,11 @@ pub struct Scenario {
     pub by_transaction: Vec<NameStats>,
     /// Named `match` checks and how often each matched; values shown as found.
     pub matches: Vec<(String, String)>,
-    /// `sessions`: completed, aborted, users_dropped (and whatever else is there).
+    /// `sessions`: completed, aborted, users_dropped (and whatever else is there), the
+    /// numbers only; the session lengths are [`Scenario::session_length_us`].
     pub sessions: Vec<(String, String)>,
+    /// `sessions.duration`: how long the sessions took, in microseconds.
+    pub session_length_us: Figures,
 }
 
 /// One checked threshold of a scenario run (summary.json's `thresholds`).
@@ -89,6 +92,9 @@ pub struct Summary {
     pub model: Option<String>,
     /// The load model's parameters as (key, value text), in file order of keys (sorted).
     pub load: Vec<(String, String)>,
+    /// The load in words ("Poisson arrivals, 3 → 10 users/s over 3 s"), see [`load_words`];
+    /// `None` when the file has no load.
+    pub load_text: Option<String>,
     /// Where the run ran (`environment`: kernel, os, cpu, cores, memory_bytes, hostname).
     pub environment: Vec<(String, String)>,
     pub threads: Option<u64>,
@@ -347,6 +353,7 @@ fn summary_from(o: &Map<String, Value>) -> Summary {
         target: str_of(o.get("target")),
         model: str_of(o.get("model")),
         load: pairs_of(o.get("load")),
+        load_text: o.get("load").and_then(load_words),
         environment: pairs_of(o.get("environment")),
         threads: u64_of(o.get("threads")),
         keepalive: o.get("keepalive").and_then(Value::as_bool),
@@ -429,8 +436,178 @@ fn scenario_from(o: &Map<String, Value>) -> Scenario {
         by_request: names(o.get("by_request")),
         by_transaction: names(o.get("by_transaction")),
         matches: pairs_of(o.get("matches")),
-        sessions: pairs_of(o.get("sessions")),
+        sessions: pairs_of(o.get("sessions"))
+            .into_iter()
+            .filter(|(k, _)| k != "duration")
+            .collect(),
+        session_length_us: figures_of(o.get("sessions").and_then(|s| s.get("duration"))),
     }
+}
+
+/// A number as people write it: 3, 2.5, 1,000, 1,234.5.
+fn plain(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        let digits = format!("{}", v.abs() as u64);
+        let mut out = String::new();
+        for (i, ch) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        if v < 0.0 {
+            out.insert(0, '-');
+        }
+        out
+    } else {
+        format!("{v}")
+    }
+}
+
+/// "1 request", "3 requests".
+fn count_of(n: f64, noun: &str) -> String {
+    if n == 1.0 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", plain(n))
+    }
+}
+
+/// A think time as summary.json writes it (the distribution's Rust debug form, such as
+/// `Uniform { min: 10ms, max: 20ms }`) in words; anything else as written.
+fn think_words(t: &str) -> String {
+    let t = t.trim();
+    let inner = |prefix: &str| -> Option<&str> {
+        t.strip_prefix(prefix)?
+            .trim()
+            .strip_prefix(['{', '('])?
+            .strip_suffix(['}', ')'])
+            .map(str::trim)
+    };
+    let field = |body: &str, name: &str| -> Option<String> {
+        body.split(',')
+            .find_map(|f| f.trim().strip_prefix(name)?.trim().strip_prefix(':'))
+            .map(|v| v.trim().to_string())
+    };
+    if let Some(v) = inner("Constant") {
+        return v.to_string();
+    }
+    if let Some(b) = inner("Uniform") {
+        if let (Some(lo), Some(hi)) = (field(b, "min"), field(b, "max")) {
+            return format!("uniform {lo} to {hi}");
+        }
+    }
+    if let Some(b) = inner("Exponential") {
+        if let Some(m) = field(b, "mean") {
+            return format!("exponential, mean {m}");
+        }
+    }
+    if let Some(b) = inner("Pareto") {
+        if let (Some(lo), Some(a)) = (field(b, "min"), field(b, "alpha")) {
+            return format!("Pareto from {lo}, alpha {a}");
+        }
+    }
+    t.to_string()
+}
+
+/// An arrival process name with a capital: `poisson` -> "Poisson".
+fn arrivals(v: Option<&Value>) -> String {
+    match v.and_then(Value::as_str) {
+        Some("poisson") | None => "Poisson arrivals".to_string(),
+        Some("constant") => "evenly spaced arrivals".to_string(),
+        Some(other) => format!("{other} arrivals"),
+    }
+}
+
+/// summary.json's `load` in words, for the report: "50 users back to back", "constant rate
+/// 1,000 requests/s over 10 connections", "Poisson arrivals, 3 → 10 users/s over 3 s".
+/// A load of a kind this headroom does not know is shown as its fields, `key value`.
+pub fn load_words(v: &Value) -> Option<String> {
+    let o = v.as_object()?;
+    let num = |k: &str| o.get(k).and_then(Value::as_f64);
+    let think = || {
+        o.get("think")
+            .and_then(Value::as_str)
+            .map(|t| format!(", think time {}", think_words(t)))
+            .unwrap_or_default()
+    };
+    let text = match o.get("name").and_then(Value::as_str) {
+        Some("closed") => {
+            let users = num("users").map_or("?".to_string(), plain);
+            let each = match num("per_user") {
+                Some(n) => format!(", {} each", count_of(n, "request")),
+                None => ", back to back".to_string(),
+            };
+            format!("{users} closed users{each}{}", think())
+        }
+        Some("rate") => format!(
+            "constant rate {} requests/s over {} connections",
+            num("rate").map_or("?".to_string(), plain),
+            num("connections").map_or("?".to_string(), plain)
+        ),
+        Some("open") => {
+            let mut t = format!(
+                "{}, {} users/s, {} each{}",
+                arrivals(o.get("arrival")),
+                num("arrival_rate").map_or("?".to_string(), plain),
+                num("per_user").map_or("? requests".to_string(), |n| count_of(n, "request")),
+                think()
+            );
+            if let Some(m) = num("max_users") {
+                t.push_str(&format!(", at most {} users", plain(m)));
+            }
+            t
+        }
+        Some("sessions") => {
+            let mut parts = Vec::new();
+            for p in o
+                .get("phases")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let f = |k: &str| p.get(k).and_then(Value::as_f64);
+                let rate = match (f("from"), f("to")) {
+                    (Some(a), Some(b)) if a != b => format!("{} → {}", plain(a), plain(b)),
+                    (Some(a), _) => plain(a),
+                    _ => "?".to_string(),
+                };
+                let mut t = format!(
+                    "{}, {rate} users/s over {} s",
+                    arrivals(p.get("arrival")),
+                    f("duration_s").map_or("?".to_string(), plain)
+                );
+                if let Some(m) = f("max_users") {
+                    t.push_str(&format!(" (at most {} users)", plain(m)));
+                }
+                parts.push(t);
+            }
+            // Closed users run beside the phases, which follow one another.
+            let users = num("users")
+                .filter(|u| *u > 0.0)
+                .map(|u| format!("{} closed users", plain(u)));
+            let phases = (!parts.is_empty()).then(|| parts.join("; then "));
+            let mut t = match (users, phases) {
+                (Some(u), Some(p)) => format!("{u}, beside {p}"),
+                (Some(u), None) => u,
+                (None, Some(p)) => p,
+                (None, None) => "no users".to_string(),
+            };
+            if let Some(names) = o.get("sessions").and_then(Value::as_array) {
+                let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+                if !names.is_empty() {
+                    t.push_str(&format!(", running session(s) {}", names.join(", ")));
+                }
+            }
+            t
+        }
+        _ => pairs_of(Some(v))
+            .into_iter()
+            .map(|(k, v)| format!("{} {v}", k.replace('_', " ")))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    Some(text)
 }
 
 /// One interval line already parsed as JSON (as `headroom run` writes it to intervals.jsonl),
@@ -608,6 +785,46 @@ impl Summary {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_load_reads_as_words() {
+        let w = |j: &str| super::load_words(&serde_json::from_str(j).unwrap()).unwrap();
+        assert_eq!(
+            w(r#"{"name":"closed","users":50,"per_user":null,"think":null}"#),
+            "50 closed users, back to back"
+        );
+        assert_eq!(
+            w(
+                r#"{"name":"closed","users":2000,"per_user":10,"think":"Uniform { min: 10ms, max: 20ms }"}"#
+            ),
+            "2,000 closed users, 10 requests each, think time uniform 10ms to 20ms"
+        );
+        assert_eq!(
+            w(r#"{"name":"rate","connections":10,"rate":1000.0}"#),
+            "constant rate 1,000 requests/s over 10 connections"
+        );
+        assert_eq!(
+            w(r#"{"name":"open","arrival_rate":2.5,"arrival":"constant","per_user":1,"think":"Exponential { mean: 1s }","max_users":100}"#),
+            "evenly spaced arrivals, 2.5 users/s, 1 request each, think time exponential, mean 1s, at most 100 users"
+        );
+        assert_eq!(
+            w(r#"{"name":"sessions","users":0,"phases":[
+                {"duration_s":3.0,"from":3.0,"to":10.0,"arrival":"poisson","max_users":null},
+                {"duration_s":5.0,"from":10.0,"to":10.0,"arrival":"constant","max_users":40}],
+                "sessions":["browse","buy"]}"#),
+            "Poisson arrivals, 3 → 10 users/s over 3 s; then evenly spaced arrivals, 10 users/s \
+             over 5 s (at most 40 users), running session(s) browse, buy"
+        );
+        assert_eq!(
+            w(r#"{"name":"sessions","users":4,"phases":[],"sessions":null}"#),
+            "4 closed users"
+        );
+        // A kind this headroom does not know: its fields, never braces.
+        assert_eq!(
+            w(r#"{"name":"future","speed":3,"shape":"wave"}"#),
+            "name future, shape wave, speed 3"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -15,8 +15,9 @@ use crate::svg::escape;
 pub const MISSING: &str = "–";
 
 const STYLE: &str = "\
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;padding:0 1em;color:#222}
-h1{margin-bottom:0.2em}
+body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1200px;padding:0 1em;color:#222}
+h1{margin:0 0 0.1em}
+h2{margin-top:1.6em}
 .sub{color:#555;margin-top:0}
 .note{background:#fff6d5;border:1px solid #e6d38a;padding:0.5em 0.8em}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}
@@ -25,12 +26,42 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 th.n{text-align:right}
 tr.zero td{color:#999}
 figure{margin:1em 0}
+figcaption{color:#666;font-size:0.9em}
 svg.chart{width:100%;max-width:720px;height:auto;display:block}
 code{font-size:0.95em;word-break:break-all}
 footer{color:#777;font-size:0.85em;margin-top:3em}
+.verdict{border-left:6px solid #888;background:#f4f4f4;padding:0.45em 1em;margin:0.6em 0}
+.verdict.good{border-color:#2ca02c;background:#eef8ee}
+.verdict.warn{border-color:#e6a100;background:#fff6e0}
+.verdict.bad{border-color:#d62728;background:#fdecec}
+.verdict .answer{font-size:1.2em;font-weight:600;margin:0}
+.verdict .detail{margin:0.2em 0 0;color:#333}
+.tiles{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:0.6em;margin:0.6em 0}
+.tile{border:1px solid #ddd;border-radius:6px;padding:0.35em 0.8em}
+.tile .v{font-size:1.5em;font-weight:600;font-variant-numeric:tabular-nums}
+.tile .u{font-size:0.6em;font-weight:400;color:#555;margin-left:0.25em;white-space:nowrap}
+.tile .k{color:#555;font-size:0.9em}
+.tile .d{color:#777;font-size:0.8em}
+.tile .v table{font-size:0.62em;margin:0.15em 0 0}
+.tile .v td{border:0;padding:0 0.5em 0 0;white-space:nowrap}
+.tile .v td.ratio{color:#555;font-weight:400}
+.tile span.swatch{width:0.7em;height:0.7em;margin-right:0.35em;border-radius:2px}
+.key{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,460px),1fr));gap:0 1.5em}
+.key figure{margin:0.3em 0}
+.key svg.chart{max-width:none}
+.key h3{margin:0.6em 0 0}
+.key .finding{margin:0.2em 0}
+.wide{overflow-x:auto}
+@media (max-width:700px){body{margin:0.6em auto;padding:0 0.5em}.tile .v{font-size:1.25em}
+table{display:block;overflow-x:auto}th,td{padding:0.2em 0.5em}}
+@media print{body{max-width:none;margin:0;font-size:11pt}.key{grid-template-columns:1fr 1fr}
+figure,table,.tile,.verdict{break-inside:avoid}h2,h3{break-after:avoid}
+.verdict,.tile{-webkit-print-color-adjust:exact;print-color-adjust:exact}footer{display:none}}
 ";
 
-/// The whole page for one run.
+/// The whole page for one run: the answer first (verdict, headline tiles, the four key
+/// charts), then the other charts, the settings and environment, every figure, and the
+/// scenario's tables.
 pub fn page(data: &RunData) -> String {
     let derived;
     let summary = match &data.summary {
@@ -46,29 +77,37 @@ pub fn page(data: &RunData) -> String {
     } else {
         format!("headroom report – {target}")
     };
-    let mut out = open_page(
-        &title,
-        "headroom report",
-        &format!(
-            "{} &middot; {}",
-            text(summary.target.as_deref()),
-            text(summary.started_at.as_deref())
-        ),
-    );
+    let mut sub = format!("<code>{}</code>", text(summary.target.as_deref()));
+    if let Some(load) = &summary.load_text {
+        let _ = write!(sub, " &middot; {}", escape(load));
+    }
+    if let Some(d) = summary.duration_s {
+        let _ = write!(sub, " &middot; {} s", crate::lab::fmt_value(d));
+    }
+    let _ = write!(sub, " &middot; {}", text(summary.started_at.as_deref()));
+    let mut out = open_page(&title, "headroom report", &sub);
     for note in &data.notes {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
     }
-    if summary.interrupted == Some(true) {
-        out.push_str("<p class=\"note\">The run was interrupted (Ctrl-C).</p>\n");
+
+    let (tone, answer, details) = run_verdict(summary);
+    verdict(&mut out, tone, &answer, &details);
+    tiles(&mut out, &run_tiles(summary));
+
+    // charts::all begins with the key charts.
+    let charts = charts::all(data);
+    let key = 4.min(charts.len());
+    out.push_str("<div class=\"key\">\n");
+    for chart in &charts[..key] {
+        let _ = write!(out, "<figure>\n{}</figure>\n", chart.render());
+    }
+    out.push_str("</div>\n<h2>More charts</h2>\n");
+    for chart in &charts[key..] {
+        let _ = write!(out, "<figure>\n{}</figure>\n", chart.render());
     }
 
     settings(&mut out, summary);
     headline(&mut out, summary);
-
-    out.push_str("<h2>Charts</h2>\n");
-    for chart in charts::all(data) {
-        let _ = write!(out, "<figure>\n{}</figure>\n", chart.render());
-    }
 
     if summary.scenario.is_some() || !summary.thresholds.is_empty() {
         out.push_str("<h2>Scenario</h2>\n");
@@ -77,12 +116,355 @@ pub fn page(data: &RunData) -> String {
     if let Some(sc) = &summary.scenario {
         names_table(&mut out, "By request", &sc.by_request);
         names_table(&mut out, "By transaction", &sc.by_transaction);
-        pairs_table(&mut out, "Sessions", &sc.sessions);
+        sessions_table(&mut out, sc);
         pairs_table(&mut out, "Matches", &sc.matches);
     }
 
     close_page(&mut out, &data.dir.display().to_string());
     out
+}
+
+/// How a verdict reads: all good, something to look at, or a failed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    Good,
+    Warn,
+    Bad,
+}
+
+impl Tone {
+    fn class(self) -> &'static str {
+        match self {
+            Tone::Good => "good",
+            Tone::Warn => "warn",
+            Tone::Bad => "bad",
+        }
+    }
+    fn mark(self) -> &'static str {
+        match self {
+            Tone::Good => "✓",
+            Tone::Warn => "⚠",
+            Tone::Bad => "✗",
+        }
+    }
+}
+
+/// The verdict box: one answer line (plain text, escaped here) and detail lines (HTML).
+pub(crate) fn verdict(out: &mut String, tone: Tone, answer: &str, details: &[String]) {
+    let _ = writeln!(
+        out,
+        "<section class=\"verdict {c}\" data-verdict=\"{c}\">\n<p class=\"answer\">{} {}</p>",
+        tone.mark(),
+        escape(answer),
+        c = tone.class()
+    );
+    for d in details {
+        let _ = writeln!(out, "<p class=\"detail\">{d}</p>");
+    }
+    out.push_str("</section>\n");
+}
+
+/// One headline tile: `key` names it for tests (`data-tile`), `value_html` is the big figure
+/// (or a small table, on the comparison page), `unit` follows it, `detail` is a line below.
+pub(crate) struct Tile {
+    pub key: &'static str,
+    pub label: String,
+    pub value_html: String,
+    pub unit: String,
+    pub detail: Option<String>,
+}
+
+impl Tile {
+    pub(crate) fn new(key: &'static str, label: &str, value: String, unit: &str) -> Tile {
+        Tile {
+            key,
+            label: label.to_string(),
+            value_html: escape(&value),
+            unit: unit.to_string(),
+            detail: None,
+        }
+    }
+}
+
+pub(crate) fn tiles(out: &mut String, tiles: &[Tile]) {
+    out.push_str("<div class=\"tiles\">\n");
+    for t in tiles {
+        let unit = if t.unit.is_empty() {
+            String::new()
+        } else {
+            format!("<span class=\"u\">{}</span>", escape(&t.unit))
+        };
+        let _ = write!(
+            out,
+            "<div class=\"tile\" data-tile=\"{}\"><div class=\"k\">{}</div>\
+             <div class=\"v\">{}{unit}</div>",
+            t.key,
+            escape(&t.label),
+            t.value_html
+        );
+        if let Some(d) = &t.detail {
+            let _ = write!(out, "<div class=\"d\">{}</div>", escape(d));
+        }
+        out.push_str("</div>\n");
+    }
+    out.push_str("</div>\n");
+}
+
+/// A figure for a tile or a verdict: three significant digits, thousands separated.
+pub(crate) fn short(v: f64) -> String {
+    crate::lab::fmt_value(v)
+}
+
+/// A count with thousands separators: 1234567 -> "1,234,567".
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Microseconds as milliseconds for a tile: "1.23", "412".
+pub(crate) fn short_ms(us: f64) -> String {
+    short(us / 1000.0)
+}
+
+/// An error rate (a fraction) as a percentage: "0%", "1.23%", "< 0.01%".
+pub(crate) fn percent(rate: f64) -> String {
+    if rate == 0.0 {
+        "0%".to_string()
+    } else if rate < 1e-4 {
+        "< 0.01%".to_string()
+    } else {
+        format!("{}%", short(rate * 100.0))
+    }
+}
+
+/// The generator's CPU over the run, in percent of one core; `None` without a duration.
+pub(crate) fn cpu_percent(s: &Summary) -> Option<f64> {
+    let busy = match (s.cpu_user_s, s.cpu_sys_s) {
+        (None, None) => return None,
+        (u, y) => u.unwrap_or(0.0) + y.unwrap_or(0.0),
+    };
+    let d = s.duration_s.filter(|d| *d > 0.0)?;
+    Some(busy / d * 100.0)
+}
+
+/// The measured latency figures, or `None` when the run measured no response.
+pub(crate) fn measured(f: &Figures) -> Option<&Figures> {
+    f.count.is_none_or(|c| c > 0).then_some(f)
+}
+
+/// The largest error kinds, "http_4xx 120, reset 3" (at most three, then "and N more").
+fn top_errors(s: &Summary) -> String {
+    let mut kinds: Vec<(&String, &u64)> = s.errors.iter().filter(|(_, n)| **n > 0).collect();
+    kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut t = kinds
+        .iter()
+        .take(3)
+        .map(|(k, n)| format!("{k} {}", thousands(**n)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if kinds.len() > 3 {
+        let _ = write!(t, " and {} more kind(s)", kinds.len() - 3);
+    }
+    t
+}
+
+/// The run's verdict: its tone, the answer line and the detail lines (HTML).
+pub(crate) fn run_verdict(s: &Summary) -> (Tone, String, Vec<String>) {
+    let responses = s.responses.unwrap_or(0);
+    let errors = s.errors_total.unwrap_or(0);
+    let broken: Vec<&crate::data::Threshold> = s
+        .thresholds
+        .iter()
+        .filter(|t| t.ok == Some(false))
+        .collect();
+    let mut details = Vec::new();
+    let rate = s.error_rate.map(percent).unwrap_or_else(|| MISSING.into());
+    let (tone, answer) = if !broken.is_empty() {
+        (
+            Tone::Bad,
+            format!(
+                "{} of {} threshold(s) broken",
+                broken.len(),
+                s.thresholds.len()
+            ),
+        )
+    } else if responses == 0 && (s.requests.unwrap_or(0) > 0 || errors > 0) {
+        (
+            Tone::Bad,
+            format!(
+                "No response: {} request(s) sent, {} error(s)",
+                thousands(s.requests.unwrap_or(0)),
+                thousands(errors)
+            ),
+        )
+    } else if errors > 0 {
+        let held = if s.thresholds.is_empty() {
+            String::new()
+        } else {
+            format!(" (all {} threshold(s) held)", s.thresholds.len())
+        };
+        (Tone::Warn, format!("{rate} of requests failed{held}"))
+    } else if responses == 0 {
+        (Tone::Warn, "Nothing was measured".to_string())
+    } else if s.thresholds.is_empty() {
+        (
+            Tone::Good,
+            format!("No errors in {} responses", thousands(responses)),
+        )
+    } else {
+        (
+            Tone::Good,
+            format!(
+                "All {} threshold(s) held, no errors in {} responses",
+                s.thresholds.len(),
+                thousands(responses)
+            ),
+        )
+    };
+    for t in &broken {
+        details.push(format!(
+            "<strong>{} {}</strong>: measured {}",
+            escape(&t.threshold),
+            escape(&t.condition),
+            threshold_value(t)
+        ));
+    }
+    let mut line = String::new();
+    if let Some(rps) = s.throughput_rps {
+        let _ = write!(line, "{} responses/s", short(rps));
+    }
+    if let Some(f) = measured(&s.latency_us) {
+        if let (Some(p50), Some(p99)) = (f.p50, f.p99) {
+            let _ = write!(
+                line,
+                "{}latency p50 {} ms, p99 {} ms (corrected for coordinated omission)",
+                if line.is_empty() { "" } else { "; " },
+                short_ms(p50),
+                short_ms(p99)
+            );
+        }
+    }
+    if !line.is_empty() {
+        details.push(escape(&line));
+    }
+    if errors > 0 {
+        details.push(escape(&format!(
+            "{} error(s), {rate}: {}",
+            thousands(errors),
+            top_errors(s)
+        )));
+    }
+    if s.interrupted == Some(true) {
+        details.push(format!(
+            "The run was interrupted (Ctrl-C){}.",
+            s.duration_s
+                .map(|d| format!(" after {} s", short(d)))
+                .unwrap_or_default()
+        ));
+    }
+    let tone = if tone == Tone::Good && s.interrupted == Some(true) {
+        Tone::Warn
+    } else {
+        tone
+    };
+    (tone, answer, details)
+}
+
+/// The six headline tiles of a run.
+fn run_tiles(s: &Summary) -> Vec<Tile> {
+    let lat = measured(&s.latency_us);
+    let or_missing = |v: Option<String>| v.unwrap_or_else(|| MISSING.to_string());
+    let mut cpu = Tile::new(
+        "cpu",
+        "generator CPU",
+        or_missing(cpu_percent(s).map(short)),
+        "% of a core",
+    );
+    if let (Some(u), Some(y)) = (s.cpu_user_s, s.cpu_sys_s) {
+        cpu.detail = Some(format!("{} s user, {} s system", short(u), short(y)));
+    }
+    let mut errors = Tile::new(
+        "error-rate",
+        "error rate",
+        or_missing(s.error_rate.map(percent)),
+        "",
+    );
+    errors.detail = s.errors_total.map(|n| format!("{} error(s)", thousands(n)));
+    let mut throughput = Tile::new(
+        "throughput",
+        "throughput",
+        or_missing(s.throughput_rps.map(short)),
+        "responses/s",
+    );
+    throughput.detail = s.responses.map(|n| format!("{} responses", thousands(n)));
+    vec![
+        throughput,
+        Tile::new(
+            "p50",
+            "latency p50",
+            or_missing(lat.and_then(|f| f.p50).map(short_ms)),
+            "ms",
+        ),
+        Tile::new(
+            "p99",
+            "latency p99",
+            or_missing(lat.and_then(|f| f.p99).map(short_ms)),
+            "ms",
+        ),
+        errors,
+        Tile::new(
+            "connections",
+            "peak connections",
+            or_missing(s.connections_peak.map(thousands)),
+            "",
+        ),
+        cpu,
+    ]
+}
+
+/// A threshold's measured value in its unit (summary.json writes microseconds, a fraction, or
+/// per second).
+fn threshold_value(t: &crate::data::Threshold) -> String {
+    match (t.value, t.unit.as_deref()) {
+        (None, _) => MISSING.to_string(),
+        (Some(v), Some("us")) => format!("{:.3} ms", v / 1000.0),
+        (Some(v), Some("fraction")) => format!("{}%", num((v * 1e6).round() / 1e4)),
+        (Some(v), Some("per_s")) => format!("{} /s", num(v)),
+        (Some(v), Some(u)) => format!("{} {}", num(v), escape(u)),
+        (Some(v), None) => num(v),
+    }
+}
+
+/// The scenario's sessions as one row of columns: counts, then the lengths in ms.
+fn sessions_table(out: &mut String, sc: &crate::data::Scenario) {
+    if sc.sessions.is_empty() && sc.session_length_us.count.is_none() {
+        return;
+    }
+    out.push_str(
+        "<h3>Sessions (lengths in ms)</h3>\n<div class=\"wide\"><table class=\"sessions\">\n<tr>",
+    );
+    for (k, _) in &sc.sessions {
+        let _ = write!(out, "<th class=\"n\">{}</th>", escape(&k.replace('_', " ")));
+    }
+    let f = &sc.session_length_us;
+    for h in ["mean", "p50", "p90", "p99", "max"] {
+        let _ = write!(out, "<th class=\"n\">{h}</th>");
+    }
+    out.push_str("</tr>\n<tr>");
+    for (_, v) in &sc.sessions {
+        let _ = write!(out, "<td class=\"n\">{}</td>", escape(v));
+    }
+    for v in [f.mean, f.p50, f.p90, f.p99, f.max] {
+        let _ = write!(out, "<td class=\"n\">{}</td>", ms(v));
+    }
+    out.push_str("</tr>\n</table></div>\n");
 }
 
 /// The start of a report page: doctype, head with the inline style, `<h1>` and a subtitle line.
@@ -113,17 +495,7 @@ pub(crate) fn close_page(out: &mut String, dir: &str) {
 
 pub(crate) fn settings(out: &mut String, s: &Summary) {
     out.push_str("<h2>Run settings</h2>\n<table class=\"settings\">\n");
-    let load = if s.load.is_empty() {
-        MISSING.to_string()
-    } else {
-        escape(
-            &s.load
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        )
-    };
+    let load = text(s.load_text.as_deref());
     let duration = match (s.duration_s, s.interrupted) {
         (Some(d), Some(true)) => format!("{} s (interrupted)", num(d)),
         (Some(d), _) => format!("{} s", num(d)),
@@ -189,7 +561,7 @@ pub(crate) fn settings(out: &mut String, s: &Summary) {
 }
 
 pub(crate) fn headline(out: &mut String, s: &Summary) {
-    out.push_str("<h2>Headline figures</h2>\n<table class=\"headline\">\n");
+    out.push_str("<h2>All figures</h2>\n<table class=\"headline\">\n");
     let error_rate = match s.error_rate {
         Some(r) => format!("{} ({}%)", num(r), num((r * 1e6).round() / 1e4)),
         None => MISSING.to_string(),
@@ -344,15 +716,7 @@ pub(crate) fn thresholds(out: &mut String, s: &Summary) {
          <th>condition</th><th class=\"n\">measured</th><th>result</th></tr>"
     );
     for t in &s.thresholds {
-        // Units as summary.json writes them: microseconds, a fraction, or per second.
-        let measured = match (t.value, t.unit.as_deref()) {
-            (None, _) => MISSING.to_string(),
-            (Some(v), Some("us")) => format!("{:.3} ms", v / 1000.0),
-            (Some(v), Some("fraction")) => format!("{}%", num((v * 1e6).round() / 1e4)),
-            (Some(v), Some("per_s")) => format!("{} /s", num(v)),
-            (Some(v), Some(u)) => format!("{} {}", num(v), escape(u)),
-            (Some(v), None) => num(v),
-        };
+        let measured = threshold_value(t);
         let result = match t.ok {
             Some(true) => "ok",
             Some(false) => "<strong>FAILED</strong>",

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::bars::{Bar, BarChart};
 use crate::csv::{self, Csv, Record};
-use crate::html::{close_page, open_page};
+use crate::html::{self, close_page, open_page, Tile, Tone};
 use crate::svg::{escape, Chart, Series};
 use crate::ReportError;
 
@@ -664,6 +664,86 @@ impl LabTable {
         out
     }
 
+    /// Cell (i, j) by its factors' levels: "poller=epoll, sndbuf=6m" ("all" without factors).
+    fn cell_name(&self, i: usize, j: usize) -> String {
+        let mut parts = Vec::new();
+        if !self.row_factors.is_empty() {
+            parts.push(self.row_names(i));
+        }
+        if !self.col_factors.is_empty() {
+            parts.push(self.col_label(j));
+        }
+        if parts.is_empty() {
+            "all".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// The cells with a value, as (row, column, mean).
+    fn values(&self) -> Vec<(usize, usize, f64)> {
+        let mut v = Vec::new();
+        for (i, row) in self.cells.iter().enumerate() {
+            for (j, c) in row.iter().enumerate() {
+                if let Some(c) = c.filter(|c| c.mean.is_finite()) {
+                    v.push((i, j, c.mean));
+                }
+            }
+        }
+        v
+    }
+
+    /// The table in one line: its highest and lowest cell and how far apart they are, or why
+    /// there is nothing to compare. Neutral words: whether more is better depends on the metric.
+    pub fn finding(&self) -> String {
+        let values = self.values();
+        let failed: usize = self.failed.iter().flatten().sum();
+        let failed_note = if failed > 0 {
+            format!(" ({failed} run(s) failed)")
+        } else {
+            String::new()
+        };
+        let Some(hi) = values.iter().max_by(|a, b| a.2.total_cmp(&b.2)) else {
+            return format!("{}: no cell has a value{failed_note}", self.metric);
+        };
+        let lo = values
+            .iter()
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+            .expect("a value");
+        if values.len() == 1 || hi.2 == lo.2 {
+            return format!(
+                "{}: {} in {}{failed_note}",
+                self.metric,
+                fmt_value(hi.2),
+                if values.len() == 1 {
+                    self.cell_name(hi.0, hi.1)
+                } else {
+                    format!("every configuration ({})", values.len())
+                }
+            );
+        }
+        let mut apart = if lo.2 > 0.0 {
+            format!(", {}× apart", fmt_value(hi.2 / lo.2))
+        } else {
+            String::new()
+        };
+        // Whether the two differ beyond noise: their 95% confidence intervals overlap.
+        let ci = |i: usize, j: usize| self.cells[i][j].and_then(|c| c.ci95);
+        if let (Some(h), Some(l)) = (ci(hi.0, hi.1), ci(lo.0, lo.1)) {
+            if hi.2 - h <= lo.2 + l {
+                apart.push_str(", within each other's 95% intervals");
+            }
+        }
+        format!(
+            "{}: highest {} with {}, lowest {} with {}{apart}{failed_note}",
+            self.metric,
+            fmt_value(hi.2),
+            self.cell_name(hi.0, hi.1),
+            fmt_value(lo.2),
+            self.cell_name(lo.0, lo.1),
+        )
+    }
+
     /// The table as a grouped bar chart named `name`: a group per row, a bar per column.
     pub fn bars(&self, name: &str) -> BarChart {
         let mut c = BarChart::new(
@@ -935,6 +1015,119 @@ pub fn server_charts(samples: &[LabSample]) -> Vec<Chart> {
 // ---------------------------------------------------------------------------------------------
 // The page
 
+/// The distinct configurations the lab ran, from whichever per-run file it wrote.
+fn configurations(data: &LabData) -> Option<usize> {
+    let keys: Vec<&Vec<(String, String)>> = if let Some(p) = &data.probes {
+        p.iter().map(|p| &p.run.factors).collect()
+    } else if let Some(i) = &data.intervals {
+        i.iter().map(|i| &i.run.factors).collect()
+    } else if let Some(s) = &data.samples {
+        s.iter().map(|s| &s.run.factors).collect()
+    } else {
+        return None;
+    };
+    let mut seen: Vec<&Vec<(String, String)>> = Vec::new();
+    for k in keys {
+        if !seen.contains(&k) {
+            seen.push(k);
+        }
+    }
+    Some(seen.len())
+}
+
+/// Runs and failed runs, counted from the first table (every run is in each table's cells).
+fn run_counts(data: &LabData) -> (Option<usize>, usize) {
+    let Some(t) = data.tables.first() else {
+        return (None, 0);
+    };
+    let runs = t.runs.as_ref().map(|r| r.iter().flatten().sum());
+    (runs, t.failed.iter().flatten().sum())
+}
+
+/// The lab's verdict: the first table's finding, and how many runs failed.
+fn verdict(data: &LabData) -> (Tone, String, Vec<String>) {
+    let (runs, failed) = run_counts(data);
+    let answer = match data.tables.first() {
+        Some(t) => t.finding(),
+        None => "The lab wrote no table".to_string(),
+    };
+    let tone = match runs {
+        _ if data.tables.is_empty() => Tone::Bad,
+        Some(r) if failed >= r && r > 0 => Tone::Bad,
+        _ if failed > 0 => Tone::Warn,
+        _ => Tone::Good,
+    };
+    let mut line = String::new();
+    if let Some(r) = runs {
+        let _ = write!(line, "{r} run(s)");
+    }
+    if let Some(c) = configurations(data) {
+        let _ = write!(
+            line,
+            "{}{c} configuration(s)",
+            if line.is_empty() { "" } else { " of " }
+        );
+    }
+    if !line.is_empty() && failed == 0 {
+        line.push_str(", none failed");
+    } else if !line.is_empty() {
+        let _ = write!(line, ", {failed} failed (see the tables)");
+    }
+    let mut details = Vec::new();
+    if !line.is_empty() {
+        details.push(escape(&line));
+    }
+    (tone, answer, details)
+}
+
+/// The lab's headline tiles: its size, its failures, and the first table's range.
+fn tiles(data: &LabData) -> Vec<Tile> {
+    let (runs, failed) = run_counts(data);
+    let missing = || html::MISSING.to_string();
+    let mut tiles = vec![
+        Tile::new(
+            "configurations",
+            "configurations",
+            configurations(data).map_or_else(missing, |c| c.to_string()),
+            "",
+        ),
+        Tile::new(
+            "runs",
+            "runs",
+            runs.map_or_else(missing, |r| r.to_string()),
+            "",
+        ),
+        Tile::new("failed", "failed runs", failed.to_string(), ""),
+    ];
+    if let Some(t) = data.tables.first() {
+        let values = t.values();
+        let hi = values.iter().max_by(|a, b| a.2.total_cmp(&b.2));
+        let lo = values.iter().min_by(|a, b| a.2.total_cmp(&b.2));
+        let mut high = Tile::new(
+            "highest",
+            &format!("highest {}", t.metric),
+            hi.map_or_else(missing, |h| fmt_value(h.2)),
+            "",
+        );
+        high.detail = hi.map(|h| t.cell_name(h.0, h.1));
+        let mut low = Tile::new(
+            "lowest",
+            &format!("lowest {}", t.metric),
+            lo.map_or_else(missing, |l| fmt_value(l.2)),
+            "",
+        );
+        low.detail = lo.map(|l| t.cell_name(l.0, l.1));
+        let spread = match (hi, lo) {
+            (Some(h), Some(l)) if l.2 > 0.0 => format!("{}×", fmt_value(h.2 / l.2)),
+            _ => missing(),
+        };
+        let mut apart = Tile::new("spread", "highest / lowest", spread, "");
+        apart.detail = Some(t.metric.clone());
+        tiles.extend([high, low, apart]);
+    }
+    tiles
+}
+
 /// How to read each chart, by `data-chart` name.
 fn how_to_read(name: &str, data: &LabData, of: bool) -> String {
     let searched = data
@@ -1041,13 +1234,42 @@ pub fn page(data: &LabData) -> String {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
     }
 
+    let (tone, answer, details) = verdict(data);
+    html::verdict(&mut out, tone, &answer, &details);
+    html::tiles(&mut out, &tiles(data));
+
+    // The answer first: each table's bar chart under its one-line finding, then the capacity
+    // curves, two by two.
+    let of = data.probes.as_deref().is_some_and(uses_of);
+    let capacity: Vec<Chart> = match (&data.probes, &data.intervals) {
+        (Some(p), _) => rate_charts(p),
+        (None, Some(i)) => interval_charts(i),
+        (None, None) => Vec::new(),
+    };
+    out.push_str("<div class=\"key\">\n");
+    for (k, t) in data.tables.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<figure>\n<h3>{}</h3>\n<p class=\"finding\">{}</p>\n{}</figure>\n",
+            escape(&t.title),
+            escape(&t.finding()),
+            t.bars(&format!("bars-{k}")).render()
+        );
+    }
+    for c in &capacity {
+        figure(&mut out, &c.render(), &how_to_read(&c.name, data, of));
+    }
+    out.push_str("</div>\n");
+
     out.push_str("<h2>Tables</h2>\n");
     if data.tables.is_empty() {
         out.push_str("<p>The lab wrote no table.</p>\n");
     }
-    for (k, t) in data.tables.iter().enumerate() {
+    for t in &data.tables {
         let _ = writeln!(out, "<h3>{}</h3>", escape(&t.title));
+        out.push_str("<div class=\"wide\">");
         out.push_str(&t.html());
+        out.push_str("</div>\n");
         let groups = if t.row_factors.is_empty() {
             "one group".to_string()
         } else {
@@ -1058,27 +1280,15 @@ pub fn page(data: &LabData) -> String {
         } else {
             format!(", a colour per {}", t.col_factors.join(", "))
         };
-        let how = format!(
-            "Bars: the mean of {} over each cell's good runs ({groups}{colours}); whiskers: the \
-             95% confidence interval of the mean (Student t; none with a single run), cut at the \
-             top of the chart when it reaches past twice the tallest bar. An empty slot has no \
-             good run. Hover a bar for its value.",
-            t.metric
+        let _ = writeln!(
+            out,
+            "<p class=\"how\">Its bar chart, at the top: the mean of {} over each cell's good \
+             runs ({groups}{colours}); whiskers: the 95% confidence interval of the mean \
+             (Student t; none with a single run), cut at the top of the chart when it reaches \
+             past twice the tallest bar. An empty slot has no good run. Hover a bar for its \
+             value.</p>",
+            escape(&t.metric)
         );
-        figure(&mut out, &t.bars(&format!("bars-{k}")).render(), &how);
-    }
-
-    let of = data.probes.as_deref().is_some_and(uses_of);
-    let capacity: Vec<Chart> = match (&data.probes, &data.intervals) {
-        (Some(p), _) => rate_charts(p),
-        (None, Some(i)) => interval_charts(i),
-        (None, None) => Vec::new(),
-    };
-    if !capacity.is_empty() {
-        out.push_str("<h2>Capacity</h2>\n");
-        for c in &capacity {
-            figure(&mut out, &c.render(), &how_to_read(&c.name, data, of));
-        }
     }
     if let Some(s) = &data.samples {
         out.push_str("<h2>Server</h2>\n");
@@ -1185,7 +1395,30 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
         assert!(rss.contains("data-series=\"poller=poll sndbuf=8k\" data-points=\"3\""));
         assert!(chart(&html, "server-cpu-user").contains("data-points"));
         assert!(chart(&html, "server-fds").contains("data-points"));
-        assert_eq!(html.matches("<figcaption>").count(), 1 + 2 + 4);
+        assert_eq!(html.matches("<figcaption>").count(), 2 + 4);
+        // The answer first: the verdict (some runs failed), the tiles, the table's finding
+        // above its bar chart, the capacity charts beside it; the pivot tables after.
+        let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+        let finding = "throughput_rps: highest 2,000 with poller=epoll, sndbuf=6m, lowest 1,000 \
+                       with poller=poll, sndbuf=6m, 2.00× apart (3 run(s) failed)";
+        assert!(html.contains(&format!(
+            "<section class=\"verdict warn\" data-verdict=\"warn\">\n<p class=\"answer\">⚠ \
+             {finding}</p>\n<p class=\"detail\">8 run(s) of 2 configuration(s), 3 failed"
+        )));
+        assert!(html.contains(&format!("<p class=\"finding\">{finding}</p>")));
+        for tile in [
+            "configurations",
+            "runs",
+            "failed",
+            "highest",
+            "lowest",
+            "spread",
+        ] {
+            assert!(at(&format!("data-tile=\"{tile}\"")) < at("data-chart=\"bars-0\""));
+        }
+        assert!(html.contains("<div class=\"k\">highest / lowest</div><div class=\"v\">2.00×"));
+        assert!(at("data-chart=\"bars-0\"") < at("data-chart=\"capacity-connections\""));
+        assert!(at("data-chart=\"capacity-p99\"") < at("<table class=\"pivot\">"));
         // Self-contained and deterministic.
         assert!(
             !html.contains("<script")

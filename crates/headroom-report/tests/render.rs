@@ -42,7 +42,8 @@ fn summary() -> Value {
             "checkout": {"count": 50, "errors": 2, "latency_us": figures(5000)},
         },
         "matches": {"logged_in": 99},
-        "sessions": {"completed": 48, "aborted": 2, "users_dropped": 0},
+        "sessions": {"completed": 48, "aborted": 2, "users_dropped": 0,
+                     "duration": figures(250_000)},
     });
     let thresholds = json!([
         {"threshold": "p99(login)", "condition": "< 10ms", "value": 12345.0, "unit": "us",
@@ -228,7 +229,7 @@ fn summary_figures_appear_in_the_tables() {
         "51200 KiB",                            // RSS
         "1.25 s user, 4.5 s system",            // CPU
         "30.001 s",                             // duration
-        "users=10",                             // load
+        "10 closed users, back to back",        // load
         "2026-11-22T13:00:00.000Z",             // started_at
         "checkout",                             // by transaction
         "<td>login</td>",                       // by request
@@ -242,6 +243,75 @@ fn summary_figures_appear_in_the_tables() {
         !html.contains("per_user=null"),
         "null load parameters are left out"
     );
+}
+
+/// The page answers first: the verdict, the six tiles, the four key charts, then the rest.
+/// No raw JSON anywhere: the load in words, the sessions as columns.
+#[test]
+fn the_page_leads_with_the_verdict_tiles_and_key_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), Some(&summary()), &thirty_lines());
+    let html = render_run(dir.path()).unwrap();
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("missing {needle:?}"))
+    };
+    // A broken threshold makes the verdict bad and names it with what was measured.
+    let verdict = &html[at("<section class=\"verdict")..at("</section>")];
+    assert!(verdict.contains("data-verdict=\"bad\""), "{verdict}");
+    assert!(verdict.contains("1 of 2 threshold(s) broken"), "{verdict}");
+    assert!(
+        verdict.contains("<strong>p99(login) &lt; 10ms</strong>: measured 12.345 ms"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("7 error(s), 0.0194%: reset 7"),
+        "{verdict}"
+    );
+    let tiles = [
+        ("throughput", "1,200"),
+        ("p50", "0.812"),
+        ("p99", "12.3"),
+        ("error-rate", "0.0194%"),
+        ("connections", "10"),
+        // 5.75 s of CPU over 30.001 s.
+        ("cpu", "19.2"),
+    ];
+    let mut last = at("</section>");
+    for (tile, value) in tiles {
+        let start = at(&format!("data-tile=\"{tile}\""));
+        assert!(start > last, "tile {tile} out of order");
+        let body = &html[start..start + html[start..].find("</div>\n").unwrap()];
+        assert!(
+            body.contains(&format!("<div class=\"v\">{value}")),
+            "{body}"
+        );
+        last = start;
+    }
+    for chart in ["throughput", "latency", "errors", "users"] {
+        let start = at(&format!("data-chart=\"{chart}\""));
+        assert!(start > last, "chart {chart} out of order");
+        last = start;
+    }
+    assert!(last < at("<h2>More charts</h2>"));
+    assert!(at("<h2>More charts</h2>") < at("<h2>Run settings</h2>"));
+    assert!(at("<h2>Run settings</h2>") < at("<h2>All figures</h2>"));
+    // Sessions: a row of columns, lengths in ms.
+    let sessions = &html[at("<table class=\"sessions\">")..];
+    let sessions = &sessions[..sessions.find("</table>").unwrap()];
+    assert!(
+        sessions.contains("<th class=\"n\">users dropped</th>"),
+        "{sessions}"
+    );
+    assert!(sessions.contains("<td class=\"n\">48</td>"), "{sessions}");
+    assert!(
+        sessions.contains("<td class=\"n\">250.000</td>"),
+        "{sessions}"
+    );
+    // No JSON object or array printed as text.
+    for raw in ["{&quot;", "{\"", "[{", "&quot;:"] {
+        assert!(!html.contains(raw), "raw JSON {raw:?} in the page");
+    }
 }
 
 #[test]

@@ -305,6 +305,27 @@ impl Browser {
         }
     }
 
+    /// Lay the page out as on a screen of `width` x `height` CSS pixels (the window, for
+    /// layout and for [`Browser::screenshot_screen`]).
+    pub fn set_viewport(&mut self, width: u32, height: u32) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        );
+    }
+
+    /// A PNG of what the window shows (the first screen) at `path`; returns its size in bytes.
+    pub fn screenshot_screen(&mut self, path: &Path) -> usize {
+        use base64::Engine as _;
+        let shot = self.call("Page.captureScreenshot", json!({"format": "png"}));
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().expect("screenshot data"))
+            .expect("screenshot base64");
+        std::fs::write(path, &png)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        png.len()
+    }
+
     /// A PNG of the whole page (not only the window) at `path`; returns its size in bytes.
     pub fn screenshot(&mut self, path: &Path) -> usize {
         use base64::Engine as _;

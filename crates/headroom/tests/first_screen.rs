@@ -1,0 +1,258 @@
+//! Reports lead with the answer: in headless Chromium at 1200×900, the first screen of a run
+//! report, a comparison and a lab report shows the verdict, the headline tiles and at least two
+//! charts, measured on the laid-out page (bounding boxes), not on the HTML text. On a 400 px
+//! wide screen nothing makes the page scroll sideways. The first screens are kept as artifacts
+//! (`target/tmp/artifacts/first-screen-*.png`); with `HEADROOM_DOCS_IMG=DIR` they are also
+//! written to DIR (how docs/img/report-*.png are made).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{headroom, serve};
+use serde_json::Value;
+
+const WIDTH: u32 = 1200;
+const HEIGHT: u32 = 900;
+
+/// A shop's browse session under a rising arrival rate: one request in three is a 404, so the
+/// error-rate threshold breaks while the latency one holds.
+const SHOP: &str = r#"
+name: shop
+load:
+  phases:
+    - {duration: 3s, ramp: {from: 20, to: 60}}
+    - {duration: 3s, arrival_rate: 60}
+sessions:
+  - name: browse
+    steps:
+      - request: {name: home, method: GET, path: /sleep/2}
+      - think: 20ms
+      - request: {name: cart, method: GET, path: /no/such/cart}
+      - request: {name: status, method: GET, path: /status}
+thresholds:
+  "p99(home)": "< 200ms"
+  error_rate: "< 1%"
+"#;
+
+/// What the first screen holds: the verdict's box, the tiles' boxes, and the boxes of the charts
+/// that lie wholly inside it, as `{verdict: {...}, tiles: [...], charts: [...], overflow: N}`.
+const FIRST_SCREEN_JS: &str = r#"(() => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, width: r.width,
+            height: r.height, text: (e.innerText || '').slice(0, 200),
+            name: e.dataset.chart || e.dataset.tile || e.dataset.verdict || ''}; };
+  const h = window.innerHeight, w = window.innerWidth;
+  const inside = b => b.top >= 0 && b.bottom <= h && b.left >= 0 && b.right <= w + 0.5;
+  const v = document.querySelector('[data-verdict]');
+  return {
+    verdict: v ? box(v) : null,
+    tiles: Array.from(document.querySelectorAll('[data-tile]')).map(box).filter(inside),
+    charts: Array.from(document.querySelectorAll('svg.chart')).map(box)
+      .filter(b => inside(b) && b.width >= 400 && b.height >= 150),
+    overflow: document.documentElement.scrollWidth - w,
+  };
+})()"#;
+
+fn artifact(name: &str) -> PathBuf {
+    common::chromium::artifact_dir().join(format!("first-screen-{name}.png"))
+}
+
+/// Opens `page` at 1200×900 and checks its first screen; then at 400 px wide checks that the
+/// page does not scroll sideways. Returns the first screen's description.
+fn check_first_screen(page: &Path, name: &str, min_tiles: usize) -> Value {
+    let mut b = common::chromium::Browser::launch();
+    b.set_viewport(WIDTH, HEIGHT);
+    b.open(&format!("file://{}", page.display()));
+    let first = b.eval(FIRST_SCREEN_JS);
+    let verdict = &first["verdict"];
+    assert!(verdict.is_object(), "{name}: no verdict: {first:#}");
+    let (top, bottom) = (
+        verdict["top"].as_f64().unwrap(),
+        verdict["bottom"].as_f64().unwrap(),
+    );
+    assert!(
+        top >= 0.0 && bottom <= 300.0 && bottom - top >= 20.0,
+        "{name}: the verdict is not at the top of the first screen: {verdict:#}"
+    );
+    let tiles = first["tiles"].as_array().unwrap();
+    assert!(
+        tiles.len() >= min_tiles,
+        "{name}: {} tile(s) on the first screen: {first:#}",
+        tiles.len()
+    );
+    for t in tiles {
+        assert!(
+            t["top"].as_f64().unwrap() >= bottom,
+            "{name}: a tile above the verdict"
+        );
+    }
+    let charts = first["charts"].as_array().unwrap();
+    assert!(
+        charts.len() >= 2,
+        "{name}: {} whole chart(s) of at least 400×150 on the first screen: {first:#}",
+        charts.len()
+    );
+    let shot = artifact(name);
+    assert!(b.screenshot_screen(&shot) > 20_000);
+    if let Some(dir) = std::env::var_os("HEADROOM_DOCS_IMG") {
+        std::fs::copy(&shot, Path::new(&dir).join(format!("report-{name}.png"))).unwrap();
+    }
+    assert_eq!(b.errors(), Vec::<String>::new(), "{name}");
+
+    // A narrow screen: tiles and charts stack, wide tables scroll inside their own box.
+    b.set_viewport(400, 800);
+    b.open(&format!("file://{}", page.display()));
+    let narrow = b.eval(FIRST_SCREEN_JS);
+    assert!(
+        narrow["overflow"].as_f64().unwrap() <= 1.0,
+        "{name}: at 400 px the page is {} px too wide",
+        narrow["overflow"]
+    );
+    first
+}
+
+fn run(args: &[&str], dir: &Path) -> std::process::Output {
+    let out = headroom()
+        .arg("run")
+        .args(args)
+        .args(["-q", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        dir.join("report.html").exists(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn a_run_report_answers_on_its_first_screen() {
+    let server = serve();
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("shop.yaml");
+    std::fs::write(&scenario, SHOP).unwrap();
+    let dir = tmp.path().join("shop");
+    let target = server.local_addr().to_string();
+    let out = run(&[scenario.to_str().unwrap(), "--target", &target], &dir);
+    // The error-rate threshold broke: exit 1, and the verdict says so first.
+    assert_eq!(out.status.code(), Some(1));
+    let first = check_first_screen(&dir.join("report.html"), "run", 6);
+    let verdict = first["verdict"]["text"].as_str().unwrap();
+    assert_eq!(first["verdict"]["name"], "bad");
+    assert!(verdict.contains("1 of 2 threshold(s) broken"), "{verdict}");
+    assert!(verdict.contains("error_rate < 1%"), "{verdict}");
+    let names: Vec<&str> = first["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "throughput",
+            "p50",
+            "p99",
+            "error-rate",
+            "connections",
+            "cpu"
+        ]
+    );
+    let charts: Vec<&str> = first["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(&charts[..2], ["throughput", "latency"], "{charts:?}");
+    // The load in words, in the line under the title.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("Poisson arrivals, 20 → 60 users/s over 3 s; then Poisson arrivals, 60 users/s over 3 s"),
+        "the load in words"
+    );
+    server.stop();
+}
+
+#[test]
+fn a_comparison_answers_on_its_first_screen() {
+    let server = serve();
+    let tmp = tempfile::tempdir().unwrap();
+    let url = format!("http://{}/sleep/2", server.local_addr());
+    let (a, b) = (tmp.path().join("c10"), tmp.path().join("c40"));
+    for (dir, c) in [(&a, "10"), (&b, "40")] {
+        let out = run(&[&url, "-c", c, "-d", "3s"], dir);
+        assert!(out.status.success());
+    }
+    let out = headroom().arg("report").arg(&a).arg(&b).output().unwrap();
+    assert!(out.status.success());
+    let page = tmp.path().join("compare-c10-vs-c40.html");
+    let first = check_first_screen(&page, "compare", 6);
+    let verdict = first["verdict"]["text"].as_str().unwrap();
+    // 40 connections to a 2 ms handler: more throughput than 10.
+    assert!(verdict.contains("c40 has the most throughput"), "{verdict}");
+    assert!(verdict.contains("c40 against c10: throughput"), "{verdict}");
+    server.stop();
+}
+
+#[test]
+fn a_lab_report_answers_on_its_first_screen() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("s.yaml"),
+        "load: {users: [{count: 8}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, \
+         steps: [{request: GET /sleep/2}]}}]}]\n",
+    )
+    .unwrap();
+    let exp = tmp.path().join("pollers.yaml");
+    std::fs::write(
+        &exp,
+        format!(
+            r#"name: pollers
+server:
+  command: exec {} serve --listen 127.0.0.1:{{port}} --arch reactor --poller {{poller}}
+  ready: {{port: "127.0.0.1:{{port}}"}}
+factors:
+  poller: [poll, epoll]
+load: {{scenario: s.yaml, duration: 2s}}
+tables:
+  - {{metric: throughput_rps, cols: [poller], title: "throughput (responses/s)"}}
+  - {{metric: latency_p99_ms, cols: [poller], title: "p99 latency (ms)"}}
+"#,
+            env!("CARGO_BIN_EXE_headroom")
+        ),
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = headroom()
+        .arg("lab")
+        .arg(&exp)
+        .arg("--output")
+        .arg(&out_dir)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = check_first_screen(&out_dir.join("report.html"), "lab", 6);
+    let verdict = first["verdict"]["text"].as_str().unwrap();
+    assert!(
+        verdict.contains("throughput_rps: highest")
+            && verdict.contains("2 run(s) of 2 configuration(s), none failed"),
+        "{verdict}"
+    );
+    // Both tables' bar charts are on the first screen.
+    let charts: Vec<&str> = first["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(&charts[..2], ["bars-0", "bars-1"], "{charts:?}");
+}

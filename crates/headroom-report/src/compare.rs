@@ -229,6 +229,17 @@ fn verdict(labels: &[String], summaries: &[Summary]) -> (Tone, String, Vec<Strin
                 .map_or(MISSING.to_string(), html::thousands),
         )));
     }
+    let differ = differing_settings(summaries);
+    if summaries.len() > 1 {
+        details.push(if differ.is_empty() {
+            "The runs' settings are the same.".to_string()
+        } else {
+            escape(&format!(
+                "Settings that differ from the baseline's: {} (marked in the settings table).",
+                differ.join(", ")
+            ))
+        });
+    }
     let mut tone = Tone::Good;
     for (label, s) in labels.iter().zip(summaries) {
         let (t, answer, _) = html::run_verdict(s);
@@ -350,10 +361,39 @@ fn run_headers(labels: &[String]) -> String {
         .collect()
 }
 
+/// A settings row: its name, its cells (HTML), and whether cell i differs from cell 0. A
+/// missing value (a killed run's settings) is not known to differ.
+type Row = (&'static str, Vec<String>, Vec<bool>);
+
+/// The names of the settings in which some run differs from the baseline.
+fn differing_settings(summaries: &[Summary]) -> Vec<&'static str> {
+    settings_rows(summaries)
+        .into_iter()
+        .filter(|(_, _, differs)| differs.iter().any(|d| *d))
+        .map(|(name, _, _)| name)
+        .collect()
+}
+
 fn settings_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
-    /// A row: its cells, and whether cell i differs from cell 0. A missing value (a killed
-    /// run's settings) is not known to differ.
-    type Row = (&'static str, Vec<String>, Vec<bool>);
+    let rows = settings_rows(summaries);
+    let _ = writeln!(
+        out,
+        "<h2>Settings</h2>\n<p>Cells that differ from the baseline are marked.</p>\n\
+         <table class=\"settings compare\">\n<tr><th></th>{}</tr>",
+        run_headers(labels)
+    );
+    for (name, cells, differs) in rows {
+        let _ = write!(out, "<tr><th>{name}</th>");
+        for (cell, d) in cells.iter().zip(differs) {
+            let class = if d { " class=\"diff\"" } else { "" };
+            let _ = write!(out, "<td{class}>{cell}</td>");
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+}
+
+fn settings_rows(summaries: &[Summary]) -> Vec<Row> {
     fn by_text(name: &'static str, cells: Vec<String>) -> Row {
         let known = |c: &String| {
             let bare = c.trim_start_matches("<code>").trim_end_matches("</code>");
@@ -413,21 +453,7 @@ fn settings_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
         };
         rows.insert(4, by_text("TLS", col(&tls)));
     }
-    let _ = writeln!(
-        out,
-        "<h2>Settings</h2>\n<p>Cells that differ from the baseline are marked.</p>\n\
-         <table class=\"settings compare\">\n<tr><th></th>{}</tr>",
-        run_headers(labels)
-    );
-    for (name, cells, differs) in rows {
-        let _ = write!(out, "<tr><th>{name}</th>");
-        for (cell, d) in cells.iter().zip(differs) {
-            let class = if d { " class=\"diff\"" } else { "" };
-            let _ = write!(out, "<td{class}>{cell}</td>");
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
+    rows
 }
 
 /// `value / base` as `1.23×`; "–" when either is missing or the base is 0.
@@ -887,6 +913,32 @@ mod tests {
         assert!(!row(&html, "model").contains("diff"));
         assert!(!row(&html, "started at").contains("diff"));
         assert!(!row(&html, "duration").contains("diff"));
+
+        // The verdict first: which run has the most throughput, each run against the
+        // baseline, what differs, and b's errors (a warning).
+        let verdict = &html[html.find("<section class=\"verdict").unwrap()..];
+        let verdict = &verdict[..verdict.find("</section>").unwrap()];
+        for line in [
+            "data-verdict=\"warn\"",
+            "⚠ b has the most throughput: 200 responses/s, 2.00× the baseline a&#39;s",
+            "b against a: throughput 2.00×, p99 latency 0.50×, errors 7 vs 0",
+            "Settings that differ from the baseline&#39;s: command (marked",
+            "b: 1.00% of requests failed",
+        ] {
+            assert!(verdict.contains(line), "{line:?} in {verdict}");
+        }
+        // The tiles: every run's figure, the ratio beside the others'.
+        let tile = &html[html.find("data-tile=\"throughput\"").unwrap()..];
+        let tile = &tile[..tile.find("</table>").unwrap()];
+        assert!(
+            tile.contains(">b</td><td class=\"n\">200</td><td class=\"n ratio\">2.00×</td>"),
+            "{tile}"
+        );
+        assert!(
+            html.find("data-tile=\"cpu\"").unwrap()
+                < html.find("data-chart=\"throughput\"").unwrap()
+        );
+        assert!(html.find("data-chart=\"users\"").unwrap() < html.find("<h2>Runs</h2>").unwrap());
 
         assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50×");
         assert_eq!(ratio(Some(1.0), Some(0.0)), "–");

@@ -1430,6 +1430,52 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
     }
 
     #[test]
+    fn a_tables_finding_names_its_extremes_or_says_why_not() {
+        let cell = |mean: f64, ci95: Option<f64>| Some(LabCell { mean, ci95, n: 2 });
+        let mut t = LabTable {
+            title: "t".into(),
+            metric: "capacity_connections".into(),
+            row_factors: vec!["poller".into()],
+            col_factors: vec![],
+            rows: vec![vec!["poll".into()], vec!["epoll".into()]],
+            cols: vec![vec![]],
+            cells: vec![
+                vec![cell(3000.0, Some(100.0))],
+                vec![cell(9000.0, Some(200.0))],
+            ],
+            failed: vec![vec![0], vec![0]],
+            runs: Some(vec![vec![2], vec![2]]),
+        };
+        assert_eq!(
+            t.finding(),
+            "capacity_connections: highest 9,000 with poller=epoll, lowest 3,000 with \
+             poller=poll, 3.00× apart"
+        );
+        // Intervals that overlap: said, since the difference may be noise.
+        t.cells[0][0] = cell(8100.0, Some(800.0));
+        assert!(t
+            .finding()
+            .ends_with("1.11× apart, within each other's 95% intervals"));
+        // Equal values, one value, none.
+        t.cells[0][0] = cell(9000.0, None);
+        assert_eq!(
+            t.finding(),
+            "capacity_connections: 9,000 in every configuration (2)"
+        );
+        t.cells[0][0] = None;
+        t.failed[0][0] = 2;
+        assert_eq!(
+            t.finding(),
+            "capacity_connections: 9,000 in poller=epoll (2 run(s) failed)"
+        );
+        t.cells[1][0] = None;
+        assert_eq!(
+            t.finding(),
+            "capacity_connections: no cell has a value (2 run(s) failed)"
+        );
+    }
+
+    #[test]
     fn rate_curves_chart_against_the_offered_rate() {
         let curve = "pool,repetition,probe,rate,ok,throughput_rps,sessions_per_s,latency_mean_ms,latency_p99_ms,of_mean_ms,of_p99_ms,error_rate,server_cpu_user_pct,server_cpu_sys_pct,reason
 1,1,1,8.0,true,4000,8,0.1,0.3,40,70,0,5,15,

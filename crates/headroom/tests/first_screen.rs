@@ -109,6 +109,25 @@ fn check_first_screen(page: &Path, name: &str, min_tiles: usize) -> Value {
         "{name}: at 400 px the page is {} px too wide",
         narrow["overflow"]
     );
+
+    // Printed on A4 (794 px at 96 dpi): no overflow, the key charts two by two.
+    b.call(
+        "Emulation.setEmulatedMedia",
+        serde_json::json!({"media": "print"}),
+    );
+    b.set_viewport(794, 1123);
+    b.open(&format!("file://{}", page.display()));
+    let print = b.eval(
+        "(() => { const c = Array.from(document.querySelectorAll('svg.chart')).slice(0, 2)\
+           .map(e => e.getBoundingClientRect());\
+         return {overflow: document.documentElement.scrollWidth - window.innerWidth,\
+                 same_row: c.length == 2 && Math.abs(c[0].top - c[1].top) < 1 && c[1].left > c[0].right}; })()",
+    );
+    assert_eq!(print["same_row"], true, "{name}: printed, {print}");
+    assert!(
+        print["overflow"].as_f64().unwrap() <= 1.0,
+        "{name}: printed, {print}"
+    );
     first
 }
 

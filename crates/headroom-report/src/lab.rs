@@ -664,19 +664,16 @@ impl LabTable {
         out
     }
 
-    /// Cell (i, j) by its factors' levels: "poller=epoll, sndbuf=6m" ("all" without factors).
+    /// Cell (i, j) by its factors' levels, as the charts name configurations: "poller=epoll
+    /// workers=1 sndbuf=6m" ("all" without factors).
     fn cell_name(&self, i: usize, j: usize) -> String {
-        let mut parts = Vec::new();
-        if !self.row_factors.is_empty() {
-            parts.push(self.row_names(i));
-        }
-        if !self.col_factors.is_empty() {
-            parts.push(self.col_label(j));
-        }
+        let rows = self.row_factors.iter().zip(&self.rows[i]);
+        let cols = self.col_factors.iter().zip(&self.cols[j]);
+        let parts: Vec<String> = rows.chain(cols).map(|(f, l)| format!("{f}={l}")).collect();
         if parts.is_empty() {
             "all".to_string()
         } else {
-            parts.join(", ")
+            parts.join(" ")
         }
     }
 
@@ -1399,8 +1396,8 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
         // The answer first: the verdict (some runs failed), the tiles, the table's finding
         // above its bar chart, the capacity charts beside it; the pivot tables after.
         let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
-        let finding = "throughput_rps: highest 2,000 with poller=epoll, sndbuf=6m, lowest 1,000 \
-                       with poller=poll, sndbuf=6m, 2.00× apart (3 run(s) failed)";
+        let finding = "throughput_rps: highest 2,000 with poller=epoll sndbuf=6m, lowest 1,000 \
+                       with poller=poll sndbuf=6m, 2.00× apart (3 run(s) failed)";
         assert!(html.contains(&format!(
             "<section class=\"verdict warn\" data-verdict=\"warn\">\n<p class=\"answer\">⚠ \
              {finding}</p>\n<p class=\"detail\">8 run(s) of 2 configuration(s), 3 failed"

@@ -131,6 +131,15 @@ fn check_first_screen(page: &Path, name: &str, min_tiles: usize) -> Value {
     first
 }
 
+/// The `name` of each element of a list from [`FIRST_SCREEN_JS`].
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect()
+}
+
 fn run(args: &[&str], dir: &Path) -> std::process::Output {
     let out = headroom()
         .arg("run")
@@ -163,14 +172,8 @@ fn a_run_report_answers_on_its_first_screen() {
     assert_eq!(first["verdict"]["name"], "bad");
     assert!(verdict.contains("1 of 2 threshold(s) broken"), "{verdict}");
     assert!(verdict.contains("error_rate < 1%"), "{verdict}");
-    let names: Vec<&str> = first["tiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        names,
+        names(&first["tiles"]),
         [
             "throughput",
             "p50",
@@ -180,12 +183,7 @@ fn a_run_report_answers_on_its_first_screen() {
             "cpu"
         ]
     );
-    let charts: Vec<&str> = first["charts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let charts = names(&first["charts"]);
     assert_eq!(&charts[..2], ["throughput", "latency"], "{charts:?}");
     // The load in words, in the line under the title.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -267,11 +265,6 @@ tables:
         "{verdict}"
     );
     // Both tables' bar charts are on the first screen.
-    let charts: Vec<&str> = first["charts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let charts = names(&first["charts"]);
     assert_eq!(&charts[..2], ["bars-0", "bars-1"], "{charts:?}");
 }

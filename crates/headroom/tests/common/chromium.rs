@@ -316,8 +316,13 @@ impl Browser {
 
     /// A PNG of what the window shows (the first screen) at `path`; returns its size in bytes.
     pub fn screenshot_screen(&mut self, path: &Path) -> usize {
+        self.capture(json!({"format": "png"}), path)
+    }
+
+    /// `Page.captureScreenshot` with `params`, the PNG written to `path`; returns its size.
+    fn capture(&mut self, params: Value, path: &Path) -> usize {
         use base64::Engine as _;
-        let shot = self.call("Page.captureScreenshot", json!({"format": "png"}));
+        let shot = self.call("Page.captureScreenshot", params);
         let png = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().expect("screenshot data"))
             .expect("screenshot base64");
@@ -328,7 +333,6 @@ impl Browser {
 
     /// A PNG of the whole page (not only the window) at `path`; returns its size in bytes.
     pub fn screenshot(&mut self, path: &Path) -> usize {
-        use base64::Engine as _;
         let m = self.call("Page.getLayoutMetrics", json!({}));
         let size = &m["cssContentSize"];
         let w = size["width"].as_f64().unwrap_or(1100.0).ceil().max(1.0);
@@ -337,20 +341,14 @@ impl Browser {
             .unwrap_or(900.0)
             .ceil()
             .clamp(1.0, 16000.0);
-        let shot = self.call(
-            "Page.captureScreenshot",
+        self.capture(
             json!({
                 "format": "png",
                 "captureBeyondViewport": true,
                 "clip": {"x": 0, "y": 0, "width": w, "height": h, "scale": 1},
             }),
-        );
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(shot["data"].as_str().expect("screenshot data"))
-            .expect("screenshot base64");
-        std::fs::write(path, &png)
-            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
-        png.len()
+            path,
+        )
     }
 
     /// Run `js` (a form submit, a click on a link) and wait for the load event of the page it

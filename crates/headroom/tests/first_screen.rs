@@ -93,6 +93,13 @@ fn check_first_screen(page: &Path, name: &str, min_tiles: usize) -> Value {
         "{name}: {} whole chart(s) of at least 400×150 on the first screen: {first:#}",
         charts.len()
     );
+    eprintln!(
+        "{name}: verdict {:.0}-{:.0} px, {} tile(s), whole charts {:?} on the first screen",
+        top,
+        bottom,
+        tiles.len(),
+        names(&first["charts"])
+    );
     let shot = artifact(name);
     assert!(b.screenshot_screen(&shot) > 20_000);
     if let Some(dir) = std::env::var_os("HEADROOM_DOCS_IMG") {

@@ -22,8 +22,8 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::charts;
-use crate::data::{load_run, Figures, RunData, Summary};
-use crate::html::{self, Tile, Tone, MISSING};
+use crate::data::{load_run, RunData, Summary};
+use crate::html::{self, measured, Tile, Tone, MISSING};
 use crate::svg::{escape, Chart, Series, PALETTE};
 use crate::ReportError;
 
@@ -246,11 +246,7 @@ fn verdict(labels: &[String], summaries: &[Summary]) -> (Tone, String, Vec<Strin
         if t != Tone::Good {
             details.push(format!("{}: {}", escape(label), escape(&answer)));
         }
-        tone = match (tone, t) {
-            (Tone::Bad, _) | (_, Tone::Bad) => Tone::Bad,
-            (Tone::Warn, _) | (_, Tone::Warn) => Tone::Warn,
-            _ => Tone::Good,
-        };
+        tone = tone.max(t);
     }
     (tone, answer, details)
 }
@@ -485,12 +481,6 @@ fn seconds(v: f64) -> String {
 
 fn mib(kb: f64) -> String {
     html::num((kb / 102.4).round() / 10.0)
-}
-
-/// Figures that measured something: a run without a response has all-zero latency figures
-/// with a count of 0, which are no latency at all.
-fn measured(f: &Figures) -> Option<&Figures> {
-    (f.count != Some(0)).then_some(f)
 }
 
 fn as_f64(v: Option<u64>) -> Option<f64> {

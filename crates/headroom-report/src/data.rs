@@ -447,18 +447,8 @@ fn scenario_from(o: &Map<String, Value>) -> Scenario {
 /// A number as people write it: 3, 2.5, 1,000, 1,234.5.
 fn plain(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
-        let digits = format!("{}", v.abs() as u64);
-        let mut out = String::new();
-        for (i, ch) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(ch);
-        }
-        if v < 0.0 {
-            out.insert(0, '-');
-        }
-        out
+        let sign = if v < 0.0 { "-" } else { "" };
+        format!("{sign}{}", crate::html::thousands(v.abs() as u64))
     } else {
         format!("{v}")
     }

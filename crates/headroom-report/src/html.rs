@@ -82,7 +82,7 @@ pub fn page(data: &RunData) -> String {
         let _ = write!(sub, " &middot; {}", escape(load));
     }
     if let Some(d) = summary.duration_s {
-        let _ = write!(sub, " &middot; {} s", crate::lab::fmt_value(d));
+        let _ = write!(sub, " &middot; {} s", short(d));
     }
     let _ = write!(sub, " &middot; {}", text(summary.started_at.as_deref()));
     let mut out = open_page(&title, "headroom report", &sub);
@@ -124,8 +124,9 @@ pub fn page(data: &RunData) -> String {
     out
 }
 
-/// How a verdict reads: all good, something to look at, or a failed run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a verdict reads: all good, something to look at, or a failed run (in that order: the
+/// worse of two is their `max`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Tone {
     Good,
     Warn,
@@ -369,8 +370,8 @@ pub(crate) fn run_verdict(s: &Summary) -> (Tone, String, Vec<String>) {
                 .unwrap_or_default()
         ));
     }
-    let tone = if tone == Tone::Good && s.interrupted == Some(true) {
-        Tone::Warn
+    let tone = if s.interrupted == Some(true) {
+        tone.max(Tone::Warn)
     } else {
         tone
     };

@@ -551,15 +551,11 @@ pub fn fmt_value(x: f64) -> String {
     if ((x.abs() / scale).round() * scale) >= 10f64.powi(e + 1) {
         e += 1;
     }
+    if e >= 18 {
+        return format!("{x:.2e}");
+    }
     if e >= 2 {
-        let digits = format!("{:.0}", x.abs());
-        let mut out = String::new();
-        for (i, ch) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(ch);
-        }
+        let out = html::thousands(x.abs().round() as u64);
         return if x < 0.0 { format!("-{out}") } else { out };
     }
     if e < -6 {
@@ -1632,6 +1628,8 @@ poll,8k,1,,1.0,lots,60.0,6000000,200,3,true
 
     #[test]
     fn values_format_like_tables_md() {
+        assert_eq!(fmt_value(-1234567.0), "-1,234,567");
+        assert_eq!(fmt_value(3.2e20), "3.20e20");
         for (x, want) in [
             (12345.0, "12,345"),
             (99.96, "100"),

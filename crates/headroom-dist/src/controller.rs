@@ -474,10 +474,12 @@ async fn controller(
                         abort_all(&tasks);
                         // A plain HTTP/2 call to an agent that serves TLS breaks at once, in
                         // one of several ways that say nothing of TLS (an h2 error, a reset, a
-                        // stream closed early, depending on timing): hint at TLS on any of them,
-                        // only not when the agent itself answered.
+                        // stream closed early, a Cancelled status from the client's own
+                        // transport, depending on timing): hint at TLS on any of them, only not
+                        // when the agent itself answered (it refuses a token or is busy; it
+                        // never sends Cancelled).
                         let plain = agents[i].pin.or(opts.fingerprint).is_none();
-                        let agent_answered = ["refused the token", "is busy", "cancelled the run"]
+                        let agent_answered = ["refused the token", "is busy"]
                             .iter()
                             .any(|p| why.starts_with(p));
                         let hint = if plain && !agent_answered {

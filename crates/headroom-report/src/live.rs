@@ -263,8 +263,8 @@ impl Live {
             "throughput": rps.map_or(MISSING.to_string(), |r| format!("{} /s", per_second(r))),
             "p99": p99_ms.map_or(MISSING.to_string(), |ms| format!("{ms:.3} ms")),
             "errors": errors_per_s.map_or(MISSING.to_string(), |e| format!("{} /s", per_second(e))),
-            "connections": connections.map_or(MISSING.to_string(), grouped),
-            "users": users.map_or(MISSING.to_string(), grouped),
+            "connections": connections.map_or(MISSING.to_string(), crate::html::thousands),
+            "users": users.map_or(MISSING.to_string(), crate::html::thousands),
         });
         let values = json!({
             "elapsed_s": t_s,
@@ -404,24 +404,11 @@ pub fn elapsed_text(s: f64) -> String {
 /// (`12.5`, `0`).
 fn per_second(v: f64) -> String {
     if v >= 100.0 {
-        grouped(v.round() as u64)
+        crate::html::thousands(v.round() as u64)
     } else {
         let t = format!("{v:.1}");
         t.strip_suffix(".0").unwrap_or(&t).to_string()
     }
-}
-
-/// `1234567` as `1,234,567`.
-fn grouped(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -650,7 +637,7 @@ mod tests {
         assert_eq!(per_second(0.0), "0");
         assert_eq!(per_second(12.34), "12.3");
         assert_eq!(per_second(1234567.4), "1,234,567");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(crate::html::thousands(999), "999");
+        assert_eq!(crate::html::thousands(1000), "1,000");
     }
 }

@@ -308,6 +308,21 @@ fn control(
     (r, seen)
 }
 
+/// [`control`] of a run nobody stops, intervals only recorded.
+fn control_to_end(
+    agents: &[AgentAddr],
+    token: &str,
+    opts: ControllerOpts,
+) -> (Result<DistOutcome, DistError>, Vec<Seen>) {
+    control(
+        agents,
+        token,
+        opts,
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    )
+}
+
 fn assert_same(a: &Recorder, b: &Recorder, what: &str) {
     assert_eq!(a.latency, b.latency, "{what}: latency");
     assert_eq!(a.latency_uncorrected, b.latency_uncorrected, "{what}");
@@ -349,13 +364,7 @@ fn three_agents_merge_exactly() {
         .map(|(i, a)| a.addr(&format!("local:{i}")))
         .collect();
     let t = Instant::now();
-    let (r, seen) = control(
-        &addrs,
-        TOKEN,
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, seen) = control_to_end(&addrs, TOKEN, opts(OnLoss::Continue));
     let d = r.expect("run");
     assert!(t.elapsed() < Duration::from_secs(5));
     assert_eq!(d.agents, 3);
@@ -405,13 +414,7 @@ fn wrong_token_names_the_agent_and_runs_nothing() {
         .enumerate()
         .map(|(i, a)| a.addr(&format!("local:{i}")))
         .collect();
-    let (r, seen) = control(
-        &addrs,
-        "not-the-token",
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, seen) = control_to_end(&addrs, "not-the-token", opts(OnLoss::Continue));
     let e = r.expect_err("refused").to_string();
     assert!(e.contains("refused the token"), "{e}");
     assert!(
@@ -443,13 +446,7 @@ fn bad_plan_and_unreachable_agent_fail_the_start() {
             probe.clone(),
         ),
     );
-    let (r, _) = control(
-        &[bad.addr("ssh://u@h")],
-        TOKEN,
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, _) = control_to_end(&[bad.addr("ssh://u@h")], TOKEN, opts(OnLoss::Continue));
     let e = r.unwrap_err().to_string();
     assert!(
         e.starts_with("agent ssh://u@h (http://127.0.0.1:") && e.contains("expected a step"),
@@ -460,7 +457,7 @@ fn bad_plan_and_unreachable_agent_fail_the_start() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = format!("http://{}", l.local_addr().unwrap());
     drop(l);
-    let (r, _) = control(
+    let (r, _) = control_to_end(
         &[AgentAddr {
             name: "local:7".into(),
             endpoint: dead.clone(),
@@ -468,8 +465,6 @@ fn bad_plan_and_unreachable_agent_fail_the_start() {
         }],
         TOKEN,
         opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
     );
     let e = r.unwrap_err().to_string();
     assert!(
@@ -496,15 +491,13 @@ fn agent_not_ready_by_the_start_fails_it() {
         Err("stopped".into())
     });
     let agent = Agent::start(TOKEN, slow);
-    let (r, _) = control(
+    let (r, _) = control_to_end(
         &[agent.addr("local:0")],
         TOKEN,
         ControllerOpts {
             start_delay: Duration::from_millis(200),
             ..opts(OnLoss::Continue)
         },
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
     );
     let e = r.unwrap_err().to_string();
     assert!(
@@ -533,27 +526,15 @@ fn second_concurrent_run_is_refused() {
     let addr = agent.addr("local:0");
     let a2 = addr.clone();
     let first = thread::spawn(move || {
-        control(
-            &[a2],
-            TOKEN,
-            opts(OnLoss::Continue),
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        )
-        .0
-        .map(|d| d.outcome.intervals)
+        control_to_end(&[a2], TOKEN, opts(OnLoss::Continue))
+            .0
+            .map(|d| d.outcome.intervals)
     });
     let t = Instant::now();
     while probe.calls.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_secs(5) {
         thread::sleep(Duration::from_millis(5));
     }
-    let (r, _) = control(
-        &[addr],
-        TOKEN,
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, _) = control_to_end(&[addr], TOKEN, opts(OnLoss::Continue));
     assert!(r.unwrap_err().to_string().contains("is busy"));
     assert_eq!(first.join().unwrap().unwrap(), 8);
 }
@@ -685,15 +666,13 @@ fn lost_agent_with_stop_ends_the_run() {
         pin: None,
     });
     let t = Instant::now();
-    let (r, seen) = control(
+    let (r, seen) = control_to_end(
         &addrs,
         TOKEN,
         ControllerOpts {
             lost_after: Some(Duration::from_millis(400)),
             ..opts(OnLoss::Stop)
         },
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
     );
     let d = r.expect("merged so far");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
@@ -779,13 +758,7 @@ fn a_tls_agent_with_its_fingerprint_pinned_runs_and_a_wrong_pin_is_refused() {
     addr.pin = Some(fp);
 
     // Pinned: the run goes through TLS and merges as ever.
-    let (r, seen) = control(
-        std::slice::from_ref(&addr),
-        TOKEN,
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, seen) = control_to_end(std::slice::from_ref(&addr), TOKEN, opts(OnLoss::Continue));
     let out = r.expect("a pinned TLS agent runs");
     assert!(out.lost.is_empty());
     assert_eq!(seen.len(), 2);
@@ -796,13 +769,7 @@ fn a_tls_agent_with_its_fingerprint_pinned_runs_and_a_wrong_pin_is_refused() {
         .unwrap()
         .fingerprint;
     addr.pin = Some(other);
-    let (r, _) = control(
-        std::slice::from_ref(&addr),
-        TOKEN,
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, _) = control_to_end(std::slice::from_ref(&addr), TOKEN, opts(OnLoss::Continue));
     let e = r.expect_err("wrong pin").to_string();
     assert!(
         e.contains("agent tls-agent")
@@ -815,26 +782,18 @@ fn a_tls_agent_with_its_fingerprint_pinned_runs_and_a_wrong_pin_is_refused() {
 
     // The same pin for all agents (ControllerOpts::fingerprint) does as well.
     addr.pin = None;
-    let (r, _) = control(
+    let (r, _) = control_to_end(
         std::slice::from_ref(&addr),
         TOKEN,
         ControllerOpts {
             fingerprint: Some(fp),
             ..opts(OnLoss::Continue)
         },
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
     );
     r.expect("pinned through the options");
 
     // Plaintext to a TLS agent fails the start rather than hang.
-    let (r, _) = control(
-        std::slice::from_ref(&addr),
-        TOKEN,
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, _) = control_to_end(std::slice::from_ref(&addr), TOKEN, opts(OnLoss::Continue));
     assert!(r.is_err());
     assert_eq!(probe.calls.load(Ordering::SeqCst), 2);
 }
@@ -851,13 +810,7 @@ fn no_token_goes_in_clear_beyond_loopback_without_insecure_plaintext() {
         pin: None,
     };
     let t = Instant::now();
-    let (r, _) = control(
-        std::slice::from_ref(&addr),
-        TOKEN,
-        opts(OnLoss::Continue),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
+    let (r, _) = control_to_end(std::slice::from_ref(&addr), TOKEN, opts(OnLoss::Continue));
     let e = r.expect_err("refused").to_string();
     assert!(
         e.contains("agent far") && e.contains("--insecure-plaintext") && e.contains("sha256:"),

@@ -9,7 +9,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{headroom, serve};
+use common::{headroom, run_into, serve, succeeded};
 use serde_json::Value;
 
 const WIDTH: u32 = 1200;
@@ -148,13 +148,7 @@ fn names(list: &Value) -> Vec<&str> {
 }
 
 fn run(args: &[&str], dir: &Path) -> std::process::Output {
-    let out = headroom()
-        .arg("run")
-        .args(args)
-        .args(["-q", "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
+    let out = run_into(args, dir);
     assert!(
         dir.join("report.html").exists(),
         "{}",
@@ -259,11 +253,7 @@ tables:
         .arg("-q")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let first = check_first_screen(&out_dir.join("report.html"), "lab", 6);
     let verdict = first["verdict"]["text"].as_str().unwrap();
     assert!(

@@ -6,20 +6,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{attrs, headroom, serve};
+use common::{attrs, headroom, run_into, serve, succeeded};
 
 /// `headroom run URL -c C -d 2s --out DIR`, which must succeed.
 fn run(url: &str, connections: &str, dir: &Path) {
-    let out = headroom()
-        .args(["run", url, "-c", connections, "-d", "2s", "-q", "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&run_into(&[url, "-c", connections, "-d", "2s"], dir));
 }
 
 /// `headroom report DIRS...`: exit code, stdout, stderr.

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{attrs, headroom, serve};
+use common::{attrs, headroom, run_into, serve, succeeded};
 
 /// headroom serve (reactor, one worker) over TLS with a self-signed certificate.
 fn serve_tls() -> headroom_serve::RunningServer {
@@ -23,18 +23,7 @@ fn serve_tls() -> headroom_serve::RunningServer {
 
 /// `headroom run URL ARGS --out DIR`, which must succeed.
 fn run(url: &str, args: &[&str], dir: &Path) {
-    let out = headroom()
-        .args(["run", url, "-q"])
-        .args(args)
-        .arg("--out")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&run_into(&[&[url], args].concat(), dir));
 }
 
 /// `headroom report DIRS... EXTRA`, which must succeed; the page it wrote.
@@ -45,11 +34,7 @@ fn report(dirs: &[&Path], extra: &[&str], page: &Path) -> String {
         .args(extra)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     std::fs::read_to_string(page).unwrap()
 }
 

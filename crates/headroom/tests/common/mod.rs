@@ -62,6 +62,27 @@ pub fn headroom() -> Command {
     Command::new(env!("CARGO_BIN_EXE_headroom"))
 }
 
+/// `headroom run ARGS... -q --out DIR` (its report.html and files in DIR); the caller checks
+/// the exit status, or calls [`succeeded`].
+pub fn run_into(args: &[&str], dir: &Path) -> Output {
+    headroom()
+        .arg("run")
+        .args(args)
+        .args(["-q", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+/// Fails the test with the command's stderr unless it exited 0.
+pub fn succeeded(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Run `headroom run URL ARGS... --json -q` and parse the summary.
 pub fn run_json(url: &str, args: &[&str]) -> (serde_json::Value, Output) {
     let out = headroom()

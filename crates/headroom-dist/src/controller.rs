@@ -423,6 +423,7 @@ async fn controller(
         next_emit: 0,
         total: Recorder::new(),
         peak: 0,
+        tcp_peak: 0,
         interval: opts.interval,
     };
     let mut lost: Vec<LostAgent> = Vec::new();
@@ -627,6 +628,7 @@ async fn controller(
             started_at: start_at,
             elapsed,
             connections_peak: m.peak,
+            tcp_connected_peak: m.tcp_peak,
             in_flight,
             intervals: m.next_emit,
             interrupted,
@@ -642,6 +644,7 @@ struct Merge {
     next_emit: u64,
     total: Recorder,
     peak: u64,
+    tcp_peak: u64,
     interval: Duration,
 }
 
@@ -699,6 +702,7 @@ impl Merge {
             .count();
         self.total.add(&p.rec);
         self.peak = self.peak.max(p.rec.counters.connections_peak);
+        self.tcp_peak = self.tcp_peak.max(p.rec.counters.tcp_connected_peak);
         sink(&Interval {
             index: k,
             start: Duration::from_micros(p.start_us),

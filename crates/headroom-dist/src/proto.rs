@@ -32,7 +32,7 @@
 //! message RecorderMsg {
 //!   bytes latency = 1; bytes latency_uncorrected = 2; bytes connect = 3; bytes sessions = 4;
 //!   CountersMsg counters = 5; repeated NameStatsMsg names = 6; repeated uint64 matches = 7;
-//!   bytes tls = 8;
+//!   bytes tls = 8; bytes served = 9;
 //! }
 //! message CountersMsg {
 //!   uint64 requests = 1; uint64 responses = 2; repeated uint64 errors = 3; repeated uint64 status = 4;
@@ -41,6 +41,8 @@
 //!   uint64 connections_open = 11; uint64 connections_peak = 12; uint64 users_active = 13;
 //!   uint64 sessions_completed = 14; uint64 sessions_aborted = 15; uint64 users_dropped = 16;
 //!   repeated uint64 proto = 17; repeated uint64 status_codes = 18;
+//!   uint64 tcp_connected_open = 19; uint64 tcp_connected_peak = 20; uint64 idle_closed = 21;
+//!   uint64 reconnects = 22;
 //! }
 //! message NameStatsMsg { uint64 count = 1; uint64 errors = 2; bytes latency = 3; }
 //! ```
@@ -176,6 +178,8 @@ pub struct RecorderMsg {
     pub matches: Vec<u64>,
     #[prost(bytes = "vec", tag = "8")]
     pub tls: Vec<u8>,
+    #[prost(bytes = "vec", tag = "9")]
+    pub served: Vec<u8>,
 }
 
 /// [`headroom_metrics::Counters`], field for field.
@@ -219,6 +223,14 @@ pub struct CountersMsg {
     /// take a byte each).
     #[prost(uint64, repeated, tag = "18")]
     pub status_codes: Vec<u64>,
+    #[prost(uint64, tag = "19")]
+    pub tcp_connected_open: u64,
+    #[prost(uint64, tag = "20")]
+    pub tcp_connected_peak: u64,
+    #[prost(uint64, tag = "21")]
+    pub idle_closed: u64,
+    #[prost(uint64, tag = "22")]
+    pub reconnects: u64,
 }
 
 #[derive(Clone, PartialEq, ::prost::Message)]

@@ -151,6 +151,7 @@ fn runner(b: Behaviour, probe: Arc<Probe>) -> Runner {
             started_at: job.start_at,
             elapsed: IV * sent,
             connections_peak: 10 + u64::from(job.segment_index),
+            tcp_connected_peak: 10 + u64::from(job.segment_index),
             in_flight: u64::from(job.segment_index),
             intervals: u64::from(sent),
             interrupted,

@@ -380,7 +380,7 @@ fn request_line(line: &[u8]) -> (&str, &str) {
 }
 
 /// Length of the first request in `buf` (head and `Content-Length` body), if complete.
-fn request_len(buf: &[u8]) -> Option<usize> {
+pub(crate) fn request_len(buf: &[u8]) -> Option<usize> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let head = match req.parse(buf) {

@@ -61,9 +61,13 @@ pub struct RunOutcome {
     pub started_at: SystemTime,
     /// Length of the load, from start to the last worker's stop.
     pub elapsed: Duration,
-    /// Most connections open at once (sum of the workers' per-interval peaks, maximised over
-    /// intervals: exact for a fixed population, an upper bound when workers peak apart).
+    /// Most served connections open at once (the server sent a byte on them: it holds them),
+    /// the sum of the workers' per-interval peaks maximised over intervals: exact for a fixed
+    /// population, an upper bound when workers peak apart.
     pub connections_peak: u64,
+    /// Most TCP connections established at once, served or not (those in the server's accept
+    /// queue included), summed and maximised as `connections_peak`.
+    pub tcp_connected_peak: u64,
     /// Requests still awaiting a response when the run stopped (neither answered nor failed).
     pub in_flight: u64,
     /// Intervals reported.
@@ -203,6 +207,7 @@ pub fn run(
     let mut next_emit: u64 = 0;
     let mut total = Recorder::new();
     let mut peak = 0u64;
+    let mut tcp_peak = 0u64;
     let mut emit = |idx: u64,
                     rec: &Recorder,
                     finished: &[Option<u64>],
@@ -216,6 +221,7 @@ pub fn run(
             .count();
         total.add(rec);
         peak = peak.max(rec.counters.connections_peak);
+        tcp_peak = tcp_peak.max(rec.counters.tcp_connected_peak);
         sink(&Interval {
             index: idx,
             start: istart,
@@ -281,6 +287,7 @@ pub fn run(
         started_at,
         elapsed,
         connections_peak: peak,
+        tcp_connected_peak: tcp_peak,
         in_flight,
         intervals: next_emit,
         interrupted: stop.load(std::sync::atomic::Ordering::Relaxed),

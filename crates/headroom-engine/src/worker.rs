@@ -111,8 +111,24 @@ enum State {
 struct User {
     /// The connection (plain or TLS), while there is one.
     conn: Option<Conn>,
-    /// Bumped whenever the user gets a new socket or timer, so stale events/timers are ignored.
+    /// Bumped whenever the user gets a new socket or loses one, so stale events are ignored.
     gen: u32,
+    /// Bumped whenever the user schedules its one wake, so a superseded timer is ignored. Apart
+    /// from `gen`: losing the connection while thinking must not cancel the think's end (a
+    /// server's keep-alive timeout would otherwise stall the user for good).
+    tgen: u32,
+    /// How far the current connection got, for counting what the server holds.
+    net: Net,
+    /// The current connection completed a reply and was kept: a request that then finds it
+    /// closed before any byte of its reply was sent into a keep-alive close, not a failure.
+    reused: bool,
+    /// Bytes of a reply to the current batch have arrived.
+    replied: bool,
+    /// The current request already went again after finding its connection closed.
+    resent: bool,
+    /// The server closed this user's last connection while idle: the next connect is a
+    /// reconnect.
+    lost_idle: bool,
     state: State,
     /// What the timer the user waits on is for.
     wake: Wake,
@@ -136,6 +152,8 @@ struct User {
     sent: Instant,
     /// When the current connect began.
     connect_start: Instant,
+    /// When the current connection's TCP handshake completed (the origin of `served`).
+    tcp_at: Instant,
     /// Connect or response deadline; `None` while nothing is awaited.
     deadline: Option<Instant>,
     /// Requests in the current batch (pipeline depth, or less at the end of a quota).
@@ -158,6 +176,17 @@ struct User {
     ramp: u32,
 }
 
+/// How far a user's connection got: the server holds it once it has sent a byte on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Net {
+    /// No connection, or a connect under way.
+    None,
+    /// TCP connected (perhaps only into the server's accept queue).
+    Tcp,
+    /// The server sent its first byte: it has accepted the connection.
+    Served,
+}
+
 /// [`User::ramp`] of a user that no ramp starts or stops.
 const NO_RAMP: u32 = u32::MAX;
 
@@ -175,6 +204,7 @@ enum Wake {
 struct Timer {
     at: Instant,
     key: u32,
+    /// The user's `tgen` when scheduled (`pace_gen` for a pace tick).
     gen: u32,
     /// A pace tick of an HTTP/2 user at a rate (checked against `pace_gen`, whatever the
     /// user's state), not the user's one wake.
@@ -196,8 +226,12 @@ pub(crate) struct Worker {
     next_arrival: Option<Instant>,
     arrivals_left: Option<u64>,
     arrival_rate: f64,
-    open_conns: u64,
-    peak_conns: u64,
+    /// TCP connections established and served connections (see [`Net`]) open now, and their
+    /// peaks since the last interval.
+    tcp_open: u64,
+    tcp_peak: u64,
+    served_open: u64,
+    served_peak: u64,
     interval_index: u64,
     next_interval: Instant,
     next_sweep: Instant,
@@ -256,8 +290,10 @@ impl Worker {
             next_arrival: None,
             arrivals_left: None,
             arrival_rate: 0.0,
-            open_conns: 0,
-            peak_conns: 0,
+            tcp_open: 0,
+            tcp_peak: 0,
+            served_open: 0,
+            served_peak: 0,
             interval_index: 0,
             next_interval: start + plan.interval,
             next_sweep: start + sweep_every,
@@ -422,6 +458,12 @@ impl Worker {
         let key = self.users.insert(User {
             conn: None,
             gen: self.next_gen,
+            tgen: self.next_gen,
+            net: Net::None,
+            reused: false,
+            replied: false,
+            resent: false,
+            lost_idle: false,
             state: State::Idle,
             wake: Wake::Send,
             decoder: ResponseDecoder::new(),
@@ -434,6 +476,7 @@ impl Worker {
             intended: now,
             sent: now,
             connect_start: now,
+            tcp_at: now,
             deadline: None,
             batch: 0,
             outstanding: 0,
@@ -461,14 +504,16 @@ impl Worker {
     }
 
     fn schedule(&mut self, key: usize, at: Instant, wake: Wake) {
+        self.next_gen = self.next_gen.wrapping_add(1);
         let u = &mut self.users[key];
         u.state = State::Waiting;
         u.wake = wake;
         u.deadline = None;
+        u.tgen = self.next_gen;
         self.timers.push(Reverse(Timer {
             at,
             key: key as u32,
-            gen: u.gen,
+            gen: u.tgen,
             pace: false,
         }));
     }
@@ -619,7 +664,7 @@ impl Worker {
                 }
                 continue;
             }
-            if u.gen != t.gen || u.state != State::Waiting {
+            if u.tgen != t.gen || u.state != State::Waiting {
                 continue;
             }
             match u.wake {
@@ -702,6 +747,7 @@ impl Worker {
         u.written = 0;
         u.outstanding = 0;
         u.own_request = false;
+        u.resent = false;
         self.decorate(key);
         let u = &mut self.users[key];
         if u.conn.is_some() {
@@ -773,8 +819,9 @@ impl Worker {
                 u.conn = Some(Conn::plain(sock));
                 u.state = State::Connecting;
                 u.deadline = Some(now + plan.connect_timeout);
-                self.open_conns += 1;
-                self.peak_conns = self.peak_conns.max(self.open_conns);
+                if std::mem::take(&mut u.lost_idle) {
+                    self.rec.counters.reconnects += 1;
+                }
             }
             Err(e) => {
                 let kind = ErrorKind::from_io(&e, true);
@@ -850,6 +897,10 @@ impl Worker {
         }
         self.rec.counters.connects += 1;
         self.rec.record_connect(micros(now - u.connect_start));
+        u.net = Net::Tcp;
+        u.tcp_at = now;
+        self.tcp_open += 1;
+        self.tcp_peak = self.tcp_peak.max(self.tcp_open);
         if let Some(tls) = &self.tls {
             match tls.connect() {
                 Ok(t) => {
@@ -875,7 +926,15 @@ impl Worker {
         let u = &mut self.users[key];
         let gen = u.gen;
         let Some(conn) = u.conn.as_mut() else { return };
-        match conn.handshake(&mut self.rec.counters) {
+        let before = self.rec.counters.bytes_received;
+        let r = conn.handshake(&mut self.rec.counters);
+        if self.rec.counters.bytes_received != before {
+            // The ServerHello (or an alert): the server has accepted the connection.
+            self.served(key);
+        }
+        let u = &mut self.users[key];
+        let Some(conn) = u.conn.as_mut() else { return };
+        match r {
             Ok(false) | Err(IoErr::WouldBlock) => {}
             Ok(true) => {
                 let now = Instant::now();
@@ -970,6 +1029,7 @@ impl Worker {
         let first = u.state != State::Writing;
         if first {
             u.written = 0;
+            u.replied = false;
             u.decoder.set_head_request(head);
         }
         let mut off = u.written as usize;
@@ -987,7 +1047,9 @@ impl Worker {
                 }
                 Err(IoErr::WouldBlock) => break,
                 Err(IoErr::Failed(kind)) => {
-                    self.fail(key, kind, Instant::now());
+                    if !self.resend(key) {
+                        self.fail(key, kind, Instant::now());
+                    }
                     return;
                 }
             }
@@ -1042,6 +1104,10 @@ impl Worker {
                     break;
                 }
                 Ok(n) => {
+                    if u.net != Net::Served {
+                        self.served(key);
+                    }
+                    self.users[key].replied = true;
                     self.feed(key, gen, &scratch[..n]);
                     if drains && n < scratch.len() {
                         // Short read: drained. A peer half-close seen with this edge still
@@ -1171,6 +1237,7 @@ impl Worker {
                 if matches!(u.state, State::Reading | State::Writing) {
                     self.fail(key, ErrorKind::Closed, Instant::now());
                 } else {
+                    self.abort_session(key);
                     self.close(key);
                 }
             }
@@ -1186,23 +1253,27 @@ impl Worker {
     /// The server closed the connection.
     fn on_eof(&mut self, key: usize) {
         let now = Instant::now();
+        let u = &self.users[key];
+        if matches!(u.proto, Proto::Plain) && u.state == State::Reading && self.resend(key) {
+            return;
+        }
         let u = &mut self.users[key];
         match &mut u.proto {
             Proto::Link(_) => self.link_eof(key),
             Proto::H2(h) => {
-                // A close after a GOAWAY with nothing in flight is the end it announced;
-                // otherwise whatever was in flight failed.
-                if h.conn.goaway().is_some() && h.slots.is_empty() {
-                    self.close(key);
-                    self.next_request(key, now);
+                // A close with nothing in flight (after a GOAWAY, or an idle timeout) is not a
+                // failure; otherwise whatever was in flight failed.
+                if h.slots.is_empty() {
+                    let waiting = u.state == State::Waiting;
+                    self.idle_closed(key);
+                    if !waiting {
+                        self.next_request(key, now);
+                    }
                 } else {
                     self.fail(key, ErrorKind::Closed, now);
                 }
             }
-            Proto::Plain if u.state != State::Reading => {
-                // Closed while idle: reconnect when next needed.
-                self.close(key);
-            }
+            Proto::Plain if u.state != State::Reading => self.idle_closed(key),
             Proto::Plain => match proto::eof_plain(&mut u.decoder, u.sess.as_deref_mut()) {
                 // A body delimited by the close: complete. If more responses of a pipelined
                 // batch were expected, those failed.
@@ -1225,10 +1296,12 @@ impl Worker {
                 }
             }
             Proto::Plain if matches!(u.state, State::Reading | State::Writing) => {
-                self.fail(key, kind, Instant::now())
+                if !self.resend(key) {
+                    self.fail(key, kind, Instant::now())
+                }
             }
-            // Lost while idle: nobody waited; reconnect when next needed.
-            Proto::Plain => self.close(key),
+            // Lost while idle (reset by the server): nobody waited; reconnect when next needed.
+            Proto::Plain => self.idle_closed(key),
         }
     }
 
@@ -1501,8 +1574,11 @@ impl Worker {
                 self.fail(key, kind, Instant::now());
             }
             _ => {
-                // Between requests: nobody waited, but the connection is lost; count it.
+                // Between requests: nobody waited, but the connection and the session's state
+                // on it (a login, a transaction) are lost: count it, and the session ends
+                // aborted when the user next goes on (a closed user then starts a new one).
                 self.rec.counters.error(kind);
+                self.abort_session(key);
                 self.close(key);
             }
         }
@@ -1521,7 +1597,12 @@ impl Worker {
                     self.link_failed(key, ErrorKind::Closed);
                 }
             }
-            _ if clean => self.close(key),
+            _ if clean => {
+                // The server ended the stream politely between requests: the session cannot go
+                // on without its connection, but nothing failed.
+                self.abort_session(key);
+                self.close(key);
+            }
             _ => self.link_failed(key, ErrorKind::Closed),
         }
     }
@@ -1582,6 +1663,7 @@ impl Worker {
             }
         }
         let reuse = keep_alive && self.s.plan.keepalive;
+        u.reused = reuse;
         if !reuse {
             if u.outstanding > 0 {
                 // The server closes with pipelined requests unanswered.
@@ -1679,6 +1761,7 @@ impl Worker {
         u.intended = now;
         u.written = 0;
         u.outstanding = 0;
+        u.resent = false;
         u.deadline = None;
         u.state = State::Idle;
         self.decorate(key);
@@ -1876,6 +1959,73 @@ impl Worker {
         self.schedule(key, now, Wake::Next);
     }
 
+    /// The server closed the user's connection while nothing was in flight (a keep-alive or
+    /// idle timeout): not an error. The user keeps its schedule (a think, a pace) and connects
+    /// again when it next sends.
+    fn idle_closed(&mut self, key: usize) {
+        self.rec.counters.idle_closed += 1;
+        self.close(key);
+        self.users[key].lost_idle = true;
+    }
+
+    /// A request found its kept-alive connection closed before any byte of its reply (a send
+    /// that hit a closed socket, a close or reset before the reply began): the server closed it
+    /// as idle just as the request went. The request goes again once on a new connection if it
+    /// is idempotent (RFC 9110 §9.2.2), as browsers do; the intended send time is kept, so the
+    /// latency includes the reconnect. Returns false when it may not (and the caller fails it).
+    fn resend(&mut self, key: usize) -> bool {
+        let u = &self.users[key];
+        let may = u.reused
+            && !u.replied
+            && !u.resent
+            && matches!(u.proto, Proto::Plain)
+            && u.outstanding == u.batch
+            && idempotent(self.batch_bytes(key));
+        if !may {
+            return false;
+        }
+        // Counted again when they go out.
+        self.rec.counters.requests -= u64::from(u.outstanding);
+        self.idle_closed(key);
+        let u = &mut self.users[key];
+        u.resent = true;
+        u.outstanding = 0;
+        u.written = 0;
+        u.state = State::Idle;
+        self.connect(key);
+        true
+    }
+
+    /// The bytes of the batch being sent (as `write_request` picks them).
+    fn batch_bytes(&self, key: usize) -> &[u8] {
+        let u = &self.users[key];
+        match (&u.sess, &u.agent) {
+            (Some(st), _) => &st.out,
+            (None, Some(a)) if u.own_request => &a.hop,
+            (None, _) => &self.s.request[..self.s.request_len * u.batch as usize],
+        }
+    }
+
+    /// The user's session, if any, cannot go on: it ends aborted when the user next goes on.
+    fn abort_session(&mut self, key: usize) {
+        if let Some(st) = self.users[key].sess.as_mut() {
+            st.on_failure();
+        }
+    }
+
+    /// The server sent its first byte on the user's connection: it holds the connection now
+    /// (before that, a TCP handshake may sit in its accept queue).
+    fn served(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        if u.net == Net::Tcp {
+            u.net = Net::Served;
+            self.served_open += 1;
+            self.served_peak = self.served_peak.max(self.served_open);
+            self.rec
+                .record_served(micros(Instant::now().saturating_duration_since(u.tcp_at)));
+        }
+    }
+
     fn close(&mut self, key: usize) {
         let u = &mut self.users[key];
         if let Proto::Link(mut link) = std::mem::replace(&mut u.proto, Proto::Plain) {
@@ -1883,9 +2033,17 @@ impl Worker {
         }
         if let Some(conn) = u.conn.take() {
             drop(conn);
-            self.open_conns -= 1;
             self.rec.counters.disconnects += 1;
         }
+        match std::mem::replace(&mut u.net, Net::None) {
+            Net::Served => {
+                self.served_open -= 1;
+                self.tcp_open -= 1;
+            }
+            Net::Tcp => self.tcp_open -= 1,
+            Net::None => {}
+        }
+        u.reused = false;
         self.next_gen = self.next_gen.wrapping_add(1);
         u.gen = self.next_gen;
         u.decoder.reset();
@@ -1910,8 +2068,10 @@ impl Worker {
 
     fn emit_interval(&mut self, last: bool) {
         let c = &mut self.rec.counters;
-        c.connections_open = self.open_conns;
-        c.connections_peak = self.peak_conns;
+        c.connections_open = self.served_open;
+        c.connections_peak = self.served_peak;
+        c.tcp_connected_open = self.tcp_open;
+        c.tcp_connected_peak = self.tcp_peak;
         c.users_active = self.users.len() as u64;
         let fresh = self
             .s
@@ -1931,14 +2091,15 @@ impl Worker {
         };
         // The collector outlives the workers; if it is gone, there is nobody to report to.
         let _ = self.s.snapshots.send(snap);
-        self.peak_conns = self.open_conns;
+        self.served_peak = self.served_open;
+        self.tcp_peak = self.tcp_open;
         self.interval_index += 1;
         self.next_interval += self.s.plan.interval;
     }
 
     fn shutdown(&mut self) {
         // Report the connections as they were when the run ended, not after we closed them.
-        let open_at_stop = self.open_conns;
+        let open_at_stop = (self.tcp_open, self.served_open);
         let keys: Vec<usize> = self.users.iter().map(|(k, _)| k).collect();
         for key in keys {
             let u = &self.users[key];
@@ -1947,9 +2108,9 @@ impl Worker {
             }
             self.close(key);
         }
-        self.open_conns = open_at_stop;
+        (self.tcp_open, self.served_open) = open_at_stop;
         self.emit_interval(true);
-        self.open_conns = 0;
+        (self.tcp_open, self.served_open) = (0, 0);
     }
 }
 
@@ -2028,6 +2189,35 @@ impl Worker {
 }
 
 /// A fresh non-blocking TCP socket with the plan's options, bound to `bind` if given.
+/// Every request in `bytes` (HTTP/1.1, back to back) has an idempotent method (RFC 9110
+/// §9.2.2): GET, HEAD, PUT, DELETE, OPTIONS, TRACE. Anything else, or bytes that are not HTTP
+/// (raw TCP), is not.
+fn idempotent(bytes: &[u8]) -> bool {
+    const METHODS: [&[u8]; 6] = [
+        b"GET ",
+        b"HEAD ",
+        b"PUT ",
+        b"DELETE ",
+        b"OPTIONS ",
+        b"TRACE ",
+    ];
+    let mut rest = bytes;
+    let mut any = false;
+    while !rest.is_empty() {
+        if !METHODS.iter().any(|m| rest.starts_with(m)) {
+            return false;
+        }
+        any = true;
+        // The next request starts after this one's head and body; for the methods above the
+        // encoder writes a Content-Length when there is a body.
+        match agent::request_len(rest) {
+            Some(n) if n > 0 && n <= rest.len() => rest = &rest[n..],
+            _ => return false,
+        }
+    }
+    any
+}
+
 fn open_socket(plan: &Plan, bind: Option<std::net::IpAddr>) -> io::Result<Socket> {
     let domain = Domain::for_address(plan.target);
     let sock = Socket::new(

@@ -292,7 +292,10 @@ fn metrics(plan: &Plan, out: &RunOutcome, samples: &[Sample]) -> BTreeMap<String
     for k in ErrorKind::ALL {
         put(&format!("errors_{}", k.name()), c.errors[k.index()] as f64);
     }
+    // Served connections (the server sent a byte); TCP handshakes in its accept queue apart.
     put("connections_peak", out.connections_peak as f64);
+    put("tcp_connected_peak", out.tcp_connected_peak as f64);
+    put("idle_closed", c.idle_closed as f64);
     put("sessions_completed", c.sessions_completed as f64);
     put("sessions_per_s", c.sessions_completed as f64 / secs);
     // Per transaction: its mean wall time (e.g. the duration of a 500-operation session).
@@ -357,6 +360,7 @@ fn interval_line(iv: &headroom_engine::Interval<'_>) -> serde_json::Value {
         "latency_p99_us": lat.p99,
         "connections_open": c.connections_open,
         "connections_peak": c.connections_peak,
+        "tcp_connected_peak": c.tcp_connected_peak,
         "connect_timeouts": c.errors[ErrorKind::ConnectTimeout.index()],
         "sessions_completed": c.sessions_completed,
         // Zero in a plain run; the handshakes finished in this interval.

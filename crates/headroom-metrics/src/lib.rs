@@ -47,14 +47,27 @@ pub struct Counters {
     pub users_started: u64,
     /// Users that finished their work and left.
     pub users_finished: u64,
-    /// Connections established.
+    /// Connections established (TCP handshakes completed).
     pub connects: u64,
     /// Connections closed (by either side, for any reason).
     pub disconnects: u64,
-    /// Gauge: connections open at the end of the interval.
+    /// Gauge: connections the server held at the end of the interval: *served* ones, on which
+    /// the server sent at least one byte (a TLS ServerHello, a reply, a stream header). A TCP
+    /// handshake alone may sit in the kernel's accept queue, unseen by the server.
     pub connections_open: u64,
-    /// Gauge: the most connections open at once during the interval.
+    /// Gauge: the most served connections open at once during the interval.
     pub connections_peak: u64,
+    /// Gauge: TCP connections established and open at the end of the interval, served or not
+    /// (those waiting in the server's accept queue included).
+    pub tcp_connected_open: u64,
+    /// Gauge: the most TCP connections established at once during the interval.
+    pub tcp_connected_peak: u64,
+    /// Connections the server closed (FIN or reset) while the user had nothing in flight: a
+    /// keep-alive or idle timeout. Not an error: the user reconnects when it next sends.
+    pub idle_closed: u64,
+    /// New connections a user opened because the server had closed its last one while idle
+    /// (including a request that found its reused connection closed and went again).
+    pub reconnects: u64,
     /// Gauge: users active at the end of the interval.
     pub users_active: u64,
     /// Sessions that ran to their end (scenario runs).
@@ -83,6 +96,10 @@ impl Default for Counters {
             disconnects: 0,
             connections_open: 0,
             connections_peak: 0,
+            tcp_connected_open: 0,
+            tcp_connected_peak: 0,
+            idle_closed: 0,
+            reconnects: 0,
             users_active: 0,
             sessions_completed: 0,
             sessions_aborted: 0,
@@ -116,6 +133,10 @@ impl Counters {
         self.disconnects += o.disconnects;
         self.connections_open += o.connections_open;
         self.connections_peak += o.connections_peak;
+        self.tcp_connected_open += o.tcp_connected_open;
+        self.tcp_connected_peak += o.tcp_connected_peak;
+        self.idle_closed += o.idle_closed;
+        self.reconnects += o.reconnects;
         self.users_active += o.users_active;
         self.sessions_completed += o.sessions_completed;
         self.sessions_aborted += o.sessions_aborted;
@@ -216,6 +237,10 @@ pub struct Recorder {
     pub tls: Histogram<u64>,
     /// Wall time of each session that ran to its end (scenario runs).
     pub sessions: Histogram<u64>,
+    /// From the TCP connect's completion to the server's first byte on the connection (a TLS
+    /// ServerHello, the first reply, a stream header): the wait in the server's accept queue
+    /// plus its first answer. A connection closed before any byte is not recorded.
+    pub served: Histogram<u64>,
     pub counters: Counters,
     /// Per request or transaction name (scenario runs; empty otherwise), by name id.
     pub names: Vec<NameStats>,
@@ -258,6 +283,7 @@ impl Recorder {
             connect: new_histogram(),
             tls: new_histogram(),
             sessions: new_histogram(),
+            served: new_histogram(),
             counters: Counters::default(),
             names: Vec::new(),
             matches: Vec::new(),
@@ -310,6 +336,11 @@ impl Recorder {
         self.tls.saturating_record(us.max(1));
     }
 
+    #[inline]
+    pub fn record_served(&mut self, us: u64) {
+        self.served.saturating_record(us.max(1));
+    }
+
     /// Merge `other` into `self` exactly.
     pub fn add(&mut self, other: &Recorder) {
         // Same bounds on both sides, so `add` cannot fail; saturate defensively anyway.
@@ -318,6 +349,7 @@ impl Recorder {
         let _ = self.connect.add(&other.connect);
         let _ = self.tls.add(&other.tls);
         let _ = self.sessions.add(&other.sessions);
+        let _ = self.served.add(&other.served);
         self.counters.add(&other.counters);
         self.ensure_names(other.names.len(), other.matches.len());
         for (a, b) in self.names.iter_mut().zip(other.names.iter()) {
@@ -337,6 +369,7 @@ impl Recorder {
         self.connect.reset();
         self.tls.reset();
         self.sessions.reset();
+        self.served.reset();
         self.counters = Counters::default();
         for n in &mut self.names {
             n.count = 0;

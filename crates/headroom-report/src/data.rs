@@ -133,7 +133,15 @@ pub struct Summary {
     /// `http2`: GOAWAY, RST_STREAM by code and connection errors; empty without HTTP/2.
     pub http2: BTreeMap<String, u64>,
     pub connects: Option<u64>,
+    /// Peak *served* connections (the server sent a byte on them).
     pub connections_peak: Option<u64>,
+    /// Peak TCP connections, the server's accept queue included (`None` before issue 26).
+    pub tcp_connected_peak: Option<u64>,
+    /// TCP connect to the server's first byte (`served_us`).
+    pub served_us: Figures,
+    /// Connections the server closed while idle, and reconnects after them.
+    pub idle_closed: Option<u64>,
+    pub reconnects: Option<u64>,
     pub bytes_sent: Option<u64>,
     pub bytes_received: Option<u64>,
     pub cpu_user_s: Option<f64>,
@@ -390,6 +398,10 @@ fn summary_from(o: &Map<String, Value>) -> Summary {
         http2: counts_of(o.get("http2")),
         connects: u64_of(o.get("connects")),
         connections_peak: u64_of(o.get("connections_peak")),
+        tcp_connected_peak: u64_of(o.get("tcp_connected_peak")),
+        served_us: figures_of(o.get("served_us")),
+        idle_closed: u64_of(o.get("idle_closed")),
+        reconnects: u64_of(o.get("reconnects")),
         bytes_sent: u64_of(o.get("bytes_sent")),
         bytes_received: u64_of(o.get("bytes_received")),
         cpu_user_s: f64_of(o.get("cpu_user_s")),

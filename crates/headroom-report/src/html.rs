@@ -424,7 +424,13 @@ fn run_tiles(s: &Summary) -> Vec<Tile> {
             "connections",
             "peak connections",
             or_missing(s.connections_peak.map(thousands)),
-            "",
+            // Served ones; TCP handshakes still in the server's accept queue are not its.
+            &match (s.connections_peak, s.tcp_connected_peak) {
+                (Some(served), Some(tcp)) if tcp > served => {
+                    format!("served, of {} TCP-connected", thousands(tcp))
+                }
+                _ => String::new(),
+            },
         ),
         cpu,
     ]
@@ -585,7 +591,16 @@ pub(crate) fn headline(out: &mut String, s: &Summary) {
         ("users started", int(s.users_started)),
         ("users finished", int(s.users_finished)),
         ("connects", int(s.connects)),
-        ("peak connections", int(s.connections_peak)),
+        (
+            "peak connections (served: the server sent a byte)",
+            int(s.connections_peak),
+        ),
+        (
+            "peak TCP connections (accept queue included)",
+            int(s.tcp_connected_peak),
+        ),
+        ("closed by the server while idle", int(s.idle_closed)),
+        ("reconnects after an idle close", int(s.reconnects)),
         ("bytes sent", bytes(s.bytes_sent)),
         ("bytes received", bytes(s.bytes_received)),
         ("generator CPU", cpu),
@@ -599,8 +614,8 @@ pub(crate) fn headline(out: &mut String, s: &Summary) {
         ("format version", int(s.format_version)),
     ];
     if let Some(t) = &s.tls {
-        rows.insert(10, ("TLS handshakes", int(t.handshakes)));
-        rows.insert(11, ("TLS handshakes resumed", int(t.resumed)));
+        rows.insert(13, ("TLS handshakes", int(t.handshakes)));
+        rows.insert(14, ("TLS handshakes resumed", int(t.resumed)));
     }
     for (k, v) in rows {
         let _ = writeln!(out, "<tr><th>{k}</th><td class=\"n\">{v}</td></tr>");
@@ -615,6 +630,9 @@ pub(crate) fn headline(out: &mut String, s: &Summary) {
     ];
     if s.used_tls() {
         figures.push(("TLS handshake", &s.tls_us));
+    }
+    if s.served_us.count.is_some_and(|n| n > 0) {
+        figures.push(("connect to the server's first byte", &s.served_us));
     }
     figures_table(out, &figures);
     counts_table(

@@ -268,13 +268,39 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
             )
         }
     );
+    // Served: the server sent a byte on them. TCP handshakes alone may sit in its accept
+    // queue; say so when the two differ.
+    let queued = if out.tcp_connected_peak > out.connections_peak {
+        format!(
+            " served (TCP-connected peak {}: the rest waited in the server's accept queue)",
+            thousands(out.tcp_connected_peak)
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         w,
-        "  Connections  peak {}, users started {}, finished {}",
+        "  Connections  peak {}{queued}, users started {}, finished {}",
         thousands(out.connections_peak),
         thousands(c.users_started),
         thousands(c.users_finished)
     );
+    if !t.served.is_empty() && out.tcp_connected_peak > out.connections_peak {
+        let _ = writeln!(
+            w,
+            "  Served after {}  (TCP connect to the server's first byte)",
+            lat_line(&LatencyStats::of(&t.served))
+        );
+    }
+    if c.idle_closed > 0 || c.reconnects > 0 {
+        let _ = writeln!(
+            w,
+            "  Idle closes  {} connection(s) closed by the server while idle (keep-alive \
+             timeout), {} reconnect(s); not errors",
+            thousands(c.idle_closed),
+            thousands(c.reconnects)
+        );
+    }
     let cpu = usage.cpu_user_s + usage.cpu_sys_s;
     let _ = writeln!(
         w,

@@ -37,9 +37,20 @@ pub struct IntervalLine {
     pub tls_us: IntervalLatency,
     pub connects: u64,
     pub disconnects: u64,
-    /// Open at the interval's end.
+    /// Served connections (the server sent a byte on them) open at the interval's end.
     pub connections_open: u64,
     pub connections_peak: u64,
+    /// TCP connections established, served or not (accept queue included): open at the
+    /// interval's end, and their peak.
+    #[serde(default)]
+    pub tcp_connected_open: u64,
+    #[serde(default)]
+    pub tcp_connected_peak: u64,
+    /// Connections the server closed while idle, and reconnects after them.
+    #[serde(default)]
+    pub idle_closed: u64,
+    #[serde(default)]
+    pub reconnects: u64,
     pub users_active: u64,
     pub users_started: u64,
     pub users_finished: u64,
@@ -139,6 +150,10 @@ impl IntervalLine {
             disconnects: c.disconnects,
             connections_open: c.connections_open,
             connections_peak: c.connections_peak,
+            tcp_connected_open: c.tcp_connected_open,
+            tcp_connected_peak: c.tcp_connected_peak,
+            idle_closed: c.idle_closed,
+            reconnects: c.reconnects,
             users_active: c.users_active,
             users_started: c.users_started,
             users_finished: c.users_finished,

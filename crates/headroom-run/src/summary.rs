@@ -80,8 +80,25 @@ pub struct RunSummary {
     pub latency_uncorrected_us: Latency,
     pub connect_us: Latency,
     pub tls_us: Latency,
+    /// From TCP connect to the server's first byte on the connection (its accept-queue wait
+    /// plus its first answer); connections closed before any byte are not in it.
+    #[serde(default)]
+    pub served_us: Latency,
+    /// TCP handshakes completed.
     pub connects: u64,
+    /// The most connections the server held at once: *served* ones, on which it sent a byte.
     pub connections_peak: u64,
+    /// The most TCP connections established at once, served or not: those waiting in the
+    /// server's accept queue too. Above `connections_peak` when the server fell behind.
+    #[serde(default)]
+    pub tcp_connected_peak: u64,
+    /// Connections the server closed while their user had nothing in flight (keep-alive or
+    /// idle timeouts); not errors.
+    #[serde(default)]
+    pub idle_closed: u64,
+    /// Connections opened again after such a close.
+    #[serde(default)]
+    pub reconnects: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// The generator's own CPU and memory (getrusage of this process).
@@ -789,8 +806,12 @@ impl RunSummary {
             latency_uncorrected_us: Latency::of(&t.latency_uncorrected),
             connect_us: Latency::of(&t.connect),
             tls_us: Latency::of(&t.tls),
+            served_us: Latency::of(&t.served),
             connects: c.connects,
             connections_peak: out.connections_peak,
+            tcp_connected_peak: out.tcp_connected_peak,
+            idle_closed: c.idle_closed,
+            reconnects: c.reconnects,
             bytes_sent: c.bytes_sent,
             bytes_received: c.bytes_received,
             cpu_user_s: round3(usage.cpu_user_s),

@@ -249,115 +249,43 @@ fn issue16_basic_auth_from_a_flag_or_the_url_is_accepted_by_nginx() {
 }
 
 /// Debian's Apache on a loopback port, with Digest auth (MD5, qop=auth) on `/digest/`.
-struct Apache {
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-    child: Child,
-}
+struct Apache(common::apache::Apache);
 
 impl Apache {
     fn start() -> Apache {
-        let bin = Path::new("/usr/sbin/apache2");
-        assert!(
-            bin.exists(),
-            "Apache is not installed. Run scripts/test (it installs Debian's apache2)"
-        );
-        let mut last = String::new();
-        for _ in 0..5 {
-            match Apache::try_start(bin) {
-                Ok(a) => return a,
-                Err(e) => last = e,
-            }
-        }
-        panic!("apache did not start after 5 tries: {last}");
-    }
-
-    fn try_start(bin: &Path) -> Result<Apache, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path().display().to_string();
-        let port = free_port();
-        let www = dir.path().join("www/digest");
-        std::fs::create_dir_all(&www).unwrap();
-        std::fs::write(www.join("index.html"), "digest ok\n").unwrap();
         // htdigest's format: user:realm:MD5(user:realm:password).
         let ha1 = format!("{:032x}", md5_hex(b"bob:headroom:s3cret"));
-        std::fs::write(dir.path().join("digest"), format!("bob:headroom:{ha1}\n")).unwrap();
-        let m = "/usr/lib/apache2/modules";
-        let conf = format!(
-            r#"LoadModule mpm_event_module {m}/mod_mpm_event.so
-LoadModule authn_core_module {m}/mod_authn_core.so
-LoadModule authn_file_module {m}/mod_authn_file.so
-LoadModule authz_core_module {m}/mod_authz_core.so
-LoadModule authz_user_module {m}/mod_authz_user.so
-LoadModule auth_digest_module {m}/mod_auth_digest.so
-LoadModule dir_module {m}/mod_dir.so
-User www-data
-Group www-data
-ServerName 127.0.0.1
-Listen 127.0.0.1:{port}
-PidFile {d}/httpd.pid
-ErrorLog {d}/error.log
-LogFormat "%U %>s u=%u" users
-CustomLog {d}/access.log users
-DocumentRoot {d}/www
-DirectoryIndex index.html
-MaxKeepAliveRequests 0
-<Directory {d}/www>
-  Require all granted
-</Directory>
-<Location /digest/>
+        let conf = r#"<Location /digest/>
   AuthType Digest
   AuthName "headroom"
   AuthDigestProvider file
-  AuthUserFile {d}/digest
+  AuthUserFile {dir}/digest
   Require valid-user
-</Location>
-"#
+</Location>"#;
+        let ap = common::apache::Apache::start(
+            &["authn_core", "authn_file", "authz_user", "auth_digest"],
+            conf,
+            "%U %>s u=%u",
         );
-        std::fs::write(dir.path().join("httpd.conf"), conf).unwrap();
-        // Apache's children run as www-data: let them read the files.
-        let _ = Command::new("chmod").args(["-R", "a+rX", &d]).status();
-        let mut child = Command::new(bin)
-            .args(["-f", &format!("{d}/httpd.conf"), "-DFOREGROUND"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("spawn apache2: {e}"))?;
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(status)) = child.try_wait() {
-                let log = std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
-                return Err(format!(
-                    "apache exited at start on {addr} ({status}): {log}"
-                ));
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
-                return Ok(Apache { addr, dir, child });
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        Err(format!("apache on {addr} did not listen within 10 s"))
+        let dir = ap.dir.path();
+        std::fs::create_dir_all(dir.join("www/digest")).unwrap();
+        std::fs::write(dir.join("www/digest/index.html"), "digest ok\n").unwrap();
+        std::fs::write(dir.join("digest"), format!("bob:headroom:{ha1}\n")).unwrap();
+        let _ = Command::new("chmod")
+            .args(["-R", "a+rX", &dir.display().to_string()])
+            .status();
+        Apache(ap)
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        self.0.url(path)
     }
 
-    /// `(path, status, user)` of every logged request (Apache writes each as it completes).
+    /// `(path, status, user)` of every logged request.
     fn log(&self) -> Vec<(String, u16, String)> {
-        let path: PathBuf = self.dir.path().join("access.log");
-        let mut last = String::new();
-        for _ in 0..40 {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = std::fs::read_to_string(&path).unwrap_or_default();
-            if now == last && !now.is_empty() {
-                break;
-            }
-            last = now;
-        }
-        last.lines()
+        self.0
+            .log_text()
+            .lines()
             .filter_map(|l| {
                 let mut p = l.split(' ');
                 Some((
@@ -367,23 +295,6 @@ MaxKeepAliveRequests 0
                 ))
             })
             .collect()
-    }
-}
-
-impl Drop for Apache {
-    fn drop(&mut self) {
-        // SIGTERM lets the parent stop its children.
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -447,7 +358,7 @@ sessions:
       - set: {{var: who, value: bob}}
       - request: {{name: page, path: /digest/, auth: {{user: "${{who}}", password: s3cret, scheme: digest}}}}
 "#,
-        port = ap.addr.port()
+        port = ap.0.addr.port()
     );
     let (v, out) = run_scenario(&yaml, &[], &["-n", "40", "-d", BOUND]);
     assert_eq!(out.status.code(), Some(0), "{v:#}");

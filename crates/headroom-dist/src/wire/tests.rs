@@ -17,6 +17,9 @@ fn random_recorder(rng: &mut SmallRng) -> Recorder {
         if rng.gen_bool(0.3) {
             r.record_tls(rng.gen_range(1..50_000));
         }
+        if rng.gen_bool(0.2) {
+            r.record_served(rng.gen_range(1..2_000_000));
+        }
         r.sessions
             .saturating_record(rng.gen_range(1..MAX_LATENCY_US * 2));
         if names > 0 {
@@ -40,6 +43,10 @@ fn random_recorder(rng: &mut SmallRng) -> Recorder {
     c.disconnects = rng.gen();
     c.connections_open = rng.gen();
     c.connections_peak = rng.gen();
+    c.tcp_connected_open = rng.gen();
+    c.tcp_connected_peak = rng.gen();
+    c.idle_closed = rng.gen();
+    c.reconnects = rng.gen();
     c.users_active = rng.gen();
     c.sessions_completed = rng.gen();
     c.sessions_aborted = rng.gen();
@@ -54,12 +61,14 @@ fn assert_same(a: &Recorder, b: &Recorder) {
     assert_eq!(a.connect, b.connect);
     assert_eq!(a.tls, b.tls);
     assert_eq!(a.sessions, b.sessions);
+    assert_eq!(a.served, b.served);
     for h in [
         &a.latency,
         &a.latency_uncorrected,
         &a.connect,
         &a.tls,
         &a.sessions,
+        &a.served,
     ] {
         assert_eq!(h.low(), 1);
         assert_eq!(h.high(), MAX_LATENCY_US);

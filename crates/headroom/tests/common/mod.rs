@@ -12,6 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub mod access_log;
+pub mod apache;
 pub mod chromium;
 pub mod h2o;
 pub mod netns_lock;

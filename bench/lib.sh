@@ -10,8 +10,10 @@
 #   bench_pki                       the test PKI (scripts/pki.sh) in $WORK/pki; sets PKI
 #   reused_count DIR / h2_count DIR lines of a TLS_LOG_FORMAT log on a resumed TLS session / over
 #                                   HTTP/2 (measure sets M_REUSED and M_H2 from them)
-#   paired_ratios CSV TOOL BASE     median, min and max of the per-round ratios TOOL/BASE of
-#                                   requests per generator CPU-second
+#   paired_line                     THE figure of a comparison: per-round pairs "A B" on stdin
+#                                   -> "median X (min A, max B) over N rounds" of the ratios A/B
+#   paired_ratios CSV TOOL BASE     paired_line of TOOL/BASE requests per generator CPU-second,
+#                                   paired by round from a CSV_HEADER csv
 #   nginx_stop DIR                  stop it (also done automatically on exit)
 #   access_count DIR                requests nginx has logged so far (the neutral request count)
 #   cpu_of CMD...                   run CMD under /usr/bin/time; sets CPU_USER, CPU_SYS (seconds),
@@ -296,21 +298,32 @@ record_versions() {
     } >"$f"
 }
 
-# paired_ratios CSV TOOL BASE — for every round in which both TOOL and BASE succeeded (status 0,
-# requests > 0; columns as CSV_HEADER), TOOL's requests per generator CPU-second / BASE's;
-# prints "median min max n" ("- - - 0" without such a round). The tools alternate within a
-# round, so a pair shares the machine's weather: its ratio is steadier than a ratio of medians.
+# paired_line — the one way every bench script states how two tools (or two builds) compare.
+# Reads one line per round, "A B" (the figure of the tool and of the baseline in that round,
+# e.g. requests per generator CPU-second), and prints
+#     median X (min A, max B) over N rounds
+# of the per-round ratios A/B; "n/a (no round where both succeeded)" without a usable pair.
+# The tools alternate within a round, so a pair shares the machine's weather and its ratio is
+# steadier than either figure. Never a ratio of medians (median(A)/median(B) mixes rounds: it
+# printed 1.01 for a run whose paired ratios had median 1.05) and never the best round.
+paired_line() {
+    awk 'NF >= 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g | awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "n/a (no round where both succeeded)"; exit }
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "median %.3f (min %.3f, max %.3f) over %d round%s\n", m, v[1], v[NR], NR,
+            (NR == 1 ? "" : "s") }'
+}
+
+# paired_ratios CSV TOOL BASE — paired_line of TOOL's requests per generator CPU-second over
+# BASE's, paired by round, for every round in which both succeeded (status 0, requests > 0;
+# columns as CSV_HEADER).
 paired_ratios() {
     awk -F, -v t="$2" -v b="$3" '
         NR > 1 && $5 == 0 && $6 > 0 && $13 > 0 {
             if ($1 == t) tv[$2] = $13
             if ($1 == b) bv[$2] = $13
         }
-        END { for (r in tv) if (r in bv) print tv[r] / bv[r] }' "$1" |
-        sort -g | awk '{ v[NR] = $1 } END {
-            if (NR == 0) { print "- - - 0"; exit }
-            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-            printf "%.3f %.3f %.3f %d\n", m, v[1], v[NR], NR }'
+        END { for (r in tv) if (r in bv) print tv[r], bv[r] }' "$1" | paired_line
 }
 
 # median and max of numbers on stdin, printed as "median max"
@@ -387,35 +400,29 @@ csv_row() {
             (dur > 0 ? req / dur : 0), (cpu > 0 ? req / cpu : 0), treq, tu, ts }'
 }
 
-# summarize CSV BASELINE — per-run table, then best and median requests per generator CPU-second
-# for each tool, then the ratio of headroom to BASELINE. Runs that failed are listed, not ranked.
+# summarize CSV BASELINE — per-run table, each tool's median requests per generator CPU-second
+# (its own spread, for reading; not a comparison), then the comparison: paired_ratios of
+# headroom and of every other tool against BASELINE. Runs that failed are listed, not ranked.
 summarize() {
     local csv=$1 base=$2
     echo
     echo "Per run (requests = nginx access-log delta; CPU = generator user+sys from wait4 rusage):"
     column -s, -t <(cut -d, -f1,2,5,6,7,8,10,12,13 "$csv")
     echo
-    printf '%-10s %6s %16s %16s %14s\n' tool runs best_req/cpu_s median_req/cpu_s median_req/s
+    printf '%-10s %6s %16s %16s %14s\n' tool runs median_req/cpu_s max_req/cpu_s median_req/s
     local tool bm rm
     for tool in $(tail -n +2 "$csv" | cut -d, -f1 | awk '!seen[$0]++'); do
         bm=$(awk -F, -v t="$tool" '$1 == t && $5 == 0 { print $13 }' "$csv" | median_max)
         rm=$(awk -F, -v t="$tool" '$1 == t && $5 == 0 { print $12 }' "$csv" | median_max)
         printf '%-10s %6s %16s %16s %14s\n' "$tool" \
             "$(awk -F, -v t="$tool" '$1 == t && $5 == 0' "$csv" | wc -l)" \
-            "${bm#* }" "${bm% *}" "${rm% *}"
-        eval "_best_$tool=\${bm#* } _median_$tool=\${bm% *}"
+            "${bm% *}" "${bm#* }" "${rm% *}"
     done
-    local hb="${_best_headroom:-}" hm="${_median_headroom:-}"
-    local bb bmed
-    eval "bb=\${_best_$base:-} bmed=\${_median_$base:-}"
     echo
-    if [[ -n $hb && $hb != - && -n $bb && $bb != - ]]; then
-        awk -v hb="$hb" -v hm="$hm" -v bb="$bb" -v bm="$bmed" -v base="$base" 'BEGIN {
-            printf "ratio headroom/%s (requests per CPU-second): best %.2f, median %.2f\n",
-                base, hb / bb, hm / bm }'
-    else
-        echo "ratio headroom/$base: n/a (no successful headroom run)"
-    fi
+    for tool in $(tail -n +2 "$csv" | cut -d, -f1 | awk -v b="$base" '$0 != b && !seen[$0]++'); do
+        echo "ratio $tool/$base (requests per generator CPU-second, paired by round):" \
+            "$(paired_ratios "$csv" "$tool" "$base")"
+    done
 }
 
 # headroom_round ROUND: one measured headroom run of a side-by-side benchmark (HR_CMD against the

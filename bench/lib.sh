@@ -24,7 +24,8 @@
 #   record_versions FILE            tool versions and machine facts, written to FILE
 #   on_exit 'CMD'                   register cleanup run when the script exits, however it exits
 #   SERVER_PIN / GEN_PIN            arrays: `taskset -c 0` / `taskset -c 1` when nproc >= 2 and
-#                                   PIN=1 (default), so nginx and the generator do not share a core
+#                                   PIN=1 (default), so nginx and the generator do not share a core;
+#                                   with NICE=N, prefixed by `nice -n N`
 #
 # Invariants: all traffic goes to 127.0.0.1; nginx never outlives the script (EXIT trap);
 # nginx writes nothing outside DIR (pid, logs, temp paths, and `-e` for the early error log).
@@ -65,6 +66,13 @@ GEN_PIN=()
 if [[ $PIN == 1 ]] && command -v taskset >/dev/null && (($(nproc) >= 2)); then
     SERVER_PIN=(taskset -c 0)
     GEN_PIN=(taskset -c 1)
+fi
+# NICE=-10 (as root): nginx and the generators run at that priority, so that on a machine busy
+# with other work the server still answers as fast as it can and the generators stay the
+# bottleneck (see "Is the generator the bottleneck?" in README.md). Off by default.
+if [[ -n ${NICE:-} ]]; then
+    SERVER_PIN=(nice -n "$NICE" "${SERVER_PIN[@]}")
+    GEN_PIN=(nice -n "$NICE" "${GEN_PIN[@]}")
 fi
 
 # --- small utilities ---------------------------------------------------------------------------
@@ -252,14 +260,26 @@ h2_count() { awk '$3 == "HTTP/2.0"' "$1/access.log" | wc -l; }
 
 # cpu_of CMD... — run CMD (its stdout/stderr pass through) under GNU time. wait4's rusage covers
 # CMD and every descendant it reaped, so a tool that forks workers is measured whole — but a
-# process that daemonizes (double-forks) escapes it.
+# process that daemonizes (double-forks) escapes it. CPU_USER and CPU_SYS come from bash's
+# `times` in a subshell that runs only CMD (getrusage(RUSAGE_CHILDREN): the same rusage, in
+# milliseconds; GNU time prints hundredths, ±5% of a 0.2 CPU-second run on a starved machine);
+# GNU time gives the max RSS and the wall time.
 cpu_of() {
-    local tf rc=0
+    local tf rc
     tf=$(mktemp)
-    /usr/bin/time -o "$tf" -f '%U %S %M %e' "$@" || rc=$?
+    (
+        r=0
+        /usr/bin/time -o "$tf" -f '%M %e' "$@" || r=$?
+        times >"$tf.times"
+        exit "$r"
+    ) && rc=0 || rc=$?
     # On failure GNU time writes a "Command exited with non-zero status" line first.
-    read -r CPU_USER CPU_SYS CPU_MAXRSS_KB CPU_WALL < <(tail -n 1 "$tf")
-    rm -f "$tf"
+    read -r CPU_MAXRSS_KB CPU_WALL < <(tail -n 1 "$tf")
+    # `times`: the subshell's own "0m0.001s 0m0.002s", then its children's.
+    read -r CPU_USER CPU_SYS < <(tail -n 1 "$tf.times" | awk '{
+        for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t[i] = a[1] * 60 + a[2] }
+        printf "%.3f %.3f\n", t[1], t[2] }')
+    rm -f "$tf" "$tf.times"
     return "$rc"
 }
 
@@ -280,6 +300,7 @@ record_versions() {
         echo "kernel: $(uname -srm)"
         echo "cpus: $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))"
         echo "pinning: server=${SERVER_PIN[*]:-none} generator=${GEN_PIN[*]:-none}"
+        echo "load average: $(cut -d" " -f1-3 /proc/loadavg)"
         echo "nginx: $("$NGINX" -v 2>&1)"
         command -v wrk >/dev/null && echo "wrk: $(wrk -v 2>&1 | head -n 1)"
         command -v tsung >/dev/null && echo "tsung: $(tsung -v 2>&1 | head -n 1)"
@@ -395,7 +416,7 @@ csv_row() {
         -v req="$M_REQUESTS" -v u="$CPU_USER" -v s="$CPU_SYS" -v rss="$CPU_MAXRSS_KB" \
         -v wall="$CPU_WALL" -v treq="$5" -v tu="$6" -v ts="$7" 'BEGIN {
         cpu = u + s
-        printf "%s,%s,%s,%s,%s,%d,%.2f,%.2f,%.2f,%d,%.2f,%.0f,%.0f,%s,%s,%s\n",
+        printf "%s,%s,%s,%s,%s,%d,%.3f,%.3f,%.3f,%d,%.2f,%.0f,%.0f,%s,%s,%s\n",
             tool, round, conns, dur, st, req, u, s, cpu, rss, wall,
             (dur > 0 ? req / dur : 0), (cpu > 0 ? req / cpu : 0), treq, tu, ts }'
 }

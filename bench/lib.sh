@@ -10,8 +10,10 @@
 #   bench_pki                       the test PKI (scripts/pki.sh) in $WORK/pki; sets PKI
 #   reused_count DIR / h2_count DIR lines of a TLS_LOG_FORMAT log on a resumed TLS session / over
 #                                   HTTP/2 (measure sets M_REUSED and M_H2 from them)
-#   paired_ratios CSV TOOL BASE     median, min and max of the per-round ratios TOOL/BASE of
-#                                   requests per generator CPU-second
+#   paired_line                     THE figure of a comparison: per-round pairs "A B" on stdin
+#                                   -> "median X (min A, max B) over N rounds" of the ratios A/B
+#   paired_ratios CSV TOOL BASE     paired_line of TOOL/BASE requests per generator CPU-second,
+#                                   paired by round from a CSV_HEADER csv
 #   nginx_stop DIR                  stop it (also done automatically on exit)
 #   access_count DIR                requests nginx has logged so far (the neutral request count)
 #   cpu_of CMD...                   run CMD under /usr/bin/time; sets CPU_USER, CPU_SYS (seconds),
@@ -22,7 +24,8 @@
 #   record_versions FILE            tool versions and machine facts, written to FILE
 #   on_exit 'CMD'                   register cleanup run when the script exits, however it exits
 #   SERVER_PIN / GEN_PIN            arrays: `taskset -c 0` / `taskset -c 1` when nproc >= 2 and
-#                                   PIN=1 (default), so nginx and the generator do not share a core
+#                                   PIN=1 (default), so nginx and the generator do not share a core;
+#                                   with NICE=N, prefixed by `nice -n N`
 #
 # Invariants: all traffic goes to 127.0.0.1; nginx never outlives the script (EXIT trap);
 # nginx writes nothing outside DIR (pid, logs, temp paths, and `-e` for the early error log).
@@ -63,6 +66,13 @@ GEN_PIN=()
 if [[ $PIN == 1 ]] && command -v taskset >/dev/null && (($(nproc) >= 2)); then
     SERVER_PIN=(taskset -c 0)
     GEN_PIN=(taskset -c 1)
+fi
+# NICE=-10 (as root): nginx and the generators run at that priority, so that on a machine busy
+# with other work the server still answers as fast as it can and the generators stay the
+# bottleneck (see "Is the generator the bottleneck?" in README.md). Off by default.
+if [[ -n ${NICE:-} ]]; then
+    SERVER_PIN=(nice -n "$NICE" "${SERVER_PIN[@]}")
+    GEN_PIN=(nice -n "$NICE" "${GEN_PIN[@]}")
 fi
 
 # --- small utilities ---------------------------------------------------------------------------
@@ -250,14 +260,26 @@ h2_count() { awk '$3 == "HTTP/2.0"' "$1/access.log" | wc -l; }
 
 # cpu_of CMD... — run CMD (its stdout/stderr pass through) under GNU time. wait4's rusage covers
 # CMD and every descendant it reaped, so a tool that forks workers is measured whole — but a
-# process that daemonizes (double-forks) escapes it.
+# process that daemonizes (double-forks) escapes it. CPU_USER and CPU_SYS come from bash's
+# `times` in a subshell that runs only CMD (getrusage(RUSAGE_CHILDREN): the same rusage, in
+# milliseconds; GNU time prints hundredths, ±5% of a 0.2 CPU-second run on a starved machine);
+# GNU time gives the max RSS and the wall time.
 cpu_of() {
-    local tf rc=0
+    local tf rc
     tf=$(mktemp)
-    /usr/bin/time -o "$tf" -f '%U %S %M %e' "$@" || rc=$?
+    (
+        r=0
+        /usr/bin/time -o "$tf" -f '%M %e' "$@" || r=$?
+        times >"$tf.times"
+        exit "$r"
+    ) && rc=0 || rc=$?
     # On failure GNU time writes a "Command exited with non-zero status" line first.
-    read -r CPU_USER CPU_SYS CPU_MAXRSS_KB CPU_WALL < <(tail -n 1 "$tf")
-    rm -f "$tf"
+    read -r CPU_MAXRSS_KB CPU_WALL < <(tail -n 1 "$tf")
+    # `times`: the subshell's own "0m0.001s 0m0.002s", then its children's.
+    read -r CPU_USER CPU_SYS < <(tail -n 1 "$tf.times" | awk '{
+        for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t[i] = a[1] * 60 + a[2] }
+        printf "%.3f %.3f\n", t[1], t[2] }')
+    rm -f "$tf" "$tf.times"
     return "$rc"
 }
 
@@ -278,6 +300,7 @@ record_versions() {
         echo "kernel: $(uname -srm)"
         echo "cpus: $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))"
         echo "pinning: server=${SERVER_PIN[*]:-none} generator=${GEN_PIN[*]:-none}"
+        echo "load average: $(cut -d" " -f1-3 /proc/loadavg)"
         echo "nginx: $("$NGINX" -v 2>&1)"
         command -v wrk >/dev/null && echo "wrk: $(wrk -v 2>&1 | head -n 1)"
         command -v tsung >/dev/null && echo "tsung: $(tsung -v 2>&1 | head -n 1)"
@@ -296,21 +319,32 @@ record_versions() {
     } >"$f"
 }
 
-# paired_ratios CSV TOOL BASE — for every round in which both TOOL and BASE succeeded (status 0,
-# requests > 0; columns as CSV_HEADER), TOOL's requests per generator CPU-second / BASE's;
-# prints "median min max n" ("- - - 0" without such a round). The tools alternate within a
-# round, so a pair shares the machine's weather: its ratio is steadier than a ratio of medians.
+# paired_line — the one way every bench script states how two tools (or two builds) compare.
+# Reads one line per round, "A B" (the figure of the tool and of the baseline in that round,
+# e.g. requests per generator CPU-second), and prints
+#     median X (min A, max B) over N rounds
+# of the per-round ratios A/B; "n/a (no round where both succeeded)" without a usable pair.
+# The tools alternate within a round, so a pair shares the machine's weather and its ratio is
+# steadier than either figure. Never a ratio of medians (median(A)/median(B) mixes rounds: it
+# printed 1.01 for a run whose paired ratios had median 1.05) and never the best round.
+paired_line() {
+    awk 'NF >= 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g | awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "n/a (no round where both succeeded)"; exit }
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "median %.3f (min %.3f, max %.3f) over %d round%s\n", m, v[1], v[NR], NR,
+            (NR == 1 ? "" : "s") }'
+}
+
+# paired_ratios CSV TOOL BASE — paired_line of TOOL's requests per generator CPU-second over
+# BASE's, paired by round, for every round in which both succeeded (status 0, requests > 0;
+# columns as CSV_HEADER).
 paired_ratios() {
     awk -F, -v t="$2" -v b="$3" '
         NR > 1 && $5 == 0 && $6 > 0 && $13 > 0 {
             if ($1 == t) tv[$2] = $13
             if ($1 == b) bv[$2] = $13
         }
-        END { for (r in tv) if (r in bv) print tv[r] / bv[r] }' "$1" |
-        sort -g | awk '{ v[NR] = $1 } END {
-            if (NR == 0) { print "- - - 0"; exit }
-            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-            printf "%.3f %.3f %.3f %d\n", m, v[1], v[NR], NR }'
+        END { for (r in tv) if (r in bv) print tv[r], bv[r] }' "$1" | paired_line
 }
 
 # median and max of numbers on stdin, printed as "median max"
@@ -382,40 +416,34 @@ csv_row() {
         -v req="$M_REQUESTS" -v u="$CPU_USER" -v s="$CPU_SYS" -v rss="$CPU_MAXRSS_KB" \
         -v wall="$CPU_WALL" -v treq="$5" -v tu="$6" -v ts="$7" 'BEGIN {
         cpu = u + s
-        printf "%s,%s,%s,%s,%s,%d,%.2f,%.2f,%.2f,%d,%.2f,%.0f,%.0f,%s,%s,%s\n",
+        printf "%s,%s,%s,%s,%s,%d,%.3f,%.3f,%.3f,%d,%.2f,%.0f,%.0f,%s,%s,%s\n",
             tool, round, conns, dur, st, req, u, s, cpu, rss, wall,
             (dur > 0 ? req / dur : 0), (cpu > 0 ? req / cpu : 0), treq, tu, ts }'
 }
 
-# summarize CSV BASELINE — per-run table, then best and median requests per generator CPU-second
-# for each tool, then the ratio of headroom to BASELINE. Runs that failed are listed, not ranked.
+# summarize CSV BASELINE — per-run table, each tool's median requests per generator CPU-second
+# (its own spread, for reading; not a comparison), then the comparison: paired_ratios of
+# headroom and of every other tool against BASELINE. Runs that failed are listed, not ranked.
 summarize() {
     local csv=$1 base=$2
     echo
     echo "Per run (requests = nginx access-log delta; CPU = generator user+sys from wait4 rusage):"
     column -s, -t <(cut -d, -f1,2,5,6,7,8,10,12,13 "$csv")
     echo
-    printf '%-10s %6s %16s %16s %14s\n' tool runs best_req/cpu_s median_req/cpu_s median_req/s
+    printf '%-10s %6s %16s %16s %14s\n' tool runs median_req/cpu_s max_req/cpu_s median_req/s
     local tool bm rm
     for tool in $(tail -n +2 "$csv" | cut -d, -f1 | awk '!seen[$0]++'); do
         bm=$(awk -F, -v t="$tool" '$1 == t && $5 == 0 { print $13 }' "$csv" | median_max)
         rm=$(awk -F, -v t="$tool" '$1 == t && $5 == 0 { print $12 }' "$csv" | median_max)
         printf '%-10s %6s %16s %16s %14s\n' "$tool" \
             "$(awk -F, -v t="$tool" '$1 == t && $5 == 0' "$csv" | wc -l)" \
-            "${bm#* }" "${bm% *}" "${rm% *}"
-        eval "_best_$tool=\${bm#* } _median_$tool=\${bm% *}"
+            "${bm% *}" "${bm#* }" "${rm% *}"
     done
-    local hb="${_best_headroom:-}" hm="${_median_headroom:-}"
-    local bb bmed
-    eval "bb=\${_best_$base:-} bmed=\${_median_$base:-}"
     echo
-    if [[ -n $hb && $hb != - && -n $bb && $bb != - ]]; then
-        awk -v hb="$hb" -v hm="$hm" -v bb="$bb" -v bm="$bmed" -v base="$base" 'BEGIN {
-            printf "ratio headroom/%s (requests per CPU-second): best %.2f, median %.2f\n",
-                base, hb / bb, hm / bm }'
-    else
-        echo "ratio headroom/$base: n/a (no successful headroom run)"
-    fi
+    for tool in $(tail -n +2 "$csv" | cut -d, -f1 | awk -v b="$base" '$0 != b && !seen[$0]++'); do
+        echo "ratio $tool/$base (requests per generator CPU-second, paired by round):" \
+            "$(paired_ratios "$csv" "$tool" "$base")"
+    done
 }
 
 # headroom_round ROUND: one measured headroom run of a side-by-side benchmark (HR_CMD against the

@@ -5,8 +5,8 @@
 # 3-step session with think time 0 (request, think 0s, request), against headroom's plain URL
 # mode, on the same nginx (1 worker, `return 200`) on 127.0.0.1, same connections, one generator
 # thread. Requests are counted from nginx's access-log delta; CPU from wait4's rusage. In the
-# table, `url` is `headroom run URL` and `headroom` is `headroom run session.yaml`; the printed
-# ratio is session/URL (goal >= 0.8), the median of the paired per-round ratios with min and max.
+# table, `url` is `headroom run URL` and `session` is `headroom run session.yaml`; the printed
+# ratio is session/url (goal >= 0.8), the median of the paired per-round ratios with min and max.
 #
 # Cookies are on (COOKIES=1, the default): nginx sets a cookie on every reply (`Set-Cookie:
 # sid=<connection>; Path=/`), so in both modes every user's jar stores a cookie per reply and
@@ -74,7 +74,7 @@ one() { # TOOL ROUND CMD...
 
 for round in $(seq 1 "$ROUNDS"); do
     one url "$round" "${URL_CMD[@]}"
-    one headroom "$round" "${SES_CMD[@]}"
+    one session "$round" "${SES_CMD[@]}"
 done
 
 {
@@ -82,10 +82,8 @@ done
     [[ $COOKIES == 1 ]] && cookies="set on every reply and sent back"
     echo "session-overhead: 3-step session (think 0) vs URL mode, 1 generator thread, $CONNS users," \
         "$DURATION per run, $ROUNDS rounds, nginx 1 worker, cookies $cookies; $(date -Is) on $(hostname -s)"
-    echo "(headroom = the session scenario; url = plain URL mode; ratio = session / URL)"
+    echo "(session = the session scenario; url = plain URL mode)"
     summarize "$CSV" url
-    read -r med lo hi n <<<"$(paired_ratios "$CSV" headroom url)"
-    echo "paired per-round ratios session/URL (requests per CPU-second): median $med (min $lo, max $hi) over $n rounds"
 } | tee "$OUT/session-overhead.txt"
 echo
 echo "run dir: $OUT"

@@ -178,12 +178,8 @@ done
     echo
     for m in $MODES; do
         awk -F, -v m="$m" 'NR == 1 || $1 == m' "$CSV" | cut -d, -f2- >"$WORK/mode.csv"
-        read -r med lo hi n < <(paired_ratios "$WORK/mode.csv" headroom wrk)
-        if ((n > 0)); then
-            echo "ratio headroom/wrk, $m (requests per generator CPU-second): median $med (min $lo, max $hi) over $n paired rounds"
-        else
-            echo "ratio headroom/wrk, $m: n/a (no round where both succeeded)"
-        fi
+        echo "ratio headroom/wrk, $m (requests per generator CPU-second, paired by round):" \
+            "$(paired_ratios "$WORK/mode.csv" headroom wrk)"
     done
 } | tee "$OUT/$NAME.txt"
 echo

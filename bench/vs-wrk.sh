@@ -8,13 +8,14 @@
 # tool's own claims (wrk's "N requests", headroom's summary.json) are kept as cross-check columns.
 #
 # How: nginx pinned to CPU 0, the generator to CPU 1 (when there are 2+ CPUs; PIN=0 disables).
-# The tools alternate (wrk, headroom, wrk, headroom, ... ROUNDS=2 times) to spread the noise of a
-# shared machine over both, and the best and the median of each are reported.
+# The tools alternate (wrk, headroom, wrk, headroom, ... ROUNDS=5 times) so that each round's two
+# runs share the machine's weather; the figure is the median (min, max) of the per-round ratios
+# headroom/wrk (paired_line in lib.sh), never a ratio of medians or the best round.
 #
 # Output: a table on stdout, and bench/runs/<YYYY-MM-DD>-<host>/ gets vs-wrk.csv, vs-wrk.txt
 # (the table), vs-wrk.commands (exact commands), vs-wrk.versions, and raw tool outputs in vs-wrk.raw/.
 #
-# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (2), PIN (1), PORT,
+# Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (5), PIN (1), PORT,
 # HEADROOM_BEFORE (another headroom binary, e.g. built from an earlier commit: it runs third in
 # every round as tool "before", and the paired ratio headroom/before is printed: a change's cost
 # measured in one run, never against a figure from another day).
@@ -24,7 +25,7 @@ source "$(dirname "$0")/lib.sh"
 
 DURATION=${1:-10s}
 CONNS=${2:-50}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-5}
 DUR_S=$(dur_secs "$DURATION")
 PORT=${PORT:-$(free_port)}
 URL="http://127.0.0.1:$PORT/"
@@ -73,12 +74,8 @@ done
         "$ROUNDS rounds, nginx 1 worker; $(date -Is) on $(hostname -s)"
     summarize "$CSV" wrk
     if [[ -n ${HEADROOM_BEFORE:-} ]]; then
-        read -r med lo hi n <<<"$(paired_ratios "$CSV" headroom before)"
-        echo "paired per-round ratio headroom/before (requests per CPU-second): median $med (min $lo, max $hi, $n rounds)"
-        read -r med lo hi n <<<"$(paired_ratios "$CSV" headroom wrk)"
-        echo "paired per-round ratio headroom/wrk: median $med (min $lo, max $hi, $n rounds)"
-        read -r med lo hi n <<<"$(paired_ratios "$CSV" before wrk)"
-        echo "paired per-round ratio before/wrk: median $med (min $lo, max $hi, $n rounds)"
+        echo "ratio headroom/before (requests per generator CPU-second, paired by round):" \
+            "$(paired_ratios "$CSV" headroom before)"
     fi
 } | tee "$OUT/vs-wrk.txt"
 echo

@@ -565,8 +565,14 @@ mib maxrss_one_kb maxrss_one_mib
     done
     echo
     if [[ $CPU_RATIO != - ]]; then
-        echo "tsung/headroom per connected user: CPU $CPU_RATIO x (goal >= $CPU_GOAL: $CPU_VERDICT)," \
-            "RSS $RSS_RATIO x (goal >= $RSS_GOAL: $RSS_VERDICT)"
+        # One run of each tool is one round: paired_line says so ("over 1 round"), as every
+        # bench states its comparison the same way.
+        echo "ratio tsung/headroom, CPU per connected user:" \
+            "$(paired_line <<<"${R[tsung.cpu_ms_per_user]} ${R[headroom.cpu_ms_per_user]}")" \
+            "(goal >= $CPU_GOAL: $CPU_VERDICT)"
+        echo "ratio tsung/headroom, RSS per connected user:" \
+            "$(paired_line <<<"${R[tsung.rss_kb_per_user]} ${R[headroom.rss_kb_per_user]}")" \
+            "(goal >= $RSS_GOAL: $RSS_VERDICT)"
     else
         echo "tsung/headroom ratios: n/a (needs a successful run of both tools; TOOLS=\"$TOOLS\")"
     fi

@@ -15,13 +15,17 @@
 //! ones listen on 127.0.0.1 in plain HTTP/2. [`Started`] holds the processes and their stdins; dropping it closes the stdins, sends
 //! SIGTERM and waits (5 s, then SIGKILL), so the agents never outlive the run.
 //!
+//! With a [`PortRange`] (`--ports LO-HI` or `HEADROOM_PORTS`, for machines where only some
+//! ports are open) local agents are told `--listen 127.0.0.1:P` with P the first port of the
+//! range nobody listens on, instead of letting the kernel pick one.
+//!
 //! Callers: the binary's `dist.rs` (`headroom run --agents`, through a wrapper that passes the
 //! executable and turns [`LaunchError::Usage`] into exit code 2) and `lab.rs` (`headroom lab`,
 //! agents started once for the whole lab). [`random_token`] is the token of agents a controller
 //! starts itself (local ones).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::time::{Duration, Instant};
@@ -145,6 +149,71 @@ pub fn parse_agents(s: &str) -> Result<AgentsSpec, String> {
     Err(format!("bad --agents '{s}'; {fix}"))
 }
 
+/// `--ports LO-HI` / `HEADROOM_PORTS`: the ports on which what headroom starts on this machine
+/// listens (local agents; the lab's `{port}`), for machines where only some ports are open.
+/// Without one, the kernel picks any free port (port 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange {
+    lo: u16,
+    hi: u16,
+}
+
+impl std::str::FromStr for PortRange {
+    type Err = String;
+
+    /// `LO-HI`, both from 1 to 65535 and LO <= HI (`31000-31000` is one port).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let port = |p: &str| p.trim().parse::<u16>().ok().filter(|&p| p > 0);
+        match s.split_once('-').map(|(lo, hi)| (port(lo), port(hi))) {
+            Some((Some(lo), Some(hi))) if lo <= hi => Ok(PortRange { lo, hi }),
+            _ => Err(format!(
+                "'{s}' is not a port range: want LO-HI, two ports from 1 to 65535 with LO <= HI \
+                 (e.g. 31000-31999)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.lo, self.hi)
+    }
+}
+
+impl PortRange {
+    pub fn lo(self) -> u16 {
+        self.lo
+    }
+
+    pub fn hi(self) -> u16 {
+        self.hi
+    }
+
+    pub fn contains(self, port: u16) -> bool {
+        (self.lo..=self.hi).contains(&port)
+    }
+
+    /// The first port at or after `from` (going round the range; `from` outside it means
+    /// `lo`) on which `ip` can listen now. Found by binding a listener and closing it at
+    /// once: as with any free-port probe, another process may take the port before its user
+    /// binds it. The error is one line naming the range.
+    pub fn free_port(self, ip: IpAddr, from: u16) -> Result<u16, String> {
+        let from = if self.contains(from) { from } else { self.lo };
+        let size = u32::from(self.hi - self.lo) + 1;
+        let offset = u32::from(from - self.lo);
+        for i in 0..size {
+            let p = (u32::from(self.lo) + (offset + i) % size) as u16;
+            if TcpListener::bind((ip, p)).is_ok() {
+                return Ok(p);
+            }
+        }
+        Err(format!(
+            "no free port in the port range {self} (--ports or HEADROOM_PORTS) on {ip}: all \
+             {size} are in use; give a wider range"
+        ))
+    }
+}
+
 /// Agents this controller started: stopped (and waited for) when dropped.
 pub struct Started {
     pub addrs: Vec<AgentAddr>,
@@ -178,8 +247,14 @@ impl Drop for Started {
     }
 }
 
-/// Start (local, ssh) or list (file) the agents; local ones run `exe agent ...`.
-pub fn start_agents(spec: &AgentsSpec, token: &str, exe: &Path) -> Result<Started, LaunchError> {
+/// Start (local, ssh) or list (file) the agents; local ones run `exe agent ...` and listen on a
+/// port of `ports` when given (any free port otherwise).
+pub fn start_agents(
+    spec: &AgentsSpec,
+    token: &str,
+    exe: &Path,
+    ports: Option<PortRange>,
+) -> Result<Started, LaunchError> {
     let mut started = Started {
         addrs: Vec::new(),
         children: Vec::new(),
@@ -187,9 +262,22 @@ pub fn start_agents(spec: &AgentsSpec, token: &str, exe: &Path) -> Result<Starte
     };
     match spec {
         AgentsSpec::Local(n) => {
+            let mut next = ports.map_or(0, PortRange::lo);
             for i in 0..*n {
+                // The agents before this one already listen, so the probe passes over them.
+                let port = match ports {
+                    Some(r) => {
+                        let p = r
+                            .free_port(IpAddr::V4(Ipv4Addr::LOCALHOST), next)
+                            .map_err(LaunchError::Start)?;
+                        next = p.wrapping_add(1);
+                        p
+                    }
+                    None => 0,
+                };
                 let mut cmd = Process::new(exe);
-                cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", "-"]);
+                cmd.args(["agent", "--listen", &format!("127.0.0.1:{port}")]);
+                cmd.args(["--token-file", "-"]);
                 cmd.arg("--stop-on-stdin-eof");
                 // A local agent must not outlive its controller, whatever kills the controller.
                 unsafe {
@@ -434,7 +522,7 @@ mod tests {
             format!("# two\n10.0.0.1:7070 {fp}\nhttp://h:7071 # b\n\n"),
         )
         .unwrap();
-        let s = start_agents(&AgentsSpec::File(list.clone()), "t", exe).unwrap();
+        let s = start_agents(&AgentsSpec::File(list.clone()), "t", exe, None).unwrap();
         let eps: Vec<&str> = s.addrs.iter().map(|a| a.endpoint.as_str()).collect();
         assert_eq!(eps, ["http://10.0.0.1:7070", "http://h:7071"]);
         assert_eq!(s.addrs[0].pin, Some(fp.parse().unwrap()));
@@ -444,33 +532,70 @@ mod tests {
             (&*format!("h:1 {fp} x\n"), "after the fingerprint"),
         ] {
             std::fs::write(&list, bad).unwrap();
-            let e = start_agents(&AgentsSpec::File(list.clone()), "t", exe).err();
+            let e = start_agents(&AgentsSpec::File(list.clone()), "t", exe, None).err();
             assert!(
                 matches!(&e, Some(LaunchError::Usage(m)) if m.contains(why) && m.contains("line 1")),
                 "{bad}: {e:?}"
             );
         }
         std::fs::write(&list, "# none\n").unwrap();
-        let e = start_agents(&AgentsSpec::File(list.clone()), "t", exe).err();
+        let e = start_agents(&AgentsSpec::File(list.clone()), "t", exe, None).err();
         assert!(
             matches!(&e, Some(LaunchError::Usage(m)) if m.contains("lists no agent")),
             "{e:?}"
         );
         std::fs::write(&list, "h\n").unwrap();
-        let e = start_agents(&AgentsSpec::File(list), "t", exe).err();
+        let e = start_agents(&AgentsSpec::File(list), "t", exe, None).err();
         assert!(
             matches!(&e, Some(LaunchError::Usage(m)) if m.contains("is not HOST:PORT")),
             "{e:?}"
         );
-        let e = start_agents(&AgentsSpec::File(dir.join("missing")), "t", exe).err();
+        let e = start_agents(&AgentsSpec::File(dir.join("missing")), "t", exe, None).err();
         assert!(matches!(e, Some(LaunchError::Usage(_))), "{e:?}");
         // A local agent that cannot be started says which.
-        let e = start_agents(&AgentsSpec::Local(1), "t", exe).err();
+        let e = start_agents(&AgentsSpec::Local(1), "t", exe, None).err();
         assert!(
             matches!(&e, Some(LaunchError::Start(m)) if m.contains("local:1")),
             "{e:?}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn port_ranges_parse_and_pick_a_free_port_in_range() {
+        let r: PortRange = "31000-31009".parse().unwrap();
+        assert_eq!(
+            (r.lo(), r.hi(), r.to_string()),
+            (31000, 31009, "31000-31009".into())
+        );
+        assert_eq!(
+            "7-7".parse::<PortRange>().map(|r| r.to_string()),
+            Ok("7-7".into())
+        );
+        for bad in [
+            "", "31000", "9-8", "0-10", "1-65536", "a-b", "1-2-3", "-5", "5-",
+        ] {
+            let e = bad.parse::<PortRange>().unwrap_err();
+            assert!(e.contains("want LO-HI"), "{bad}: {e}");
+        }
+        // A range of two ports, one of them taken: the other, from wherever the search starts.
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = taken.local_addr().unwrap().port();
+        let (lo, other) = if p > 1024 { (p - 1, p - 1) } else { (p, p + 1) };
+        let r: PortRange = format!("{lo}-{}", lo + 1).parse().unwrap();
+        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        if TcpListener::bind((ip, other)).is_ok() {
+            assert_eq!(r.free_port(ip, p), Ok(other));
+            assert_eq!(r.free_port(ip, 1), Ok(other));
+        }
+        // Every port taken: one line naming the range.
+        let one: PortRange = format!("{p}-{p}").parse().unwrap();
+        let e = one.free_port(ip, p).unwrap_err();
+        assert!(
+            e.contains(&format!("no free port in the port range {p}-{p}")),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use headroom_core::spec::{RunSpec, Target};
 use headroom_core::{ErrorKind, Plan, ProtoCounter};
+use headroom_dist::launch::PortRange;
 use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
 use headroom_monitor::prom::Scraper;
@@ -38,6 +39,9 @@ pub struct LabOptions {
     pub progress: bool,
     /// Where the loads run; this process's engine when `None`.
     pub driver: Option<LoadDriver>,
+    /// Where `{port}` is taken from (`--ports LO-HI`, `HEADROOM_PORTS`); any free port when
+    /// `None`.
+    pub ports: Option<PortRange>,
 }
 
 /// What a driver measured: the run library's (the merged outcome, the agents' section of the
@@ -113,11 +117,19 @@ pub struct LabOutcome {
     pub interrupted: bool,
 }
 
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+/// A port on 127.0.0.1 nobody listens on now, for `{port}`: any (the kernel's pick) without a
+/// range; with one, the first free one from `*next` on, and `*next` moves past it, so that
+/// consecutive runs go round the range rather than reuse a port the last server just left.
+fn free_port(range: Option<PortRange>, next: &mut u16) -> Result<u16, String> {
+    let Some(range) = range else {
+        return std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| format!("no free port on 127.0.0.1: {e}"));
+    };
+    let p = range.free_port(std::net::Ipv4Addr::LOCALHOST.into(), *next)?;
+    *next = p.wrapping_add(1);
+    Ok(p)
 }
 
 fn now_rfc3339() -> String {
@@ -861,6 +873,7 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     let total = l.configurations.len() * l.exp.repeat as usize;
     let (mut ran, mut skipped, mut failed, mut n) = (0, 0, 0, 0);
     let mut interrupted = false;
+    let mut next_port = opts.ports.map_or(0, PortRange::lo);
     'configs: for config in &l.configurations {
         for rep in 1..=l.exp.repeat {
             n += 1;
@@ -880,7 +893,10 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                 break 'configs;
             }
             let mut values = config.clone();
-            values.insert("port".into(), free_port()?.to_string());
+            values.insert(
+                "port".into(),
+                free_port(opts.ports, &mut next_port)?.to_string(),
+            );
             values.insert("headroom".into(), opts.headroom_bin.display().to_string());
             values.insert("output".into(), output.display().to_string());
             // Its run directory, as `headroom run --out` writes one (a search: one per probe).

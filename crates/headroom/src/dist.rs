@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use clap::Args;
 use headroom_dist::launch::{self, parse_agents, random_token, LISTENING};
-pub use headroom_dist::launch::{AgentsSpec, Started};
+pub use headroom_dist::launch::{AgentsSpec, PortRange, Started};
 
 use crate::parse::UsageError;
 
@@ -273,6 +273,17 @@ pub struct AgentsArgs {
     /// before the token is sent.
     #[arg(long, help_heading = "Distributed")]
     pub insecure_plaintext: bool,
+    /// The ports local:N agents listen on (and, for `lab`, the server's {port}), LO-HI, for
+    /// machines where only some ports are open (default: HEADROOM_PORTS, else any free port).
+    #[arg(long, value_name = "LO-HI", value_parser = parse_ports, help_heading = "Distributed")]
+    pub ports: Option<PortRange>,
+}
+
+/// The environment variable read when `--ports` is not given.
+pub const PORTS_ENV: &str = "HEADROOM_PORTS";
+
+fn parse_ports(s: &str) -> Result<PortRange, String> {
+    s.parse()
 }
 
 fn parse_fingerprint(s: &str) -> Result<headroom_dist::Fingerprint, String> {
@@ -308,6 +319,35 @@ impl AgentsArgs {
         Ok(Some((spec, token)))
     }
 
+    /// `--ports`, else `HEADROOM_PORTS` (set but empty: unset); a bad value of either is a
+    /// usage error. `run` (`lab: false`) refuses `--ports` without `--agents local:N`, the only
+    /// thing it would apply to there (the environment variable is ambient: never refused).
+    pub fn ports(&self, lab: bool) -> anyhow::Result<Option<PortRange>> {
+        if let Some(r) = self.ports {
+            let local = self
+                .agents
+                .as_deref()
+                .is_some_and(|a| a.starts_with("local:"));
+            if !lab && !local {
+                return Err(UsageError(
+                    "--ports sets the ports local agents listen on: it needs --agents local:N \
+                     (in `headroom lab` it sets the server's {port} too)"
+                        .into(),
+                )
+                .into());
+            }
+            return Ok(Some(r));
+        }
+        match std::env::var(PORTS_ENV) {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|e| UsageError(format!("{PORTS_ENV}: {e}")).into()),
+            _ => Ok(None),
+        }
+    }
+
     /// The controller's options for runs of `interval`.
     pub fn controller_opts(&self, interval: Duration) -> headroom_dist::ControllerOpts {
         headroom_dist::ControllerOpts {
@@ -335,10 +375,15 @@ pub enum OnLossArg {
 
 /// Start (local, ssh) or list (file) the agents with [`headroom_dist::launch`]: local agents
 /// are child processes of this very binary (`headroom agent`, so of the controller's version);
-/// a bad `file:` list is a usage error (exit 2).
-pub fn start_agents(spec: &AgentsSpec, token: &str) -> anyhow::Result<Started> {
+/// a bad `file:` list is a usage error (exit 2). Local agents listen on a port of `ports` when
+/// given ([`AgentsArgs::ports`]).
+pub fn start_agents(
+    spec: &AgentsSpec,
+    token: &str,
+    ports: Option<PortRange>,
+) -> anyhow::Result<Started> {
     let exe = std::env::current_exe()?;
-    launch::start_agents(spec, token, &exe).map_err(|e| match e {
+    launch::start_agents(spec, token, &exe, ports).map_err(|e| match e {
         launch::LaunchError::Usage(m) => UsageError(m).into(),
         e => e.into(),
     })

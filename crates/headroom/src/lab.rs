@@ -38,6 +38,9 @@ ships them the configuration's scenario and CSV files. load.threads is then per 
 --on-agent-loss continue a lost agent is a warning and the run keeps the others' figures; with
 stop the run is stored as failed and the lab goes on.
 
+With --ports LO-HI (or HEADROOM_PORTS=LO-HI), {port} and the ports of local:N agents come from
+that range, for machines where only some ports are open (default: any free port).
+
 A lab started again skips the runs already stored: an interrupted lab resumes where it stopped.
 A server that fails to start, never becomes ready or dies mid-run is reported with the tail of
 its output, stored as a failed run, and the lab goes on.
@@ -80,10 +83,11 @@ pub fn cmd_lab(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<ExitCode> {
     let loaded = headroom_lab::experiment::load(&a.experiment, a.quick).map_err(UsageError)?;
+    let ports = a.dist.ports(true)?;
     // Started once for the whole lab; stopped when this returns.
     let agents = match a.dist.resolve()? {
         None => None,
-        Some((spec, token)) => Some(start_agents(spec, token, &a.dist)?),
+        Some((spec, token)) => Some(start_agents(spec, token, &a.dist, ports)?),
     };
     let opts = headroom_lab::runner::LabOptions {
         output: a.output.clone(),
@@ -91,6 +95,7 @@ pub fn cmd_lab(
         headroom_bin: std::env::current_exe()?,
         progress: !a.quiet,
         driver: agents.as_ref().map(|(_, d)| d.clone()),
+        ports,
     };
     if !a.quiet {
         eprintln!(
@@ -164,6 +169,7 @@ fn start_agents(
     spec: crate::dist::AgentsSpec,
     token: String,
     dist: &crate::dist::AgentsArgs,
+    ports: Option<crate::dist::PortRange>,
 ) -> anyhow::Result<(crate::dist::Started, headroom_lab::runner::LoadDriver)> {
     // Agents on this machine build a small plan in milliseconds; remote ones get the
     // controller's usual margin.
@@ -171,7 +177,7 @@ fn start_agents(
         crate::dist::AgentsSpec::Local(_) => Duration::from_secs(1),
         _ => Duration::from_secs(2),
     };
-    let started = crate::dist::start_agents(&spec, &token)?;
+    let started = crate::dist::start_agents(&spec, &token, ports)?;
     let addrs = started.addrs.clone();
     let dist = dist.clone();
     let run = move |plan: &headroom_core::Plan,

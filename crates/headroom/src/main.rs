@@ -230,6 +230,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         mut plan,
         thresholds,
     } = headroom_run::build(&run_spec)?;
+    let ports = a.dist.ports(false)?;
     let agents = match a.dist.resolve()? {
         Some((spec, token)) => {
             // Threads are per agent; one each unless -t says otherwise.
@@ -264,7 +265,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         None => run_plan(&plan, &thresholds, outputs, &mut pipeline::LocalEngine)?,
         Some((spec, token)) => {
             let job = headroom_run::agent::job_for(&run_spec, &plan, !a.no_preflight);
-            let started = dist::start_agents(&spec, &token)?;
+            let started = dist::start_agents(&spec, &token, ports)?;
             if !a.quiet {
                 for ag in &started.addrs {
                     eprintln!("headroom: agent {} at {}", ag.name, ag.endpoint);

@@ -6,33 +6,54 @@
 //! epoll loop reads ciphertext into it and takes plaintext out, exactly as it does for a plain
 //! socket, so no protocol knows whether TLS carries it.
 //!
-//! Each worker gets its own copy of the configuration with its own session store, so resuming a
-//! session takes no lock shared between threads (the store is a mutex inside rustls, taken once
-//! per handshake, never per request).
+//! # Resumption, per user
+//!
+//! Each user keeps its own sessions, as a browser does ([`UserSessions`]): the TLS 1.2 session
+//! (ID or ticket) and the newest [`TICKETS_PER_USER`] TLS 1.3 tickets the server gave it, and
+//! resumes only those. "Resumed" then means what it means for a real client: every handshake of
+//! a user after its first one resumes, however many users reconnect at once. A store shared by
+//! the users of a worker cannot promise that: TLS 1.3 tickets are single-use (RFC 8446 C.4), so
+//! 50 users reconnecting together took the few tickets a shared store held and the rest made
+//! full handshakes (issue 26: 60-81% resumed at `-c 50`, where wrk resumes 97-99%).
+//!
+//! rustls asks its `ClientSessionStore` by server name only, and keeps the store of the
+//! `ClientConfig` a connection was made from. So a user's store rides in a `ClientConfig` of its
+//! own: a clone of the run's, made at the user's first TLS connect (users without TLS, or runs
+//! with `--no-tls-resume`, have none), whose store every later handshake and ticket of that
+//! user's connections reaches with no help from the worker. The clone shares the run's verifier,
+//! certificate resolver and provider (`Arc`s), so the sessions stay compatible with it, and its
+//! lock is never contended (one user, one worker thread).
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use headroom_core::{ErrorKind, TlsOptions, TlsVersion};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{Resumption, WebPkiServerVerifier};
+use rustls::client::{
+    ClientSessionStore, Resumption, Tls12ClientSessionValue, Tls13ClientSessionValue,
+    WebPkiServerVerifier,
+};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{
-    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, Error, RootCertStore,
-    SignatureScheme,
+    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, Error, NamedGroup,
+    RootCertStore, SignatureScheme,
 };
 
-/// Sessions kept per worker for resumption (one per server name is enough for one target; a
-/// few spare for TLS 1.3's several tickets).
-const SESSIONS_PER_WORKER: usize = 64;
+/// TLS 1.3 tickets a user keeps (the newest; an older one is dropped for a new one). OpenSSL
+/// (nginx, Apache) sends 2 after a full handshake and 1 after a resumed one, rustls 2 after
+/// each: one is all a user needs to resume its next connection, the second is a spare for a
+/// server that sends none after a resumption.
+pub const TICKETS_PER_USER: usize = 2;
 
 /// A run's TLS client settings, ready to make connections.
 #[derive(Clone)]
 pub struct TlsClient {
+    /// The run's configuration. Its own resumption is off: a user resumes from its own store
+    /// ([`UserSessions`]), and the preflight's one handshake has nothing to resume.
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
     resume: bool,
@@ -100,7 +121,7 @@ impl TlsClient {
             _ => builder.with_no_client_auth(),
         };
         config.alpn_protocols = o.alpn.clone();
-        config.resumption = resumption(o.resume);
+        config.resumption = Resumption::disabled();
         let name = ServerName::try_from(o.server_name.clone())
             .map_err(|_| format!("'{}' is not a valid TLS server name", o.server_name))?;
         Ok(TlsClient {
@@ -110,29 +131,130 @@ impl TlsClient {
         })
     }
 
-    /// A copy for one worker, with a session store of its own.
-    pub(crate) fn for_worker(&self) -> TlsClient {
-        let mut c = (*self.config).clone();
-        c.resumption = resumption(self.resume);
-        TlsClient {
-            config: Arc::new(c),
-            name: self.name.clone(),
-            resume: self.resume,
-        }
+    /// A new client connection for the user whose sessions are `user` (nothing sent yet: its
+    /// ClientHello waits in its buffer). With resumption on, the user's store is made at its
+    /// first connect and offers its session; without, `user` stays `None`.
+    pub(crate) fn connect(
+        &self,
+        user: &mut Option<UserSessions>,
+    ) -> Result<rustls::ClientConnection, Error> {
+        let config = if self.resume {
+            &user
+                .get_or_insert_with(|| UserSessions::new(&self.config))
+                .0
+        } else {
+            &self.config
+        };
+        rustls::ClientConnection::new(config.clone(), self.name.clone())
     }
 
-    /// A new client connection (nothing sent yet: its ClientHello waits in its buffer).
-    pub(crate) fn connect(&self) -> Result<rustls::ClientConnection, Error> {
+    /// A connection that resumes nothing and leaves nothing to resume (the preflight's probe).
+    fn connect_once(&self) -> Result<rustls::ClientConnection, Error> {
         rustls::ClientConnection::new(self.config.clone(), self.name.clone())
     }
 }
 
-/// A fresh session store (each call its own), or none.
-fn resumption(resume: bool) -> Resumption {
-    if resume {
-        Resumption::in_memory_sessions(SESSIONS_PER_WORKER)
-    } else {
-        Resumption::disabled()
+/// One user's TLS sessions: the run's configuration with a store of the user's own (see the
+/// module doc). Made at the user's first TLS connect, dropped with the user.
+///
+/// Memory: one `ClientConfig` clone and the store, plus what the sessions kept hold (at most
+/// [`TICKETS_PER_USER`] TLS 1.3 tickets and one TLS 1.2 session, which rustls drops after a
+/// TLS 1.3 handshake): each the ticket (nginx: ~200 bytes), the secret and rustls' own copy of
+/// the server's certificate chain. Measured (docs/cli.md, TLS): 2.2 KB per user with a 0.4 KB
+/// chain (21 MiB at 10,000 users); a longer chain adds about twice its size.
+pub(crate) struct UserSessions(Arc<ClientConfig>);
+
+impl UserSessions {
+    fn new(run: &Arc<ClientConfig>) -> UserSessions {
+        let mut c = (**run).clone();
+        c.resumption = Resumption::store(Arc::new(UserStore::default()));
+        UserSessions(Arc::new(c))
+    }
+}
+
+/// The `ClientSessionStore` of one user: at most one TLS 1.2 session and [`TICKETS_PER_USER`]
+/// TLS 1.3 tickets, in place (no allocation of its own after it is made). It ignores the
+/// server name rustls gives it: a user's connections all go to the run's one name
+/// ([`TlsClient::connect`]).
+#[derive(Default)]
+struct UserStore(Mutex<Sessions>);
+
+#[derive(Default)]
+struct Sessions {
+    kx_hint: Option<NamedGroup>,
+    tls12: Option<Tls12ClientSessionValue>,
+    /// Oldest first; `tls13[..n13]` are held.
+    tls13: [Option<Tls13ClientSessionValue>; TICKETS_PER_USER],
+    n13: usize,
+}
+
+impl Sessions {
+    fn insert_tls13(&mut self, t: Tls13ClientSessionValue) {
+        if self.n13 == TICKETS_PER_USER {
+            // Full: drop the oldest (the one nearest its expiry).
+            self.tls13.rotate_left(1);
+            self.n13 -= 1;
+        }
+        self.tls13[self.n13] = Some(t);
+        self.n13 += 1;
+    }
+
+    /// The newest ticket, taken out (each may be used once).
+    fn take_tls13(&mut self) -> Option<Tls13ClientSessionValue> {
+        if self.n13 == 0 {
+            return None;
+        }
+        self.n13 -= 1;
+        self.tls13[self.n13].take()
+    }
+}
+
+impl UserStore {
+    /// The sessions; a poisoned lock (a panic elsewhere with it held) still yields them: the
+    /// data is whole between calls.
+    fn get(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl std::fmt::Debug for UserStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secrets stay out of any debug output.
+        let s = self.get();
+        f.debug_struct("UserStore")
+            .field("tls12", &s.tls12.is_some())
+            .field("tls13", &s.n13)
+            .finish()
+    }
+}
+
+impl ClientSessionStore for UserStore {
+    fn set_kx_hint(&self, _: ServerName<'static>, group: NamedGroup) {
+        self.get().kx_hint = Some(group);
+    }
+
+    fn kx_hint(&self, _: &ServerName<'_>) -> Option<NamedGroup> {
+        self.get().kx_hint
+    }
+
+    fn set_tls12_session(&self, _: ServerName<'static>, value: Tls12ClientSessionValue) {
+        self.get().tls12 = Some(value);
+    }
+
+    fn tls12_session(&self, _: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+        self.get().tls12.clone()
+    }
+
+    fn remove_tls12_session(&self, _: &ServerName<'static>) {
+        self.get().tls12 = None;
+    }
+
+    fn insert_tls13_ticket(&self, _: ServerName<'static>, value: Tls13ClientSessionValue) {
+        self.get().insert_tls13(value);
+    }
+
+    fn take_tls13_ticket(&self, _: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
+        self.get().take_tls13()
     }
 }
 
@@ -359,7 +481,7 @@ pub fn probe(target: SocketAddr, o: &TlsOptions, timeout: Duration) -> Result<Pr
     let _ = tcp.set_read_timeout(Some(timeout));
     let _ = tcp.set_write_timeout(Some(timeout));
     let mut conn = client
-        .connect()
+        .connect_once()
         .map_err(|e| fail(Some(classify(&e)), explain(&e, o)))?;
     let start = Instant::now();
     while conn.is_handshaking() {
@@ -391,7 +513,7 @@ pub fn probe(target: SocketAddr, o: &TlsOptions, timeout: Duration) -> Result<Pr
         }
     }
     let handshake = start.elapsed();
-    // Close politely; the probe's session may be resumed by nobody (each worker has its own).
+    // Close politely; the probe keeps no session (each user resumes only its own).
     conn.send_close_notify();
     let _ = conn.write_tls(&mut tcp);
     let _ = tcp.flush();

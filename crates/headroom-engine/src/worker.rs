@@ -46,7 +46,7 @@ use crate::poller::{self, Epoll, Event};
 use crate::proto::{self, Outcome, Proto};
 use crate::ramp::{Change, RampState};
 use crate::session::{Action, Awaiting, Env, Program, SessionState};
-use crate::tls::TlsClient;
+use crate::tls::{TlsClient, UserSessions};
 use crate::transport::{Conn, IoErr};
 
 /// Size of the per-worker receive buffer. Every connection reads into it, so an idle connection
@@ -174,6 +174,8 @@ struct User {
     own_request: bool,
     /// A ramped closed user: its index in the worker's ramp order ([`NO_RAMP`] otherwise).
     ramp: u32,
+    /// The user's own TLS sessions to resume, made at its first TLS connect (`tls.rs`).
+    tls_sessions: Option<UserSessions>,
 }
 
 /// How far a user's connection got: the server holds it once it has sent a byte on it.
@@ -310,7 +312,7 @@ impl Worker {
             phase_fresh: true,
             open_alive: 0,
             arrived_total: 0,
-            tls: s.tls.as_ref().map(TlsClient::for_worker),
+            tls: s.tls.clone(),
             agent_cfg: agent_config(&plan, s.program.as_deref()).map(Arc::new),
             ramp: None,
             ramp_keys: Vec::new(),
@@ -487,6 +489,7 @@ impl Worker {
             agent: None,
             own_request: false,
             ramp: NO_RAMP,
+            tls_sessions: None,
         });
         if let Some(cfg) = &self.agent_cfg {
             self.users[key]
@@ -902,7 +905,7 @@ impl Worker {
         self.tcp_open += 1;
         self.tcp_peak = self.tcp_peak.max(self.tcp_open);
         if let Some(tls) = &self.tls {
-            match tls.connect() {
+            match tls.connect(&mut u.tls_sessions) {
                 Ok(t) => {
                     if let (Some(c), Some(o)) = (u.conn.as_mut(), self.s.plan.tls.as_ref()) {
                         c.start_tls(t, &o.upgrade);

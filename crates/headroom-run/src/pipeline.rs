@@ -458,3 +458,73 @@ fn reason(code: u16) -> &'static str {
         _ => "",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_core::StatusSet;
+
+    fn replies(codes: &[(u16, u64)]) -> Counters {
+        let mut c = Counters::default();
+        for &(code, n) in codes {
+            for _ in 0..n {
+                c.responses += 1;
+                c.reply_status(code, &StatusSet::EMPTY);
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn one_success_is_enough() {
+        assert_eq!(nothing_succeeded(&replies(&[(200, 1), (503, 99)]), 0), None);
+        let mut c = replies(&[(302, 1)]);
+        c.error(ErrorKind::Refused);
+        assert_eq!(nothing_succeeded(&c, 0), None, "a 3xx is no error");
+    }
+
+    #[test]
+    fn the_line_says_what_every_reply_was() {
+        let line = nothing_succeeded(&replies(&[(400, 43_685)]), 0).unwrap();
+        assert_eq!(
+            line,
+            "no request succeeded: 43,685 replies, all 400 Bad Request"
+        );
+        let line = nothing_succeeded(&replies(&[(404, 5), (503, 7)]), 2).unwrap();
+        assert_eq!(
+            line,
+            "no request succeeded: 12 replies, all failures: 7 503 Service Unavailable, \
+             5 404 Not Found; 2 still awaiting a reply at the end"
+        );
+        let mut c = Counters::default();
+        for _ in 0..1204 {
+            c.error(ErrorKind::Refused);
+        }
+        assert_eq!(
+            nothing_succeeded(&c, 0).unwrap(),
+            "no request succeeded: 1,204 attempts, all refused (nothing listens there)"
+        );
+        let mut c = replies(&[(400, 3)]);
+        c.error(ErrorKind::Timeout);
+        assert_eq!(
+            nothing_succeeded(&c, 0).unwrap(),
+            "no request succeeded: 3 replies, all 400 Bad Request; 1 timed out (no reply within \
+             --timeout)"
+        );
+        assert_eq!(
+            nothing_succeeded(&Counters::default(), 20).unwrap(),
+            "no request succeeded: 20 requests, all still awaiting a reply at the end"
+        );
+        let mut c = Counters {
+            responses: 4,
+            ..Default::default()
+        };
+        for _ in 0..4 {
+            c.error(ErrorKind::ErrorReply);
+        }
+        assert_eq!(
+            nothing_succeeded(&c, 0).unwrap(),
+            "no request succeeded: 4 replies, all errors (error_reply)"
+        );
+    }
+}

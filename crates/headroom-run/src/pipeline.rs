@@ -13,11 +13,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use headroom_core::Plan;
+use headroom_core::{ErrorKind, Plan};
 use headroom_engine::{Interval, RunOutcome};
+use headroom_metrics::Counters;
 use headroom_scenario::model::Threshold;
 
-use crate::human::Progress;
+use crate::human::{thousands, Progress};
 use crate::interval::interval_json;
 use crate::rundir::{finish_run_dir, RunDir};
 use crate::summary::{self_usage, Agents, RunSummary, SelfUsage};
@@ -244,6 +245,9 @@ pub struct Finished {
     /// failure, each already warned on stderr as it happened: the caller prints the summary,
     /// then says the output is incomplete (exit 3 for `headroom run`).
     pub write_errors: Vec<String>,
+    /// One line saying what every reply was, when no request succeeded ([`nothing_succeeded`]):
+    /// `headroom run` prints it and exits 1.
+    pub nothing_succeeded: Option<String>,
 }
 
 /// Runs `plan` with `driver`, feeding `sinks` (and sampling the server with `sampler`); checks
@@ -262,7 +266,20 @@ pub fn execute(
 ) -> anyhow::Result<Finished> {
     let lines = sinks.iter().any(|s| s.wants_line());
     let mut write_errors: Vec<String> = Vec::new();
+    // The first interval with an attempt in it: a plain run that got nothing but failures from
+    // a TLS port stops there, with one line (`preflight::tls_port`).
+    let stop_early = stop.clone();
+    let mut looked = false;
+    let mut wrong_port: Option<String> = None;
     let driven = driver.drive(plan, stop, &mut |iv| {
+        let c = &iv.merged.counters;
+        if !looked && (c.responses > 0 || c.errors_total() > 0) {
+            looked = true;
+            wrong_port = crate::preflight::tls_port(plan, c);
+            if wrong_port.is_some() {
+                stop_early.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
         let server = sampler.as_mut().and_then(|s| s.sample());
         let line = if lines {
             interval_json(iv, plan, server.as_ref())
@@ -291,6 +308,12 @@ pub fn execute(
             write_errors.push(format!("{e:#}"));
         }
     }
+    let nothing_succeeded = nothing_succeeded(&outcome.total.counters, outcome.in_flight).map(
+        |line| match wrong_port {
+            Some(port) => format!("no request succeeded: {port}"),
+            None => line,
+        },
+    );
     Ok(Finished {
         summary,
         outcome,
@@ -298,5 +321,210 @@ pub fn execute(
         checked,
         broken,
         write_errors,
+        nothing_succeeded,
     })
+}
+
+/// The errors that are complete replies (counted among `responses` too): a reply that says the
+/// request failed.
+const REPLY_ERRORS: [ErrorKind; 7] = [
+    ErrorKind::Http4xx,
+    ErrorKind::Http5xx,
+    ErrorKind::UnexpectedStatus,
+    ErrorKind::RedirectLimit,
+    ErrorKind::BadLocation,
+    ErrorKind::RedirectOffsite,
+    ErrorKind::ErrorReply,
+];
+
+/// `None` when at least one request succeeded (a reply that is no error); otherwise one line
+/// saying what every attempt got: `no request succeeded: 43,685 replies, all 400 Bad Request`,
+/// `... 1,204 attempts, all refused`, `... 20 requests, all still awaiting a reply at the end`.
+/// A run in which nothing succeeded tested nothing, whatever its error rate says: `headroom
+/// run` exits 1 on it (local and distributed runs alike: `counters` is the merged total).
+pub fn nothing_succeeded(c: &Counters, in_flight: u64) -> Option<String> {
+    let reply_errors: u64 = REPLY_ERRORS.iter().map(|k| c.errors[k.index()]).sum();
+    if c.responses > reply_errors {
+        return None;
+    }
+    let n = thousands;
+    let mut parts: Vec<String> = Vec::new();
+    if c.responses > 0 {
+        let codes: Vec<(u16, u64)> = c.codes_seen().collect();
+        let unexpected = if c.errors[ErrorKind::UnexpectedStatus.index()] > 0 {
+            " (not in --expect-status)"
+        } else {
+            ""
+        };
+        let replies = format!(
+            "{} repl{}",
+            n(c.responses),
+            if c.responses == 1 { "y" } else { "ies" }
+        );
+        parts.push(match codes.as_slice() {
+            [] => {
+                let kinds: Vec<&str> = REPLY_ERRORS
+                    .iter()
+                    .filter(|k| c.errors[k.index()] > 0)
+                    .map(|k| k.name())
+                    .collect();
+                format!("{replies}, all errors ({})", kinds.join(", "))
+            }
+            [(code, _)] => format!("{replies}, all {code}{}{unexpected}", reason(*code)),
+            many => {
+                let mut top = many.to_vec();
+                top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                let mut shown: Vec<String> = top
+                    .iter()
+                    .take(3)
+                    .map(|(code, k)| format!("{} {code}{}", n(*k), reason(*code)))
+                    .collect();
+                if top.len() > 3 {
+                    shown.push(format!("{} other codes", top.len() - 3));
+                }
+                format!("{replies}, all failures{unexpected}: {}", shown.join(", "))
+            }
+        });
+    }
+    let others: Vec<(ErrorKind, u64)> = ErrorKind::ALL
+        .iter()
+        .filter(|k| !REPLY_ERRORS.contains(k))
+        .map(|&k| (k, c.errors[k.index()]))
+        .filter(|&(_, v)| v > 0)
+        .collect();
+    let s = |v: u64| if v == 1 { "" } else { "s" };
+    match (parts.is_empty(), others.as_slice(), in_flight) {
+        (true, [], 0) => parts.push("no reply and no error: nothing was answered".into()),
+        (true, [], f) => parts.push(format!(
+            "{} request{}, all still awaiting a reply at the end",
+            n(f),
+            s(f)
+        )),
+        (true, [(k, v)], _) => {
+            parts.push(format!("{} attempt{}, all {}", n(*v), s(*v), failure(*k)))
+        }
+        _ => parts.extend(
+            others
+                .iter()
+                .map(|(k, v)| format!("{} {}", n(*v), failure(*k))),
+        ),
+    }
+    if in_flight > 0 && !(parts.len() == 1 && others.is_empty() && c.responses == 0) {
+        parts.push(format!(
+            "{} still awaiting a reply at the end",
+            n(in_flight)
+        ));
+    }
+    Some(format!("no request succeeded: {}", parts.join("; ")))
+}
+
+/// An error kind as the end of "all ...".
+fn failure(k: ErrorKind) -> String {
+    match k {
+        ErrorKind::Refused => "refused (nothing listens there)".into(),
+        ErrorKind::ConnectTimeout => "connect timeouts".into(),
+        ErrorKind::Timeout => "timed out (no reply within --timeout)".into(),
+        ErrorKind::Reset => "reset by the server".into(),
+        ErrorKind::Closed => "closed by the server before a reply".into(),
+        ErrorKind::Protocol => "protocol errors (the reply was not the protocol asked for)".into(),
+        k => k.name().replace('_', " "),
+    }
+}
+
+/// ` Bad Request` for 400: the reason phrase of the common codes (empty for others).
+fn reason(code: u16) -> &'static str {
+    match code {
+        200 => " OK",
+        204 => " No Content",
+        301 => " Moved Permanently",
+        302 => " Found",
+        304 => " Not Modified",
+        400 => " Bad Request",
+        401 => " Unauthorized",
+        403 => " Forbidden",
+        404 => " Not Found",
+        405 => " Method Not Allowed",
+        408 => " Request Timeout",
+        413 => " Content Too Large",
+        421 => " Misdirected Request",
+        426 => " Upgrade Required",
+        429 => " Too Many Requests",
+        500 => " Internal Server Error",
+        501 => " Not Implemented",
+        502 => " Bad Gateway",
+        503 => " Service Unavailable",
+        504 => " Gateway Timeout",
+        505 => " HTTP Version Not Supported",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_core::StatusSet;
+
+    fn replies(codes: &[(u16, u64)]) -> Counters {
+        let mut c = Counters::default();
+        for &(code, n) in codes {
+            for _ in 0..n {
+                c.responses += 1;
+                c.reply_status(code, &StatusSet::EMPTY);
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn one_success_is_enough() {
+        assert_eq!(nothing_succeeded(&replies(&[(200, 1), (503, 99)]), 0), None);
+        let mut c = replies(&[(302, 1)]);
+        c.error(ErrorKind::Refused);
+        assert_eq!(nothing_succeeded(&c, 0), None, "a 3xx is no error");
+    }
+
+    #[test]
+    fn the_line_says_what_every_reply_was() {
+        let line = nothing_succeeded(&replies(&[(400, 43_685)]), 0).unwrap();
+        assert_eq!(
+            line,
+            "no request succeeded: 43,685 replies, all 400 Bad Request"
+        );
+        let line = nothing_succeeded(&replies(&[(404, 5), (503, 7)]), 2).unwrap();
+        assert_eq!(
+            line,
+            "no request succeeded: 12 replies, all failures: 7 503 Service Unavailable, \
+             5 404 Not Found; 2 still awaiting a reply at the end"
+        );
+        let mut c = Counters::default();
+        for _ in 0..1204 {
+            c.error(ErrorKind::Refused);
+        }
+        assert_eq!(
+            nothing_succeeded(&c, 0).unwrap(),
+            "no request succeeded: 1,204 attempts, all refused (nothing listens there)"
+        );
+        let mut c = replies(&[(400, 3)]);
+        c.error(ErrorKind::Timeout);
+        assert_eq!(
+            nothing_succeeded(&c, 0).unwrap(),
+            "no request succeeded: 3 replies, all 400 Bad Request; 1 timed out (no reply within \
+             --timeout)"
+        );
+        assert_eq!(
+            nothing_succeeded(&Counters::default(), 20).unwrap(),
+            "no request succeeded: 20 requests, all still awaiting a reply at the end"
+        );
+        let mut c = Counters {
+            responses: 4,
+            ..Default::default()
+        };
+        for _ in 0..4 {
+            c.error(ErrorKind::ErrorReply);
+        }
+        assert_eq!(
+            nothing_succeeded(&c, 0).unwrap(),
+            "no request succeeded: 4 replies, all errors (error_reply)"
+        );
+    }
 }

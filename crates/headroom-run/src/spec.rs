@@ -80,22 +80,17 @@ pub fn build(spec: &RunSpec) -> Result<Built, UsageError> {
     }
 }
 
-/// A scenario's plan: the file says the load and the requests; the flags that describe a load
-/// of their own are refused, and the network, TLS and output ones apply.
-/// The flags that describe a load or requests of their own, refused with a scenario file (its
-/// load and requests come from the file). The CLI checks them before it reads the file.
+/// The flags that describe requests of their own, refused with any scenario file (its requests
+/// come from the file). The CLI checks them before it reads the file; the load flags are
+/// checked against the file's load once it is read ([`apply_load_flags`]).
 pub fn scenario_flags(a: &RunSpec) -> Result<(), UsageError> {
     let conflicting = [
-        ("--rate", a.rate.is_some()),
-        ("--arrival-rate", a.arrival_rate.is_some()),
-        ("--per-user", a.per_user.is_some()),
-        ("--think", a.think.is_some()),
-        ("--max-users", a.max_users.is_some()),
-        ("--ramp-up (use load.stages)", a.ramp_up.is_some()),
-        ("--stage (use load.stages)", !a.stages.is_empty()),
         ("--body", a.body.is_some()),
         ("-H/--header", !a.headers.is_empty()),
-        ("--pipeline", a.pipeline != 1),
+        (
+            "-m/--method (put method: on the scenario's requests)",
+            !a.method.eq_ignore_ascii_case("GET"),
+        ),
         (
             "-a/--auth (put auth: on the scenario's requests)",
             a.auth.is_some(),
@@ -108,16 +103,167 @@ pub fn scenario_flags(a: &RunSpec) -> Result<(), UsageError> {
     ];
     if let Some((flag, _)) = conflicting.iter().find(|(_, set)| *set) {
         return usage(format!(
-            "{flag} does not apply to a scenario file: its load and requests come from the file"
+            "{flag} does not apply to a scenario file: its requests come from the file"
         ));
     }
     Ok(())
 }
 
+/// What kind of file a scenario spec came from, by its name: the words its errors use.
+#[derive(Clone, Copy, PartialEq)]
+enum FileKind {
+    Native,
+    Tsung,
+    Har,
+}
+
+impl FileKind {
+    fn of(name: &str) -> FileKind {
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with(".xml") {
+            FileKind::Tsung
+        } else if lower.ends_with(".har") {
+            FileKind::Har
+        } else {
+            FileKind::Native
+        }
+    }
+
+    /// Where `name`, of this kind, sets its load `desc` ([`describe_load`]).
+    fn setting(self, name: &str, desc: &str) -> String {
+        match self {
+            FileKind::Native => format!("{name} sets its load in `load:` ({desc})"),
+            FileKind::Tsung => format!("{name} sets its load in <load> ({desc})"),
+            FileKind::Har => format!("{name} is replayed by {desc} (-c sets how many)"),
+        }
+    }
+}
+
+/// The file's load in a few words: `20 users`, `2 populations of 100 users in all`, `stages
+/// peaking at 100 users`, `3 arrival phases`.
+fn describe_load(load: &headroom_scenario::model::Load) -> String {
+    let mut parts = Vec::new();
+    let users: u64 = load.users.iter().map(|u| u.count).sum();
+    match load.users.len() {
+        0 => {}
+        1 => parts.push(format!("{users} closed user{}", plural(users))),
+        n => parts.push(format!("{n} closed populations, {users} users in all")),
+    }
+    if !load.stages.is_empty() {
+        let peak = load.stages.iter().map(|s| s.users).max().unwrap_or(0);
+        parts.push(format!("stages peaking at {peak} users"));
+    }
+    if !load.phases.is_empty() {
+        let n = load.phases.len();
+        parts.push(format!("{n} arrival phase{}", plural(n as u64)));
+    }
+    if parts.is_empty() {
+        "no users".into()
+    } else {
+        parts.join(" and ")
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The load flags against the file's load: `-c` sets the population of a file whose load is
+/// one closed population (a HAR, or `load: {users: [{count: N}]}`), as k6's `--vus` does;
+/// `-d`, `-n` and `-t` apply to any file (in [`scenario_plan`]); every other load flag would
+/// describe a load of its own, and is refused in one line that names the file's setting, so
+/// no flag is ever ignored.
+pub fn apply_load_flags(
+    a: &RunSpec,
+    name: &str,
+    scenario: &mut headroom_scenario::Scenario,
+) -> Result<(), UsageError> {
+    let kind = FileKind::of(name);
+    let load = &mut scenario.load;
+    let refuse = |flag: &str, fix: &str| -> Result<(), UsageError> {
+        usage(format!(
+            "{}; {flag} cannot apply: {fix}",
+            kind.setting(name, &describe_load(load))
+        ))
+    };
+    let arrivals = match kind {
+        FileKind::Har => {
+            "for users arriving at a rate, write a scenario with `headroom import har --rate R`"
+        }
+        FileKind::Tsung => "edit the file's <arrivalphase>s, or convert it (`headroom import tsung`) and edit its `load.phases`",
+        FileKind::Native => "edit the file's `load.phases` (arrival_rate, arrival, max_users)",
+    };
+    let ramp = match kind {
+        FileKind::Native => "ramp the users with `load.stages` in the file",
+        _ => "convert the file (`headroom import`) and ramp its users with `load.stages`",
+    };
+    let flags = [
+        ("--rate", a.rate.is_some(), arrivals),
+        ("--arrival-rate", a.arrival_rate.is_some(), arrivals),
+        ("--arrival", a.arrival.is_some(), arrivals),
+        ("--max-users", a.max_users.is_some(), arrivals),
+        (
+            "--per-user",
+            a.per_user.is_some(),
+            "a user runs the file's sessions (a closed user loops them until the run ends, an \
+             arriving one runs one); bound the run with -n or -d",
+        ),
+        (
+            "--think",
+            a.think.is_some(),
+            match kind {
+                FileKind::Tsung => "the file's <thinktime>s say how long users think; edit them",
+                _ => "the file's `think` steps say how long users think; edit them",
+            },
+        ),
+        ("--ramp-up", a.ramp_up.is_some(), ramp),
+        ("--stage", !a.stages.is_empty(), ramp),
+        (
+            "--pipeline",
+            a.pipeline != 1,
+            "a scenario pipelines with its `pipeline` steps",
+        ),
+        (
+            "--streams",
+            a.streams.is_some(),
+            "a scenario's user sends one request at a time, or a `pipeline` step's batch",
+        ),
+    ];
+    if let Some((flag, _, fix)) = flags.iter().find(|(_, set, _)| *set) {
+        return refuse(flag, fix);
+    }
+    let Some(c) = a.connections else {
+        return Ok(());
+    };
+    if c == 0 {
+        return usage("bad -c/--connections 0: at least 1 is needed");
+    }
+    if load.users.len() == 1 && load.phases.is_empty() && load.stages.is_empty() {
+        load.users[0].count = u64::from(c);
+        return Ok(());
+    }
+    let fix = match kind {
+        FileKind::Native => {
+            "edit the file (-c sets the users of a file whose load is one closed population, \
+             without phases or stages)"
+        }
+        FileKind::Tsung => {
+            "edit the file, or convert it (`headroom import tsung`) and edit its `load:`"
+        }
+        FileKind::Har => "edit the file",
+    };
+    refuse(&format!("-c {c}"), fix)
+}
+
 fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
     scenario_flags(a)?;
     let name = &sc.name;
-    let scenario = headroom_scenario::parse_str(&sc.yaml, name).map_err(errors_to_usage)?;
+    let mut scenario = headroom_scenario::parse_str(&sc.yaml, name).map_err(errors_to_usage)?;
+    apply_load_flags(a, name, &mut scenario)?;
     // The spec's files, and no other: nothing is read from this machine's disk.
     let source = |f: &str| -> Result<Vec<u8>, String> {
         sc.files
@@ -431,12 +577,15 @@ fn url_plan(s: &RunSpec, url_text: &str) -> Result<Plan, UsageError> {
     } else {
         format!("{}:{}", url.host, url.port)
     };
-    if s.connections == 0 {
+    if s.connections == Some(0) {
         return usage("bad -c/--connections 0: at least 1 is needed");
     }
+    let connections = s
+        .connections
+        .unwrap_or(headroom_core::spec::DEFAULT_CONNECTIONS);
     let (ramp, ramp_default) = ramp_stages(s)?;
     let closed_users = match RampStage::peak(&ramp) {
-        0 => s.connections,
+        0 => connections,
         peak => peak,
     };
     if s.pipeline == 0 || s.pipeline > 1024 {
@@ -453,6 +602,17 @@ fn url_plan(s: &RunSpec, url_text: &str) -> Result<Plan, UsageError> {
     }
     if s.max_users.is_some() && s.arrival_rate.is_none() {
         return usage("--max-users belongs to the open model: add --arrival-rate U");
+    }
+    if s.arrival.is_some() && s.arrival_rate.is_none() {
+        return usage("--arrival belongs to the open model: add --arrival-rate U");
+    }
+    if s.arrival_rate.is_some() {
+        if let Some(c) = s.connections {
+            return usage(format!(
+                "-c {c} cannot apply to the open model: its users arrive at --arrival-rate, one \
+                 connection each (cap those alive with --max-users)"
+            ));
+        }
     }
     let positive = |name: &str, v: f64| -> Result<f64, UsageError> {
         if v.is_finite() && v > 0.0 && v <= 10_000_000.0 {
@@ -471,7 +631,7 @@ fn url_plan(s: &RunSpec, url_text: &str) -> Result<Plan, UsageError> {
             return usage("--rate and --pipeline cannot be combined");
         }
         LoadModel::Rate {
-            connections: s.connections,
+            connections,
             rate: positive("--rate", rate)?,
         }
     } else if let Some(rate) = s.arrival_rate {
@@ -482,7 +642,7 @@ fn url_plan(s: &RunSpec, url_text: &str) -> Result<Plan, UsageError> {
             .transpose()?;
         LoadModel::Open {
             rate: positive("--arrival-rate", rate)?,
-            process: match s.arrival {
+            process: match s.arrival.unwrap_or_default() {
                 SpecArrival::Poisson => ArrivalProcess::Poisson,
                 SpecArrival::Constant => ArrivalProcess::Constant,
             },
@@ -679,7 +839,9 @@ fn ramp_stages(s: &RunSpec) -> Result<(Vec<RampStage>, Option<Duration>), UsageE
         }
         let stage = RampStage {
             duration: d,
-            users: s.connections,
+            users: s
+                .connections
+                .unwrap_or(headroom_core::spec::DEFAULT_CONNECTIONS),
         };
         return Ok((vec![stage], Some(d + Duration::from_secs(10))));
     }
@@ -706,10 +868,9 @@ fn ramp_stages(s: &RunSpec) -> Result<(Vec<RampStage>, Option<Duration>), UsageE
     if peak == 0 {
         return usage("the --stage users never rise above 0: give a stage such as 10s:100");
     }
-    if s.connections != 10 && s.connections != peak {
+    if let Some(c) = s.connections.filter(|&c| c != peak) {
         return usage(format!(
-            "-c {} contradicts the stages, which peak at {peak} users: drop -c",
-            s.connections
+            "-c {c} contradicts the stages, which peak at {peak} users: drop -c"
         ));
     }
     let total = RampStage::total(&stages);

@@ -48,10 +48,13 @@ Examples:
   headroom run http://127.0.0.1:8080/ -c 100000 --think 1h -d 1m --agents local:8 \\
       --bind 127.1.0.1-127.1.0.20     (past 20,000 connections: several agent processes)
 
-Exit codes: 0 done; 1 the run failed a check (--max-error-rate, a scenario threshold, an agent
-lost under --on-agent-loss stop) or could not reach the target; 2 bad command line or scenario
-file; 3 the run completed but --out's directory is incomplete (a full disk: warned as it
-happened, summary printed, summary.json written into reserved space).";
+Exit codes: 0 done (errors alone do not fail a run); 1 no request succeeded (one line says what
+every reply was: all refused, all 400...), or the run failed a check (--max-error-rate, a
+scenario threshold, an agent lost under --on-agent-loss stop), or the preflight found the target
+unreachable or speaking another protocol (http:// to a TLS port, --h2c to HTTP/1.1); 2 bad
+command line or scenario file (a load flag the file cannot take included); 3 the run completed
+but --out's directory is incomplete (a full disk: warned as it happened, summary printed,
+summary.json written into reserved space).";
 
 #[derive(Parser, Debug)]
 #[command(name = "headroom", version, about = ABOUT, propagate_version = true)]
@@ -126,9 +129,11 @@ pub struct RunArgs {
     pub target: Option<String>,
 
     // ---- load model ----
-    /// Users (closed model) or connections (--rate).
-    #[arg(short = 'c', long, default_value_t = 10, help_heading = "Load")]
-    pub connections: u32,
+    /// Users (closed model) or connections (--rate); default 10. With a HAR or a scenario
+    /// whose load is one closed population (`load.users` of one entry), the population
+    /// (k6's --vus); refused with any other file (its `load:` says how many users).
+    #[arg(short = 'c', long, help_heading = "Load")]
+    pub connections: Option<u32>,
     /// How long to run, e.g. 30s, 5m, 1h30m (default 10s unless -n or --per-user bounds the run).
     #[arg(short = 'd', long, value_parser = parse_duration, help_heading = "Load")]
     pub duration: Option<Duration>,
@@ -148,9 +153,9 @@ pub struct RunArgs {
     /// Open model: new users per second.
     #[arg(long, value_name = "U", help_heading = "Load")]
     pub arrival_rate: Option<f64>,
-    /// Arrival process of the open model.
-    #[arg(long, value_enum, default_value = "poisson", help_heading = "Load")]
-    pub arrival: ArrivalArg,
+    /// Arrival process of the open model (with --arrival-rate); default poisson.
+    #[arg(long, value_enum, help_heading = "Load")]
+    pub arrival: Option<ArrivalArg>,
     /// Open model: stop admitting users after this many have arrived.
     #[arg(long, help_heading = "Load")]
     pub max_users: Option<u64>,
@@ -381,10 +386,10 @@ impl RunArgs {
             think: self.think.clone(),
             rate: self.rate,
             arrival_rate: self.arrival_rate,
-            arrival: match self.arrival {
+            arrival: self.arrival.map(|a| match a {
                 ArrivalArg::Poisson => SpecArrival::Poisson,
                 ArrivalArg::Constant => SpecArrival::Constant,
-            },
+            }),
             max_users: self.max_users,
             ramp_up: self.ramp_up,
             stages: self.stages.clone(),

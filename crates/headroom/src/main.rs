@@ -251,6 +251,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let live = start_live(a.dashboard, a.metrics_listen, &plan.target_name)?;
     if !a.no_preflight {
         headroom_run::preflight::preflight(&plan)?;
+        headroom_run::preflight::protocol_probe(&plan)?;
     }
     let outputs = Outputs {
         out: a.out.clone(),
@@ -261,7 +262,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         linger: a.linger,
         server_pid: a.server_pid,
     };
-    let (summary, broken, incomplete) = match agents {
+    let (summary, broken, incomplete, nothing_succeeded) = match agents {
         None => run_plan(&plan, &thresholds, outputs, &mut pipeline::LocalEngine)?,
         Some((spec, token)) => {
             let job = headroom_run::agent::job_for(&run_spec, &plan, !a.no_preflight);
@@ -300,6 +301,11 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     if broken > 0 {
         eprintln!("headroom: {broken} threshold(s) broken (listed in the summary)");
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    // A run in which nothing succeeded tested nothing: exit 1, whatever else held.
+    if let Some(line) = nothing_succeeded {
+        eprintln!("headroom: {line}");
         return Ok(ExitCode::from(EXIT_FAILED));
     }
     if incomplete {
@@ -352,7 +358,7 @@ fn run_plan(
     thresholds: &[headroom_scenario::model::Threshold],
     outputs: Outputs,
     driver: &mut dyn pipeline::Driver,
-) -> anyhow::Result<(headroom_run::RunSummary, usize, bool)> {
+) -> anyhow::Result<(headroom_run::RunSummary, usize, bool, Option<String>)> {
     let Outputs {
         out,
         quiet,
@@ -423,7 +429,12 @@ fn run_plan(
             done.write_errors.len()
         );
     }
-    Ok((done.summary, done.broken, incomplete))
+    Ok((
+        done.summary,
+        done.broken,
+        incomplete,
+        done.nothing_succeeded,
+    ))
 }
 
 fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
@@ -449,7 +460,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     );
     // The demo's run is a spec like any other, built by the same builder.
     let mut spec = RunSpec::new(Target::Url(url));
-    spec.connections = a.connections;
+    spec.connections = Some(a.connections);
     spec.duration = Some(a.duration);
     spec.threads = Some((cores - server_workers).max(1).min(a.connections as usize));
     let plan = match headroom_run::build(&spec) {
@@ -488,12 +499,16 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     );
     let stats = server.stats();
     server.stop();
-    let (_, _, incomplete) = result?;
+    let (_, _, incomplete, nothing_succeeded) = result?;
     outln!(
         "  Server       {} requests answered, {} connections accepted",
         human::thousands(stats.requests),
         human::thousands(stats.accepted)
     );
+    if let Some(line) = nothing_succeeded {
+        eprintln!("headroom: {line}");
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
     if incomplete {
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }

@@ -187,7 +187,7 @@ fn a_hand_made_job_cannot_make_an_agent_read_a_file() {
     let mut spec = RunSpec::new(Target::Url(server.url()));
     spec.method = "POST".into();
     spec.body = Some(attack.clone().into_bytes());
-    spec.connections = 1;
+    spec.connections = Some(1);
     spec.per_user = Some(2);
     spec.threads = Some(1);
     assert_eq!(run_job(&agent, token, spec), Ok(2));

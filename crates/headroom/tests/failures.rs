@@ -29,7 +29,9 @@ fn refused_when_nothing_listens() {
     let port = free_port(); // bound and released: nothing listens there now
     let url = format!("http://127.0.0.1:{port}/");
     let (v, out) = run_json(&url, &["-c", "2", "--per-user", "5", "--no-preflight"]);
-    assert!(out.status.success());
+    // Nothing succeeded: exit 1 and one line saying so (issue 26; it was exit 0).
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_line(&out).contains("10 attempts, all refused"));
     only(&v, "refused", 10);
     assert_eq!(v["requests"], 0, "no request was ever written");
 }

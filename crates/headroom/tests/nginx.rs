@@ -74,13 +74,11 @@ fn http_status_classes_count_as_errors_and_trip_max_error_rate() {
         Some(1),
         "an error rate over the limit exits 1"
     );
+    // No limit given, but no request succeeded: exit 1 saying what every reply was (issue 26).
     let (v, out) = run_json(&ng.url("/fail"), &["-c", "1", "--per-user", "5"]);
     assert_eq!(err(&v, "http_5xx"), 5);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "no limit given: errors alone do not fail the run"
-    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_line(&out).contains("5 replies, all 503"));
     let (_, out) = run_json(
         &ng.url("/"),
         &["-c", "1", "--per-user", "5", "--max-error-rate", "0"],

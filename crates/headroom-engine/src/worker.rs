@@ -16,8 +16,8 @@
 //!   most `TIMER_BATCH` timers per turn, so even a target that refuses everything cannot starve
 //!   the interval and stop checks.
 //! - Timeouts are not timers: each user holds a deadline and a sweep checks them a few times per
-//!   timeout period. A response timeout therefore fires up to a sweep period late, which is the
-//!   price of not pushing and cancelling a timer per request.
+//!   timeout period, and again at the earliest deadline it saw; a response timeout therefore
+//!   fires at most `SWEEP_GAP` late, without pushing and cancelling a timer per request.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -62,6 +62,8 @@ const TIMER_BATCH: usize = 4096;
 /// were ~10% of the generator's CPU in bench/xmpp-vs-tsung.sh. Deadlines, intervals and timers
 /// are exact whatever this is: the sleep ends at the earliest of them.
 const MAX_WAIT: Duration = Duration::from_millis(200);
+/// Closest spacing of two deadline sweeps, and so how late a deadline may fire (see `sweep`).
+const SWEEP_GAP: Duration = Duration::from_millis(10);
 /// Sessions a closed user may start within one turn before yielding (a session without I/O).
 const SESSIONS_PER_TURN: usize = 64;
 
@@ -497,8 +499,8 @@ impl Worker {
                 self.emit_interval(false);
             }
             if now >= self.next_sweep {
+                // Sets the next sweep too (at the earliest deadline it saw, if sooner).
                 self.sweep(now);
-                self.next_sweep = now + self.sweep_every;
             }
             self.arrivals(now);
             self.ramp_tick(now);
@@ -631,13 +633,21 @@ impl Worker {
         }
     }
 
-    /// Check connect and response deadlines.
+    /// Check connect and response deadlines, and set the next sweep: a sweep period from now,
+    /// or the earliest deadline still to come if sooner (but not within `SWEEP_GAP`: a run of
+    /// users timing out one after the other costs a sweep per 10 ms, not one per user). A
+    /// deadline is at least 8 periods ahead when set, so some sweep sees it before it falls
+    /// due: it fires at most `SWEEP_GAP` late (issue 26: `--timeout 1s` used to fire up to
+    /// 125 ms late).
     fn sweep(&mut self, now: Instant) {
         // Collect first: failing a user mutates the slab. The list is reused across sweeps.
         let mut due = std::mem::take(&mut self.due);
+        let mut next = now + self.sweep_every;
         for (key, u) in self.users.iter() {
             if let Some(d) = u.deadline {
-                if now >= d {
+                if d > now {
+                    next = next.min(d.max(now + SWEEP_GAP));
+                } else {
                     let kind = if matches!(u.state, State::Connecting | State::Tls) {
                         ErrorKind::ConnectTimeout
                     } else {
@@ -652,6 +662,7 @@ impl Worker {
         }
         due.clear();
         self.due = due;
+        self.next_sweep = next;
     }
 
     /// Begin a request (or a pipelined batch) meant to go at `intended`.
@@ -1303,7 +1314,9 @@ impl Worker {
             u.state = State::Reading;
             u.sent = now;
         }
-        u.deadline = Some(now + self.s.plan.timeout);
+        // From the oldest stream's send, however much the server sends meanwhile (PINGs kept
+        // a request alive for ever before issue 26).
+        u.deadline = h.oldest_sent().map(|t| t + self.s.plan.timeout);
         self.flush_proto(key);
     }
 
@@ -1411,6 +1424,7 @@ impl Worker {
         u.outstanding = h.slots.len() as u32;
         let idle = h.slots.is_empty();
         let goaway = h.conn.goaway().is_some();
+        let oldest = h.oldest_sent();
         if refill || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
             // Each answered stream is replaced at once (the closed model's next request), or
             // by a send that fell due meanwhile (at a rate).
@@ -1423,7 +1437,7 @@ impl Worker {
             }
             self.next_request(key, now);
         } else {
-            u.deadline = Some(now + self.s.plan.timeout);
+            u.deadline = oldest.map(|t| t + self.s.plan.timeout);
         }
         if self.users.get(key).is_some_and(|u| u.proto.is_h2()) {
             self.flush_proto(key);

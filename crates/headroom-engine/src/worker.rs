@@ -18,6 +18,9 @@
 //! - Timeouts are not timers: each user holds a deadline and a sweep checks them a few times per
 //!   timeout period, and again at the earliest deadline it saw; a response timeout therefore
 //!   fires at most `SWEEP_GAP` late, without pushing and cancelling a timer per request.
+//! - A connection reads at most `READ_BUDGET` bytes per loop turn, then waits in `more` for the
+//!   next turn (which does not sleep): a server that sends faster than we read cannot hold
+//!   the loop, and so every deadline, interval and stop check runs whatever arrives.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -62,6 +65,11 @@ const TIMER_BATCH: usize = 4096;
 /// were ~10% of the generator's CPU in bench/xmpp-vs-tsung.sh. Deadlines, intervals and timers
 /// are exact whatever this is: the sleep ends at the earliest of them.
 const MAX_WAIT: Duration = Duration::from_millis(200);
+/// Bytes one connection may read per loop turn. A server that sends faster than we read would
+/// otherwise hold `read` for ever, and with it every deadline, interval and stop check of the
+/// worker: over TLS (read until `WouldBlock`) an endless body kept `--timeout 1s` from firing
+/// for 1.2-6.8 s (issue 26). Past this the connection goes on in the next turn.
+const READ_BUDGET: usize = 1 << 20;
 /// Closest spacing of two deadline sweeps, and so how late a deadline may fire (see `sweep`).
 const SWEEP_GAP: Duration = Duration::from_millis(10);
 /// Sessions a closed user may start within one turn before yielding (a session without I/O).
@@ -211,6 +219,11 @@ pub(crate) struct Worker {
     next_gen: u32,
     /// Users whose deadline passed, collected by the sweep (kept to reuse its allocation).
     due: Vec<(usize, ErrorKind)>,
+    /// Connections (key, generation) that read `READ_BUDGET` in a turn and may hold more: read
+    /// again next turn (edge-triggered: no new event comes for bytes already there, nor for
+    /// plaintext rustls holds). The second list is the first's spare allocation.
+    more: Vec<(usize, u32)>,
+    more_spare: Vec<(usize, u32)>,
     /// Requests left in flight when the run stopped (not failures: the run ended under them).
     pub in_flight: u64,
     /// Scenario runs: sequential CSV cursors by feeder, the phases and where we are in them.
@@ -268,6 +281,8 @@ impl Worker {
             bind_next: id,
             next_gen: 0,
             due: Vec::new(),
+            more: Vec::new(),
+            more_spare: Vec::new(),
             in_flight: 0,
             cursors: Vec::new(),
             phases: Vec::new(),
@@ -505,6 +520,9 @@ impl Worker {
             self.arrivals(now);
             self.ramp_tick(now);
             self.run_timers(now);
+            if !self.more.is_empty() {
+                self.read_more();
+            }
             if self.finished() {
                 break;
             }
@@ -527,6 +545,10 @@ impl Worker {
     }
 
     fn wait_time(&self, now: Instant) -> Duration {
+        if !self.more.is_empty() {
+            // Connections that may hold more bytes: look at the sockets and go on at once.
+            return Duration::ZERO;
+        }
         let mut until = self.next_interval.min(self.next_sweep);
         if let Some(Reverse(t)) = self.timers.peek() {
             until = until.min(t.at);
@@ -1041,6 +1063,7 @@ impl Worker {
     fn read(&mut self, key: usize, flags: u32) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let gen = self.users[key].gen;
+        let mut budget = READ_BUDGET;
         while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
             let reads = u.proto.reads_always() || u.state != State::Writing;
             let Some(conn) = u.conn.as_mut().filter(|_| reads) else {
@@ -1068,6 +1091,12 @@ impl Worker {
                         }
                         break;
                     }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        // Enough for this turn (see READ_BUDGET): the rest in the next.
+                        self.more.push((key, gen));
+                        break;
+                    }
                 }
                 Err(IoErr::WouldBlock) => break,
                 Err(IoErr::Failed(kind)) => {
@@ -1077,6 +1106,23 @@ impl Worker {
             }
         }
         self.scratch = scratch;
+    }
+
+    /// Goes on reading the connections that used their `READ_BUDGET` in the last turn.
+    fn read_more(&mut self) {
+        let spare = std::mem::take(&mut self.more_spare);
+        let mut list = std::mem::replace(&mut self.more, spare);
+        for &(key, gen) in &list {
+            if self
+                .users
+                .get(key)
+                .is_some_and(|u| u.gen == gen && u.conn.is_some())
+            {
+                self.read(key, 0);
+            }
+        }
+        list.clear();
+        self.more_spare = list;
     }
 
     /// Hands bytes read to the protocol and acts on each outcome, until it needs more.

@@ -58,6 +58,7 @@ fn config(small: bool) -> ClientConfig {
             max_frame_size: 16_384,
             header_table_size: 64,
             max_header_list_size: 300,
+            max_outbound_ack: 8,
         }
     } else {
         ClientConfig::default()

@@ -79,11 +79,16 @@ pub enum ErrorKind {
     /// A redirect to another origin than the run's target: headroom loads one server and does
     /// not follow it there.
     RedirectOffsite,
+    /// The server flooded the connection: HTTP/2 control frames it made us queue (PING and
+    /// SETTINGS ACKs, WINDOW_UPDATE, RST_STREAM) beyond the cap while it did not read them
+    /// (nghttp2's `max_outbound_ack`, 1000). The connection was closed with GOAWAY
+    /// ENHANCE_YOUR_CALM; each request in flight on it counts once.
+    PeerFlood,
 }
 
 impl ErrorKind {
     /// All kinds, in counter order.
-    pub const ALL: [ErrorKind; 24] = [
+    pub const ALL: [ErrorKind; 25] = [
         ErrorKind::ConnectTimeout,
         ErrorKind::Refused,
         ErrorKind::Reset,
@@ -108,6 +113,7 @@ impl ErrorKind {
         ErrorKind::RedirectLimit,
         ErrorKind::BadLocation,
         ErrorKind::RedirectOffsite,
+        ErrorKind::PeerFlood,
     ];
     /// Number of kinds (the length of a counters array).
     pub const COUNT: usize = Self::ALL.len();
@@ -139,6 +145,7 @@ impl ErrorKind {
             ErrorKind::RedirectLimit => "redirect_limit",
             ErrorKind::BadLocation => "bad_location",
             ErrorKind::RedirectOffsite => "redirect_offsite",
+            ErrorKind::PeerFlood => "flood",
         }
     }
 

@@ -210,10 +210,25 @@ impl H2Conn {
         }
     }
 
+    /// When the oldest request in flight was sent: its response deadline is the connection's.
+    pub fn oldest_sent(&self) -> Option<Instant> {
+        self.slots.iter().map(|s| s.sent).min()
+    }
+
     /// Take the slot of `stream` out of the in-flight list.
     pub fn take(&mut self, stream: u32) -> Option<Slot> {
         let i = self.slots.iter().position(|s| s.stream == stream)?;
         Some(self.slots.swap_remove(i))
+    }
+
+    /// The error kind of the codec's connection error: `flood` for a server that made us queue
+    /// more control frames than it read (the codec's cap), `protocol` otherwise.
+    fn failure(&self) -> ErrorKind {
+        if self.conn.error().is_some_and(|e| e.flood) {
+            ErrorKind::PeerFlood
+        } else {
+            ErrorKind::Protocol
+        }
     }
 
     /// Outcomes of the last read are still to be taken.
@@ -239,7 +254,7 @@ impl H2Conn {
         if self.failed {
             self.failed = false;
             c.proto(ProtoCounter::H2ConnectionErrors, 1);
-            return Err(ErrorKind::Protocol);
+            return Err(self.failure());
         }
         self.events.clear();
         self.next = 0;
@@ -302,7 +317,7 @@ impl H2Conn {
             None if self.failed => {
                 self.failed = false;
                 c.proto(ProtoCounter::H2ConnectionErrors, 1);
-                Err(ErrorKind::Protocol)
+                Err(self.failure())
             }
             None => Ok((input.len(), None)),
         }

@@ -16,8 +16,11 @@
 //!   most `TIMER_BATCH` timers per turn, so even a target that refuses everything cannot starve
 //!   the interval and stop checks.
 //! - Timeouts are not timers: each user holds a deadline and a sweep checks them a few times per
-//!   timeout period. A response timeout therefore fires up to a sweep period late, which is the
-//!   price of not pushing and cancelling a timer per request.
+//!   timeout period, and again at the earliest deadline it saw; a response timeout therefore
+//!   fires at most `SWEEP_GAP` late, without pushing and cancelling a timer per request.
+//! - A connection reads at most `READ_BUDGET` bytes per loop turn, then waits in `more` for the
+//!   next turn (which does not sleep): a server that sends faster than we read cannot hold
+//!   the loop, and so every deadline, interval and stop check runs whatever arrives.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -62,6 +65,13 @@ const TIMER_BATCH: usize = 4096;
 /// were ~10% of the generator's CPU in bench/xmpp-vs-tsung.sh. Deadlines, intervals and timers
 /// are exact whatever this is: the sleep ends at the earliest of them.
 const MAX_WAIT: Duration = Duration::from_millis(200);
+/// Bytes one connection may read per loop turn. A server that sends faster than we read would
+/// otherwise hold `read` for ever, and with it every deadline, interval and stop check of the
+/// worker: over TLS (read until `WouldBlock`) an endless body kept `--timeout 1s` from firing
+/// for 1.2-6.8 s (issue 26). Past this the connection goes on in the next turn.
+const READ_BUDGET: usize = 1 << 20;
+/// Closest spacing of two deadline sweeps, and so how late a deadline may fire (see `sweep`).
+const SWEEP_GAP: Duration = Duration::from_millis(10);
 /// Sessions a closed user may start within one turn before yielding (a session without I/O).
 const SESSIONS_PER_TURN: usize = 64;
 
@@ -245,6 +255,11 @@ pub(crate) struct Worker {
     next_gen: u32,
     /// Users whose deadline passed, collected by the sweep (kept to reuse its allocation).
     due: Vec<(usize, ErrorKind)>,
+    /// Connections (key, generation) that read `READ_BUDGET` in a turn and may hold more: read
+    /// again next turn (edge-triggered: no new event comes for bytes already there, nor for
+    /// plaintext rustls holds). The second list is the first's spare allocation.
+    more: Vec<(usize, u32)>,
+    more_spare: Vec<(usize, u32)>,
     /// Requests left in flight when the run stopped (not failures: the run ended under them).
     pub in_flight: u64,
     /// Scenario runs: sequential CSV cursors by feeder, the phases and where we are in them.
@@ -304,6 +319,8 @@ impl Worker {
             bind_next: id,
             next_gen: 0,
             due: Vec::new(),
+            more: Vec::new(),
+            more_spare: Vec::new(),
             in_flight: 0,
             cursors: Vec::new(),
             phases: Vec::new(),
@@ -545,12 +562,15 @@ impl Worker {
                 self.emit_interval(false);
             }
             if now >= self.next_sweep {
+                // Sets the next sweep too (at the earliest deadline it saw, if sooner).
                 self.sweep(now);
-                self.next_sweep = now + self.sweep_every;
             }
             self.arrivals(now);
             self.ramp_tick(now);
             self.run_timers(now);
+            if !self.more.is_empty() {
+                self.read_more();
+            }
             if self.finished() {
                 break;
             }
@@ -573,6 +593,10 @@ impl Worker {
     }
 
     fn wait_time(&self, now: Instant) -> Duration {
+        if !self.more.is_empty() {
+            // Connections that may hold more bytes: look at the sockets and go on at once.
+            return Duration::ZERO;
+        }
         let mut until = self.next_interval.min(self.next_sweep);
         if let Some(Reverse(t)) = self.timers.peek() {
             until = until.min(t.at);
@@ -679,13 +703,21 @@ impl Worker {
         }
     }
 
-    /// Check connect and response deadlines.
+    /// Check connect and response deadlines, and set the next sweep: a sweep period from now,
+    /// or the earliest deadline still to come if sooner (but not within `SWEEP_GAP`: a run of
+    /// users timing out one after the other costs a sweep per 10 ms, not one per user). A
+    /// deadline is at least 8 periods ahead when set, so some sweep sees it before it falls
+    /// due: it fires at most `SWEEP_GAP` late (issue 26: `--timeout 1s` used to fire up to
+    /// 125 ms late).
     fn sweep(&mut self, now: Instant) {
         // Collect first: failing a user mutates the slab. The list is reused across sweeps.
         let mut due = std::mem::take(&mut self.due);
+        let mut next = now + self.sweep_every;
         for (key, u) in self.users.iter() {
             if let Some(d) = u.deadline {
-                if now >= d {
+                if d > now {
+                    next = next.min(d.max(now + SWEEP_GAP));
+                } else {
                     let kind = if matches!(u.state, State::Connecting | State::Tls) {
                         ErrorKind::ConnectTimeout
                     } else {
@@ -700,6 +732,7 @@ impl Worker {
         }
         due.clear();
         self.due = due;
+        self.next_sweep = next;
     }
 
     /// Begin a request (or a pipelined batch) meant to go at `intended`.
@@ -1095,6 +1128,7 @@ impl Worker {
     fn read(&mut self, key: usize, flags: u32) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let gen = self.users[key].gen;
+        let mut budget = READ_BUDGET;
         while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
             let reads = u.proto.reads_always() || u.state != State::Writing;
             let Some(conn) = u.conn.as_mut().filter(|_| reads) else {
@@ -1126,6 +1160,12 @@ impl Worker {
                         }
                         break;
                     }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        // Enough for this turn (see READ_BUDGET): the rest in the next.
+                        self.more.push((key, gen));
+                        break;
+                    }
                 }
                 Err(IoErr::WouldBlock) => break,
                 Err(IoErr::Failed(kind)) => {
@@ -1135,6 +1175,23 @@ impl Worker {
             }
         }
         self.scratch = scratch;
+    }
+
+    /// Goes on reading the connections that used their `READ_BUDGET` in the last turn.
+    fn read_more(&mut self) {
+        let spare = std::mem::take(&mut self.more_spare);
+        let mut list = std::mem::replace(&mut self.more, spare);
+        for &(key, gen) in &list {
+            if self
+                .users
+                .get(key)
+                .is_some_and(|u| u.gen == gen && u.conn.is_some())
+            {
+                self.read(key, 0);
+            }
+        }
+        list.clear();
+        self.more_spare = list;
     }
 
     /// Hands bytes read to the protocol and acts on each outcome, until it needs more.
@@ -1379,7 +1436,9 @@ impl Worker {
             u.state = State::Reading;
             u.sent = now;
         }
-        u.deadline = Some(now + self.s.plan.timeout);
+        // From the oldest stream's send, however much the server sends meanwhile (PINGs kept
+        // a request alive for ever before issue 26).
+        u.deadline = h.oldest_sent().map(|t| t + self.s.plan.timeout);
         self.flush_proto(key);
     }
 
@@ -1487,6 +1546,7 @@ impl Worker {
         u.outstanding = h.slots.len() as u32;
         let idle = h.slots.is_empty();
         let goaway = h.conn.goaway().is_some();
+        let oldest = h.oldest_sent();
         if refill || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
             // Each answered stream is replaced at once (the closed model's next request), or
             // by a send that fell due meanwhile (at a rate).
@@ -1499,7 +1559,7 @@ impl Worker {
             }
             self.next_request(key, now);
         } else {
-            u.deadline = Some(now + self.s.plan.timeout);
+            u.deadline = oldest.map(|t| t + self.s.plan.timeout);
         }
         if self.users.get(key).is_some_and(|u| u.proto.is_h2()) {
             self.flush_proto(key);

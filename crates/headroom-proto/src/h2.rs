@@ -48,6 +48,15 @@
 //! * Streams live in a slab sized by the most streams ever open at once (at most our cap);
 //!   frames for streams we already closed are tolerated (HEADERS decoded and dropped, DATA
 //!   counted against the connection window).
+//! * The control frames the server makes us queue (PING and SETTINGS ACKs, WINDOW_UPDATE,
+//!   RST_STREAM) are capped, as nghttp2 caps them (`max_outbound_ack`, default 1000, and
+//!   `NGHTTP2_ERR_FLOODED`): a server that floods PINGs or SETTINGS and never reads would
+//!   otherwise grow `out` without end (1.7 GB in 13 s, issue 26). [`ClientConn::feed`] counts
+//!   those it appends to a non-empty `out`, and an empty `out` restarts the count: the caller
+//!   empties `out` once all of it is written, so an empty `out` means everything queued before
+//!   has gone. Past [`ClientConfig::max_outbound_ack`] it is an ENHANCE_YOUR_CALM connection
+//!   error with [`ConnError::flood`] set. One read's worth of frames counts too (nghttp2 queues
+//!   a whole `mem_recv` before it sends): no real server sends a thousand PINGs at once.
 //!
 //! # Memory and allocation
 //!
@@ -93,6 +102,8 @@ use error_code::*;
 
 /// Most CONTINUATION frames accepted for one header block.
 pub const MAX_CONTINUATIONS: u32 = 256;
+/// Control frames queued for the server at most by default (nghttp2's `max_outbound_ack`).
+pub const DEFAULT_MAX_OUTBOUND_ACK: u32 = 1000;
 /// Streams assumed allowed before the server's first SETTINGS (RFC 9113 §6.5.2 recommends at
 /// least 100).
 pub const DEFAULT_PEER_MAX_STREAMS: u32 = 100;
@@ -113,6 +124,9 @@ pub struct ClientConfig {
     pub header_table_size: u32,
     /// Bound on a decoded response header list (RFC 7541 §4.1 sizes), also advertised.
     pub max_header_list_size: u32,
+    /// Control frames (PING and SETTINGS ACKs, WINDOW_UPDATE, RST_STREAM) queued for the
+    /// server at most while it does not read; one more is a flood (see the module notes).
+    pub max_outbound_ack: u32,
 }
 
 impl Default for ClientConfig {
@@ -123,6 +137,7 @@ impl Default for ClientConfig {
             max_frame_size: frame::MIN_MAX_FRAME,
             header_table_size: 4096,
             max_header_list_size: 64 * 1024,
+            max_outbound_ack: DEFAULT_MAX_OUTBOUND_ACK,
         }
     }
 }
@@ -174,6 +189,9 @@ pub enum Event<'a> {
 pub struct ConnError {
     pub code: u32,
     pub reason: &'static str,
+    /// The server made us queue more control frames than [`ClientConfig::max_outbound_ack`]
+    /// without reading them (code ENHANCE_YOUR_CALM): a flood, not a malformed frame.
+    pub flood: bool,
 }
 
 /// Why [`ClientConn::send_request`] opened no stream.
@@ -190,7 +208,11 @@ pub enum SendError {
 }
 
 fn conn_err(code: u32, reason: &'static str) -> ConnError {
-    ConnError { code, reason }
+    ConnError {
+        code,
+        reason,
+        flood: false,
+    }
 }
 
 fn proto(reason: &'static str) -> ConnError {
@@ -268,6 +290,10 @@ pub struct ClientConn {
     goaway_recv: Option<(u32, u32)>,
     goaway_sent: bool,
     dead: Option<ConnError>,
+
+    /// Control frames appended to a non-empty `out` (see the module notes), and the cap.
+    queued_control: u32,
+    max_control: u32,
 }
 
 impl ClientConn {
@@ -325,6 +351,8 @@ impl ClientConn {
             goaway_recv: None,
             goaway_sent: false,
             dead: None,
+            queued_control: 0,
+            max_control: cfg.max_outbound_ack,
         }
     }
 
@@ -463,6 +491,10 @@ impl ClientConn {
 
     /// Consumes all of `input` (bytes from the server), reporting through `on` and appending
     /// what must be sent to `out`. An `Err` is a connection error: the connection is dead.
+    ///
+    /// `out` is what is still to be written: the caller empties it only once all of it went
+    /// to the server. The control frames the server makes us queue while `out` is not empty
+    /// count against [`ClientConfig::max_outbound_ack`] (see the module notes).
     pub fn feed(
         &mut self,
         input: &[u8],
@@ -471,6 +503,10 @@ impl ClientConn {
     ) -> Result<(), ConnError> {
         if let Some(e) = self.dead {
             return Err(e);
+        }
+        if out.is_empty() {
+            // All we queued before went out: the server reads.
+            self.queued_control = 0;
         }
         match self.feed_frames(input, out, on) {
             Ok(()) => Ok(()),
@@ -514,6 +550,7 @@ impl ClientConn {
                 self.partial = buf;
                 self.partial.clear();
                 r?;
+                self.check_flood()?;
                 continue;
             }
             let Some(head) = Head::parse(input) else {
@@ -527,7 +564,25 @@ impl ClientConn {
                 return Ok(());
             };
             self.frame(head, &whole[HEADER_LEN..], out, on)?;
+            self.check_flood()?;
             input = &input[total..];
+        }
+        Ok(())
+    }
+
+    /// One control frame (an ACK, a WINDOW_UPDATE, a RST_STREAM) was queued for the server.
+    fn queued_control(&mut self) {
+        self.queued_control = self.queued_control.saturating_add(1);
+    }
+
+    /// More control frames wait for a server that does not read than the cap allows.
+    fn check_flood(&self) -> Result<(), ConnError> {
+        if self.queued_control > self.max_control {
+            return Err(ConnError {
+                code: ENHANCE_YOUR_CALM,
+                reason: "flood: more control frames queued than the server reads",
+                flood: true,
+            });
         }
         Ok(())
     }

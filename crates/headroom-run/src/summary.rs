@@ -240,6 +240,7 @@ pub struct Errors {
     pub bad_location: u64,
     pub redirect_offsite: u64,
     pub stream_reset: u64,
+    pub flood: u64,
 }
 
 impl Errors {

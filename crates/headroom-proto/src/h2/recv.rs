@@ -28,7 +28,12 @@ impl ClientConn {
             frame::RST_STREAM => self.on_rst(h, payload, on),
             frame::SETTINGS => self.on_settings(h, payload, out),
             frame::PUSH_PROMISE => Err(proto("PUSH_PROMISE although we disabled push")),
-            frame::PING => on_ping(h, payload, out),
+            frame::PING => {
+                if on_ping(h, payload, out)? {
+                    self.queued_control();
+                }
+                Ok(())
+            }
             frame::GOAWAY => self.on_goaway(h, payload, on),
             frame::WINDOW_UPDATE => self.on_window_update(h, payload, out, on),
             frame::CONTINUATION => self.on_continuation(h, payload, out, on),
@@ -49,6 +54,7 @@ impl ClientConn {
             return;
         };
         frame::write_rst(out, id, code);
+        self.queued_control();
         self.free(i);
         on(Event::Reset { stream: id, code });
     }
@@ -62,6 +68,7 @@ impl ClientConn {
         if s.body_off < s.body.len() {
             // The server answered before our body was out (RFC 9113 §8.1): stop sending it.
             frame::write_rst(out, id, NO_ERROR);
+            self.queued_control();
         }
         self.free(i);
         on(Event::Complete { stream: id, status });
@@ -116,6 +123,7 @@ impl ClientConn {
                     } else if pending > 0 && pending >= self.our_window / 2 {
                         frame::write_window_update(out, h.stream, pending);
                         s.recv_pending = 0;
+                        self.queued_control();
                     }
                 }
             }
@@ -124,6 +132,7 @@ impl ClientConn {
         if cp > 0 && cp >= self.our_window.max(frame::DEFAULT_WINDOW) / 2 {
             frame::write_window_update(out, 0, cp);
             self.conn_recv_pending = 0;
+            self.queued_control();
         }
         Ok(())
     }
@@ -385,6 +394,7 @@ impl ClientConn {
             }
         }
         frame::write_settings_ack(out);
+        self.queued_control();
         self.flush_bodies(out);
         Ok(())
     }
@@ -473,7 +483,8 @@ impl ClientConn {
     }
 }
 
-fn on_ping(h: Head, payload: &[u8], out: &mut Vec<u8>) -> Result<(), ConnError> {
+/// A PING: true if it was answered (an ACK queued).
+fn on_ping(h: Head, payload: &[u8], out: &mut Vec<u8>) -> Result<bool, ConnError> {
     if h.stream != 0 {
         return Err(proto("PING on a stream"));
     }
@@ -482,8 +493,9 @@ fn on_ping(h: Head, payload: &[u8], out: &mut Vec<u8>) -> Result<(), ConnError> 
         .map_err(|_| frame_size("PING payload is not 8 bytes"))?;
     if h.flags & frame::ACK == 0 {
         frame::write_ping(out, frame::ACK, data);
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// The payload of a frame without its padding (RFC 9113 §6.1).

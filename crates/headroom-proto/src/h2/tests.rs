@@ -118,6 +118,8 @@ impl Client {
         let mut c = Client::with(cfg);
         c.feed(&settings(server_settings)).unwrap();
         c.out.clear();
+        // Everything written: the count of queued control frames restarts.
+        c.feed(&[]).unwrap();
         c.events.clear();
         c
     }
@@ -951,4 +953,102 @@ fn close_says_goaway_and_ids_run_out() {
         c.conn.send_request(&req, &mut c.out),
         Err(SendError::IdsExhausted)
     );
+}
+
+fn pings(n: u64) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| frame(PING, 0, 0, &i.to_be_bytes()))
+        .collect()
+}
+
+/// Issue 26: a server that floods PINGs or SETTINGS and never reads. Past `max_outbound_ack`
+/// ACKs waiting in `out` (nghttp2's cap, 1000 by default), the connection fails with
+/// ENHANCE_YOUR_CALM and `flood` set, its GOAWAY queued, and `out` stops growing.
+#[test]
+fn control_frames_queued_for_a_server_that_does_not_read_are_capped() {
+    for flood in [
+        pings(1),
+        settings(&[(SETTINGS_MAX_CONCURRENT_STREAMS, 100)]),
+    ] {
+        let mut c = Client::ready(cfg(), &[]);
+        // `out` is never emptied: nothing is written, as when the server's window is full.
+        c.out.extend_from_slice(b"unwritten");
+        for i in 0..DEFAULT_MAX_OUTBOUND_ACK {
+            c.feed(&flood).unwrap_or_else(|e| panic!("frame {i}: {e}"));
+        }
+        let err = c.feed(&flood).unwrap_err();
+        assert_eq!((err.code, err.flood), (ENHANCE_YOUR_CALM, true), "{err}");
+        assert_eq!(c.conn.error(), Some(err));
+        let f = frames(&c.out[b"unwritten".len()..]);
+        assert_eq!(
+            f.len() as u32,
+            DEFAULT_MAX_OUTBOUND_ACK + 2,
+            "ACKs, then GOAWAY"
+        );
+        let (h, p) = f.last().unwrap();
+        assert_eq!(h.kind, GOAWAY);
+        assert_eq!(p[4..8], ENHANCE_YOUR_CALM.to_be_bytes());
+        // Dead: nothing more is queued, whatever comes.
+        let len = c.out.len();
+        assert_eq!(c.feed(&pings(100)).unwrap_err(), err);
+        assert_eq!(c.out.len(), len);
+    }
+}
+
+#[test]
+fn control_frames_count_only_while_unwritten() {
+    // A server that reads: `out` is emptied after each read, and 100,000 PINGs are answered.
+    let mut c = Client::ready(cfg(), &[]);
+    let batch = pings(500);
+    for _ in 0..200 {
+        c.feed(&batch).unwrap();
+        assert_eq!(c.out.len(), 500 * 17);
+        c.out.clear();
+    }
+    // A thousand in one read are fine; a thousand and one are a flood (as nghttp2, which
+    // queues a whole read before it writes).
+    let mut c = Client::ready(cfg(), &[]);
+    c.feed(&pings(1000)).unwrap();
+    let mut c = Client::ready(cfg(), &[]);
+    assert!(c.feed(&pings(1001)).unwrap_err().flood);
+    // A protocol error is not a flood.
+    let mut c = Client::ready(cfg(), &[]);
+    let err = c.feed(&frame(PING, 0, 1, &[0; 8])).unwrap_err();
+    assert_eq!((err.code, err.flood), (PROTOCOL_ERROR, false));
+}
+
+#[test]
+fn window_updates_and_resets_count_against_the_cap() {
+    let small = ClientConfig {
+        max_outbound_ack: 2,
+        ..cfg()
+    };
+    // DATA before a response head: a stream error each, answered with RST_STREAM.
+    let mut c = Client::ready(small, &[]);
+    let ids: Vec<u32> = (0..3).map(|_| c.get("/")).collect();
+    c.out.truncate(1); // unwritten bytes remain
+    c.feed(&frame(DATA, 0, ids[0], b"x")).unwrap();
+    c.feed(&frame(DATA, 0, ids[1], b"x")).unwrap();
+    assert!(c.feed(&frame(DATA, 0, ids[2], b"x")).unwrap_err().flood);
+    // A connection WINDOW_UPDATE is one more control frame.
+    let mut c = Client::ready(
+        ClientConfig {
+            max_outbound_ack: 1,
+            initial_window_size: 65_535,
+            ..cfg()
+        },
+        &[],
+    );
+    let id = c.get("/");
+    let mut srv = Server::new();
+    c.feed(&srv.headers(id, &[(":status", "200")], false))
+        .unwrap();
+    c.out.truncate(1);
+    c.feed(&pings(1)).unwrap();
+    // 40,000 bytes: past half the stream's and the connection's window, two WINDOW_UPDATEs.
+    let err = c.feed(&frame(DATA, 0, id, &[0; 16_000])).and_then(|_| {
+        c.feed(&frame(DATA, 0, id, &[0; 16_000]))?;
+        c.feed(&frame(DATA, 0, id, &[0; 8_000]))
+    });
+    assert!(err.unwrap_err().flood);
 }

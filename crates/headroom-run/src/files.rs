@@ -111,7 +111,9 @@ pub fn check_text(name: &str, yaml: &str) -> Result<(), UsageError> {
     let limit = headroom_scenario::MAX_SCENARIO_TEXT;
     if yaml.len() as u64 > limit {
         return Err(UsageError(format!(
-            "{name}: the scenario is {} bytes of YAML (includes inlined, or as converted), over              the {} MiB a scenario may be: split it into smaller runs (a HAR: record fewer              requests)",
+            "{name}: the scenario is {} bytes of YAML (includes inlined, or as converted), over \
+             the {} MiB a scenario may be: split it into smaller runs (a HAR: record fewer \
+             requests)",
             yaml.len(),
             limit >> 20
         )));

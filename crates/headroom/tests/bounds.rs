@@ -536,4 +536,14 @@ fn a_large_har_imports_within_the_documented_memory() {
     let b = per_byte(&big, &base, har.len() as u64);
     eprintln!("64 MB HAR: {big:?}; {b:.2} bytes a byte above {base:?}");
     assert!(b <= 8.0, "{b:.2} bytes a byte: {big:?}");
+    // Run directly, its 18.7 MB of converted YAML is over the 16 MiB a whole scenario may be
+    // (MAX_SCENARIO_TEXT): refused in one line, before anything is parsed again or run.
+    let args: Vec<&OsStr> = ["run", "big.har", "-n", "1"]
+        .iter()
+        .map(OsStr::new)
+        .collect();
+    let run = run_in(d, &args, limit, None);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("16 MiB a scenario may be"), "{run:?}");
+    assert!(per_byte(&run, &base, har.len() as u64) <= 8.0, "{run:?}");
 }

@@ -524,7 +524,7 @@ fn a_large_har_imports_within_the_documented_memory() {
     std::fs::write(d.join("small.har"), small_entries_har(1)).unwrap();
     let args = |f: &'static str| -> Vec<&'static OsStr> {
         ["import", "har", f, "-o", "out.yaml"]
-            .iter()
+            .into_iter()
             .map(OsStr::new)
             .collect()
     };

@@ -47,13 +47,92 @@ pub struct Workload {
     pub matches: Vec<String>,
     /// Variable names, index = slot; slots 0 and 1 are the builtins.
     pub vars: Vec<String>,
-    /// CSV feeders: rows of columns, shared by every worker.
-    pub feeders: Vec<Arc<Vec<Vec<String>>>>,
+    /// CSV feeders, shared by every worker.
+    pub feeders: Vec<Arc<Feeder>>,
     /// The protocol above TCP and its per-connection setup (login, startup, upgrade).
     pub link: LinkSpec,
     /// Metric id the per-connection setup is timed under (`login`, `startup`, `handshake`);
     /// `None` for HTTP and raw TCP, which have none.
     pub handshake: Option<NameId>,
+}
+
+/// A CSV feeder: the file's text in one buffer and where each row starts, so a file of short
+/// rows costs its own bytes plus 4 per row (a `String` per field and a `Vec` per row cost ~80
+/// bytes a row). Rows are the file's lines that are not blank; fields are split on `,` and
+/// trimmed when read ([`Feeder::field`]), which allocates nothing.
+///
+/// Invariant: every entry of `rows` is the byte offset of a line start in `text`, and
+/// `text.len() <= u32::MAX` (checked by [`Feeder::new`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Feeder {
+    text: Box<str>,
+    rows: Box<[u32]>,
+}
+
+impl Feeder {
+    /// The feeder of `text`; `None` when it has no row that is not blank, or is 4 GiB or more
+    /// (offsets are `u32`: data files are far smaller, see `headroom_scenario::MAX_DATA_BYTES`).
+    pub fn new(text: String) -> Option<Feeder> {
+        if u32::try_from(text.len()).is_err() {
+            return None;
+        }
+        // Sized once (one slot a line), so the offsets never hold twice their need while growing.
+        let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+        let mut rows = Vec::with_capacity(lines);
+        let mut start = 0usize;
+        for line in text.split_inclusive('\n') {
+            if !line.trim().is_empty() {
+                rows.push(start as u32);
+            }
+            start += line.len();
+        }
+        if rows.is_empty() {
+            return None;
+        }
+        Some(Feeder {
+            text: text.into_boxed_str(),
+            rows: rows.into_boxed_slice(),
+        })
+    }
+
+    /// Number of rows (at least 1).
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Always false: a feeder has a row (see [`Feeder::new`]).
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Field `column` (0-based) of row `row`, trimmed; `""` past the row's last field. Reads the
+    /// row up to that field; allocates nothing.
+    ///
+    /// # Panics
+    /// When `row >= self.len()`.
+    pub fn field(&self, row: usize, column: usize) -> &str {
+        let rest = &self.text[self.rows[row] as usize..];
+        let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
+        line.split(',').nth(column).map_or("", str::trim)
+    }
+
+    /// Bytes held: the text and the row offsets.
+    pub fn heap_bytes(&self) -> usize {
+        self.text.len() + self.rows.len() * std::mem::size_of::<u32>()
+    }
+}
+
+/// Short: the sizes, and the text when it is small (a plan's debug form is compared in tests).
+impl std::fmt::Debug for Feeder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Feeder");
+        d.field("rows", &self.rows.len())
+            .field("bytes", &self.text.len());
+        if self.text.len() <= 256 {
+            d.field("text", &self.text);
+        }
+        d.finish()
+    }
 }
 
 impl Workload {
@@ -669,6 +748,30 @@ mod tests {
             link: LinkSpec::Plain,
             handshake: None,
         }
+    }
+
+    /// The feeder reads as the old `Vec<Vec<String>>` did: non-blank lines, split on `,`, trimmed.
+    #[test]
+    fn a_feeder_reads_as_rows_of_trimmed_fields() {
+        let text = "ann, 1 ,x\r\n\n  \nbob,2\r\n,\ncid";
+        let old: Vec<Vec<String>> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.split(',').map(|c| c.trim().to_string()).collect())
+            .collect();
+        let f = Feeder::new(text.to_string()).unwrap();
+        assert_eq!(f.len(), old.len());
+        for (r, row) in old.iter().enumerate() {
+            for c in 0..4 {
+                let want = row.get(c).map_or("", String::as_str);
+                assert_eq!(f.field(r, c), want, "row {r} column {c}");
+            }
+        }
+        assert_eq!(f.field(0, 1), "1");
+        assert_eq!(f.field(3, 0), "cid");
+        assert_eq!(f.heap_bytes(), text.len() + 4 * 4);
+        assert!(Feeder::new(" \n\r\n".into()).is_none());
+        assert!(Feeder::new(String::new()).is_none());
     }
 
     #[test]

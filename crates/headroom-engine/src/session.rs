@@ -832,32 +832,34 @@ impl SessionState {
 
     fn set(&mut self, prog: &Program, var: u16, source: &SetOp, env: &mut Env<'_>) {
         let slot = var as usize;
+        if let SetOp::Csv {
+            feeder,
+            column,
+            random,
+        } = source
+        {
+            // Copied into the variable's own buffer: no allocation once it is big enough.
+            let f = &prog.w.feeders[*feeder];
+            let i = if *random {
+                env.rng.gen_range(0..f.len())
+            } else {
+                let c = &mut env.cursors[*feeder];
+                let i = *c % f.len();
+                *c = c.wrapping_add(1);
+                i
+            };
+            let v = &mut self.vars[slot];
+            v.clear();
+            v.push_str(f.field(i, *column));
+            return;
+        }
         let value = match source {
             SetOp::Value(t) => {
                 let mut s = String::new();
                 t.expand_into(&self.vars, &mut s);
                 s
             }
-            SetOp::Csv {
-                feeder,
-                column,
-                random,
-            } => {
-                let rows = &prog.w.feeders[*feeder];
-                if rows.is_empty() {
-                    String::new()
-                } else {
-                    let i = if *random {
-                        env.rng.gen_range(0..rows.len())
-                    } else {
-                        let c = &mut env.cursors[*feeder];
-                        let i = *c % rows.len();
-                        *c = c.wrapping_add(1);
-                        i
-                    };
-                    rows[i].get(*column).cloned().unwrap_or_default()
-                }
-            }
+            SetOp::Csv { .. } => unreachable!("handled above"),
             SetOp::RandomNumber { min, max } => env.rng.gen_range(*min..=*max).to_string(),
             SetOp::RandomString { length } => {
                 const ALNUM: &[u8] =

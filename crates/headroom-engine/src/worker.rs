@@ -1763,6 +1763,12 @@ impl Worker {
             return Next::Done;
         };
         let u = &mut self.users[key];
+        // A Set-Cookie too big to capture never reaches the jar, which would refuse it too.
+        let dropped = u.decoder.cookies_dropped();
+        if cfg.cookies && dropped > 0 {
+            let rejected = headroom_core::ProtoCounter::HttpCookiesRejected;
+            self.rec.counters.proto(rejected, u64::from(dropped));
+        }
         let redirect = cfg.follow > 0 && (300..400).contains(&status);
         // Content-Encoding alone (`--compressed`) is the decoder's business, not the agent's.
         let for_agent = u

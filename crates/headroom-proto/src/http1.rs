@@ -307,6 +307,13 @@ impl ResponseDecoder {
         self.capture.as_deref().map_or(0, Capture::dropped)
     }
 
+    /// Of [`captured_dropped`](Self::captured_dropped), the `Set-Cookie` values: cookies too big
+    /// for the capture bound (far above RFC 6265's 4096 bytes a cookie), which no jar would
+    /// store either. The caller counts them as rejected.
+    pub fn cookies_dropped(&self) -> u32 {
+        self.capture.as_deref().map_or(0, Capture::dropped_cookies)
+    }
+
     /// The encoded body of the last response, decoded: its coding, sizes as received and as
     /// decoded, and whether it decoded cleanly. `None` when the body was not encoded (or was
     /// empty), or when `Content-Encoding` is not captured. Read it when [`captured`]

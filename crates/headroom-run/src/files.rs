@@ -94,10 +94,29 @@ pub fn scenario_spec(
     };
     headroom_scenario::compile_with(scenario, &record)
         .map_err(|e| UsageError(format!("{name}: {e}")))?;
+    let yaml = headroom_scenario::to_yaml(scenario);
+    check_text(name, &yaml)?;
     Ok(ScenarioSpec {
         name: name.to_string(),
-        yaml: headroom_scenario::to_yaml(scenario),
+        yaml,
         files: files.into_inner().unwrap_or_else(|e| e.into_inner()),
         target,
     })
+}
+
+/// A scenario's whole text (includes inlined, or converted from a Tsung XML or a HAR) within
+/// [`headroom_scenario::MAX_SCENARIO_TEXT`]: what a byte of it costs to parse is why (see
+/// docs/scenario.md, "Files it reads").
+pub fn check_text(name: &str, yaml: &str) -> Result<(), UsageError> {
+    let limit = headroom_scenario::MAX_SCENARIO_TEXT;
+    if yaml.len() as u64 > limit {
+        return Err(UsageError(format!(
+            "{name}: the scenario is {} bytes of YAML (includes inlined, or as converted), over \
+             the {} MiB a scenario may be: split it into smaller runs (a HAR: record fewer \
+             requests)",
+            yaml.len(),
+            limit >> 20
+        )));
+    }
+    Ok(())
 }

@@ -126,7 +126,7 @@ pub struct RunDir {
 impl RunDir {
     pub fn create(path: &Path, started: SystemTime, command: &str) -> std::io::Result<RunDir> {
         std::fs::create_dir_all(path)?;
-        std::fs::write(path.join(SUMMARY_TMP), vec![b' '; SUMMARY_RESERVE])?;
+        std::fs::write(path.join(SUMMARY_RESERVE_FILE), reserve_bytes())?;
         let intervals = LineFile::create(path.join("intervals.jsonl"))?;
         let hlog = HlogWriter::new(
             LineFile::create(path.join("latency.hlog"))?,
@@ -183,11 +183,52 @@ impl RunDir {
 /// reserved space back.
 impl Drop for RunDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.path.join(SUMMARY_TMP));
+        let _ = std::fs::remove_file(self.path.join(SUMMARY_RESERVE_FILE));
     }
 }
 
-const SUMMARY_TMP: &str = "summary.json.tmp";
+/// The reserved space: a hidden file (a run killed before its end leaves it, and nothing that
+/// lists or reads a run directory takes it for one of its files), which becomes summary.json.
+/// Its first line names the process that reserved it, so [`clear_stale_reserve`] can tell a
+/// live run's reservation from a killed one's.
+pub const SUMMARY_RESERVE_FILE: &str = ".summary.json.reserve";
+
+/// What the reservation holds: one line naming this process, then spaces.
+fn reserve_bytes() -> Vec<u8> {
+    let mut b = format!(
+        "headroom pid {}: space reserved for summary.json\n",
+        std::process::id()
+    )
+    .into_bytes();
+    b.resize(SUMMARY_RESERVE, b' ');
+    b
+}
+
+/// Removes the reservation a killed run left in `dir` (its process is gone); keeps a live
+/// run's. True when one was removed. `headroom report` calls it on each run directory it reads.
+pub fn clear_stale_reserve(dir: &Path) -> bool {
+    let path = dir.join(SUMMARY_RESERVE_FILE);
+    let Ok(mut f) = File::open(&path) else {
+        return false;
+    };
+    let mut head = [0u8; 64];
+    let n = std::io::Read::read(&mut f, &mut head).unwrap_or(0);
+    let pid = std::str::from_utf8(&head[..n])
+        .ok()
+        .and_then(|t| t.strip_prefix("headroom pid "))
+        .and_then(|t| t.split(':').next())
+        .and_then(|p| p.parse::<u32>().ok());
+    // Without a readable pid it is not ours to judge; a pid with no /proc entry, or a zombie
+    // (killed, not yet reaped), has ended.
+    let gone = pid.is_some_and(|p| {
+        std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |stat| {
+            // `pid (comm) STATE ...`: the state follows the last ')'.
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            state.starts_with('Z') || state.starts_with('X')
+        })
+    });
+    gone && std::fs::remove_file(&path).is_ok()
+}
 
 /// `dir`/summary.json from `summary`, pretty-printed with sorted keys, written to a temporary
 /// file then renamed, so a reader never sees half of it. The temporary file is the space
@@ -195,7 +236,7 @@ const SUMMARY_TMP: &str = "summary.json.tmp";
 /// length), so a full disk still takes a summary of up to [`SUMMARY_RESERVE`] bytes. On failure
 /// the temporary file is removed.
 pub fn write_summary(dir: &Path, summary: &RunSummary) -> std::io::Result<()> {
-    let tmp = dir.join(SUMMARY_TMP);
+    let tmp = dir.join(SUMMARY_RESERVE_FILE);
     let mut bytes = serde_json::to_vec_pretty(&summary.to_json())?;
     bytes.push(b'\n');
     let r = (|| {

@@ -73,7 +73,7 @@ pub fn build(spec: &RunSpec) -> Result<Built, UsageError> {
     }
     match &spec.target {
         Target::Url(u) => Ok(Built {
-            plan: url_plan(spec, u)?,
+            plan: url_plan(spec, u, spec.duration)?,
             thresholds: Vec::new(),
         }),
         Target::Scenario(sc) => scenario_plan(spec, sc),
@@ -262,6 +262,7 @@ pub fn apply_load_flags(
 fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
     scenario_flags(a)?;
     let name = &sc.name;
+    crate::files::check_text(name, &sc.yaml)?;
     let mut scenario = headroom_scenario::parse_str(&sc.yaml, name).map_err(errors_to_usage)?;
     apply_load_flags(a, name, &mut scenario)?;
     // The spec's files, and no other: nothing is read from this machine's disk.
@@ -317,10 +318,9 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
             ))
         }
     };
-    // The URL machinery validates the network and output flags and builds the base plan.
-    let mut base = a.clone();
-    base.duration = None;
-    let mut plan = url_plan(&base, &target_url)?;
+    // The URL machinery validates the network and output flags and builds the base plan (from
+    // `a` itself: a clone would copy the scenario's files, up to 256 MiB each).
+    let mut plan = url_plan(a, &target_url, None)?;
     plan.tls = match &compiled.tls {
         Some(t) => Some(Arc::new(
             add_tls_flags(a, t.clone()).map_err(|e| UsageError(format!("{name}: {e}")))?,
@@ -553,7 +553,8 @@ fn parse_header(h: &str) -> Result<(String, String), UsageError> {
 }
 
 /// Validate the flags and build the plan.
-fn url_plan(s: &RunSpec, url_text: &str) -> Result<Plan, UsageError> {
+/// `duration` stands for `s.duration` (a scenario's base plan is built without one).
+fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<Plan, UsageError> {
     let url = parse_url(url_text)?;
     let target = resolve(&url)?;
     let method = s.method.trim().to_ascii_uppercase();
@@ -681,7 +682,7 @@ fn url_plan(s: &RunSpec, url_text: &str) -> Result<Plan, UsageError> {
                 ..
             }
         );
-    let duration = s.duration.or(if bounded {
+    let duration = duration.or(if bounded {
         None
     } else {
         Some(ramp_default.unwrap_or(Duration::from_secs(10)))

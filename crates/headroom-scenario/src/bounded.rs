@@ -7,11 +7,23 @@
 use std::io::Read;
 use std::path::Path;
 
-/// Scenario files (YAML, Tsung XML), their `include:`s and experiment files: 16 MiB.
-pub const MAX_SCENARIO_BYTES: u64 = 16 << 20;
+/// Scenario files (YAML, Tsung XML), their `include:`s and experiment files: 4 MiB each.
+///
+/// Memory, not disk, sets it: a scenario is parsed into a YAML tree that keeps a line and
+/// column on every node, then into the model and the compiled program, ~75 bytes a byte of
+/// dense YAML at the peak (measured: 4 MiB of `- request: GET /a` lines, 304 MB). Was 16 MiB
+/// (64 MiB of includes took over 3 GB); see docs/scenario.md, "Files it reads".
+pub const MAX_SCENARIO_BYTES: u64 = 4 << 20;
+
+/// A whole scenario as native YAML, its includes inlined or converted from a Tsung XML or a
+/// HAR: 16 MiB (the text a run's spec carries and its builder parses; see
+/// [`MAX_SCENARIO_BYTES`] for what a byte of it costs).
+pub const MAX_SCENARIO_TEXT: u64 = 16 << 20;
 
 /// Data files a scenario or the command line names: CSV feeders, TLS certificates and keys,
-/// `--body @FILE`: 256 MiB. Each is held in memory (and carried to agents in the run's spec).
+/// `--body @FILE`: 256 MiB. Each is held in memory (and carried to agents in the run's spec):
+/// a CSV feeder as its text plus 4 bytes a row (`headroom_core::session::Feeder`), so a run
+/// holds at most ~2 bytes a byte of a feeder, 4 for rows of one character (docs/scenario.md).
 pub const MAX_DATA_BYTES: u64 = 256 << 20;
 
 /// The bytes of the regular file at `path`, at most `limit` of them; otherwise one line saying

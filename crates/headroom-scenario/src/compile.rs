@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    ArrivalPhase, AuthOp, CookieOp, LoopCondition, MatchOp, MetricName, NameId, NameKind, Op,
-    Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload,
-    WsAction, WsOp, XmppOp,
+    ArrivalPhase, AuthOp, CookieOp, Feeder, LoopCondition, MatchOp, MetricName, NameId, NameKind,
+    Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId,
+    Workload, WsAction, WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -277,7 +277,7 @@ struct Compiler<'a> {
     vars: Vec<String>,
     names: Vec<MetricName>,
     matches: Vec<String>,
-    feeders: Vec<Arc<Vec<Vec<String>>>>,
+    feeders: Vec<Arc<Feeder>>,
     feeder_index: HashMap<String, usize>,
     files: &'a FileSource<'a>,
 }
@@ -337,15 +337,18 @@ impl Compiler<'_> {
         let bytes = (self.files)(file).map_err(|e| format!("csv file {e}"))?;
         let text =
             String::from_utf8(bytes).map_err(|_| format!("csv file {file}: not UTF-8 text"))?;
-        let rows: Vec<Vec<String>> = text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| l.split(',').map(|c| c.trim().to_string()).collect())
-            .collect();
-        if rows.is_empty() {
-            return Err(format!("csv file {file}: no rows"));
+        // The file's bytes become the feeder's buffer (no copy); it adds 4 bytes a row.
+        if text.len() as u64 > crate::MAX_DATA_BYTES {
+            return Err(format!(
+                "csv file {file}: over the size limit ({} bytes, at most {} MiB)",
+                text.len(),
+                crate::MAX_DATA_BYTES >> 20
+            ));
         }
-        self.feeders.push(Arc::new(rows));
+        let Some(feeder) = Feeder::new(text) else {
+            return Err(format!("csv file {file}: no rows"));
+        };
+        self.feeders.push(Arc::new(feeder));
         self.feeder_index
             .insert(file.to_string(), self.feeders.len() - 1);
         Ok(self.feeders.len() - 1)

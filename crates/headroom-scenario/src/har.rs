@@ -39,6 +39,7 @@ use crate::model::*;
 use crate::tsung::{finish, Imported, Locator};
 use crate::ScenarioError;
 use headroom_core::Distribution;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -48,8 +49,10 @@ mod body;
 mod text;
 use text::{entry_offsets, parse_datetime_ms, parse_url, UrlError};
 
-/// Largest HAR accepted, in bytes. A HAR is parsed whole into memory (serde_json `Value`s); most
-/// of a large one is response bodies, which the import does not need: save HARs without content.
+/// Largest HAR accepted, in bytes. The import holds the text, its entries as borrowed slices
+/// and one entry's `serde_json::Value` at a time, then the converted requests (and, to check
+/// them, their YAML read back): at most 8 bytes a byte at the peak (docs/import.md). Most of a large HAR is response bodies, which the import
+/// does not need: save HARs without content.
 pub const MAX_HAR_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Most located warnings listed; beyond it one last warning gives the count left out.
@@ -137,8 +140,11 @@ pub fn load_har(path: &Path, opts: &HarOptions) -> Result<Imported, Vec<Scenario
 /// tell a HAR saved as `.json` from a scenario written in JSON.
 pub fn looks_like_har(text: &str) -> bool {
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
-    match serde_json::from_str::<Value>(body) {
-        Ok(v) => v.pointer("/log/entries").is_some(),
+    match serde_json::from_str::<Skeleton<'_>>(body) {
+        Ok(s) => s
+            .log
+            .and_then(|l| serde_json::from_str::<LogSkeleton<'_>>(l.get()).ok())
+            .is_some_and(|l| l.entries.is_some()),
         Err(_) => {
             let head: String = body.chars().take(200).collect();
             head.trim_start().starts_with('{') && head.contains("\"log\"")
@@ -158,30 +164,44 @@ pub fn import_har(
         return Err(vec![at.error(0, too_big(text.len() as u64))]);
     }
     let bom = text.starts_with('\u{feff}');
-    let root: Value = match serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(text)) {
-        Ok(v) => v,
-        Err(e) => {
-            let message = e.to_string();
-            let message = match message.find(" at line ") {
-                Some(i) => message[..i].to_string(),
-                None => message,
-            };
-            let column = e.column().max(1) + usize::from(bom && e.line() <= 1);
-            return Err(vec![ScenarioError {
-                file: file_name.to_string(),
-                line: e.line().max(1),
-                column,
-                message: format!("not valid JSON: {message}"),
-            }]);
-        }
-    };
-    let Some(log) = root.get("log").filter(|l| l.is_object()) else {
-        return Err(vec![at.error(
+    let not_har = || {
+        vec![at.error(
             0,
             "not a HAR file: expected a JSON object {\"log\": {\"entries\": [...]}}",
-        )]);
+        )]
     };
-    let Some(entries) = log.get("entries").and_then(Value::as_array) else {
+    // The whole text is checked here (syntax errors are found at their line and column), but
+    // only its skeleton is kept: see `Skeleton`.
+    let root: Skeleton<'_> =
+        match serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(text)) {
+            Ok(v) => v,
+            // Valid JSON of another shape (an array, a string at the top).
+            Err(e) if e.classify() == serde_json::error::Category::Data => return Err(not_har()),
+            Err(e) => {
+                let message = e.to_string();
+                let message = match message.find(" at line ") {
+                    Some(i) => message[..i].to_string(),
+                    None => message,
+                };
+                let column = e.column().max(1) + usize::from(bom && e.line() <= 1);
+                return Err(vec![ScenarioError {
+                    file: file_name.to_string(),
+                    line: e.line().max(1),
+                    column,
+                    message: format!("not valid JSON: {message}"),
+                }]);
+            }
+        };
+    let Some(log) = root
+        .log
+        .and_then(|l| serde_json::from_str::<LogSkeleton<'_>>(l.get()).ok())
+    else {
+        return Err(not_har());
+    };
+    let Some(entries) = log
+        .entries
+        .and_then(|e| serde_json::from_str::<Vec<&RawValue>>(e.get()).ok())
+    else {
         return Err(vec![
             at.error(0, "log.entries: expected an array of entries")
         ]);
@@ -199,12 +219,21 @@ pub fn import_har(
         set_names: HashSet::new(),
         preset: Vec::new(),
     };
-    let pages = c.pages(log.get("pages"));
+    let pages = c.pages(log.pages.as_ref());
+    // One entry's tree at a time: each is parsed from its text, converted, and dropped.
     let converted: Vec<Kept> = entries
         .iter()
         .enumerate()
-        .filter_map(|(i, e)| c.entry(i, e, &pages))
+        .filter_map(|(i, raw)| match serde_json::from_str::<Value>(raw.get()) {
+            Ok(e) => c.entry(i, &e, &pages),
+            Err(e) => {
+                c.warn(i, "", format!("cannot be read ({e}): skipped"));
+                None
+            }
+        })
         .collect();
+    let count = entries.len();
+    drop(entries);
     let mut errors = Vec::new();
     let load = match c.load(opts) {
         Ok(l) => l,
@@ -219,8 +248,7 @@ pub fn import_har(
         errors.push(at.error(
             text.len(),
             format!(
-                "none of the {} entries of log.entries can be replayed (the reasons are above)",
-                entries.len()
+                "none of the {count} entries of log.entries can be replayed (the reasons are above)"
             ),
         ));
         return Err(errors);
@@ -286,6 +314,24 @@ pub fn import_har(
         ));
     }
     finish(scenario, warnings, errors, file_name)
+}
+
+/// What the import keeps of the whole file: `log`, as its text. A HAR parsed whole into
+/// `serde_json::Value`s took ~28 bytes per byte of a HAR of small entries (a map per header,
+/// each a `BTreeMap` node); the skeleton borrows the text instead, and each entry is parsed
+/// alone when it is converted (see `docs/import.md`, bounds).
+#[derive(serde::Deserialize)]
+struct Skeleton<'a> {
+    #[serde(borrow)]
+    log: Option<&'a RawValue>,
+}
+
+/// `log`: its pages whole (a few per recording), its entries as text.
+#[derive(serde::Deserialize)]
+struct LogSkeleton<'a> {
+    pages: Option<Value>,
+    #[serde(borrow)]
+    entries: Option<&'a RawValue>,
 }
 
 /// (TLS, host, port) of a request's URL.

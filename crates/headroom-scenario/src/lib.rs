@@ -27,7 +27,9 @@ pub mod model;
 mod parse;
 pub mod tsung;
 
-pub use bounded::{read_bounded, read_bounded_string, MAX_DATA_BYTES, MAX_SCENARIO_BYTES};
+pub use bounded::{
+    read_bounded, read_bounded_string, MAX_DATA_BYTES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TEXT,
+};
 pub use compile::{compile, compile_with, files_below, Compiled, FileSource};
 
 pub use emit::to_yaml;

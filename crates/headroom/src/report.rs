@@ -56,6 +56,10 @@ pub fn cmd_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
             return Err(UsageError(format!("{} is not a directory", dir.display())).into());
         }
     }
+    for dir in &a.dirs {
+        // A killed run's reserved space for summary.json (issue 26): not left behind.
+        headroom_run::rundir::clear_stale_reserve(dir);
+    }
     let dir = &a.dirs[0];
     let html = if a.dirs.len() > 1 {
         if let Some(lab) = a.dirs.iter().find(|d| headroom_report::is_lab_dir(d)) {

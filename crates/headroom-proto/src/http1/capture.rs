@@ -112,6 +112,8 @@ pub(super) struct Capture {
     entries: Vec<Entry>,
     /// Values of the current head that did not fit in `max_bytes`.
     dropped: u32,
+    /// Of those, `Set-Cookie`s: cookies the jar never sees (counted as rejected by the caller).
+    dropped_cookies: u32,
     /// Present while `Content-Encoding` is wanted: the bodies' decoder.
     pub(super) content: Option<ContentDecoder>,
     /// The coding the current head's `Content-Encoding` names (`None`: none, one headroom does
@@ -129,6 +131,7 @@ impl Capture {
             bytes: Vec::new(),
             entries: Vec::new(),
             dropped: 0,
+            dropped_cookies: 0,
             content: wanted
                 .contains(HeaderId::ContentEncoding)
                 .then(ContentDecoder::new),
@@ -151,6 +154,7 @@ impl Capture {
         self.bytes.clear();
         self.entries.clear();
         self.dropped = 0;
+        self.dropped_cookies = 0;
     }
 
     /// Replaces what was captured with the wanted values of `headers` (one parsed head).
@@ -184,6 +188,9 @@ impl Capture {
         let end = start.saturating_add(value.len());
         if end > self.max_bytes {
             self.dropped = self.dropped.saturating_add(1);
+            if id == HeaderId::SetCookie {
+                self.dropped_cookies = self.dropped_cookies.saturating_add(1);
+            }
             return;
         }
         if end > self.bytes.capacity() {
@@ -210,6 +217,10 @@ impl Capture {
 
     pub(super) fn dropped(&self) -> u32 {
         self.dropped
+    }
+
+    pub(super) fn dropped_cookies(&self) -> u32 {
+        self.dropped_cookies
     }
 
     #[cfg(test)]

@@ -863,12 +863,15 @@ fn capture_bound_drops_whole_values_and_counts_them() {
         vec![(HeaderId::SetCookie, b"a=1; Path=/".to_vec())]
     );
     assert_eq!(dec.captured_dropped(), 4);
+    // Of the four, one is a cookie (b=2): the caller counts it as rejected (issue 26).
+    assert_eq!(dec.cookies_dropped(), 1);
     assert!(dec.capture.as_ref().unwrap().capacity() <= 12);
     // The next response starts afresh.
     let rest = b"HTTP/1.1 200 OK\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n";
     assert!(matches!(dec.decode(rest), Ok((_, Decoded::Complete(_)))));
     assert_eq!(captured(&dec), vec![(HeaderId::Location, b"/x".to_vec())]);
     assert_eq!(dec.captured_dropped(), 0);
+    assert_eq!(dec.cookies_dropped(), 0);
     // A bound of 0 captures nothing and never allocates.
     dec.set_capture(HeaderSet::ALL, 0);
     assert!(matches!(dec.decode(rest), Ok((_, Decoded::Complete(_)))));

@@ -6,10 +6,7 @@
 mod common;
 
 use std::collections::HashSet;
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use common::*;
 

@@ -16,6 +16,16 @@ const DEADLINE: Duration = Duration::from_secs(10);
 /// Peak RSS a refusal may reach (the binary alone is ~10-20 MB).
 const MAX_RSS_KB: i64 = 100 * 1024;
 
+/// One test of this file at a time. A child's peak RSS (`ru_maxrss` from wait4) starts at what
+/// it had when forked, and it is forked from this test process (a `pre_exec` rules out
+/// posix_spawn): a 64 MB HAR or a 20 MB CSV that another test holds in memory meanwhile would
+/// count as the child's (154 MB for a refusal that used 12 MB). Each test also drops its big
+/// inputs once written, before it runs headroom.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bin() -> PathBuf {
     std::env::var_os("HEADROOM_BOUNDS_BIN")
         .map(PathBuf::from)
@@ -171,6 +181,7 @@ const LAUGHS: &str = r#"<?xml version="1.0"?>
 
 #[test]
 fn billion_laughs_is_refused_by_import_and_run() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("laughs.xml"), LAUGHS).unwrap();
     let o = run(dir.path(), &["import", "tsung", "laughs.xml"]);
@@ -205,6 +216,7 @@ fn experiment(factors: usize, levels: usize) -> String {
 
 #[test]
 fn an_experiment_of_too_many_configurations_is_refused_before_expanding() {
+    let _serial = serial();
     let dir = lab_dir();
     std::fs::write(dir.path().join("big.yaml"), experiment(12, 10)).unwrap();
     let o = run(
@@ -221,6 +233,7 @@ fn an_experiment_of_too_many_configurations_is_refused_before_expanding() {
 /// `ready_timeout` (60 s here; before that fix it took 18 s or more).
 #[test]
 fn sigterm_stops_a_lab_of_ten_thousand_configurations_at_once() {
+    let _serial = serial();
     let dir = lab_dir();
     // 10^4: at the limit, so accepted; its server never gets ready.
     std::fs::write(dir.path().join("big.yaml"), experiment(4, 10)).unwrap();
@@ -245,6 +258,7 @@ fn sigterm_stops_a_lab_of_ten_thousand_configurations_at_once() {
 
 #[test]
 fn devices_and_pipes_are_refused_as_include_csv_body_and_scenario() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(
@@ -303,6 +317,7 @@ fn devices_and_pipes_are_refused_as_include_csv_body_and_scenario() {
 
 #[test]
 fn a_scenario_over_the_size_limit_is_refused() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // 4 MiB + 1 of comment (the limit since issue 26): sparse, so the test writes almost
@@ -331,7 +346,7 @@ fn csv_scenario(port: u16, csv: &str) -> String {
         "servers: [{{host: 127.0.0.1, port: {port}}}]\n\
          load: {{users: [{{count: 1}}]}}\n\
          sessions: [{{name: a, steps: [{{set: {{var: u, csv: {{file: {csv}, column: 0}}}}}}, \
-         {{request: \"GET /${{u}}\"}}]}}]\n"
+         {{request: \"GET /?u=${{u}}\"}}]}}]\n"
     )
 }
 
@@ -346,6 +361,7 @@ fn per_byte(o: &Outcome, base: &Outcome, bytes: u64) -> f64 {
 /// (20 MB -> 1.7 GB; 256 MiB could not run).
 #[test]
 fn a_csv_feeder_of_short_rows_takes_at_most_five_bytes_a_byte() {
+    let _serial = serial();
     let server = common::serve();
     let port = server.local_addr().port();
     let dir = tempfile::tempdir().unwrap();
@@ -368,6 +384,7 @@ fn a_csv_feeder_of_short_rows_takes_at_most_five_bytes_a_byte() {
 /// issue 26 it was dropped and counted nowhere.
 #[test]
 fn a_cookie_too_big_to_keep_is_counted_as_rejected() {
+    let _serial = serial();
     let cookie = format!(
         "HTTP/1.1 200 OK\r\nSet-Cookie: big={}\r\nSet-Cookie: small=1\r\nContent-Length: 2\r\n\r\nok",
         "x".repeat(60_000)
@@ -392,6 +409,7 @@ fn a_cookie_too_big_to_keep_is_counted_as_rejected() {
 /// removes the reservation of the process that is gone.
 #[test]
 fn a_killed_runs_directory_reports_and_keeps_no_reservation() {
+    let _serial = serial();
     let server = common::serve();
     let url = format!("http://{}/", server.local_addr());
     let dir = tempfile::tempdir().unwrap();
@@ -437,9 +455,9 @@ fn a_killed_runs_directory_reports_and_keeps_no_reservation() {
     assert!(!left.iter().any(|n| n.contains("reserve")), "{left:?}");
 }
 
-/// `- request: GET /a` lines: the densest common steps (one request in 18 bytes).
+/// `- request: GET /` lines: the densest common steps (one request in 17 bytes).
 fn dense_steps(bytes: usize) -> String {
-    let line = "- request: GET /a\n";
+    let line = "- request: GET /\n";
     line.repeat(bytes / line.len())
 }
 
@@ -448,6 +466,7 @@ fn dense_steps(bytes: usize) -> String {
 /// refused. Before: 64 MiB of includes took over 3 GB (aborted at the cap after 35 s).
 #[test]
 fn includes_at_their_limit_fit_the_documented_memory() {
+    let _serial = serial();
     let server = common::serve();
     let port = server.local_addr().port();
     let dir = tempfile::tempdir().unwrap();
@@ -514,6 +533,7 @@ fn small_entries_har(n: usize) -> String {
 /// not the whole file's `serde_json::Value` (~19 bytes a byte: 1.25 GB before issue 26).
 #[test]
 fn a_large_har_imports_within_the_documented_memory() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let har = small_entries_har(82_000);
@@ -523,6 +543,8 @@ fn a_large_har_imports_within_the_documented_memory() {
         har.len()
     );
     std::fs::write(d.join("big.har"), &har).unwrap();
+    let har_len = har.len() as u64;
+    drop(har);
     std::fs::write(d.join("small.har"), small_entries_har(1)).unwrap();
     let args = |f: &'static str| -> Vec<&'static OsStr> {
         ["import", "har", f, "-o", "out.yaml"]
@@ -535,7 +557,7 @@ fn a_large_har_imports_within_the_documented_memory() {
     assert_eq!(base.code, Some(0), "{base:?}");
     let big = run_in(d, &args("big.har"), limit, None);
     assert_eq!(big.code, Some(0), "{big:?}");
-    let b = per_byte(&big, &base, har.len() as u64);
+    let b = per_byte(&big, &base, har_len);
     eprintln!("64 MB HAR: {big:?}; {b:.2} bytes a byte above {base:?}");
     assert!(b <= 8.0, "{b:.2} bytes a byte: {big:?}");
     // Run directly, its 18.7 MB of converted YAML is over the 16 MiB a whole scenario may be

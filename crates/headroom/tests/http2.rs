@@ -190,7 +190,8 @@ fn issue16_h2c_counts_exact_codes_and_checks_expect_status() {
         BOUND,
     ];
     let (v, out) = run_json(&ng.url("/missing"), &flags);
-    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    // Every reply an error: no request succeeded, exit 1 (issue 26).
+    assert_eq!(out.status.code(), Some(1), "{v:#}");
     assert_eq!(v["status_codes"], serde_json::json!({"404": 100}), "{v:#}");
     assert_eq!(err(&v, "http_4xx"), 100, "{v:#}");
     assert_eq!(err(&v, "unexpected_status"), 0, "{v:#}");
@@ -198,7 +199,7 @@ fn issue16_h2c_counts_exact_codes_and_checks_expect_status() {
         &ng.url("/fail"),
         &[&flags[..], &["--expect-status", "200"]].concat(),
     );
-    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(out.status.code(), Some(1), "{v:#}");
     assert_eq!(v["status_codes"], serde_json::json!({"503": 100}), "{v:#}");
     assert_eq!(err(&v, "unexpected_status"), 100, "{v:#}");
     assert_eq!(err(&v, "http_5xx"), 0, "{v:#}");

@@ -761,7 +761,10 @@ fn har_errors_are_located() {
     let e = err("{\"log\": {\"entries\": [\n  {\"a\": 1,}\n]}}");
     assert_eq!((e[0].line, e[0].column), (2, 11), "{}", show(&e));
     assert!(
-        e[0].message.starts_with("not valid JSON: trailing comma"),
+        // serde_json's word for it, read one entry at a time (issue 26): the comma's position
+        // is what locates it.
+        e[0].message
+            .starts_with("not valid JSON: key must be a string"),
         "{}",
         show(&e)
     );

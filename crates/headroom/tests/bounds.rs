@@ -569,5 +569,5 @@ fn a_large_har_imports_within_the_documented_memory() {
     let run = run_in(d, &args, limit, None);
     assert_eq!(run.code, Some(2), "{run:?}");
     assert!(run.stderr.contains("16 MiB a scenario may be"), "{run:?}");
-    assert!(per_byte(&run, &base, har.len() as u64) <= 8.0, "{run:?}");
+    assert!(per_byte(&run, &base, har_len) <= 8.0, "{run:?}");
 }

@@ -242,7 +242,8 @@ fn scenario_errors_are_located_and_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--rate does not apply"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--rate 10 cannot apply"), "{err}");
 }
 
 /// A listener that records when each connection arrives and answers every request with a tiny

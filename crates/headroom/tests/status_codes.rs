@@ -23,10 +23,13 @@ fn issue16_exact_codes_in_summary_equal_the_requests_sent() {
     ] {
         let url = format!("http://{}/status/{code}", s.local_addr());
         let (v, out) = run_json(&url, &["-c", "3", "-n", &n.to_string(), "-d", BOUND]);
+        // A run with some success exits 0 whatever its errors; one where every reply is an
+        // error exits 1 (issue 26: no request succeeded).
+        let all_failed = code >= 400;
         assert_eq!(
             out.status.code(),
-            Some(0),
-            "{code}: errors alone exit 0: {v:#}"
+            Some(if all_failed { 1 } else { 0 }),
+            "{code}: {v:#}"
         );
         assert_eq!(num(&v, &["requests"]), n, "{code}: {v:#}");
         assert_eq!(num(&v, &["responses"]), n, "{code}: {v:#}");
@@ -60,12 +63,12 @@ fn issue16_expect_status_turns_unexpected_codes_into_one_error_each() {
     let n = 40u64;
     let load = ["-c", "2", "-n", "40", "-d", BOUND];
 
-    // 404 not expected: unexpected_status, not also http_4xx; the run still exits 0.
+    // 404 not expected: unexpected_status, not also http_4xx; no request succeeded: exit 1.
     let (v, out) = run_json(
         &url(404),
         &[&load[..], &["--expect-status", "200"]].concat(),
     );
-    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(out.status.code(), Some(1), "{v:#}");
     assert_eq!(v["status_codes"], json!({"404": n}), "{v:#}");
     assert_eq!(num(&v, &["status", "4xx"]), n);
     assert_eq!(err(&v, "unexpected_status"), n, "{v:#}");
@@ -119,7 +122,8 @@ fn issue16_human_summary_has_a_line_per_code() {
         &["-c", "2", "-n", "40", "-d", BOUND, "--expect-status", "200"],
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    // Every reply unexpected: the summary is printed, and the run exits 1 (issue 26).
+    assert_eq!(out.status.code(), Some(1), "{text}");
     for needle in [
         "4xx 40  (expected: 200)",
         "    [404]      40 responses\n",

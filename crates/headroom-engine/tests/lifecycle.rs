@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use headroom_core::{Distribution, HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
-use headroom_engine::RunOutcome;
+mod common;
+use common::run;
+use headroom_core::{Distribution, LoadModel, Plan};
 
 #[derive(Clone, Copy)]
 enum Behaviour {
@@ -126,42 +127,11 @@ fn serve(mut s: TcpStream, b: Behaviour, closes: &AtomicU64, requests: &AtomicU6
     }
 }
 
+/// `GET /` on one worker for `secs` seconds (common::plan's settings otherwise).
 fn plan(addr: SocketAddr, model: LoadModel, secs: u64) -> Plan {
-    Plan {
-        target: addr,
-        target_name: format!("http://{addr}/"),
-        request: HttpRequest {
-            method: "GET".into(),
-            path: "/".into(),
-            host: addr.to_string(),
-            headers: vec![],
-            body: vec![],
-        },
-        model,
-        ramp: Vec::new(),
-        stop: StopCondition {
-            duration: Some(Duration::from_secs(secs)),
-            requests: None,
-        },
-        threads: 1,
-        interval: Duration::from_millis(500),
-        connect_timeout: Duration::from_secs(5),
-        timeout: Duration::from_secs(5),
-        expect_status: Default::default(),
-        keepalive: true,
-        pipeline: 1,
-        socket: SocketOptions::default(),
-        workload: None,
-        segment: Default::default(),
-        start_at: None,
-        tls: None,
-        http2: None,
-        agent: Default::default(),
-    }
-}
-
-fn run(p: &Plan) -> RunOutcome {
-    headroom_engine::run(p, Arc::new(AtomicBool::new(false)), &mut |_| {}).unwrap()
+    let mut p = common::plan(addr, model, 1);
+    p.stop.duration = Some(Duration::from_secs(secs));
+    p
 }
 
 fn think(ms: u64) -> Option<Distribution> {

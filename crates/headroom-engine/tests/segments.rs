@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use headroom_core::{HttpRequest, LoadModel, Plan, Segment, SocketOptions, StopCondition};
+mod common;
+use common::{plan, run};
+use headroom_core::{LoadModel, Plan, Segment};
 
 /// An HTTP/1.1 server answering 200 to everything, keeping every request's path.
 struct PathServer {
@@ -93,44 +95,6 @@ fn serve(mut s: TcpStream, paths: Arc<Mutex<Vec<String>>>) {
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
-}
-
-fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
-    Plan {
-        target: addr,
-        target_name: format!("http://{addr}/"),
-        request: HttpRequest {
-            method: "GET".into(),
-            path: "/".into(),
-            host: addr.to_string(),
-            headers: vec![],
-            body: vec![],
-        },
-        model,
-        ramp: Vec::new(),
-        stop: StopCondition {
-            duration: Some(Duration::from_secs(20)),
-            requests: None,
-        },
-        threads,
-        interval: Duration::from_millis(500),
-        connect_timeout: Duration::from_secs(5),
-        timeout: Duration::from_secs(5),
-        expect_status: Default::default(),
-        keepalive: true,
-        pipeline: 1,
-        socket: SocketOptions::default(),
-        workload: None,
-        segment: Segment::default(),
-        start_at: None,
-        tls: None,
-        http2: None,
-        agent: Default::default(),
-    }
-}
-
-fn run(p: &Plan) -> headroom_engine::RunOutcome {
-    headroom_engine::run(p, Arc::new(AtomicBool::new(false)), &mut |_| {}).unwrap()
 }
 
 /// A scenario plan whose every request names its user: `/u/${user_id}`.

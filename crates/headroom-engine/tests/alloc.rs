@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
+mod common;
+use headroom_core::{LoadModel, Plan};
 
 struct Counting;
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
@@ -38,46 +39,19 @@ fn allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
 }
 
 fn plan_for(requests: u64, addr: std::net::SocketAddr) -> Plan {
-    Plan {
-        target: addr,
-        target_name: format!("http://{addr}/"),
-        request: HttpRequest {
-            method: "GET".into(),
-            path: "/".into(),
-            host: addr.to_string(),
-            headers: vec![],
-            body: vec![],
-        },
-        model: LoadModel::Closed {
-            users: 4,
-            per_user: None,
-            think: None,
-        },
-        ramp: Vec::new(),
-        stop: StopCondition {
-            duration: Some(Duration::from_secs(60)),
-            requests: Some(requests),
-        },
-        threads: 1,
-        // One interval for the whole run: interval snapshots are not per request, but they do
-        // allocate, and this test is about the per-request path.
-        interval: Duration::from_secs(60),
-        connect_timeout: Duration::from_secs(5),
-        timeout: Duration::from_secs(5),
-        expect_status: Default::default(),
-        keepalive: true,
-        pipeline: 1,
-        socket: SocketOptions {
-            nodelay: true,
-            ..Default::default()
-        },
-        workload: None,
-        segment: Default::default(),
-        start_at: None,
-        tls: None,
-        http2: None,
-        agent: Default::default(),
-    }
+    let model = LoadModel::Closed {
+        users: 4,
+        per_user: None,
+        think: None,
+    };
+    let mut p = common::plan(addr, model, 1);
+    p.stop.duration = Some(Duration::from_secs(60));
+    p.stop.requests = Some(requests);
+    // One interval for the whole run: interval snapshots are not per request, but they do
+    // allocate, and this test is about the per-request path.
+    p.interval = Duration::from_secs(60);
+    p.socket.nodelay = true;
+    p
 }
 
 fn run_counted(plan: Plan, requests: u64) -> (u64, u64) {

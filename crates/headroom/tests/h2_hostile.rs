@@ -214,23 +214,29 @@ fn bounded_run(url: &str, args: &[&str], within: Duration, dir: &Path) -> Ran {
 
 const MB: u64 = 1 << 20;
 
+/// The hostile server's URL and the flags that speak HTTP/2 to it: over TLS (ALPN h2, trusting
+/// the test CA) or in clear text (h2c).
+fn target<'a>(server: &TestServer, tls: bool, pki: &'a Pki) -> (String, Vec<&'a str>) {
+    if tls {
+        let ca = pki.ca.to_str().unwrap();
+        (
+            format!("https://localhost:{}/", server.addr.port()),
+            vec!["--http2", "--cacert", ca],
+        )
+    } else {
+        (server.url(), vec!["--h2c"])
+    }
+}
+
 /// Three requests (`-c 1 -n 3`), each on a new connection that `kind` floods: each connection
 /// is dropped within a second of the flood, counted as `flood`, and the generator stays small.
 fn flood_is_capped(kind: Flood, tls: bool) {
     let pki = Pki::new();
     let (server, seen) = hostile(kind, tls.then(|| tls_config(&pki)));
     let dir = tempfile::tempdir().unwrap();
-    let ca = pki.ca.to_str().unwrap();
-    let (url, proto): (String, &[&str]) = if tls {
-        (
-            format!("https://localhost:{}/", server.addr.port()),
-            &["--http2", "--cacert", ca],
-        )
-    } else {
-        (server.url(), &["--h2c"])
-    };
+    let (url, proto) = target(&server, tls, &pki);
     let args = [
-        proto,
+        &proto[..],
         &["-c", "1", "-n", "3", "--timeout", "10s", "-d", "30s"],
     ]
     .concat();
@@ -293,17 +299,9 @@ fn timeout_is_absolute(tls: bool) {
     let pki = Pki::new();
     let (server, seen) = hostile(Flood::PacedPing, tls.then(|| tls_config(&pki)));
     let dir = tempfile::tempdir().unwrap();
-    let ca = pki.ca.to_str().unwrap();
-    let (url, proto): (String, &[&str]) = if tls {
-        (
-            format!("https://localhost:{}/", server.addr.port()),
-            &["--http2", "--cacert", ca],
-        )
-    } else {
-        (server.url(), &["--h2c"])
-    };
+    let (url, proto) = target(&server, tls, &pki);
     let args = [
-        proto,
+        &proto[..],
         &["-c", "1", "-n", "1", "--timeout", "1s", "-d", "15s"],
     ]
     .concat();

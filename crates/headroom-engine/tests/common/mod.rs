@@ -1,4 +1,6 @@
 //! What the engine's integration tests share: a plain GET plan and a run of it.
+// Each test binary includes this module and uses a part of it.
+#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;

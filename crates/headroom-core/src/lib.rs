@@ -260,10 +260,14 @@ pub enum ProtoCounter {
     HttpCompressedResponses,
     HttpBodyBytesEncoded,
     HttpBodyBytesDecoded,
+    /// HTTP/2: requests the server refused unprocessed (streams above a GOAWAY's last id, or
+    /// reset with REFUSED_STREAM) that went again, once, on a new or the same connection (RFC
+    /// 9113 §8.7). Last in the list: counters travel to agents by index.
+    H2Resent,
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 51] = [
+    pub const ALL: [ProtoCounter; 52] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -315,6 +319,7 @@ impl ProtoCounter {
         ProtoCounter::HttpCompressedResponses,
         ProtoCounter::HttpBodyBytesEncoded,
         ProtoCounter::HttpBodyBytesDecoded,
+        ProtoCounter::H2Resent,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -373,6 +378,7 @@ impl ProtoCounter {
             HttpCompressedResponses => ("http", "compressed_responses"),
             HttpBodyBytesEncoded => ("http", "body_bytes_encoded"),
             HttpBodyBytesDecoded => ("http", "body_bytes_decoded"),
+            H2Resent => ("http2", "resent"),
         }
     }
 

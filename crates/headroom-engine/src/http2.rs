@@ -107,16 +107,19 @@ pub(crate) const SESSION_STREAMS: u32 = 128;
 /// Sends each HTTP/1.1 request of `wire` (a session's batch, encoded back to back) as a stream
 /// of `conn`: the session encodes its requests once, as HTTP/1.1, whatever version carries
 /// them, and this re-reads their parts (method, target, headers, body) without copying them.
-/// `opened` gets each new stream's id. An error kind if a request does not parse or no stream
-/// could be opened for it.
+/// Only the requests `pick` chooses (by their index in the batch) go out; `opened` gets each
+/// one's index and new stream id. An error kind if a request does not parse or no stream could
+/// be opened for it.
 pub(crate) fn send_http1_batch(
     conn: &mut ClientConn,
     out: &mut Vec<u8>,
     wire: &[u8],
     scheme: &[u8],
-    opened: &mut dyn FnMut(u32),
+    pick: &dyn Fn(usize) -> bool,
+    opened: &mut dyn FnMut(usize, u32),
 ) -> Result<(), ErrorKind> {
     let mut rest = wire;
+    let mut index = 0;
     while !rest.is_empty() {
         let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut hs);
@@ -147,6 +150,11 @@ pub(crate) fn send_http1_batch(
             }
         }
         let body = rest.get(head..head + len).ok_or(ErrorKind::Other)?;
+        index += 1;
+        if !pick(index - 1) {
+            rest = &rest[head + len..];
+            continue;
+        }
         let r = h2::Request {
             method: method.as_bytes(),
             scheme,
@@ -158,7 +166,7 @@ pub(crate) fn send_http1_batch(
         let stream = conn
             .send_request(&r, out)
             .map_err(|_| ErrorKind::Protocol)?;
-        opened(stream);
+        opened(index - 1, stream);
         rest = &rest[head + len..];
     }
     Ok(())
@@ -171,6 +179,19 @@ pub(crate) struct Slot {
     /// When it was meant to be sent (corrected latency) and when it was (uncorrected).
     pub intended: Instant,
     pub sent: Instant,
+    /// Its index in a session's batch (0 for URL runs).
+    pub index: u32,
+    /// This is the request's second go: the server refused its first unprocessed (GOAWAY,
+    /// REFUSED_STREAM). Refused again, it fails.
+    pub again: bool,
+}
+
+/// A request the server refused unprocessed, waiting to go again: when it was meant to go, and
+/// its index in a session's batch (0 for URL runs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Refused {
+    pub intended: Instant,
+    pub index: u32,
 }
 
 /// A user's HTTP/2 connection state.
@@ -306,7 +327,14 @@ impl H2Conn {
                 })
             }
             h2::Event::Reset { stream, code } => events.push(Outcome::Reset { stream, code }),
-            h2::Event::GoAway { code, .. } => events.push(Outcome::GoAway { code }),
+            h2::Event::GoAway {
+                code,
+                last_stream_id,
+                ..
+            } => events.push(Outcome::GoAway {
+                code,
+                last: last_stream_id,
+            }),
         });
         self.failed = fed.is_err();
         match self.events.first() {

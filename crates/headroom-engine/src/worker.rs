@@ -186,6 +186,10 @@ struct User {
     ramp: u32,
     /// The user's own TLS sessions to resume, made at its first TLS connect (`tls.rs`).
     tls_sessions: Option<UserSessions>,
+    /// HTTP/2: requests the server refused unprocessed (a GOAWAY's unprocessed streams,
+    /// REFUSED_STREAM), to go again once: first in `h2_fill` (URL runs), or once the rest of
+    /// the session's batch is answered (`h2_send_session`).
+    refused: Vec<crate::http2::Refused>,
 }
 
 /// How far a user's connection got: the server holds it once it has sent a byte on it.
@@ -507,6 +511,7 @@ impl Worker {
             own_request: false,
             ramp: NO_RAMP,
             tls_sessions: None,
+            refused: Vec::new(),
         });
         if let Some(cfg) = &self.agent_cfg {
             self.users[key]
@@ -784,6 +789,7 @@ impl Worker {
         u.outstanding = 0;
         u.own_request = false;
         u.resent = false;
+        u.refused.clear();
         self.decorate(key);
         let u = &mut self.users[key];
         if u.conn.is_some() {
@@ -1047,7 +1053,13 @@ impl Worker {
     }
 
     fn write_request(&mut self, key: usize) {
-        if self.users[key].proto.is_h2() {
+        if let Some(h) = self.users[key].proto.h2() {
+            if !h.conn.can_open() {
+                // A GOAWAY (or spent stream ids) on the kept connection: a new one.
+                self.close(key);
+                self.connect(key);
+                return;
+            }
             self.h2_send_session(key);
             return;
         }
@@ -1244,14 +1256,31 @@ impl Worker {
         let session = u.sess.is_some();
         let c = &mut self.rec.counters;
         match (o, u.proto.h2()) {
-            (Outcome::GoAway { code }, _) => {
+            (Outcome::GoAway { code, .. }, _) => {
+                // The streams above its last id follow as `Reset`s (REFUSED_STREAM).
                 c.proto(ProtoCounter::H2GoAway, 1);
                 if code != h2::error_code::NO_ERROR {
                     c.proto(ProtoCounter::H2ConnectionErrors, 1);
                 }
             }
             (Outcome::Reset { stream, code }, Some(h)) => {
-                let in_flight = h.take(stream).is_some();
+                let slot = h.take(stream);
+                if let Some(slot) =
+                    slot.filter(|s| !s.again && code == h2::error_code::REFUSED_STREAM)
+                {
+                    // Not processed (RFC 9113 §8.7): it goes again, once, its intended time
+                    // kept, counted as a request when it goes — on this connection if it still
+                    // opens streams, else on a new one. URL runs: first in `h2_fill`; a
+                    // session's: once the rest of its batch is answered (`h2_after_read`).
+                    c.proto(ProtoCounter::h2_rst(code), 1);
+                    c.requests -= 1;
+                    u.refused.push(crate::http2::Refused {
+                        intended: slot.intended,
+                        index: slot.index,
+                    });
+                    return;
+                }
+                let in_flight = slot.is_some();
                 proto::count_reset(c, code, in_flight && !session);
                 if in_flight && session {
                     // A session's request failed: the session goes on as after any failure.
@@ -1323,7 +1352,11 @@ impl Worker {
             Proto::H2(h) => {
                 // A close with nothing in flight (after a GOAWAY, or an idle timeout) is not a
                 // failure; otherwise whatever was in flight failed.
-                if h.slots.is_empty() {
+                if h.slots.is_empty() && !u.refused.is_empty() {
+                    // Refused requests wait to go again: on a new connection, now.
+                    self.close(key);
+                    self.connect(key);
+                } else if h.slots.is_empty() {
                     let waiting = u.state == State::Waiting;
                     self.idle_closed(key);
                     if !waiting {
@@ -1378,6 +1411,22 @@ impl Worker {
         let pace = self.pace();
         let u = &mut self.users[key];
         let Some(h) = u.proto.h2() else { return };
+        // Refused requests first: they were counted against quotas and the pace when they
+        // first went, and keep their intended time.
+        while !u.refused.is_empty() && h.slots.len() < streams && h.conn.can_open() {
+            let Ok(stream) = req.send(&mut h.conn, &mut h.out) else {
+                break;
+            };
+            h.slots.push(crate::http2::Slot {
+                stream,
+                intended: u.refused.pop().map_or(now, |r| r.intended),
+                sent: now,
+                index: 0,
+                again: true,
+            });
+            self.rec.counters.requests += 1;
+            self.rec.counters.proto(ProtoCounter::H2Resent, 1);
+        }
         while h.slots.len() < streams && h.conn.can_open() {
             if u.remaining == Some(0) || self.budget == Some(0) {
                 break;
@@ -1403,6 +1452,8 @@ impl Worker {
                 stream,
                 intended,
                 sent: now,
+                index: 0,
+                again: false,
             });
             if let Some(r) = u.remaining.as_mut() {
                 *r -= 1;
@@ -1414,9 +1465,10 @@ impl Worker {
         }
         u.outstanding = h.slots.len() as u32;
         if h.slots.is_empty() {
-            if u.remaining == Some(0) || self.budget == Some(0) {
+            let refused = !u.refused.is_empty();
+            if !refused && (u.remaining == Some(0) || self.budget == Some(0)) {
                 self.user_done(key);
-            } else if pace.is_some() && u.due == 0 {
+            } else if !refused && pace.is_some() && u.due == 0 {
                 // At a rate, nothing due: wait for the next pace tick.
                 u.state = State::Idle;
                 u.deadline = None;
@@ -1456,23 +1508,35 @@ impl Worker {
             return;
         };
         let intended = u.intended;
+        // The batch's requests the server refused unprocessed go again, alone; otherwise all.
+        let again = !u.refused.is_empty();
+        let refused = &u.refused;
         let slots = &mut h.slots;
         let sent = crate::http2::send_http1_batch(
             &mut h.conn,
             &mut h.out,
             &st.out,
             scheme,
-            &mut |stream| {
+            &|i| !again || refused.iter().any(|r| r.index as usize == i),
+            &mut |index, stream| {
                 slots.push(crate::http2::Slot {
                     stream,
                     intended,
                     sent: now,
+                    index: index as u32,
+                    again,
                 })
             },
         );
+        u.refused.clear();
         u.sent = now;
         u.outstanding = h.slots.len() as u32;
         self.rec.counters.requests += u64::from(u.outstanding);
+        if again {
+            self.rec
+                .counters
+                .proto(ProtoCounter::H2Resent, u64::from(u.outstanding));
+        }
         if let Err(kind) = sent {
             self.fail(key, kind, now);
             return;
@@ -1526,7 +1590,7 @@ impl Worker {
         }
         if u.proto.is_h2() {
             self.h2_fill(key, Instant::now());
-        } else if u.conn.is_none() && u.due > 0 {
+        } else if u.conn.is_none() && (u.due > 0 || !u.refused.is_empty()) {
             self.connect(key);
         }
     }
@@ -1538,7 +1602,18 @@ impl Worker {
         let refill = self.pace().is_some();
         let u = &mut self.users[key];
         if u.sess.is_some() {
-            // Sessions go on from each reply (complete_reply): only the codec's frames to send.
+            // Sessions go on from each reply (complete_reply): only the codec's frames to send,
+            // and the batch's refused requests once the rest of it is answered.
+            if !u.refused.is_empty()
+                && u.state == State::Reading
+                && u.proto.h2().is_some_and(|h| h.slots.is_empty())
+            {
+                // On this connection if it still opens streams (`write_request`).
+                self.write_request(key);
+                if self.users.get(key).is_none_or(|u| !u.proto.is_h2()) {
+                    return;
+                }
+            }
             self.flush_proto(key);
             return;
         }
@@ -1550,6 +1625,9 @@ impl Worker {
         if refill || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
             // Each answered stream is replaced at once (the closed model's next request), or
             // by a send that fell due meanwhile (at a rate).
+            self.h2_fill(key, now);
+        } else if idle && !u.refused.is_empty() {
+            // Refused requests go again at once, not after a think time.
             self.h2_fill(key, now);
         } else if idle {
             u.state = State::Idle;

@@ -331,6 +331,9 @@ pub struct Http2Section {
     pub rst_http_1_1_required: u64,
     pub rst_other: u64,
     pub connection_errors: u64,
+    /// Requests the server refused unprocessed (a GOAWAY's unprocessed streams, REFUSED_STREAM)
+    /// that went again, once; a second refusal is a `stream_reset` error.
+    pub resent: u64,
 }
 
 /// The run's TLS settings and handshake counts.

@@ -167,7 +167,7 @@ pub struct MetricName {
     pub kind: NameKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NameKind {
     Request,
     Transaction,

@@ -116,6 +116,8 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
     let mut c = Compiler {
         vars: vec!["user_id".into(), "session".into()],
         names: Vec::new(),
+        name_index: HashMap::new(),
+        overflow: [(None, 0); 2],
         matches: Vec::new(),
         feeders: Vec::new(),
         feeder_index: HashMap::new(),
@@ -249,6 +251,7 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
             files.push((usize::MAX, f.clone()));
         }
     }
+    c.name_overflow();
     let workload = Workload {
         sessions,
         cumulative,
@@ -273,9 +276,19 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
     })
 }
 
+/// Distinct request and transaction names a scenario keeps figures for. Each name costs a
+/// latency histogram (188 KB) in every recorder that records it — a worker's interval, the
+/// merged run, an agent's — about 1.1 MB per name in a run: 500 names stay within ~550 MB.
+/// Past the cap (a HAR of thousands of distinct URLs), further names share one figure,
+/// `(other: N names past the first 500)`, one per kind.
+pub const MAX_NAMES: usize = 500;
+
 struct Compiler<'a> {
     vars: Vec<String>,
     names: Vec<MetricName>,
+    /// `names`' index by (name, kind), and the names folded into each kind's overflow figure.
+    name_index: HashMap<(String, NameKind), usize>,
+    overflow: [(Option<usize>, usize); 2],
     matches: Vec<String>,
     feeders: Vec<Arc<Feeder>>,
     feeder_index: HashMap<String, usize>,
@@ -295,21 +308,41 @@ impl Compiler<'_> {
     }
 
     fn name(&mut self, name: &str, kind: NameKind) -> NameId {
-        let i = match self
-            .names
-            .iter()
-            .position(|n| n.name == name && n.kind == kind)
-        {
-            Some(i) => i,
-            None => {
-                self.names.push(MetricName {
-                    name: name.to_string(),
-                    kind,
-                });
-                self.names.len() - 1
+        if let Some(&i) = self.name_index.get(&(name.to_string(), kind)) {
+            return i as NameId;
+        }
+        let push = |names: &mut Vec<MetricName>, name: String| {
+            names.push(MetricName { name, kind });
+            names.len() - 1
+        };
+        let i = if self.names.len() < MAX_NAMES {
+            let i = push(&mut self.names, name.to_string());
+            self.name_index.insert((name.to_string(), kind), i);
+            i
+        } else {
+            // Past the cap: every further name of this kind shares one figure, named at the
+            // end of the compile with how many it holds (`name_overflow`).
+            let slot = &mut self.overflow[kind as usize];
+            slot.1 += 1;
+            match slot.0 {
+                Some(i) => i,
+                None => {
+                    let i = push(&mut self.names, String::new());
+                    self.overflow[kind as usize].0 = Some(i);
+                    i
+                }
             }
         };
         i as NameId
+    }
+
+    /// Names the overflow figures (see [`MAX_NAMES`]).
+    fn name_overflow(&mut self) {
+        for (i, n) in self.overflow {
+            if let Some(i) = i {
+                self.names[i].name = format!("(other: {n} names past the first {MAX_NAMES})");
+            }
+        }
     }
 
     fn template(&mut self, text: &str) -> Template {
@@ -574,6 +607,56 @@ mod tests {
     fn compiled(yaml: &str) -> Compiled {
         let s = crate::parse_str(yaml, "t.yaml").expect("valid");
         compile(&s, Path::new(".")).expect("compiles")
+    }
+
+    /// Issue 26: a scenario with more distinct names than [`MAX_NAMES`] (a HAR of thousands
+    /// of URLs) keeps figures for the first 500 and one shared figure for the rest, named
+    /// with their count, per kind: memory per name is a histogram in every recorder.
+    #[test]
+    fn names_past_the_cap_share_one_figure_per_kind() {
+        let mut steps = String::new();
+        for i in 0..MAX_NAMES + 250 {
+            steps.push_str(&format!("  - request: GET /r{i}\n"));
+        }
+        for i in 0..3 {
+            steps.push_str(&format!(
+                "  - transaction: {{name: t{i}, steps: [{{request: GET /r0}}]}}\n"
+            ));
+        }
+        // Named again past the cap: still its own figure.
+        steps.push_str("  - request: GET /r7\n");
+        let c = compiled(&format!(
+            "load: {{users: [{{count: 1}}]}}\nsessions:\n- name: s\n  steps:\n{steps}"
+        ));
+        let names = &c.workload.names;
+        assert_eq!(names.len(), MAX_NAMES + 2, "500 own, 2 overflow figures");
+        let want = format!("(other: 250 names past the first {MAX_NAMES})");
+        let req = names
+            .iter()
+            .position(|n| n.name == want)
+            .expect("request overflow");
+        assert_eq!(names[req].kind, NameKind::Request);
+        let tx = names
+            .iter()
+            .position(|n| n.name == format!("(other: 3 names past the first {MAX_NAMES})"))
+            .expect("transaction overflow");
+        assert_eq!(names[tx].kind, NameKind::Transaction);
+        let SessionBody::Ops { ops, .. } = &c.workload.sessions[0].body else {
+            panic!("ops")
+        };
+        let ids: Vec<NameId> = ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Request(r) => Some(r.name),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids[7], 7);
+        assert_eq!(ids[MAX_NAMES - 1] as usize, MAX_NAMES - 1);
+        assert!(ids[MAX_NAMES..MAX_NAMES + 250]
+            .iter()
+            .all(|&i| i as usize == req));
+        assert_eq!(*ids.last().unwrap(), 7, "GET /r7 again: its own figure");
     }
 
     #[test]

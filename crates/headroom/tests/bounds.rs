@@ -571,3 +571,41 @@ fn a_large_har_imports_within_the_documented_memory() {
     assert!(run.stderr.contains("16 MiB a scenario may be"), "{run:?}");
     assert!(per_byte(&run, &base, har_len) <= 8.0, "{run:?}");
 }
+
+/// A HAR of 3,000 distinct URLs, run: figures for the first 500 request names and one shared
+/// figure for the rest (docs/scenario.md, "Figures"), so the run's memory does not grow with
+/// the recording's URLs. Before issue 26 each name cost ~0.9 MB over the run (5,000 URLs:
+/// 4.6 GB peak RSS for a 4-second run of one user; now 385 MB). `headroom serve` answers each
+/// URL, `/bytes/N`, with N bytes.
+#[test]
+fn a_har_of_thousands_of_urls_keeps_figures_for_500_names() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = common::serve();
+    let port = server.local_addr().port();
+    let har =
+        small_entries_har(3_000).replace("127.0.0.1:1/a/", &format!("127.0.0.1:{port}/bytes/"));
+    std::fs::write(d.join("many.har"), har).unwrap();
+    let o = run_ok(
+        d,
+        &[
+            "run", "many.har", "-c", "1", "-d", "3s", "-q", "--out", "out",
+        ],
+        Duration::from_secs(60),
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap())
+            .unwrap();
+    let by = v["scenario"]["by_request"].as_object().expect("by_request");
+    // The page's transaction is one of the 500: 499 request names keep their own figure.
+    assert_eq!(
+        v["scenario"]["by_transaction"].as_object().unwrap().len(),
+        1
+    );
+    assert_eq!(by.len(), 500, "{:?}", by.keys().take(3).collect::<Vec<_>>());
+    let other = &by["(other: 2501 names past the first 500)"];
+    assert!(other["count"].as_u64().unwrap() > 0, "{other}");
+    eprintln!("3,000-URL HAR, 3 s: {o:?}");
+    assert!(o.max_rss_kb < 600 << 10, "{o:?}");
+}

@@ -11,6 +11,12 @@
 #   scripts/ejabberd.sh url                 print the c2s address, e.g. for HEADROOM_XMPP_ADDR
 #   scripts/ejabberd.sh tls-url             print the direct-TLS c2s address, e.g. for
 #                                           HEADROOM_XMPP_TLS_ADDR
+#   scripts/ejabberd.sh sessions            print the node's own count of client sessions
+#                                           (ejabberdctl connected_users_number)
+#   scripts/ejabberd.sh watch-sessions [MS]  print "unix_ms<TAB>sessions" every MS ms (500) until
+#                                           killed, over ONE distribution connection made at
+#                                           the start: it keeps counting when the node is out
+#                                           of descriptors and ejabberdctl can no longer connect
 #
 #   HEADROOM_EJABBERD_DIR   where it lives (default /tmp/headroom-ejabberd: etc/, spool/, logs/)
 #   HEADROOM_EJABBERD_PORT  its c2s port on 127.0.0.1 (default 25222)
@@ -378,6 +384,30 @@ register() {
   say "user$first..user$last ($out) in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s"
 }
 
+# The node's session count every MS ms over one distribution connection (a hidden Erlang node,
+# as register's), -1 when a call fails.
+watch_sessions() {
+  local ms=${1:-500}
+  [[ "$ms" =~ ^[0-9]+$ ]] || die "usage: watch-sessions [MS]"
+  running || die "not running: run 'scripts/ejabberd.sh start' first"
+  exec erl -sname "headroom-watch-$$@localhost" -hidden -noinput -noshell \
+    -setcookie "$(cookie)" -erl_epmd_port "$DIST_PORT" -start_epmd false -dist_listen false \
+    -eval '
+      Node = '"'$NODE'"',
+      Count = fun() ->
+        case rpc:call(Node, ejabberd_sm, connected_users_number, [], 5000) of
+          N when is_integer(N) -> N;
+          _ -> -1
+        end
+      end,
+      Loop = fun L() ->
+        io:format("~b\t~b~n", [erlang:system_time(millisecond), Count()]),
+        timer:sleep('"$ms"'),
+        L()
+      end,
+      Loop().'
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
@@ -392,8 +422,10 @@ case "${1:-}" in
   register) shift; register "$@" ;;
   url) url ;;
   tls-url) tls_url ;;
+  sessions) running || die "not running"; ctl connected_users_number ;;
+  watch-sessions) shift; watch_sessions "$@" ;;
   *)
-    echo "usage: scripts/ejabberd.sh start|stop|status|register FIRST LAST|url|tls-url  (HEADROOM_EJABBERD_DIR, HEADROOM_EJABBERD_PORT, HEADROOM_EJABBERD_TLS_PORT)" >&2
+    echo "usage: scripts/ejabberd.sh start|stop|status|register FIRST LAST|url|tls-url|sessions  (HEADROOM_EJABBERD_DIR, HEADROOM_EJABBERD_PORT, HEADROOM_EJABBERD_TLS_PORT)" >&2
     exit 2
     ;;
 esac

@@ -370,7 +370,10 @@ pub(crate) fn run_verdict(s: &Summary) -> (Tone, String, Vec<String>) {
                 .unwrap_or_default()
         ));
     }
-    let tone = if s.interrupted == Some(true) {
+    if let Some(why) = &s.stopped {
+        details.push(escape(&format!("headroom stopped the run early: {why}.")));
+    }
+    let tone = if s.interrupted == Some(true) || s.stopped.is_some() {
         tone.max(Tone::Warn)
     } else {
         tone

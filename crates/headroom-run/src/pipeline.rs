@@ -298,9 +298,14 @@ pub fn execute(
     for w in &driven.warnings {
         eprintln!("headroom: warning: {w}");
     }
-    let outcome = driven.outcome;
+    let mut outcome = driven.outcome;
+    if wrong_port.is_some() {
+        // Our stop, not the user's: the run is not "interrupted", it was stopped, and says why.
+        outcome.interrupted = false;
+    }
     let mut summary = RunSummary::build(plan, &outcome, &usage, command);
     summary.agents = driven.agents;
+    summary.stopped = wrong_port.clone();
     let checked = check(plan, &outcome, thresholds);
     let broken = summary.set_thresholds(&checked);
     for s in sinks.iter_mut() {

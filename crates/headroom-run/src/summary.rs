@@ -59,6 +59,9 @@ pub struct RunSummary {
     pub duration_s: f64,
     /// True when Ctrl-C (or a lost agent) ended the run early.
     pub interrupted: bool,
+    /// Why headroom itself ended the run early (a plain-HTTP URL whose port speaks TLS: every
+    /// attempt failed, so the rest of the run would have tested nothing); `null` otherwise.
+    pub stopped: Option<String>,
     pub requests: u64,
     pub responses: u64,
     /// Requests awaiting a reply at the stop (neither answered nor failed).
@@ -794,6 +797,7 @@ impl RunSummary {
             started_at: humantime::format_rfc3339_millis(out.started_at).to_string(),
             duration_s: round3(secs),
             interrupted: out.interrupted,
+            stopped: None,
             requests: c.requests,
             responses: c.responses,
             in_flight: out.in_flight,

@@ -81,7 +81,12 @@ fn issue26_plain_http_to_a_rustls_port_is_one_line_and_exit_1() {
             .to_string()
     };
     let t = Instant::now();
-    let out = run_plain(&format!("http://{addr}/"), &["-d", "20s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    let out = run_plain(
+        &format!("http://{addr}/"),
+        &["-d", "20s", "--out", run_dir.to_str().unwrap()],
+    );
     let _ = child.kill();
     let _ = child.wait();
     let line = one_line(&out);
@@ -90,6 +95,18 @@ fn issue26_plain_http_to_a_rustls_port_is_one_line_and_exit_1() {
     assert!(line.contains("is a TLS port"), "{line}");
     assert!(line.contains("protocol errors"), "{line}");
     assert!(line.contains(&format!("use https://{addr}/")), "{line}");
+    // summary.json says headroom stopped it, and why; nobody interrupted it.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["interrupted"], false, "{v}");
+    let stopped = v["stopped"].as_str().expect("stopped says why");
+    assert!(stopped.contains("is a TLS port"), "{stopped}");
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("headroom stopped the run early"),
+        "the report says it"
+    );
 }
 
 /// `--h2c` to headroom serve (HTTP/1.1 only): its 400 to HTTP/2's preface is one line with the

@@ -18,7 +18,7 @@ use headroom_core::session::{
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
 use crate::model::{
-    Arrival, Condition, CookieStep, CsvOrder, PgSslMode, Protocol, Rate, Scenario, Server,
+    Arrival, Condition, CookieStep, CsvOrder, Metric, PgSslMode, Protocol, Rate, Scenario, Server,
     SetSource, Step,
 };
 
@@ -117,6 +117,14 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         vars: vec!["user_id".into(), "session".into()],
         names: Vec::new(),
         name_index: HashMap::new(),
+        reserved: s
+            .thresholds
+            .iter()
+            .filter_map(|t| match &t.metric {
+                Metric::Percentile { name, .. } | Metric::Mean { name } => name.clone(),
+                _ => None,
+            })
+            .collect(),
         overflow: [(None, 0); 2],
         matches: Vec::new(),
         feeders: Vec::new(),
@@ -288,6 +296,8 @@ struct Compiler<'a> {
     names: Vec<MetricName>,
     /// `names`' index by (name, kind), and the names folded into each kind's overflow figure.
     name_index: HashMap<(String, NameKind), usize>,
+    /// Names a threshold checks: they keep their own figure past the cap.
+    reserved: std::collections::HashSet<String>,
     overflow: [(Option<usize>, usize); 2],
     matches: Vec<String>,
     feeders: Vec<Arc<Feeder>>,
@@ -315,7 +325,7 @@ impl Compiler<'_> {
             names.push(MetricName { name, kind });
             names.len() - 1
         };
-        let i = if self.names.len() < MAX_NAMES {
+        let i = if self.names.len() < MAX_NAMES || self.reserved.contains(name) {
             let i = push(&mut self.names, name.to_string());
             self.name_index.insert((name.to_string(), kind), i);
             i

@@ -21,6 +21,57 @@ pub struct Scenario {
     pub http: HttpBehaviour,
 }
 
+impl Scenario {
+    /// The request and transaction names that get figures (the protocol's handshake, a SURGE
+    /// session's `page` and `object`, each step's name), in first-use order without repeats: what
+    /// a threshold may name. The compile gives the same names (a test checks).
+    pub fn metric_names(&self) -> Vec<&str> {
+        /// Names in first-use order, and a set to skip repeats (a HAR may hold 70,000 steps).
+        #[derive(Default)]
+        struct Names<'a> {
+            list: Vec<&'a str>,
+            seen: std::collections::HashSet<&'a str>,
+        }
+        impl<'a> Names<'a> {
+            fn push(&mut self, n: &'a str) {
+                if self.seen.insert(n) {
+                    self.list.push(n);
+                }
+            }
+            fn walk(&mut self, steps: &'a [Step]) {
+                for s in steps {
+                    match s {
+                        Step::Request(r) => self.push(&r.name),
+                        Step::Pipeline(list) => list.iter().for_each(|r| self.push(&r.name)),
+                        Step::Send(x) => self.push(&x.name),
+                        Step::Xmpp(x) => self.push(&x.name),
+                        Step::Sql(q) => self.push(&q.name),
+                        Step::Ws(x) => self.push(&x.name),
+                        Step::Loop(l) => self.walk(&l.steps),
+                        Step::Transaction { name, steps } => {
+                            self.push(name);
+                            self.walk(steps);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let mut n = Names::default();
+        if let Some(h) = self.link.handshake_name() {
+            n.push(h);
+        }
+        for s in &self.sessions {
+            if s.surge.is_some() {
+                n.push("page");
+                n.push("object");
+            }
+            n.walk(&s.steps);
+        }
+        n.list
+    }
+}
+
 /// How an HTTP user behaves beyond the requests it is told to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpBehaviour {

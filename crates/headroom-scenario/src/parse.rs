@@ -391,19 +391,21 @@ impl Parser {
                 "every session has weight 0, but arrivals or users without a session draw from the mix: give one a weight above 0",
             );
         }
-        let thresholds = match map.get_node("thresholds") {
-            Some(n) => self.thresholds(n),
-            None => Vec::new(),
-        };
-        Some(Scenario {
+        let http = self.http_behaviour(map);
+        let mut scenario = Scenario {
             name,
             servers,
             load,
             sessions,
-            thresholds,
+            thresholds: Vec::new(),
             link,
-            http: self.http_behaviour(map),
-        })
+            http,
+        };
+        if let Some(n) = map.get_node("thresholds") {
+            // Checked against the names the sessions give, with the file's other errors.
+            scenario.thresholds = self.thresholds(n, &scenario.metric_names());
+        }
+        Some(scenario)
     }
 
     fn servers(&mut self, node: &Node) -> Vec<Server> {
@@ -925,7 +927,8 @@ impl Parser {
 
     // ---- thresholds -------------------------------------------------------------------------
 
-    fn thresholds(&mut self, node: &Node) -> Vec<Threshold> {
+    /// The thresholds; each name (`p99(NAME)`, `mean(NAME)`) must be one of `names`.
+    fn thresholds(&mut self, node: &Node, names: &[&str]) -> Vec<Threshold> {
         let mut out = Vec::new();
         let Some(m) = self.map(node, "thresholds") else {
             return out;
@@ -947,6 +950,30 @@ impl Parser {
                     v.span(),
                     "threshold: expected a comparison such as '< 200ms', '<= 1%' or '> 100'",
                 );
+            }
+            let named = match &metric {
+                Some(Metric::Percentile { name, .. } | Metric::Mean { name }) => name.as_deref(),
+                _ => None,
+            };
+            if let Some(n) = named.filter(|n| !names.contains(n)) {
+                const SHOWN: usize = 20;
+                let mut known = names
+                    .iter()
+                    .take(SHOWN)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if names.len() > SHOWN {
+                    known.push_str(&format!(", ... ({} in all)", names.len()));
+                }
+                self.err(
+                    k.span(),
+                    format!(
+                        "threshold '{}' names '{n}', which is no request or transaction (names: {known})",
+                        k.as_str()
+                    ),
+                );
+                continue;
             }
             if let (Some(metric), Some((op, value))) = (metric, cmp) {
                 out.push(Threshold {

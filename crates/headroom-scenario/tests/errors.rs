@@ -115,6 +115,13 @@ fn cases() -> Vec<(&'static str, String, usize, usize, &'static str)> {
             "expected a comparison",
         ),
         (
+            "threshold on an unknown name",
+            format!("{HEAD}sessions: [{{name: a, steps: [{{request: {{name: home, path: /}}}}]}}]\nthresholds: {{'p99(hom)': '< 1s'}}\n"),
+            5,
+            14,
+            "threshold 'p99(hom)' names 'hom', which is no request or transaction (names: home)",
+        ),
+        (
             "two rates",
             "load:\n  phases:\n    - {duration: 1s, arrival_rate: 1, interarrival: 1s}\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
             3,
@@ -152,6 +159,70 @@ fn errors_are_all_reported_not_just_the_first() {
         format!("{HEAD}sessions:\n  - name: a\n    weight: -1\n    steps: [{{requst: GET /}}]\n");
     let errs = parse_str(&text, "t.yaml").unwrap_err();
     assert!(errs.len() >= 2, "{errs:#?}");
+}
+
+/// Issue 27: five independent mistakes, a threshold naming no request among them, give five
+/// located lines at once (the threshold's came only after the others were fixed: it was
+/// checked after the compile).
+#[test]
+fn five_mistakes_give_five_lines_thresholds_included() {
+    let text = "\
+servers: [{host: 127.0.0.1, port: 9}]
+load: {users: [{count: 2}]}
+sessions:
+  - name: browse
+    weight: -1
+    steps:
+      - request: {name: home, path: /}
+      - requst: GET /x
+      - request: \"GET /u/${user}\"
+      - think: 10parsecs
+thresholds:
+  \"p99(hom)\": \"< 200ms\"
+  error_rate: \"< 1%\"
+";
+    let errs = parse_str(text, "five.yaml").unwrap_err();
+    let at: Vec<(usize, usize)> = errs.iter().map(|e| (e.line, e.column)).collect();
+    assert_eq!(errs.len(), 5, "{errs:#?}");
+    for (want, line, col) in [
+        ("weights must be 0 or more", 5, 13),
+        ("unknown step 'requst'", 8, 9),
+        ("undefined variable '${user}'", 9, 18),
+        ("think: expected a duration", 10, 16),
+        ("threshold 'p99(hom)' names 'hom'", 12, 3),
+    ] {
+        let e = errs
+            .iter()
+            .find(|e| e.message.contains(want))
+            .unwrap_or_else(|| panic!("no {want:?} in {errs:#?}"));
+        assert_eq!((e.line, e.column), (line, col), "{want}: {at:?}");
+    }
+}
+
+/// What a threshold may name is what the compile gives figures to: the same names, in the same
+/// order, for a scenario with every kind of named step.
+#[test]
+fn metric_names_are_the_compiled_names() {
+    let text = format!(
+        "{HEAD}sessions:\n  - name: a\n    steps:\n      - request: {{name: home, path: /}}\n      \
+         - transaction: {{name: buy, steps: [{{request: GET /cart}}, {{loop: {{count: 2, steps: [{{request: GET /item}}]}}}}]}}\n      \
+         - pipeline: [{{request: GET /a.css}}, {{request: GET /b.js}}]\n      - request: {{name: home, path: /again}}\n  \
+         - name: s\n    surge: default\n"
+    );
+    let sc = parse_str(&text, "t.yaml").unwrap_or_else(|e| panic!("{e:#?}"));
+    let compiled = headroom_scenario::compile(&sc, std::path::Path::new(".")).unwrap();
+    let got: Vec<&str> = compiled
+        .workload
+        .names
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect();
+    let mut want = sc.metric_names();
+    want.sort();
+    let mut got_sorted = got.clone();
+    got_sorted.sort();
+    assert_eq!(want, got_sorted, "compiled {got:?}");
+    assert!(got.contains(&"page") && got.contains(&"buy"), "{got:?}");
 }
 
 #[test]

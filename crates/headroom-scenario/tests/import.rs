@@ -426,11 +426,18 @@ impl Gen {
         .filter(|_| self.rng.coin())
         .map(|(k, v)| {
             let yaml = format!(
-                "load: {{users: [{{count: 1}}]}}\nsessions: [{{name: a, steps: [connect]}}]\nthresholds: {{\"{k}\": \"{v}\"}}\n"
+                "load: {{users: [{{count: 1}}]}}\nsessions: [{{name: a, steps: [{{request: {{name: login, path: /}}}}, {{request: {{name: \"sign in: ${{x}}\", path: /}}}}]}}]\nthresholds: {{\"{k}\": \"{v}\"}}\n"
             );
             parse_str(&yaml, "t.yaml").unwrap().thresholds.remove(0)
         })
-        .collect();
+        .collect::<Vec<_>>();
+        // A threshold may name only a request or transaction of the file: a session holds the
+        // two names above.
+        let mut sessions = sessions;
+        if !thresholds.is_empty() {
+            let yaml = "load: {users: [{count: 1}]}\nsessions: [{name: named-by-thresholds, steps: [{request: {name: login, path: /}}, {request: {name: \"sign in: ${x}\", path: /}}]}]\n";
+            sessions.push(parse_str(yaml, "t.yaml").unwrap().sessions.remove(0));
+        }
         Scenario {
             name: self.rng.coin().then(|| self.text(false)),
             servers: (0..self.rng.below(3))

@@ -97,12 +97,19 @@ fn check(name: &str, r: &Reading) {
 fn a_busy_loop_reads_as_user_time() {
     let r = measure(Command::new("sh").args(["-c", "while :; do :; done"]));
     check("busy loop", &r);
+    // Its share of a core depends on what else the machine runs (24.5% while two other builds
+    // ran here): what it spends is user time, and the sampler saw it spend some.
     assert!(
-        r.user_pct > 40.0,
-        "a busy loop is mostly user time: {:.1}%",
+        r.user_pct > 5.0,
+        "a busy loop's user time was seen: {:.1}%",
         r.user_pct
     );
-    assert!(r.user_pct > 3.0 * r.sys_pct);
+    assert!(
+        r.user_pct > 3.0 * r.sys_pct,
+        "a busy loop is mostly user time: user {:.1}%, sys {:.1}%",
+        r.user_pct,
+        r.sys_pct
+    );
 }
 
 #[test]

@@ -618,6 +618,7 @@ fn overlay(base: &Chart, labels: &[String], charts: &[Option<&Chart>]) -> Overla
     let mut c = Chart {
         series: Vec::new(),
         note: None,
+        x_max: None,
         // `LABEL: series` names are long: widen the picture rather than clip them.
         wide_legend: true,
         ..base.clone()
@@ -655,13 +656,20 @@ fn overlay(base: &Chart, labels: &[String], charts: &[Option<&Chart>]) -> Overla
             continue;
         };
         let mut s = pick(ch);
+        let mut x_max = ch.x_max;
         if let (Some(t), Some(u)) = (target, units.as_ref().map(|u| u[i])) {
             if u != t {
                 for p in &mut s.points {
                     p.0 = p.0 * u / t;
                 }
+                x_max = x_max.map(|m| m * u / t);
             }
         }
+        // The axis spans the longest run.
+        c.x_max = match (c.x_max, x_max) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         s.name = format!("{label}: {}", s.name);
         c.series.push(s);
         if let Some(n) = &ch.note {
@@ -1069,6 +1077,9 @@ mod tests {
             [(1.0 / 60.0, 1.0), (2.0 / 60.0, 1.0)]
         );
         assert_eq!(users.series[1].points, [(30.0, 3.0)]);
+        // The axis spans the longer run, in its unit; the percentile axis is not a time.
+        assert_eq!(users.x_max, Some(30.0));
+        assert_eq!(of("percentiles").chart.x_max, None);
         // The long run has no latency: an empty series keeps its colour and legend entry.
         let latency = &of("latency").chart;
         assert_eq!(latency.series[1].points, []);

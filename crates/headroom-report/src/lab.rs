@@ -100,6 +100,8 @@ pub struct LabInterval {
     pub run: RunKey,
     pub probe: Option<u32>,
     pub t_s: f64,
+    /// The interval's length (`None` in a file of a lab before issue 27, without the column).
+    pub length_s: Option<f64>,
     pub responses: Option<f64>,
     pub latency_p99_us: Option<f64>,
     pub connections_open: Option<f64>,
@@ -505,6 +507,7 @@ fn parse_intervals(c: &Csv) -> Result<Vec<LabInterval>, ReportError> {
             run: run_key(c, r)?,
             probe: probe_of(c, r)?,
             t_s,
+            length_s: c.num(r, c.col("length_s"))?,
             responses: c.num(r, c.col("responses"))?,
             latency_p99_us: c.num(r, c.col("latency_p99_us"))?,
             connections_open: c.num(r, c.col("connections_open"))?,
@@ -878,19 +881,34 @@ pub fn rate_charts(probes: &[LabProbe]) -> Vec<Chart> {
     ]
 }
 
+impl LabInterval {
+    /// The interval's end, where the charts put it (as the run page does); its start in a
+    /// file without `length_s`.
+    fn t_end(&self) -> f64 {
+        self.t_s + self.length_s.unwrap_or(0.0)
+    }
+}
+
 /// `capacity-connections` and `capacity-p99` over time from the intervals, one series per
-/// configuration (its first repetition).
+/// configuration (its first repetition). The x axis runs from 0 to the end of the charted
+/// runs' last interval, whatever a series holds.
 pub fn interval_charts(intervals: &[LabInterval]) -> Vec<Chart> {
     let runs = first_repetitions(intervals.iter().map(|i| &i.run));
+    let span = intervals
+        .iter()
+        .filter(|i| runs.contains(&i.run))
+        .map(LabInterval::t_end)
+        .reduce(f64::max);
     let make = |name: &str, title: &str, y_label: &str, f: &dyn Fn(&LabInterval) -> Option<f64>| {
         let mut c = Chart::new(name, title, "seconds since the load started", y_label);
         c.x_from_zero = true;
+        c.x_max = span;
         c.wide_legend = true;
         for run in &runs {
             let points = intervals
                 .iter()
                 .filter(|i| &i.run == run)
-                .filter_map(|i| Some((i.t_s, f(i)?)))
+                .filter_map(|i| Some((i.t_end(), f(i)?)))
                 .collect();
             c.series.push(Series::new(series_name(run), points));
         }
@@ -1330,6 +1348,38 @@ poll,8k,1,,0.0,100,0,900,100,100,0,0
 poll,8k,1,,1.0,0,0,0,200,200,0,0
 epoll,8k,1,,0.0,100,0,500,100,100,0,0
 ";
+
+    #[test]
+    fn interval_charts_span_the_load_at_each_intervals_end() {
+        // Issue 27: every connection open in the first second of a 5 s load.
+        let mut csv = String::from("poller,repetition,probe,t_s,length_s,connections_open\n");
+        for t in 0..5 {
+            csv.push_str(&format!(
+                "epoll,1,,{t}.0,1.0,{}\n",
+                if t == 0 { "10" } else { "" }
+            ));
+        }
+        let c = Csv::parse(&csv, Path::new("intervals.csv")).unwrap();
+        let charts = interval_charts(&parse_intervals(&c).unwrap());
+        let conns = &charts[0];
+        assert_eq!(conns.name, "capacity-connections");
+        assert_eq!(
+            conns.series[0].points,
+            [(1.0, 10.0)],
+            "at the interval's end"
+        );
+        assert_eq!(
+            conns.x_max,
+            Some(5.0),
+            "the axis runs to the last interval's end"
+        );
+        assert!(conns.render().contains("data-instant=\"poller=epoll\""));
+        // A file without length_s (an older lab): intervals at their start.
+        let c = Csv::parse(INTERVALS, Path::new("intervals.csv")).unwrap();
+        let charts = interval_charts(&parse_intervals(&c).unwrap());
+        assert_eq!(charts[0].series[0].points, [(0.0, 100.0), (1.0, 200.0)]);
+        assert_eq!(charts[0].x_max, Some(1.0));
+    }
 
     fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

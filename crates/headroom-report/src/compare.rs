@@ -333,15 +333,19 @@ fn colour(i: usize) -> &'static str {
 
 fn runs_table(out: &mut String, labels: &[String], runs: &[RunData]) {
     out.push_str(
-        "<h2>Runs</h2>\n<table class=\"runs\">\n<tr><th>run</th><th>directory</th><th></th></tr>\n",
+        "<h2>Runs</h2>\n<table class=\"runs\">\n<tr><th>run</th><th>load</th><th>directory</th>\
+         <th></th></tr>\n",
     );
     for (i, (label, run)) in labels.iter().zip(runs).enumerate() {
+        // Each run named with its load in words (a ramp, stages, phases, a rate).
+        let load = run.summary.as_ref().and_then(|s| s.load_text.as_deref());
         let _ = writeln!(
             out,
             "<tr><th class=\"run\"><span class=\"swatch\" style=\"background:{}\"></span>{}</th>\
-             <td><code>{}</code></td><td>{}</td></tr>",
+             <td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
             colour(i),
             escape(label),
+            html::text(load),
             escape(&run.dir.display().to_string()),
             if i == 0 { "baseline" } else { "" }
         );
@@ -883,10 +887,19 @@ mod tests {
         let b = run_dir(
             tmp.path(),
             "b",
-            Some(&summary(2, ",\"error_rate\":0.01")),
+            Some(&summary(
+                2,
+                ",\"error_rate\":0.01,\"load\":{\"name\":\"closed\",\"users\":20,\
+                 \"per_user\":null,\"think\":null,\"ramp\":[{\"duration_s\":1.0,\"users\":20}]}",
+            )),
             Some(&intervals(2)),
         );
         let html = render_compare(&[a, b]).unwrap();
+        // Each run is named with its load in words, the ramp included (issue 27).
+        assert!(
+            html.contains(">b</th><td>20 closed users ramped up over 1 s, back to back</td>"),
+            "{html}"
+        );
         let throughput = row(&html, "throughput (responses/s)");
         assert!(
             throughput.ends_with(

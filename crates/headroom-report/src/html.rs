@@ -55,6 +55,7 @@ footer{color:#777;font-size:0.85em;margin-top:3em}
 @media (max-width:700px){body{margin:0.6em auto;padding:0 0.5em}.tile .v{font-size:1.25em}
 table{display:block;overflow-x:auto}th,td{padding:0.2em 0.5em}}
 @media print{body{max-width:none;margin:0;font-size:11pt}.key{grid-template-columns:1fr 1fr}
+th,td{padding:0.2em 0.4em}
 figure,table,.tile,.verdict{break-inside:avoid}h2,h3{break-after:avoid}
 .verdict,.tile{-webkit-print-color-adjust:exact;print-color-adjust:exact}footer{display:none}}
 ";

@@ -122,6 +122,38 @@ pub struct LabSample {
 }
 
 /// Everything a lab report is made from.
+/// The run directories a lab reads at most for their loads: enough for any matrix the lab
+/// accepts, and a bound on what a report opens.
+const MAX_RUN_DIRS: usize = 4096;
+
+/// The distinct loads in words of the run directories under `runs` (each `summary.json`), in
+/// the order of the directories' names. A directory without a readable summary is skipped: the
+/// loads are context for the heading, the tables hold the figures.
+fn run_loads(runs: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(runs) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| Some(e.ok()?.path()))
+        .take(MAX_RUN_DIRS)
+        .collect();
+    dirs.sort();
+    let mut loads: Vec<String> = Vec::new();
+    for d in dirs {
+        let path = d.join("summary.json");
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
+        let load = crate::data::parse_summary(&text, &path)
+            .ok()
+            .and_then(|s| s.load_text);
+        if let Some(l) = load.filter(|l| !loads.contains(l)) {
+            loads.push(l);
+        }
+    }
+    loads
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LabData {
     pub dir: PathBuf,
@@ -136,6 +168,9 @@ pub struct LabData {
     pub samples: Option<Vec<LabSample>>,
     /// Missing files and other things the reader should know, shown at the top.
     pub notes: Vec<String>,
+    /// The runs' loads in words (`runs/*/summary.json`, see [`crate::data::load_words`]),
+    /// each once, in the order of the run directories' names; empty when the lab kept none.
+    pub loads: Vec<String>,
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, ReportError> {
@@ -202,6 +237,7 @@ pub fn load_lab(dir: &Path) -> Result<LabData, ReportError> {
             "intervals.csv is missing: no connection or latency curves over time.".to_string(),
         );
     }
+    data.loads = run_loads(&dir.join("runs"));
     let path = dir.join("samples.csv");
     if let Some(text) = read_optional(&path)? {
         data.samples = Some(parse_samples(&Csv::parse(&text, &path)?)?);
@@ -1398,6 +1434,21 @@ pub fn page(data: &LabData) -> String {
     if data.probes.is_some() {
         sub.push_str(" &middot; max-rate search");
     }
+    // The load in words: one shared by every run, or how many differ (a factor of the load).
+    match data.loads.as_slice() {
+        [] => {}
+        [one] => {
+            let _ = write!(sub, " &middot; {}", escape(one));
+        }
+        many => {
+            let _ = write!(
+                sub,
+                " &middot; {} loads: {}",
+                many.len(),
+                escape(&many.join("; "))
+            );
+        }
+    }
     let title = if data.name.is_empty() {
         "headroom lab report".to_string()
     } else {
@@ -1542,6 +1593,37 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
         let charts = interval_charts(&parse_intervals(&c).unwrap());
         assert_eq!(charts[0].series[0].points, [(0.0, 100.0), (1.0, 200.0)]);
         assert_eq!(charts[0].x_max, Some(1.0));
+    }
+
+    #[test]
+    fn the_heading_names_the_runs_load_in_words() {
+        let dir = fixture(&[("tables.json", TABLES_JSON)]);
+        let summary = |users: u32| {
+            format!(
+                "{{\"load\":{{\"name\":\"closed\",\"users\":{users},\"per_user\":null,\
+                 \"think\":null,\"ramp\":[{{\"duration_s\":2.0,\"users\":{users}}}]}}}}"
+            )
+        };
+        for (run, users) in [("a_rep1", 8), ("a_rep2", 8), ("b_rep1", 8)] {
+            let d = dir.path().join("runs").join(run);
+            fs::create_dir_all(&d).unwrap();
+            fs::write(d.join("summary.json"), summary(users)).unwrap();
+        }
+        // A run directory without a summary (a killed run) is skipped.
+        fs::create_dir_all(dir.path().join("runs/c_rep1")).unwrap();
+        let html = render_lab(dir.path()).unwrap();
+        assert!(
+            html.contains(" &middot; 8 closed users ramped up over 2 s, back to back</p>"),
+            "{html}"
+        );
+        let d = dir.path().join("runs/d_rep1");
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("summary.json"), summary(16)).unwrap();
+        let html = render_lab(dir.path()).unwrap();
+        assert!(html.contains(
+            " &middot; 2 loads: 8 closed users ramped up over 2 s, back to back; 16 closed users \
+             ramped up over 2 s, back to back</p>"
+        ));
     }
 
     fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {

@@ -415,6 +415,12 @@ tables:
             && verdict.contains("2 run(s) of 2 configuration(s), none failed"),
         "{verdict}"
     );
+    // The heading names the runs' load in words.
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains(" &middot; 8 closed users, running session(s) s</p>"),
+        "the lab's heading names its load"
+    );
     // Both tables' bar charts are on the first screen.
     let charts = names(&first["charts"]);
     assert_eq!(&charts[..2], ["bars-0", "bars-1"], "{charts:?}");

@@ -1418,6 +1418,9 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
         Curve::Intervals => &[
             "probe",
             "t_s",
+            // The interval's end is t_s + length_s: the report charts each at its end, on an
+            // axis that runs to the end of the run's last interval.
+            "length_s",
             "responses",
             "errors",
             "latency_p99_us",

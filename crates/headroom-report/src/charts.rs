@@ -4,7 +4,9 @@
 //! the server's charts in runs that sampled it.
 //!
 //! x is the interval's end since the run start (`t_s + length_s`): a point stands for what
-//! happened up to that instant. It is in seconds, or in minutes for runs over 20 minutes.
+//! happened up to that instant. It is in seconds, or in minutes for runs over 20 minutes. Every
+//! time chart's axis runs from 0 to the run's duration ([`run_span_s`]), whatever its series
+//! hold: connections that all opened in the first second are one early instant of the run.
 
 use crate::data::{Figures, Interval, RunData};
 use crate::svg::{Chart, Series};
@@ -45,7 +47,30 @@ pub fn all(data: &RunData) -> Vec<Chart> {
         charts.push(server_cpu(&data.intervals));
         charts.push(server_memory(&data.intervals));
     }
+    // Every time chart on the run's own axis: 0 to its duration, whatever the series hold.
+    if let Some(span) = run_span_s(data) {
+        let unit = time_scale(&data.intervals).0;
+        for c in charts.iter_mut().filter(|c| c.x_from_zero) {
+            c.x_max = Some(span / unit);
+        }
+    }
     charts
+}
+
+/// How long the run lasted, in seconds: summary.json's `duration_s`, or the last interval's end
+/// when that is later (or the run has no summary).
+pub fn run_span_s(data: &RunData) -> Option<f64> {
+    let from_summary = data.summary.as_ref().and_then(|s| s.duration_s);
+    let from_intervals = data
+        .intervals
+        .iter()
+        .filter_map(Interval::t_end)
+        .reduce(f64::max);
+    match (from_summary, from_intervals) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+    .filter(|s| s.is_finite() && *s > 0.0)
 }
 
 /// The server's CPU, user and system, in percent of one core.
@@ -372,4 +397,64 @@ pub fn percentiles(data: &RunData) -> Chart {
         }
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{parse_intervals, Summary};
+    use std::path::Path;
+
+    /// Issue 27: a 5 s run whose connections all opened in the first second.
+    fn early_connects() -> RunData {
+        let mut text = String::new();
+        for i in 0..5 {
+            let connect = if i == 0 {
+                r#""connects":10,"connect_us":{"p50":300,"p99":900,"max":950}"#
+            } else {
+                r#""connects":0,"connect_us":{"p50":0,"p99":0,"max":0}"#
+            };
+            text.push_str(&format!(
+                "{{\"index\":{i},\"t_s\":{i},\"length_s\":1,\"responses\":100,\"connections_open\":10,{connect}}}\n"
+            ));
+        }
+        let (intervals, _) = parse_intervals(&text, Path::new("intervals.jsonl")).unwrap();
+        RunData {
+            summary: Some(Summary {
+                duration_s: Some(5.02),
+                ..Summary::default()
+            }),
+            intervals,
+            ..RunData::default()
+        }
+    }
+
+    #[test]
+    fn every_time_chart_spans_the_run() {
+        let charts = all(&early_connects());
+        for c in &charts {
+            if c.name == "percentiles" {
+                assert_eq!(c.x_max, None, "not a time chart");
+            } else {
+                assert_eq!(c.x_max, Some(5.02), "{}", c.name);
+            }
+        }
+        let connect = charts.iter().find(|c| c.name == "connect").unwrap();
+        assert_eq!(connect.series[0].points, [(1.0, 0.3)]);
+        let svg = connect.render();
+        assert!(svg.contains("data-instant=\"p50\""), "{svg}");
+        assert!(
+            svg.contains(">6</text>"),
+            "the axis reaches past 5.02 s: {svg}"
+        );
+    }
+
+    #[test]
+    fn a_run_without_summary_spans_its_intervals() {
+        let mut data = early_connects();
+        data.summary = None;
+        assert_eq!(run_span_s(&data), Some(5.0));
+        data.intervals.clear();
+        assert_eq!(run_span_s(&data), None);
+    }
 }

@@ -333,15 +333,19 @@ fn colour(i: usize) -> &'static str {
 
 fn runs_table(out: &mut String, labels: &[String], runs: &[RunData]) {
     out.push_str(
-        "<h2>Runs</h2>\n<table class=\"runs\">\n<tr><th>run</th><th>directory</th><th></th></tr>\n",
+        "<h2>Runs</h2>\n<table class=\"runs\">\n<tr><th>run</th><th>load</th><th>directory</th>\
+         <th></th></tr>\n",
     );
     for (i, (label, run)) in labels.iter().zip(runs).enumerate() {
+        // Each run named with its load in words (a ramp, stages, phases, a rate).
+        let load = run.summary.as_ref().and_then(|s| s.load_text.as_deref());
         let _ = writeln!(
             out,
             "<tr><th class=\"run\"><span class=\"swatch\" style=\"background:{}\"></span>{}</th>\
-             <td><code>{}</code></td><td>{}</td></tr>",
+             <td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
             colour(i),
             escape(label),
+            html::text(load),
             escape(&run.dir.display().to_string()),
             if i == 0 { "baseline" } else { "" }
         );
@@ -618,6 +622,7 @@ fn overlay(base: &Chart, labels: &[String], charts: &[Option<&Chart>]) -> Overla
     let mut c = Chart {
         series: Vec::new(),
         note: None,
+        x_max: None,
         // `LABEL: series` names are long: widen the picture rather than clip them.
         wide_legend: true,
         ..base.clone()
@@ -655,13 +660,20 @@ fn overlay(base: &Chart, labels: &[String], charts: &[Option<&Chart>]) -> Overla
             continue;
         };
         let mut s = pick(ch);
+        let mut x_max = ch.x_max;
         if let (Some(t), Some(u)) = (target, units.as_ref().map(|u| u[i])) {
             if u != t {
                 for p in &mut s.points {
                     p.0 = p.0 * u / t;
                 }
+                x_max = x_max.map(|m| m * u / t);
             }
         }
+        // The axis spans the longest run.
+        c.x_max = match (c.x_max, x_max) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         s.name = format!("{label}: {}", s.name);
         c.series.push(s);
         if let Some(n) = &ch.note {
@@ -875,10 +887,19 @@ mod tests {
         let b = run_dir(
             tmp.path(),
             "b",
-            Some(&summary(2, ",\"error_rate\":0.01")),
+            Some(&summary(
+                2,
+                ",\"error_rate\":0.01,\"load\":{\"name\":\"closed\",\"users\":20,\
+                 \"per_user\":null,\"think\":null,\"ramp\":[{\"duration_s\":1.0,\"users\":20}]}",
+            )),
             Some(&intervals(2)),
         );
         let html = render_compare(&[a, b]).unwrap();
+        // Each run is named with its load in words, the ramp included (issue 27).
+        assert!(
+            html.contains(">b</th><td>20 closed users ramped up over 1 s, back to back</td>"),
+            "{html}"
+        );
         let throughput = row(&html, "throughput (responses/s)");
         assert!(
             throughput.ends_with(
@@ -1069,6 +1090,9 @@ mod tests {
             [(1.0 / 60.0, 1.0), (2.0 / 60.0, 1.0)]
         );
         assert_eq!(users.series[1].points, [(30.0, 3.0)]);
+        // The axis spans the longer run, in its unit; the percentile axis is not a time.
+        assert_eq!(users.x_max, Some(30.0));
+        assert_eq!(of("percentiles").chart.x_max, None);
         // The long run has no latency: an empty series keeps its colour and legend entry.
         let latency = &of("latency").chart;
         assert_eq!(latency.series[1].points, []);

@@ -523,12 +523,55 @@ fn arrivals(v: Option<&Value>) -> String {
     }
 }
 
-/// summary.json's `load` in words, for the report: "50 users back to back", "constant rate
-/// 1,000 requests/s over 10 connections", "Poisson arrivals, 3 → 10 users/s over 3 s".
+/// How a closed population came and went (`load.ramp`), to follow "N closed users":
+/// " ramped up over 10 s" (one stage: `--ramp-up`), or every stage (`--stage`,
+/// `load.stages`): " in stages: 0 → 100 over 10 s, 100 for 30 s, 100 → 0 over 10 s". Empty
+/// without a ramp (every user at once, or a summary from before issue 27).
+fn ramp_words(ramp: Option<&Value>) -> String {
+    let stages: Vec<(Option<f64>, Option<f64>)> = ramp
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            (
+                s.get("duration_s").and_then(Value::as_f64),
+                s.get("users").and_then(Value::as_f64),
+            )
+        })
+        .collect();
+    let secs = |d: Option<f64>| d.map_or("?".to_string(), |d| format!("{} s", plain(d)));
+    match stages.as_slice() {
+        [] => String::new(),
+        [(d, _)] => format!(" ramped up over {}", secs(*d)),
+        _ => {
+            let mut from = Some(0.0);
+            let steps: Vec<String> = stages
+                .iter()
+                .map(|(d, users)| {
+                    let to = users.map_or("?".to_string(), plain);
+                    let t = if from == *users {
+                        format!("{to} for {}", secs(*d))
+                    } else {
+                        let f = from.map_or("?".to_string(), plain);
+                        format!("{f} → {to} over {}", secs(*d))
+                    };
+                    from = *users;
+                    t
+                })
+                .collect();
+            format!(" in stages: {}", steps.join(", "))
+        }
+    }
+}
+
+/// summary.json's `load` in words, for the report: "50 closed users, back to back", "500
+/// closed users ramped up over 10 s, back to back", "constant rate 1,000 requests/s over 10
+/// connections", "Poisson arrivals, 3 → 10 users/s over 3 s".
 /// A load of a kind this headroom does not know is shown as its fields, `key value`.
 pub fn load_words(v: &Value) -> Option<String> {
     let o = v.as_object()?;
     let num = |k: &str| o.get(k).and_then(Value::as_f64);
+    let ramp = ramp_words(o.get("ramp"));
     let think = || {
         o.get("think")
             .and_then(Value::as_str)
@@ -542,7 +585,7 @@ pub fn load_words(v: &Value) -> Option<String> {
                 Some(n) => format!(", {} each", count_of(n, "request")),
                 None => ", back to back".to_string(),
             };
-            format!("{users} closed users{each}{}", think())
+            format!("{users} closed users{ramp}{each}{}", think())
         }
         Some("rate") => format!(
             "constant rate {} requests/s over {} connections",
@@ -589,7 +632,7 @@ pub fn load_words(v: &Value) -> Option<String> {
             // Closed users run beside the phases, which follow one another.
             let users = num("users")
                 .filter(|u| *u > 0.0)
-                .map(|u| format!("{} closed users", plain(u)));
+                .map(|u| format!("{} closed users{ramp}", plain(u)));
             let phases = (!parts.is_empty()).then(|| parts.join("; then "));
             let mut t = match (users, phases) {
                 (Some(u), Some(p)) => format!("{u}, beside {p}"),
@@ -821,6 +864,30 @@ mod tests {
         assert_eq!(
             w(r#"{"name":"sessions","users":4,"phases":[],"sessions":null}"#),
             "4 closed users"
+        );
+        // Issue 27: a ramp was invisible (`500 closed users, back to back`).
+        assert_eq!(
+            w(
+                r#"{"name":"closed","users":500,"per_user":null,"think":null,
+                "ramp":[{"duration_s":10.0,"users":500}]}"#
+            ),
+            "500 closed users ramped up over 10 s, back to back"
+        );
+        assert_eq!(
+            w(
+                r#"{"name":"closed","users":100,"per_user":null,"think":null,"ramp":[
+                {"duration_s":10.0,"users":100},{"duration_s":30.0,"users":100},
+                {"duration_s":10.0,"users":0}]}"#
+            ),
+            "100 closed users in stages: 0 → 100 over 10 s, 100 for 30 s, 100 → 0 over 10 s, \
+             back to back"
+        );
+        assert_eq!(
+            w(r#"{"name":"sessions","users":8,"phases":[
+                {"duration_s":3.0,"from":1.0,"to":1.0,"arrival":"poisson","max_users":null}],
+                "sessions":["s"],"ramp":[{"duration_s":2.5,"users":8}]}"#),
+            "8 closed users ramped up over 2.5 s, beside Poisson arrivals, 1 users/s over 3 s, \
+             running session(s) s"
         );
         // A kind this headroom does not know: its fields, never braces.
         assert_eq!(

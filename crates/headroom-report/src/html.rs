@@ -37,9 +37,9 @@ footer{color:#777;font-size:0.85em;margin-top:3em}
 .verdict .answer{font-size:1.2em;font-weight:600;margin:0}
 .verdict .detail{margin:0.2em 0 0;color:#333}
 .tiles{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:0.6em;margin:0.6em 0}
-.tile{border:1px solid #ddd;border-radius:6px;padding:0.35em 0.8em}
+.tile{border:1px solid #ddd;border-radius:6px;padding:0.35em 0.8em;min-width:0;overflow-wrap:anywhere}
 .tile .v{font-size:1.5em;font-weight:600;font-variant-numeric:tabular-nums}
-.tile .u{font-size:0.6em;font-weight:400;color:#555;margin-left:0.25em;white-space:nowrap}
+.tile .u{font-size:0.6em;font-weight:400;color:#555;display:inline-block}
 .tile .k{color:#555;font-size:0.9em}
 .tile .d{color:#777;font-size:0.8em}
 .tile .v table{font-size:0.62em;margin:0.15em 0 0}
@@ -55,6 +55,7 @@ footer{color:#777;font-size:0.85em;margin-top:3em}
 @media (max-width:700px){body{margin:0.6em auto;padding:0 0.5em}.tile .v{font-size:1.25em}
 table{display:block;overflow-x:auto}th,td{padding:0.2em 0.5em}}
 @media print{body{max-width:none;margin:0;font-size:11pt}.key{grid-template-columns:1fr 1fr}
+th,td{padding:0.2em 0.4em}
 figure,table,.tile,.verdict{break-inside:avoid}h2,h3{break-after:avoid}
 .verdict,.tile{-webkit-print-color-adjust:exact;print-color-adjust:exact}footer{display:none}}
 ";
@@ -193,7 +194,9 @@ pub(crate) fn tiles(out: &mut String, tiles: &[Tile]) {
         let unit = if t.unit.is_empty() {
             String::new()
         } else {
-            format!("<span class=\"u\">{}</span>", escape(&t.unit))
+            // The space lets a long unit go under its figure in a narrow tile
+            // (`35,325 responses/s` at 1280 px) instead of out of the box.
+            format!(" <span class=\"u\">{}</span>", escape(&t.unit))
         };
         let _ = write!(
             out,

@@ -100,6 +100,8 @@ pub struct LabInterval {
     pub run: RunKey,
     pub probe: Option<u32>,
     pub t_s: f64,
+    /// The interval's length (`None` in a file of a lab before issue 27, without the column).
+    pub length_s: Option<f64>,
     pub responses: Option<f64>,
     pub latency_p99_us: Option<f64>,
     pub connections_open: Option<f64>,
@@ -120,6 +122,38 @@ pub struct LabSample {
 }
 
 /// Everything a lab report is made from.
+/// The run directories a lab reads at most for their loads: enough for any matrix the lab
+/// accepts, and a bound on what a report opens.
+const MAX_RUN_DIRS: usize = 4096;
+
+/// The distinct loads in words of the run directories under `runs` (each `summary.json`), in
+/// the order of the directories' names. A directory without a readable summary is skipped: the
+/// loads are context for the heading, the tables hold the figures.
+fn run_loads(runs: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(runs) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| Some(e.ok()?.path()))
+        .take(MAX_RUN_DIRS)
+        .collect();
+    dirs.sort();
+    let mut loads: Vec<String> = Vec::new();
+    for d in dirs {
+        let path = d.join("summary.json");
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
+        let load = crate::data::parse_summary(&text, &path)
+            .ok()
+            .and_then(|s| s.load_text);
+        if let Some(l) = load.filter(|l| !loads.contains(l)) {
+            loads.push(l);
+        }
+    }
+    loads
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LabData {
     pub dir: PathBuf,
@@ -134,6 +168,9 @@ pub struct LabData {
     pub samples: Option<Vec<LabSample>>,
     /// Missing files and other things the reader should know, shown at the top.
     pub notes: Vec<String>,
+    /// The runs' loads in words (`runs/*/summary.json`, see [`crate::data::load_words`]),
+    /// each once, in the order of the run directories' names; empty when the lab kept none.
+    pub loads: Vec<String>,
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, ReportError> {
@@ -200,6 +237,7 @@ pub fn load_lab(dir: &Path) -> Result<LabData, ReportError> {
             "intervals.csv is missing: no connection or latency curves over time.".to_string(),
         );
     }
+    data.loads = run_loads(&dir.join("runs"));
     let path = dir.join("samples.csv");
     if let Some(text) = read_optional(&path)? {
         data.samples = Some(parse_samples(&Csv::parse(&text, &path)?)?);
@@ -505,6 +543,7 @@ fn parse_intervals(c: &Csv) -> Result<Vec<LabInterval>, ReportError> {
             run: run_key(c, r)?,
             probe: probe_of(c, r)?,
             t_s,
+            length_s: c.num(r, c.col("length_s"))?,
             responses: c.num(r, c.col("responses"))?,
             latency_p99_us: c.num(r, c.col("latency_p99_us"))?,
             connections_open: c.num(r, c.col("connections_open"))?,
@@ -660,19 +699,6 @@ impl LabTable {
         out
     }
 
-    /// Cell (i, j) by its factors' levels, as the charts name configurations: "poller=epoll
-    /// workers=1 sndbuf=6m" ("all" without factors).
-    fn cell_name(&self, i: usize, j: usize) -> String {
-        let rows = self.row_factors.iter().zip(&self.rows[i]);
-        let cols = self.col_factors.iter().zip(&self.cols[j]);
-        let parts: Vec<String> = rows.chain(cols).map(|(f, l)| format!("{f}={l}")).collect();
-        if parts.is_empty() {
-            "all".to_string()
-        } else {
-            parts.join(" ")
-        }
-    }
-
     /// The cells with a value, as (row, column, mean).
     fn values(&self) -> Vec<(usize, usize, f64)> {
         let mut v = Vec::new();
@@ -686,9 +712,22 @@ impl LabTable {
         v
     }
 
-    /// The table in one line: its highest and lowest cell and how far apart they are, or why
-    /// there is nothing to compare. Neutral words: whether more is better depends on the metric.
+    /// The factors of cell (i, j), rows' then columns', as (factor, level).
+    fn cell_factors(&self, i: usize, j: usize) -> Vec<(&str, &str)> {
+        let rows = self.row_factors.iter().zip(&self.rows[i]);
+        let cols = self.col_factors.iter().zip(&self.cols[j]);
+        rows.chain(cols)
+            .map(|(f, l)| (f.as_str(), l.as_str()))
+            .collect()
+    }
+
+    /// The table in one sentence a person reads, with no column name: the best cell against the
+    /// worst ("4 handlers: 3.8 ms mean latency, 3.8× lower than 1 handler (14.5 ms)"), naming
+    /// only the factors in which the two differ; or why there is nothing to compare. A metric
+    /// where less is better (latency, errors) leads with its lowest cell, any other with its
+    /// highest.
     pub fn finding(&self) -> String {
+        let words = metric_words(&self.metric);
         let values = self.values();
         let failed: usize = self.failed.iter().flatten().sum();
         let failed_note = if failed > 0 {
@@ -697,44 +736,86 @@ impl LabTable {
             String::new()
         };
         let Some(hi) = values.iter().max_by(|a, b| a.2.total_cmp(&b.2)) else {
-            return format!("{}: no cell has a value{failed_note}", self.metric);
+            return format!("{}: no configuration has a value{failed_note}", self.title);
         };
         let lo = values
             .iter()
             .min_by(|a, b| a.2.total_cmp(&b.2))
             .expect("a value");
         if values.len() == 1 || hi.2 == lo.2 {
-            return format!(
-                "{}: {} in {}{failed_note}",
-                self.metric,
-                fmt_value(hi.2),
-                if values.len() == 1 {
-                    self.cell_name(hi.0, hi.1)
-                } else {
-                    format!("every configuration ({})", values.len())
-                }
-            );
+            let whom = if values.len() == 1 {
+                config_words(&self.cell_factors(hi.0, hi.1))
+            } else {
+                format!("every configuration ({})", values.len())
+            };
+            return format!("{whom}: {}{failed_note}", words.figure(hi.2));
         }
-        let mut apart = if lo.2 > 0.0 {
-            format!(", {}× apart", fmt_value(hi.2 / lo.2))
+        let (lead, other) = if words.lower_better == Some(true) {
+            (lo, hi)
         } else {
-            String::new()
+            (hi, lo)
+        };
+        // Name the factors that tell the two cells apart (all of them if none does).
+        let (a, b) = (
+            self.cell_factors(lead.0, lead.1),
+            self.cell_factors(other.0, other.1),
+        );
+        let differ = |x: &[(&str, &str)], y: &[(&str, &str)]| -> Vec<(String, String)> {
+            let d: Vec<(String, String)> = x
+                .iter()
+                .zip(y)
+                .filter(|(p, q)| p.1 != q.1)
+                .map(|(p, _)| (p.0.to_string(), p.1.to_string()))
+                .collect();
+            if d.is_empty() {
+                x.iter()
+                    .map(|(f, l)| (f.to_string(), l.to_string()))
+                    .collect()
+            } else {
+                d
+            }
+        };
+        let pairs = |v: &[(String, String)]| {
+            config_words(
+                &v.iter()
+                    .map(|(f, l)| (f.as_str(), l.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let (lead_name, other_name) = (pairs(&differ(&a, &b)), pairs(&differ(&b, &a)));
+        let mut text = if lo.2 > 0.0 {
+            let dir = if lead.2 > other.2 { "higher" } else { "lower" };
+            let r = hi.2 / lo.2;
+            // Close figures as a percentage: "3% higher", not "1.0× higher".
+            let by = if r < 1.095 {
+                let pct = ((lead.2 - other.2).abs() / other.2 * 100.0)
+                    .round()
+                    .max(1.0);
+                format!("{pct}% {dir}")
+            } else {
+                format!("{}× {dir}", ratio_words(r))
+            };
+            format!(
+                "{lead_name}: {}, {by} than {other_name} ({})",
+                words.figure(lead.2),
+                words.short(other.2)
+            )
+        } else {
+            format!(
+                "{lead_name}: {}, against {} with {other_name}",
+                words.figure(lead.2),
+                words.short(other.2)
+            )
         };
         // Whether the two differ beyond noise: their 95% confidence intervals overlap.
         let ci = |i: usize, j: usize| self.cells[i][j].and_then(|c| c.ci95);
         if let (Some(h), Some(l)) = (ci(hi.0, hi.1), ci(lo.0, lo.1)) {
             if hi.2 - h <= lo.2 + l {
-                apart.push_str(", within each other's 95% intervals");
+                text.push_str(", within each other's 95% intervals");
             }
         }
-        format!(
-            "{}: highest {} with {}, lowest {} with {}{apart}{failed_note}",
-            self.metric,
-            fmt_value(hi.2),
-            self.cell_name(hi.0, hi.1),
-            fmt_value(lo.2),
-            self.cell_name(lo.0, lo.1),
-        )
+        text.push_str(&failed_note);
+        text
     }
 
     /// The table as a grouped bar chart named `name`: a group per row, a bar per column.
@@ -774,6 +855,119 @@ impl LabTable {
             c.note = Some("no cell has a value".to_string());
         }
         c
+    }
+}
+
+/// How a lab metric reads in a sentence: the unit after its figure, what it measures, and
+/// whether less of it is better (`None`: neither, such as a count of requests).
+struct MetricWords {
+    /// Multiplies the value before it is shown (a fraction shown in percent).
+    scale: f64,
+    /// Right after the figure: `ms`, `responses/s`, `%`.
+    unit: String,
+    /// After the unit: `mean latency`.
+    noun: String,
+    lower_better: Option<bool>,
+}
+
+impl MetricWords {
+    /// The figure with its unit: "3.8 ms", "3,800 responses/s", "0.5%".
+    fn short(&self, v: f64) -> String {
+        let n = fmt_value(v * self.scale);
+        match self.unit.as_str() {
+            "" => n,
+            "%" => format!("{n}%"),
+            u => format!("{n} {u}"),
+        }
+    }
+
+    /// The figure, its unit and what it measures: "3.8 ms mean latency".
+    fn figure(&self, v: f64) -> String {
+        if self.noun.is_empty() {
+            self.short(v)
+        } else {
+            format!("{} {}", self.short(v), self.noun)
+        }
+    }
+}
+
+/// The words of a metric of the lab (docs/lab.md's list), and of an unknown one by its unit
+/// suffix (`_ms`, `_pct`, `_rps`, `_per_s`), its name in words otherwise.
+fn metric_words(metric: &str) -> MetricWords {
+    let w = |scale: f64, unit: &str, noun: &str, lower_better: Option<bool>| MetricWords {
+        scale,
+        unit: unit.to_string(),
+        noun: noun.to_string(),
+        lower_better,
+    };
+    let less = Some(true);
+    let more = Some(false);
+    match metric {
+        "throughput_rps" => return w(1.0, "responses/s", "", more),
+        "sessions_per_s" => return w(1.0, "sessions/s", "", more),
+        "tls_handshakes_per_s" => return w(1.0, "TLS handshakes/s", "", None),
+        "error_rate" => return w(100.0, "%", "errors", less),
+        "errors_total" => return w(1.0, "errors", "", less),
+        "capacity_connections" => return w(1.0, "connections", "at capacity", more),
+        "capacity_rate" => return w(1.0, "sessions/s", "sustained", more),
+        "connections_peak" => return w(1.0, "connections", "at peak", None),
+        "tcp_connected_peak" => return w(1.0, "TCP connections", "at peak", None),
+        "server_rss_max_mb" => return w(1.0, "MB", "server memory at most", less),
+        "server_fds_max" => return w(1.0, "descriptors", "in the server at most", None),
+        "server_threads_max" => return w(1.0, "threads", "in the server at most", None),
+        _ => {}
+    }
+    if let Some(rest) = metric.strip_suffix("_ms") {
+        // latency_mean_ms, connect_p99_ms, tls_p50_ms, of_p99_ms.
+        let (what, stat) = rest.rsplit_once('_').unwrap_or(("", rest));
+        let noun = match what {
+            "latency" => format!("{stat} latency"),
+            "connect" => format!("{stat} connect time"),
+            "tls" => format!("{stat} TLS handshake"),
+            "of" => format!("{stat} latency of the SLO's transaction"),
+            _ => rest.replace('_', " "),
+        };
+        return w(1.0, "ms", &noun, less);
+    }
+    for (suffix, unit) in [("_pct", "%"), ("_rps", "responses/s"), ("_per_s", "/s")] {
+        if let Some(rest) = metric.strip_suffix(suffix) {
+            return w(1.0, unit, &rest.replace('_', " "), None);
+        }
+    }
+    w(1.0, "", &metric.replace('_', " "), None)
+}
+
+/// A configuration in words: "4 handlers" (a number first, "1 handler" in the singular),
+/// "poller epoll" (a word after its factor), joined by ", "; "every run" without factors.
+fn config_words(factors: &[(&str, &str)]) -> String {
+    if factors.is_empty() {
+        return "every run".to_string();
+    }
+    factors
+        .iter()
+        .map(|(f, l)| {
+            let f = f.replace('_', " ");
+            if l.starts_with(|c: char| c.is_ascii_digit()) {
+                let f = match f.strip_suffix('s') {
+                    Some(one) if *l == "1" && !one.is_empty() => one.to_string(),
+                    _ => f,
+                };
+                format!("{l} {f}")
+            } else {
+                format!("{f} {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A ratio in two significant figures: "3.8", "1.1", "12", "1,500".
+fn ratio_words(r: f64) -> String {
+    if r < 10.0 {
+        let t = format!("{r:.1}");
+        t.strip_suffix(".0").map_or(t.clone(), str::to_string)
+    } else {
+        html::thousands(r.round() as u64)
     }
 }
 
@@ -878,19 +1072,34 @@ pub fn rate_charts(probes: &[LabProbe]) -> Vec<Chart> {
     ]
 }
 
+impl LabInterval {
+    /// The interval's end, where the charts put it (as the run page does); its start in a
+    /// file without `length_s`.
+    fn t_end(&self) -> f64 {
+        self.t_s + self.length_s.unwrap_or(0.0)
+    }
+}
+
 /// `capacity-connections` and `capacity-p99` over time from the intervals, one series per
-/// configuration (its first repetition).
+/// configuration (its first repetition). The x axis runs from 0 to the end of the charted
+/// runs' last interval, whatever a series holds.
 pub fn interval_charts(intervals: &[LabInterval]) -> Vec<Chart> {
     let runs = first_repetitions(intervals.iter().map(|i| &i.run));
+    let span = intervals
+        .iter()
+        .filter(|i| runs.contains(&i.run))
+        .map(LabInterval::t_end)
+        .reduce(f64::max);
     let make = |name: &str, title: &str, y_label: &str, f: &dyn Fn(&LabInterval) -> Option<f64>| {
         let mut c = Chart::new(name, title, "seconds since the load started", y_label);
         c.x_from_zero = true;
+        c.x_max = span;
         c.wide_legend = true;
         for run in &runs {
             let points = intervals
                 .iter()
                 .filter(|i| &i.run == run)
-                .filter_map(|i| Some((i.t_s, f(i)?)))
+                .filter_map(|i| Some((i.t_end(), f(i)?)))
                 .collect();
             c.series.push(Series::new(series_name(run), points));
         }
@@ -1096,26 +1305,34 @@ fn tiles(data: &LabData) -> Vec<Tile> {
         let values = t.values();
         let hi = values.iter().max_by(|a, b| a.2.total_cmp(&b.2));
         let lo = values.iter().min_by(|a, b| a.2.total_cmp(&b.2));
+        // In words, as the finding: "highest mean latency 14.5 ms", "1 handler, 10 c".
+        let words = metric_words(&t.metric);
+        let what = if words.noun.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", words.noun)
+        };
+        let name = |i: usize, j: usize| config_words(&t.cell_factors(i, j));
         let mut high = Tile::new(
             "highest",
-            &format!("highest {}", t.metric),
-            hi.map_or_else(missing, |h| fmt_value(h.2)),
-            "",
+            &format!("highest{what}"),
+            hi.map_or_else(missing, |h| fmt_value(h.2 * words.scale)),
+            &words.unit,
         );
-        high.detail = hi.map(|h| t.cell_name(h.0, h.1));
+        high.detail = hi.map(|h| name(h.0, h.1));
         let mut low = Tile::new(
             "lowest",
-            &format!("lowest {}", t.metric),
-            lo.map_or_else(missing, |l| fmt_value(l.2)),
-            "",
+            &format!("lowest{what}"),
+            lo.map_or_else(missing, |l| fmt_value(l.2 * words.scale)),
+            &words.unit,
         );
-        low.detail = lo.map(|l| t.cell_name(l.0, l.1));
+        low.detail = lo.map(|l| name(l.0, l.1));
         let spread = match (hi, lo) {
             (Some(h), Some(l)) if l.2 > 0.0 => format!("{}×", fmt_value(h.2 / l.2)),
             _ => missing(),
         };
         let mut apart = Tile::new("spread", "highest / lowest", spread, "");
-        apart.detail = Some(t.metric.clone());
+        apart.detail = Some(t.title.clone());
         tiles.extend([high, low, apart]);
     }
     tiles
@@ -1216,6 +1433,21 @@ pub fn page(data: &LabData) -> String {
     }
     if data.probes.is_some() {
         sub.push_str(" &middot; max-rate search");
+    }
+    // The load in words: one shared by every run, or how many differ (a factor of the load).
+    match data.loads.as_slice() {
+        [] => {}
+        [one] => {
+            let _ = write!(sub, " &middot; {}", escape(one));
+        }
+        many => {
+            let _ = write!(
+                sub,
+                " &middot; {} loads: {}",
+                many.len(),
+                escape(&many.join("; "))
+            );
+        }
     }
     let title = if data.name.is_empty() {
         "headroom lab report".to_string()
@@ -1331,6 +1563,69 @@ poll,8k,1,,1.0,0,0,0,200,200,0,0
 epoll,8k,1,,0.0,100,0,500,100,100,0,0
 ";
 
+    #[test]
+    fn interval_charts_span_the_load_at_each_intervals_end() {
+        // Issue 27: every connection open in the first second of a 5 s load.
+        let mut csv = String::from("poller,repetition,probe,t_s,length_s,connections_open\n");
+        for t in 0..5 {
+            csv.push_str(&format!(
+                "epoll,1,,{t}.0,1.0,{}\n",
+                if t == 0 { "10" } else { "" }
+            ));
+        }
+        let c = Csv::parse(&csv, Path::new("intervals.csv")).unwrap();
+        let charts = interval_charts(&parse_intervals(&c).unwrap());
+        let conns = &charts[0];
+        assert_eq!(conns.name, "capacity-connections");
+        assert_eq!(
+            conns.series[0].points,
+            [(1.0, 10.0)],
+            "at the interval's end"
+        );
+        assert_eq!(
+            conns.x_max,
+            Some(5.0),
+            "the axis runs to the last interval's end"
+        );
+        assert!(conns.render().contains("data-instant=\"poller=epoll\""));
+        // A file without length_s (an older lab): intervals at their start.
+        let c = Csv::parse(INTERVALS, Path::new("intervals.csv")).unwrap();
+        let charts = interval_charts(&parse_intervals(&c).unwrap());
+        assert_eq!(charts[0].series[0].points, [(0.0, 100.0), (1.0, 200.0)]);
+        assert_eq!(charts[0].x_max, Some(1.0));
+    }
+
+    #[test]
+    fn the_heading_names_the_runs_load_in_words() {
+        let dir = fixture(&[("tables.json", TABLES_JSON)]);
+        let summary = |users: u32| {
+            format!(
+                "{{\"load\":{{\"name\":\"closed\",\"users\":{users},\"per_user\":null,\
+                 \"think\":null,\"ramp\":[{{\"duration_s\":2.0,\"users\":{users}}}]}}}}"
+            )
+        };
+        for (run, users) in [("a_rep1", 8), ("a_rep2", 8), ("b_rep1", 8)] {
+            let d = dir.path().join("runs").join(run);
+            fs::create_dir_all(&d).unwrap();
+            fs::write(d.join("summary.json"), summary(users)).unwrap();
+        }
+        // A run directory without a summary (a killed run) is skipped.
+        fs::create_dir_all(dir.path().join("runs/c_rep1")).unwrap();
+        let html = render_lab(dir.path()).unwrap();
+        assert!(
+            html.contains(" &middot; 8 closed users ramped up over 2 s, back to back</p>"),
+            "{html}"
+        );
+        let d = dir.path().join("runs/d_rep1");
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("summary.json"), summary(16)).unwrap();
+        let html = render_lab(dir.path()).unwrap();
+        assert!(html.contains(
+            " &middot; 2 loads: 8 closed users ramped up over 2 s, back to back; 16 closed users \
+             ramped up over 2 s, back to back</p>"
+        ));
+    }
+
     fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
@@ -1392,8 +1687,8 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
         // The answer first: the verdict (some runs failed), the tiles, the table's finding
         // above its bar chart, the capacity charts beside it; the pivot tables after.
         let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
-        let finding = "throughput_rps: highest 2,000 with poller=epoll sndbuf=6m, lowest 1,000 \
-                       with poller=poll sndbuf=6m, 2.00× apart (3 run(s) failed)";
+        let finding = "poller epoll: 2,000 responses/s, 2× higher than poller poll \
+                       (1,000 responses/s) (3 run(s) failed)";
         assert!(html.contains(&format!(
             "<section class=\"verdict warn\" data-verdict=\"warn\">\n<p class=\"answer\">⚠ \
              {finding}</p>\n<p class=\"detail\">8 run(s) of 2 configuration(s), 3 failed"
@@ -1441,30 +1736,107 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
         };
         assert_eq!(
             t.finding(),
-            "capacity_connections: highest 9,000 with poller=epoll, lowest 3,000 with \
-             poller=poll, 3.00× apart"
+            "poller epoll: 9,000 connections at capacity, 3× higher than poller poll \
+             (3,000 connections)"
         );
         // Intervals that overlap: said, since the difference may be noise.
         t.cells[0][0] = cell(8100.0, Some(800.0));
-        assert!(t
-            .finding()
-            .ends_with("1.11× apart, within each other's 95% intervals"));
+        assert!(t.finding().ends_with(
+            "1.1× higher than poller poll (8,100 connections), within each other's 95% intervals"
+        ));
+        // Close figures: a percentage.
+        t.cells[0][0] = cell(8700.0, None);
+        assert!(
+            t.finding()
+                .starts_with("poller epoll: 9,000 connections at capacity, 3% higher than"),
+            "{}",
+            t.finding()
+        );
+        t.metric = "latency_p99_ms".into();
+        assert!(
+            t.finding()
+                .starts_with("poller poll: 8,700 ms p99 latency, 3% lower than"),
+            "{}",
+            t.finding()
+        );
+        t.metric = "capacity_connections".into();
         // Equal values, one value, none.
         t.cells[0][0] = cell(9000.0, None);
         assert_eq!(
             t.finding(),
-            "capacity_connections: 9,000 in every configuration (2)"
+            "every configuration (2): 9,000 connections at capacity"
         );
         t.cells[0][0] = None;
         t.failed[0][0] = 2;
         assert_eq!(
             t.finding(),
-            "capacity_connections: 9,000 in poller=epoll (2 run(s) failed)"
+            "poller epoll: 9,000 connections at capacity (2 run(s) failed)"
         );
         t.cells[1][0] = None;
         assert_eq!(
             t.finding(),
-            "capacity_connections: no cell has a value (2 run(s) failed)"
+            "t: no configuration has a value (2 run(s) failed)"
+        );
+    }
+
+    /// Issue 27: the verdict read `latency_mean_ms: highest 14.5 with handlers=1 c=10 n=10 ...
+    /// 3.84× apart`. In words: the better cell first, only the factor that differs.
+    #[test]
+    fn findings_are_sentences_without_column_names() {
+        let cell = |mean: f64| {
+            Some(LabCell {
+                mean,
+                ci95: None,
+                n: 1,
+            })
+        };
+        let mut t = LabTable {
+            title: "mean latency (ms)".into(),
+            metric: "latency_mean_ms".into(),
+            row_factors: vec!["handlers".into()],
+            col_factors: vec!["c".into(), "n".into()],
+            rows: vec![vec!["1".into()], vec!["4".into()]],
+            cols: vec![vec!["10".into(), "10".into()]],
+            cells: vec![vec![cell(14.5)], vec![cell(3.78)]],
+            failed: vec![vec![0], vec![0]],
+            runs: None,
+        };
+        let f = t.finding();
+        assert_eq!(
+            f,
+            "4 handlers: 3.78 ms mean latency, 3.8× lower than 1 handler (14.5 ms)"
+        );
+        assert!(!f.contains('_') && !f.contains('='), "{f}");
+        // More is better: the highest first.
+        t.metric = "throughput_rps".into();
+        assert_eq!(
+            t.finding(),
+            "1 handler: 14.5 responses/s, 3.8× higher than 4 handlers (3.78 responses/s)"
+        );
+        // A fraction in percent; a zero cannot be a ratio.
+        t.metric = "error_rate".into();
+        t.cells = vec![vec![cell(0.02)], vec![cell(0.0)]];
+        assert_eq!(
+            t.finding(),
+            "4 handlers: 0% errors, against 2.00% with 1 handler"
+        );
+        // An unknown metric: its name in words, its unit from the suffix, the highest first.
+        t.metric = "queue_depth_p99_ms".into();
+        t.cells = vec![vec![cell(2.0)], vec![cell(30.0)]];
+        assert_eq!(
+            t.finding(),
+            "1 handler: 2.00 ms queue depth p99, 15× lower than 4 handlers (30.0 ms)",
+            "a time in ms: less is better"
+        );
+        t.metric = "widgets".into();
+        assert_eq!(
+            t.finding(),
+            "4 handlers: 30.0 widgets, 15× higher than 1 handler (2.00)"
+        );
+        // Word levels follow their factor; several differing factors are all named.
+        assert_eq!(
+            config_words(&[("poller", "epoll"), ("sndbuf", "6m"), ("workers", "1")]),
+            "poller epoll, 6m sndbuf, 1 worker"
         );
     }
 

@@ -13,7 +13,9 @@
 //!
 //! Every chart is `<svg class="chart" data-chart="NAME">` and every drawn series a
 //! `<polyline data-series="NAME" data-points="N">`, where N is the number of points drawn, so
-//! tests (and browser tests) can check that each chart is there and not empty.
+//! tests (and browser tests) can check that each chart is there and not empty. A series of one
+//! point (one instant) draws no line: it gets `<g data-instant="NAME">`, a large dot with a
+//! stem down to the x axis, so it is seen at any width.
 //!
 //! Size bound: a series with more than [`MAX_POINTS`] points is downsampled by cutting it into
 //! `MAX_POINTS / 2` runs of consecutive points and keeping the lowest and the highest point of
@@ -34,6 +36,10 @@ pub(crate) const BOTTOM: f64 = 256.0;
 pub const MAX_POINTS: usize = 2000;
 /// Series with at most this many points also get a dot per point: a single point draws no line.
 const MARKER_LIMIT: usize = 30;
+
+/// The radius of the dot of a series of one point (one instant), in viewBox units: at 400 px
+/// wide (a chart scaled to about half) still a dot of 6 px.
+const INSTANT_R: f64 = 6.0;
 
 /// The colour of [`Chart::dots`] series.
 const DOT_COLOUR: &str = "#333";
@@ -73,6 +79,10 @@ pub struct Chart {
     pub log_x: bool,
     /// Start the x axis at 0 whatever the data (time since the run start).
     pub x_from_zero: bool,
+    /// Run the x axis at least to this value whatever the data: a time chart spans its whole
+    /// run (the run's duration), so a series whose events all fell in the first second reads
+    /// as one early instant of a 5 s run, not as a dot on a 0–1 s axis.
+    pub x_max: Option<f64>,
     /// Labelled x ticks replacing the automatic ones: (x, label).
     pub x_ticks: Vec<(f64, String)>,
     /// A line of text in the plot area ("no errors").
@@ -121,6 +131,9 @@ impl Chart {
         for (x, _) in &self.x_ticks {
             x_lo = x_lo.min(*x);
             x_hi = x_hi.max(*x);
+        }
+        if let Some(m) = self.x_max.filter(|m| m.is_finite()) {
+            x_hi = x_hi.max(m);
         }
         let x_axis = if self.log_x {
             Axis::log(x_lo, x_hi)
@@ -223,7 +236,19 @@ impl Chart {
                     let _ = write!(out, "{},{}", fmt2(px(*x)), fmt2(py(*y)));
                 }
                 out.push_str("\"/>\n");
-                if pts.len() <= MARKER_LIMIT {
+                if pts.len() == 1 {
+                    // One instant (every connection opened in the first interval): a dot alone
+                    // is lost on a long axis, so a stem down to the axis and a larger dot.
+                    let (x, y) = (fmt2(px(pts[0].0)), fmt2(py(pts[0].1)));
+                    let _ = writeln!(
+                        out,
+                        "<g data-instant=\"{name}\" stroke=\"{colour}\" fill=\"{colour}\">\
+                         <line x1=\"{x}\" y1=\"{y}\" x2=\"{x}\" y2=\"{BOTTOM}\" \
+                         stroke-width=\"2\" stroke-dasharray=\"3 2\"/>\
+                         <circle cx=\"{x}\" cy=\"{y}\" r=\"{INSTANT_R}\" stroke=\"#fff\" \
+                         stroke-width=\"1.5\"/></g>"
+                    );
+                } else if pts.len() <= MARKER_LIMIT {
                     let _ = write!(out, "<g fill=\"{colour}\">");
                     for (x, y) in pts {
                         let _ = write!(
@@ -695,7 +720,46 @@ mod tests {
         c.series.push(Series::new("x", vec![(1.0, 3.0)]));
         let svg = c.render();
         assert!(svg.contains("data-points=\"1\""));
-        assert!(svg.contains("<circle"));
+        assert!(svg.contains("<g data-instant=\"x\""), "{svg}");
+        assert!(svg.contains(&format!("r=\"{INSTANT_R}\"")), "a large dot");
+        // Two points are a line with small dots, not instants.
+        c.series[0].points.push((2.0, 4.0));
+        assert!(!c.render().contains("data-instant"));
+    }
+
+    /// The x of the last vertical grid line's label: the axis's end.
+    fn last_x_tick(svg: &str) -> String {
+        let labels: Vec<&str> = svg
+            .lines()
+            .filter(|l| {
+                l.contains("text-anchor=\"middle\">")
+                    && l.contains(&format!("y=\"{}\"", BOTTOM + 14.0))
+            })
+            .collect();
+        let l = labels.last().unwrap();
+        l[l.find('>').unwrap() + 1..l.find("</").unwrap()].to_string()
+    }
+
+    #[test]
+    fn x_max_stretches_the_axis_to_the_run() {
+        // Every event in the first second of a 5 s run: the axis still runs 0 to 5.
+        let mut c = Chart::new("connect", "Connect", "seconds since start", "ms");
+        c.x_from_zero = true;
+        c.series.push(Series::new("p99", vec![(1.0, 0.4)]));
+        assert_eq!(
+            last_x_tick(&c.render()),
+            "1",
+            "without x_max: the data's span"
+        );
+        c.x_max = Some(5.0);
+        let svg = c.render();
+        assert_eq!(last_x_tick(&svg), "5", "{svg}");
+        // The point sits a fifth of the way along the plot.
+        let x = LEFT + (RIGHT - LEFT) / 5.0;
+        assert!(svg.contains(&format!("cx=\"{}\"", fmt2(x))), "{svg}");
+        // Data past x_max is not cut off.
+        c.x_max = Some(0.5);
+        assert_eq!(last_x_tick(&c.render()), "1");
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use headroom_core::session::ArrivalPhase;
 use headroom_core::session::{LinkSpec, NameKind, Workload};
-use headroom_core::{ErrorKind, LoadModel, Plan, ProtoCounter};
+use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan, ProtoCounter, RampStage};
 use headroom_engine::{Interval, RunOutcome};
 use headroom_metrics::{Counters, LatencyStats, Recorder};
 
@@ -120,18 +121,74 @@ fn lat_line(s: &LatencyStats) -> String {
     )
 }
 
-/// The human summary, like wrk's.
-pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String {
-    let t = &out.total;
-    let c = &t.counters;
-    let secs = out.elapsed.as_secs_f64().max(1e-9);
-    let model = match &plan.model {
+/// A length as the flags write it: `10s`, `1.5s`, `250ms`.
+fn dur(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", (s * 100.0).round() / 100.0)
+    }
+}
+
+/// How a closed population came and went, to follow `N users`: `ramped up over 10s` (one
+/// stage, `--ramp-up`), or every stage (`--stage`, `load.stages`): `in stages: 0 → 100 over
+/// 10s, 100 for 30s, 100 → 0 over 10s`. `None` without a ramp (every user at once).
+pub fn ramp_words(stages: &[RampStage]) -> Option<String> {
+    match stages {
+        [] => None,
+        [one] => Some(format!("ramped up over {}", dur(one.duration))),
+        _ => {
+            let mut from = 0;
+            let steps: Vec<String> = stages
+                .iter()
+                .map(|s| {
+                    let t = if s.users == from {
+                        format!("{} for {}", s.users, dur(s.duration))
+                    } else {
+                        format!("{from} → {} over {}", s.users, dur(s.duration))
+                    };
+                    from = s.users;
+                    t
+                })
+                .collect();
+            Some(format!("in stages: {}", steps.join(", ")))
+        }
+    }
+}
+
+/// An arrival phase in words: `Poisson arrivals 20 → 60 users/s over 3s`, `evenly spaced
+/// arrivals 10 users/s over 5s (at most 40 users)`.
+pub fn phase_words(p: &ArrivalPhase) -> String {
+    let process = match p.process {
+        ArrivalProcess::Poisson => "Poisson arrivals",
+        ArrivalProcess::Constant => "evenly spaced arrivals",
+    };
+    let rate = if p.from == p.to {
+        format!("{}", p.from)
+    } else {
+        format!("{} → {}", p.from, p.to)
+    };
+    let mut t = format!("{process} {rate} users/s over {}", dur(p.duration));
+    if let Some(m) = p.max_users {
+        t.push_str(&format!(" (at most {m} users)"));
+    }
+    t
+}
+
+/// The load in the summary's first line: the model, its users or rate, and how they came (a
+/// ramp's stages, a scenario's arrival phases).
+pub fn model_words(model: &LoadModel, ramp: &[RampStage]) -> String {
+    let ramp = ramp_words(ramp)
+        .map(|r| format!(" {r}"))
+        .unwrap_or_default();
+    match model {
         LoadModel::Closed {
             users,
             per_user: Some(n),
             ..
-        } => format!("closed model, {users} users x {n} requests"),
-        LoadModel::Closed { users, .. } => format!("closed model, {users} users"),
+        } => format!("closed model, {users} users x {n} requests{ramp}"),
+        LoadModel::Closed { users, .. } => format!("closed model, {users} users{ramp}"),
         LoadModel::Rate { connections, rate } => {
             format!("constant rate {rate} req/s over {connections} connections")
         }
@@ -144,16 +201,30 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
             format!("open model, {rate} users/s ({process:?}), {per_user} requests each")
         }
         LoadModel::Sessions { users, phases } => {
-            let mut parts = Vec::new();
-            if *users > 0 {
-                parts.push(format!("{users} closed users"));
+            let closed = (*users > 0).then(|| format!("{users} closed users{ramp}"));
+            let phases = (!phases.is_empty()).then(|| {
+                phases
+                    .iter()
+                    .map(phase_words)
+                    .collect::<Vec<_>>()
+                    .join(", then ")
+            });
+            match (closed, phases) {
+                (Some(c), Some(p)) => format!("sessions, {c}, beside {p}"),
+                (Some(c), None) => format!("sessions, {c}"),
+                (None, Some(p)) => format!("sessions, {p}"),
+                (None, None) => "sessions, no users".to_string(),
             }
-            if !phases.is_empty() {
-                parts.push(format!("{} arrival phase(s)", phases.len()));
-            }
-            format!("sessions, {}", parts.join(" + "))
         }
-    };
+    }
+}
+
+/// The human summary, like wrk's.
+pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String {
+    let t = &out.total;
+    let c = &t.counters;
+    let secs = out.elapsed.as_secs_f64().max(1e-9);
+    let model = model_words(&plan.model, &plan.ramp);
     let model = match plan.http2 {
         Some(h) => format!(
             "{}, {model} x {} stream(s)",
@@ -483,6 +554,94 @@ pub fn scenario_human(plan: &Plan, total: &Recorder, checked: &[Checked]) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stage(secs: u64, users: u32) -> RampStage {
+        RampStage {
+            duration: Duration::from_secs(secs),
+            users,
+        }
+    }
+
+    #[test]
+    fn a_ramp_reads_in_the_header() {
+        let closed = LoadModel::Closed {
+            users: 500,
+            per_user: None,
+            think: None,
+        };
+        assert_eq!(model_words(&closed, &[]), "closed model, 500 users");
+        // Issue 27: `-c 500 --ramp-up 10s` printed `closed model, 500 users`.
+        assert_eq!(
+            model_words(&closed, &[stage(10, 500)]),
+            "closed model, 500 users ramped up over 10s"
+        );
+        let peak = LoadModel::Closed {
+            users: 100,
+            per_user: None,
+            think: None,
+        };
+        assert_eq!(
+            model_words(&peak, &[stage(10, 100), stage(30, 100), stage(10, 0)]),
+            "closed model, 100 users in stages: 0 → 100 over 10s, 100 for 30s, 100 → 0 over 10s"
+        );
+        let each = LoadModel::Closed {
+            users: 20,
+            per_user: Some(5),
+            think: None,
+        };
+        assert_eq!(
+            model_words(&each, &[stage(2, 20)]),
+            "closed model, 20 users x 5 requests ramped up over 2s"
+        );
+        assert_eq!(
+            ramp_words(&[RampStage {
+                duration: Duration::from_millis(1500),
+                users: 3
+            }])
+            .unwrap(),
+            "ramped up over 1.5s"
+        );
+    }
+
+    #[test]
+    fn phases_and_rates_read_in_the_header() {
+        let phase = |from: f64, to: f64, process, max_users| ArrivalPhase {
+            duration: Duration::from_secs(3),
+            from,
+            to,
+            process,
+            max_users,
+        };
+        let sessions = LoadModel::Sessions {
+            users: 0,
+            phases: vec![
+                phase(20.0, 60.0, ArrivalProcess::Poisson, None),
+                phase(60.0, 60.0, ArrivalProcess::Constant, Some(40)),
+            ],
+        };
+        assert_eq!(
+            model_words(&sessions, &[]),
+            "sessions, Poisson arrivals 20 → 60 users/s over 3s, then evenly spaced arrivals \
+             60 users/s over 3s (at most 40 users)"
+        );
+        let both = LoadModel::Sessions {
+            users: 8,
+            phases: vec![phase(2.5, 2.5, ArrivalProcess::Poisson, None)],
+        };
+        assert_eq!(
+            model_words(&both, &[stage(5, 8)]),
+            "sessions, 8 closed users ramped up over 5s, beside Poisson arrivals 2.5 users/s \
+             over 3s"
+        );
+        let rate = LoadModel::Rate {
+            connections: 10,
+            rate: 1000.0,
+        };
+        assert_eq!(
+            model_words(&rate, &[]),
+            "constant rate 1000 req/s over 10 connections"
+        );
+    }
 
     #[test]
     fn formatting() {

@@ -182,6 +182,10 @@ pub enum Load {
         per_user: Option<u64>,
         /// The think-time distribution (Rust debug form); `null` for none.
         think: Option<String>,
+        /// How the users came and went (`--ramp-up`, `--stage`); absent when they all started
+        /// at once and stayed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ramp: Vec<Stage>,
     },
     /// A constant request rate over a fixed set of connections.
     Rate { connections: u32, rate: f64 },
@@ -200,7 +204,20 @@ pub enum Load {
         phases: Vec<Phase>,
         /// The scenario's session names.
         sessions: Option<Vec<String>>,
+        /// How the closed users came and went (`load.stages`, `--ramp-up`, `--stage`); absent
+        /// when they all started at once and stayed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ramp: Vec<Stage>,
     },
+}
+
+/// One stage of a closed population's ramp: the users alive move linearly from the previous
+/// stage's number (0 before the first) to `users` over `duration_s`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    pub duration_s: f64,
+    pub users: u32,
 }
 
 /// One arrival phase of a scenario.
@@ -582,6 +599,15 @@ fn process_name(p: ArrivalProcess) -> String {
 impl Load {
     pub fn of(plan: &Plan) -> Load {
         let think = |t: &Option<headroom_core::Distribution>| t.map(|d| format!("{d:?}"));
+        let ramp = || {
+            plan.ramp
+                .iter()
+                .map(|s| Stage {
+                    duration_s: s.duration.as_secs_f64(),
+                    users: s.users,
+                })
+                .collect()
+        };
         match &plan.model {
             LoadModel::Closed {
                 users,
@@ -591,6 +617,7 @@ impl Load {
                 users: *users,
                 per_user: *per_user,
                 think: think(t),
+                ramp: ramp(),
             },
             LoadModel::Rate { connections, rate } => Load::Rate {
                 connections: *connections,
@@ -625,6 +652,7 @@ impl Load {
                     .workload
                     .as_ref()
                     .map(|w| w.sessions.iter().map(|s| s.name.clone()).collect()),
+                ramp: ramp(),
             },
         }
     }

@@ -437,7 +437,10 @@ pub fn explain(e: &Error, o: &TlsOptions) -> String {
     let why = words(e, whose);
     match kind {
         ErrorKind::TlsUntrusted => {
-            format!("{why}; give its CA with --cacert FILE, or -k/--insecure to skip verification")
+            format!(
+                "{why}; give its CA (or a self-signed certificate itself) with --cacert FILE, or \
+                 -k/--insecure to skip verification"
+            )
         }
         ErrorKind::TlsExpired => format!("{why}; renew it, or -k/--insecure to load it anyway"),
         ErrorKind::TlsWrongName => format!(
@@ -536,8 +539,8 @@ fn certificate_words(c: &CertificateError, whose: &str) -> String {
             } else if name.contains("UnsupportedCertVersion") {
                 format!(
                     "{whose} is an X.509 version 1 certificate (made without extensions); only \
-                     version 3 is accepted: make it again with a subjectAltName extension \
-                     (openssl x509 -req ... -extfile)"
+                     version 3 is accepted: make it again with an extension (openssl x509 -req \
+                     ... -extfile FILE, FILE holding e.g. basicConstraints=CA:FALSE)"
                 )
             } else if name.contains("EndEntityUsedAsCa") {
                 format!("{whose} is issued by a certificate that is not a CA")

@@ -160,6 +160,15 @@ fn a_distributed_run_carries_what_was_negotiated() {
     assert_eq!(num(&n[0], &["handshakes"]), 4, "{:#}", v["tls"]);
 }
 
+/// Run a shell command (openssl) that must succeed.
+fn sh(script: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{script}: {out:?}");
+}
+
 /// No Rust enum name in a line a person reads: no `Other(`, no CamelCase word.
 fn assert_words(line: &str) {
     assert!(
@@ -201,6 +210,32 @@ fn tls_failures_are_sentences_with_dates() {
     assert!(line.contains("--cacert"), "{line}");
     assert_words(&line);
 
+    // One made as `openssl req -x509` makes it (CA:TRUE), with another CA trusted: webpki
+    // refuses a CA certificate as the server's own before it looks for an issuer (rustls'
+    // `Other(OtherError(CaUsedAsEndEntity))`).
+    let dir = tempfile::tempdir().unwrap();
+    let x509 = common::pki::CertFiles {
+        cert: dir.path().join("x509.pem"),
+        key: dir.path().join("x509.key"),
+    };
+    sh(&format!(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+         -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -days 30 \
+         -keyout {} -out {}",
+        x509.key.display(),
+        x509.cert.display()
+    ));
+    let made_as_ca = Nginx::builder().tls(&x509).start();
+    let out = run_plain(
+        &made_as_ca.url("/"),
+        &[&["--cacert", ca][..], &args].concat(),
+    );
+    let line = one_line(&out);
+    eprintln!("openssl req -x509, another CA trusted: {line}");
+    assert!(line.contains("itself a CA certificate"), "{line}");
+    assert!(line.contains("--cacert"), "{line}");
+    assert_words(&line);
+
     let wrong = Nginx::builder().tls(&pki.wrong_name).start();
     let out = run_plain(
         &wrong.url_localhost("/"),
@@ -215,7 +250,7 @@ fn tls_failures_are_sentences_with_dates() {
     let dir = tempfile::tempdir().unwrap();
     let (key, cert) = (dir.path().join("v1.key"), dir.path().join("v1.pem"));
     let csr = dir.path().join("v1.csr");
-    let sh = format!(
+    let script = format!(
         "openssl ecparam -name prime256v1 -genkey -noout -out {k} && \
          openssl req -new -key {k} -subj /CN=client -out {c} && \
          openssl x509 -req -in {c} -signkey {k} -days 30 -out {p}",
@@ -223,11 +258,7 @@ fn tls_failures_are_sentences_with_dates() {
         c = csr.display(),
         p = cert.display()
     );
-    let made = std::process::Command::new("sh")
-        .args(["-c", &sh])
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
+    sh(&script);
     let ng = Nginx::builder().tls(&pki.localhost).start();
     let out = headroom()
         .args(["run", &ng.url("/"), "--cacert", ca, "--cert"])

@@ -2,7 +2,8 @@
 //! exchange group, ALPN protocol and HTTP version, checked against nginx's own log of each
 //! request's `$ssl_protocol $ssl_cipher $ssl_curve $server_protocol` (OpenSSL's names, turned
 //! into the IANA ones headroom prints), in the human summary, summary.json, the report, and a
-//! distributed run's summary. And TLS failures in words: no Rust enum names, dates as dates.
+//! distributed run's summary, resumed handshakes included. And TLS failures in words: no Rust
+//! enum names, dates as dates.
 
 mod common;
 
@@ -274,4 +275,50 @@ fn tls_failures_are_sentences_with_dates() {
     assert!(line.contains("version 1"), "{line}");
     assert_words(&line);
     assert_eq!(ng.log_lines().len(), 0);
+}
+
+#[test]
+fn resumed_handshakes_are_counted_with_what_they_negotiated() {
+    let pki = Pki::new();
+    let ca = pki.ca.to_str().unwrap();
+    let ng = Nginx::builder().tls(&pki.localhost).start();
+    for max in ["1.2", "1.3"] {
+        let (v, out) = common::run_json(
+            &ng.url("/"),
+            &[
+                "--cacert",
+                ca,
+                "--tls-max",
+                max,
+                "--no-keepalive",
+                "-c",
+                "4",
+                "--per-user",
+                "10",
+                "-d",
+                BOUND,
+            ],
+        );
+        assert!(out.status.success(), "{v:#}");
+        let t = &v["tls"];
+        eprintln!("--tls-max {max}: {:#}", t["negotiated"]);
+        assert_eq!(num(&v, &["tls", "handshakes"]), 40, "{t:#}");
+        assert_eq!(num(&v, &["tls", "resumed"]), 36, "{t:#}");
+        let n = t["negotiated"].as_array().unwrap();
+        let sum: u64 = n.iter().map(|e| num(e, &["handshakes"])).sum();
+        assert_eq!(sum, 40, "{t:#}");
+        assert!(
+            n.iter()
+                .all(|e| e["protocol"] == format!("TLSv{max}").as_str()),
+            "{t:#}"
+        );
+        // A resumed TLS 1.2 session makes no key exchange of its own (its 4 users' first
+        // handshakes do); TLS 1.3 resumes with a fresh (EC)DHE exchange (psk_dhe_ke).
+        let no_kx: u64 = n
+            .iter()
+            .filter(|e| e.get("key_exchange").is_none())
+            .map(|e| num(e, &["handshakes"]))
+            .sum();
+        assert_eq!(no_kx, if max == "1.2" { 36 } else { 0 }, "{t:#}");
+    }
 }

@@ -33,6 +33,12 @@
 //!   bytes latency = 1; bytes latency_uncorrected = 2; bytes connect = 3; bytes sessions = 4;
 //!   CountersMsg counters = 5; repeated NameStatsMsg names = 6; repeated uint64 matches = 7;
 //!   bytes tls = 8; bytes served = 9;
+//!   repeated NegotiatedMsg negotiated = 10; uint64 negotiated_other = 11;
+//! }
+//! // What TLS handshakes agreed on (headroom_metrics::Negotiated) and how many did.
+//! message NegotiatedMsg {
+//!   uint32 version = 1; uint32 suite = 2; uint32 group = 3; bytes alpn = 4; uint32 http = 5;
+//!   uint64 count = 6;
 //! }
 //! message CountersMsg {
 //!   uint64 requests = 1; uint64 responses = 2; repeated uint64 errors = 3; repeated uint64 status = 4;
@@ -180,6 +186,29 @@ pub struct RecorderMsg {
     pub tls: Vec<u8>,
     #[prost(bytes = "vec", tag = "9")]
     pub served: Vec<u8>,
+    /// At most `headroom_metrics::NEGOTIATED_MAX` entries.
+    #[prost(message, repeated, tag = "10")]
+    pub negotiated: Vec<NegotiatedMsg>,
+    #[prost(uint64, tag = "11")]
+    pub negotiated_other: u64,
+}
+
+/// [`headroom_metrics::Negotiated`] and its count; the codes are 16-bit values on the wire's
+/// 32-bit integers.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NegotiatedMsg {
+    #[prost(uint32, tag = "1")]
+    pub version: u32,
+    #[prost(uint32, tag = "2")]
+    pub suite: u32,
+    #[prost(uint32, tag = "3")]
+    pub group: u32,
+    #[prost(bytes = "vec", tag = "4")]
+    pub alpn: Vec<u8>,
+    #[prost(uint32, tag = "5")]
+    pub http: u32,
+    #[prost(uint64, tag = "6")]
+    pub count: u64,
 }
 
 /// [`headroom_metrics::Counters`], field for field.

@@ -18,9 +18,12 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use headroom_core::{ErrorKind, ProtoCounter, STATUS_CODES};
 use headroom_engine::Interval;
-use headroom_metrics::{micros, Counters, NameStats, Recorder, MAX_LATENCY_US, SIGFIG};
+use headroom_metrics::{
+    micros, Counters, NameStats, Negotiated, NegotiatedSet, Recorder, ALPN_MAX, MAX_LATENCY_US,
+    NEGOTIATED_MAX, SIGFIG,
+};
 
-use crate::proto::{CountersMsg, IntervalMsg, NameStatsMsg, RecorderMsg};
+use crate::proto::{CountersMsg, IntervalMsg, NameStatsMsg, NegotiatedMsg, RecorderMsg};
 
 /// A message that does not decode to a [`Recorder`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -37,6 +40,8 @@ pub enum WireError {
     Histogram { which: String, why: String },
     #[error("interval without a recorder")]
     MissingRecorder,
+    #[error("negotiated TLS: {0}")]
+    Negotiated(String),
 }
 
 /// V2 header: cookie, payload length, normalizing offset, significant digits, lowest, highest,
@@ -109,6 +114,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         sessions,
         served,
         counters,
+        negotiated,
         names,
         matches,
     } = r;
@@ -184,7 +190,63 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
             })
             .collect(),
         matches: matches.clone(),
+        negotiated: negotiated
+            .iter()
+            .map(|(k, count)| {
+                let Negotiated {
+                    version,
+                    suite,
+                    group,
+                    alpn: _,
+                    alpn_len: _,
+                    http,
+                } = *k;
+                NegotiatedMsg {
+                    version: version.into(),
+                    suite: suite.into(),
+                    group: group.into(),
+                    alpn: k.alpn().unwrap_or_default().to_vec(),
+                    http: http.into(),
+                    count,
+                }
+            })
+            .collect(),
+        negotiated_other: negotiated.other,
     }
+}
+
+/// The negotiated set of a message: bounded like the sender's, every code in its range.
+fn decode_negotiated(m: &RecorderMsg) -> Result<NegotiatedSet, WireError> {
+    let err = |why: String| WireError::Negotiated(why);
+    if m.negotiated.len() > NEGOTIATED_MAX {
+        return Err(err(format!(
+            "{} combinations, at most {NEGOTIATED_MAX} expected",
+            m.negotiated.len()
+        )));
+    }
+    let code = |field: &str, v: u32| {
+        u16::try_from(v).map_err(|_| err(format!("{field} {v} is not a 16-bit code")))
+    };
+    let mut set = NegotiatedSet::default();
+    for n in &m.negotiated {
+        if n.alpn.len() > ALPN_MAX {
+            return Err(err(format!(
+                "an ALPN protocol of {} bytes, at most {ALPN_MAX} expected",
+                n.alpn.len()
+            )));
+        }
+        let mut k = Negotiated {
+            version: code("version", n.version)?,
+            suite: code("suite", n.suite)?,
+            group: code("group", n.group)?,
+            http: u8::try_from(n.http).map_err(|_| err(format!("http {}", n.http)))?,
+            ..Negotiated::default()
+        };
+        k.set_alpn(Some(&n.alpn));
+        set.count(&k, n.count);
+    }
+    set.other = m.negotiated_other;
+    Ok(set)
 }
 
 fn array<const N: usize>(field: &'static str, v: &[u64]) -> Result<[u64; N], WireError> {
@@ -241,6 +303,7 @@ pub fn decode_recorder(m: &RecorderMsg) -> Result<Recorder, WireError> {
         sessions: decode_histogram(&mut d, &m.sessions, || "sessions".into())?,
         served: decode_histogram(&mut d, &m.served, || "served".into())?,
         counters,
+        negotiated: decode_negotiated(m)?,
         names,
         matches: m.matches.clone(),
     })

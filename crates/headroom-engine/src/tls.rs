@@ -94,7 +94,7 @@ impl TlsClient {
             let webpki =
                 WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                     .build()
-                    .map_err(|e| format!("--cacert: {e}"))?;
+                    .map_err(|e| format!("--cacert: {}", decamel(&format!("{e:?}"))))?;
             (Some(webpki), pinned)
         };
         let builder = builder
@@ -114,9 +114,12 @@ impl TlsClient {
                 }
                 let key = PrivateKeyDer::from_pem_slice(k)
                     .map_err(|e| format!("--key: not a PEM private key ({e})"))?;
-                builder
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|e| format!("--cert/--key: {e}"))?
+                builder.with_client_auth_cert(chain, key).map_err(|e| {
+                    format!(
+                        "--cert/--key: {}",
+                        words(&e, "the client certificate (--cert)")
+                    )
+                })?
             }
             _ => builder.with_no_client_auth(),
         };
@@ -415,45 +418,195 @@ pub fn explain(e: &Error, o: &TlsOptions) -> String {
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .collect();
         if o.alpn.iter().any(|p| p == b"h2") {
-            return format!(
-                "the server does not speak HTTP/2 over TLS: it refused ALPN h2 ({e}); drop \
-                 --http2 for HTTP/1.1, or enable http2 on the server"
-            );
+            return "the server does not speak HTTP/2 over TLS: it refused ALPN h2; drop \
+                    --http2 for HTTP/1.1, or enable http2 on the server"
+                .into();
         }
         return format!(
-            "the server accepts none of the protocols offered by ALPN ({}; {e})",
+            "the server accepts none of the protocols offered by ALPN ({})",
             offered.join(", ")
         );
     }
-    match classify(e) {
-        ErrorKind::TlsUntrusted => format!(
-            "the server's certificate is not signed by a trusted CA (self-signed or a private \
-             CA: {e}); give its CA with --cacert FILE, or -k/--insecure to skip verification"
-        ),
-        ErrorKind::TlsExpired => format!(
-            "the server's certificate is expired or not yet valid ({e}); renew it, or \
-             -k/--insecure to load it anyway"
-        ),
+    let kind = classify(e);
+    // The wrong-name sentence names the certificate already.
+    let whose = if kind == ErrorKind::TlsWrongName {
+        "it"
+    } else {
+        "the server's certificate"
+    };
+    let why = words(e, whose);
+    match kind {
+        ErrorKind::TlsUntrusted => {
+            format!(
+                "{why}; give its CA (or a self-signed certificate itself) with --cacert FILE, or \
+                 -k/--insecure to skip verification"
+            )
+        }
+        ErrorKind::TlsExpired => format!("{why}; renew it, or -k/--insecure to load it anyway"),
         ErrorKind::TlsWrongName => format!(
-            "the server's certificate is not valid for '{name}' ({e}); use a URL with a name the \
-             certificate holds, or -k/--insecure"
+            "the server's certificate is not valid for '{name}' ({why}); use a URL with a name \
+             the certificate holds, or -k/--insecure"
         ),
         ErrorKind::TlsVersion => format!(
-            "no TLS version or cipher suite in common with the server ({e}); headroom offered \
+            "no TLS version or cipher suite in common with the server ({why}); headroom offered \
              TLS {}..{}: widen --tls-min/--tls-max",
             o.min_version.name(),
             o.max_version.name()
         ),
         ErrorKind::TlsCertificate => format!(
-            "the TLS handshake failed on a certificate ({e}); if the server asks for a client \
+            "the TLS handshake failed on a certificate: {why}; if the server asks for a client \
              certificate, give --cert FILE --key FILE"
         ),
         ErrorKind::TlsMalformed => format!(
-            "the server did not answer in TLS ({e}): is this a plain-text port? use http:// (or \
-             ws://, or the server's TLS port)"
+            "the server did not answer in TLS ({why}): is this a plain-text port? use http:// \
+             (or ws://, or the server's TLS port)"
         ),
-        _ => format!("the server ended the TLS handshake ({e})"),
+        _ => format!("the server ended the TLS handshake: {why}"),
     }
+}
+
+/// A rustls error in words a person reads (never a Rust enum's name); `whose` names the
+/// certificate a certificate error is about (`the server's certificate`).
+pub fn words(e: &Error, whose: &str) -> String {
+    match e {
+        Error::InvalidCertificate(c) => certificate_words(c, whose),
+        Error::AlertReceived(a) => format!(
+            "the server sent the TLS alert '{}'",
+            decamel(&format!("{a:?}"))
+        ),
+        Error::NoCertificatesPresented => "the server presented no certificate".into(),
+        Error::UnsupportedNameType => "the server name is of a kind TLS cannot check".into(),
+        Error::DecryptError => "a message could not be decrypted".into(),
+        Error::InvalidMessage(_)
+        | Error::InappropriateMessage { .. }
+        | Error::InappropriateHandshakeMessage { .. } => {
+            "the reply is not a TLS message headroom expected".into()
+        }
+        Error::PeerIncompatible(p) => {
+            format!("the server is incompatible: {}", decamel(&format!("{p:?}")))
+        }
+        Error::PeerMisbehaved(p) => {
+            format!(
+                "the server broke the TLS protocol: {}",
+                decamel(&format!("{p:?}"))
+            )
+        }
+        Error::General(m) => m.clone(),
+        other => decamel(&format!("{other:?}")),
+    }
+}
+
+fn certificate_words(c: &CertificateError, whose: &str) -> String {
+    match c {
+        CertificateError::BadEncoding => format!("{whose} is not a well-formed X.509 certificate"),
+        CertificateError::Expired => format!("{whose} has expired"),
+        CertificateError::ExpiredContext { time, not_after } => format!(
+            "{whose} expired on {} (it is now {})",
+            date(*not_after),
+            date(*time)
+        ),
+        CertificateError::NotValidYet => format!("{whose} is not valid yet"),
+        CertificateError::NotValidYetContext { time, not_before } => format!(
+            "{whose} is not valid before {} (it is now {})",
+            date(*not_before),
+            date(*time)
+        ),
+        CertificateError::Revoked => format!("{whose} has been revoked"),
+        CertificateError::UnknownIssuer => format!(
+            "{whose} is not signed by a CA headroom trusts (self-signed, or signed by a private CA)"
+        ),
+        CertificateError::BadSignature => {
+            format!("{whose}'s signature does not verify with its issuer's key")
+        }
+        CertificateError::NotValidForName => format!("{whose} holds other names"),
+        CertificateError::NotValidForNameContext { presented, .. } => {
+            let names: Vec<&str> = presented.iter().map(|p| quoted(p)).collect();
+            format!("{whose} holds only the names {}", names.join(", "))
+        }
+        CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+            format!("{whose} is not made for this use (its extended key usage)")
+        }
+        CertificateError::UnhandledCriticalExtension => {
+            format!("{whose} has a critical extension that cannot be checked")
+        }
+        CertificateError::Other(o) => {
+            let name = format!("{o:?}");
+            if name.contains("CaUsedAsEndEntity") {
+                format!(
+                    "{whose} is itself a CA certificate (CA:TRUE, as `openssl req -x509` \
+                     makes), self-signed or used in place of the server's own"
+                )
+            } else if name.contains("UnsupportedCertVersion") {
+                format!(
+                    "{whose} is an X.509 version 1 certificate (made without extensions); only \
+                     version 3 is accepted: make it again with an extension (openssl x509 -req \
+                     ... -extfile FILE, FILE holding e.g. basicConstraints=CA:FALSE)"
+                )
+            } else if name.contains("EndEntityUsedAsCa") {
+                format!("{whose} is issued by a certificate that is not a CA")
+            } else {
+                format!("{whose} was refused: {}", decamel(&name))
+            }
+        }
+        other => format!("{whose} was refused: {}", decamel(&format!("{other:?}"))),
+    }
+}
+
+/// `DnsName("wrong.example")` (how rustls lists a certificate's names) as `wrong.example`; a
+/// text without quotes as it is.
+fn quoted(p: &str) -> &str {
+    match (p.find('"'), p.rfind('"')) {
+        (Some(a), Some(b)) if b > a => &p[a + 1..b],
+        _ => p,
+    }
+}
+
+/// `Other(OtherError(CaUsedAsEndEntity))` as `ca used as end entity`: the innermost name of a
+/// Debug form, in lowercase words (for the cases [`words`] does not name itself).
+fn decamel(debug: &str) -> String {
+    let inner = debug
+        .split(['(', ')', '{', '}', ',', ' '])
+        .filter(|t| t.starts_with(|c: char| c.is_ascii_alphabetic()))
+        .filter(|t| t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .rfind(|t| !["Other", "OtherError"].contains(t))
+        .unwrap_or("unknown");
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for ch in inner.chars() {
+        if ch == '_' {
+            out.push(' ');
+            prev_lower = false;
+            continue;
+        }
+        if ch.is_ascii_uppercase() && prev_lower {
+            out.push(' ');
+        }
+        prev_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
+        out.push(ch.to_ascii_lowercase());
+    }
+    out
+}
+
+/// A Unix time as `2026-11-20 12:00:00 UTC` (the proleptic Gregorian calendar).
+pub fn date(t: UnixTime) -> String {
+    let secs = t.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3_600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// What a blocking handshake found.
@@ -578,6 +731,82 @@ mod tests {
         let mut o = TlsOptions::new("bad name with spaces");
         o.insecure = true;
         assert!(TlsClient::new(&o).is_err());
+    }
+
+    /// No Rust enum name in a message: no `Other(`, no CamelCase word.
+    fn assert_words(m: &str) {
+        assert!(!m.contains("Other(") && !m.contains("OtherError"), "{m}");
+        let camel = m.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+            w.len() > 1
+                && w.starts_with(|c: char| c.is_ascii_uppercase())
+                && w.chars().skip(1).any(|c| c.is_ascii_lowercase())
+                && w.chars().skip(1).any(|c| c.is_ascii_uppercase())
+        });
+        assert!(!camel, "a CamelCase word in: {m}");
+    }
+
+    #[test]
+    fn every_certificate_failure_is_words_and_dates_are_dates() {
+        let o = TlsOptions::new("localhost");
+        let t = |s| UnixTime::since_unix_epoch(Duration::from_secs(s));
+        let m = explain(
+            &Error::InvalidCertificate(CertificateError::ExpiredContext {
+                time: t(1_795_608_000),
+                not_after: t(1_609_459_200),
+            }),
+            &o,
+        );
+        assert!(m.contains("expired on 2021-01-01 00:00:00 UTC"), "{m}");
+        assert!(m.contains("it is now 2026-11-25 12:00:00 UTC"), "{m}");
+        assert_words(&m);
+        assert_eq!(date(t(1_795_176_000)), "2026-11-20 12:00:00 UTC");
+        assert_eq!(date(t(951_782_400)), "2000-02-29 00:00:00 UTC");
+        for e in [
+            CertificateError::UnknownIssuer,
+            CertificateError::BadEncoding,
+            CertificateError::Revoked,
+            CertificateError::NotValidForName,
+            CertificateError::UnknownRevocationStatus,
+            CertificateError::ApplicationVerificationFailure,
+            CertificateError::NotValidYetContext {
+                time: t(0),
+                not_before: t(4_102_444_800),
+            },
+        ] {
+            assert_words(&explain(&Error::InvalidCertificate(e), &o));
+        }
+        for a in [
+            AlertDescription::HandshakeFailure,
+            AlertDescription::CertificateRequired,
+            AlertDescription::DecodeError,
+            AlertDescription::Unknown(200),
+        ] {
+            let m = explain(&Error::AlertReceived(a), &o);
+            assert_words(&m);
+        }
+        assert!(explain(
+            &Error::AlertReceived(AlertDescription::HandshakeFailure),
+            &o
+        )
+        .contains("'handshake failure'"));
+        assert_words(&explain(
+            &Error::PeerIncompatible(rustls::PeerIncompatible::Tls12NotOffered),
+            &o,
+        ));
+        assert_eq!(
+            decamel("Other(OtherError(CaUsedAsEndEntity))"),
+            "ca used as end entity"
+        );
+        assert_eq!(decamel("Unknown(200)"), "unknown");
+        let m = explain(
+            &Error::InvalidCertificate(CertificateError::NotValidForNameContext {
+                expected: ServerName::try_from("localhost").unwrap(),
+                presented: vec!["DnsName(\"wrong.example\")".into(), "10.0.0.1".into()],
+            }),
+            &o,
+        );
+        assert!(m.contains("only the names wrong.example, 10.0.0.1"), "{m}");
+        assert_words(&m);
     }
 
     #[test]

@@ -23,7 +23,7 @@
 use std::io::{self, Read, Write};
 
 use headroom_core::{ErrorKind, TlsUpgrade};
-use headroom_metrics::Counters;
+use headroom_metrics::{Counters, Negotiated};
 use headroom_proto::starttls::{Negotiation, Progress};
 use socket2::Socket;
 
@@ -170,6 +170,23 @@ impl Conn {
     /// The protocol the server chose by ALPN (TLS only).
     pub fn alpn(&self) -> Option<&[u8]> {
         self.tls.as_ref().and_then(|t| t.alpn_protocol())
+    }
+
+    /// What the TLS handshake agreed on, `http` being the HTTP version spoken over it (as
+    /// [`Negotiated::http`]); `None` without TLS or before the handshake ended.
+    pub fn negotiated(&self, http: u8) -> Option<Negotiated> {
+        let t = self.tls.as_ref()?;
+        let mut n = Negotiated {
+            version: u16::from(t.protocol_version()?),
+            suite: u16::from(t.negotiated_cipher_suite()?.suite()),
+            group: t
+                .negotiated_key_exchange_group()
+                .map_or(0, |g| u16::from(g.name())),
+            http,
+            ..Negotiated::default()
+        };
+        n.set_alpn(t.alpn_protocol());
+        Some(n)
     }
 
     /// True if this handshake resumed an earlier session.

@@ -279,12 +279,41 @@ pub(crate) struct Worker {
     arrived_total: u64,
     /// TLS for every connection (this worker's copy).
     tls: Option<TlsClient>,
+    /// The HTTP version the run's connections speak, as [`headroom_metrics::Negotiated::http`].
+    http: u8,
     /// HTTP/1.1 users' cookies, redirects and credentials; `None` when none apply.
     agent_cfg: Option<Arc<AgentConfig>>,
     /// A ramped closed population (`Plan::ramp`): which of its users are wanted now.
     ramp: Option<Box<RampState>>,
     /// The slab key of each ramped user alive, by its index in the ramp order.
     ramp_keys: Vec<Option<u32>>,
+}
+
+/// The HTTP version a run's connections speak: 20 (HTTP/2), 11 (HTTP/1.1, WebSocket's upgrade
+/// included), 0 for XMPP, PostgreSQL and a scenario of raw TCP steps only.
+fn http_version(plan: &Plan) -> u8 {
+    use headroom_core::session::{LinkSpec, Op, SessionBody};
+    if plan.http2.is_some() {
+        return 20;
+    }
+    let Some(w) = plan.workload.as_deref() else {
+        return 11;
+    };
+    match &w.link {
+        LinkSpec::Xmpp(_) | LinkSpec::Pgsql(_) => 0,
+        LinkSpec::WebSocket(_) => 11,
+        LinkSpec::Plain => {
+            let http = w.sessions.iter().any(|s| match &s.body {
+                SessionBody::Ops { ops, .. } => ops.iter().any(|o| matches!(o, Op::Request(_))),
+                _ => true,
+            });
+            if http {
+                11
+            } else {
+                0
+            }
+        }
+    }
 }
 
 fn token(key: usize, gen: u32) -> u64 {
@@ -334,6 +363,7 @@ impl Worker {
             open_alive: 0,
             arrived_total: 0,
             tls: s.tls.clone(),
+            http: http_version(&plan),
             agent_cfg: agent_config(&plan, s.program.as_deref()).map(Arc::new),
             ramp: None,
             ramp_keys: Vec::new(),
@@ -985,6 +1015,9 @@ impl Worker {
                     self.rec.counters.proto(ProtoCounter::TlsHandshakes, 1);
                     if conn.resumed() {
                         self.rec.counters.proto(ProtoCounter::TlsResumed, 1);
+                    }
+                    if let Some(n) = conn.negotiated(self.http) {
+                        self.rec.negotiated.count(&n, 1);
                     }
                 }
                 u.state = State::Idle;

@@ -223,6 +223,156 @@ impl Counters {
     }
 }
 
+/// What one TLS handshake agreed on, in the protocol's own codes, so that counting it allocates
+/// nothing and it travels to a controller as numbers. Names are for the edge
+/// ([`Negotiated::version_name`] and its siblings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Negotiated {
+    /// The TLS protocol version (`0x0304` is TLS 1.3, `0x0303` TLS 1.2).
+    pub version: u16,
+    /// The cipher suite's IANA code (`0x1302` is TLS_AES_256_GCM_SHA384).
+    pub suite: u16,
+    /// The key exchange group's IANA code (`0x001d` is X25519); 0 when the handshake made no
+    /// key exchange of its own (a resumed TLS 1.2 session).
+    pub group: u16,
+    /// The ALPN protocol the server chose (`alpn[..alpn_len]`); empty if none. Only a protocol
+    /// headroom offered can be chosen, and none it offers is longer than [`ALPN_MAX`]; a longer
+    /// one is cut.
+    pub alpn: [u8; ALPN_MAX],
+    pub alpn_len: u8,
+    /// The HTTP version spoken on the connection: 11 (HTTP/1.1), 20 (HTTP/2), 0 (not HTTP:
+    /// XMPP, PostgreSQL).
+    pub http: u8,
+}
+
+/// Longest ALPN protocol name a [`Negotiated`] keeps.
+pub const ALPN_MAX: usize = 16;
+/// Distinct [`Negotiated`] combinations a [`NegotiatedSet`] counts apart; the rest are "other".
+pub const NEGOTIATED_MAX: usize = 16;
+
+impl Negotiated {
+    /// The ALPN protocol chosen, or `None`.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        let p = &self.alpn[..usize::from(self.alpn_len).min(ALPN_MAX)];
+        (!p.is_empty()).then_some(p)
+    }
+
+    /// Set the ALPN protocol (cut at [`ALPN_MAX`] bytes).
+    pub fn set_alpn(&mut self, p: Option<&[u8]>) {
+        let p = p.unwrap_or_default();
+        let n = p.len().min(ALPN_MAX);
+        self.alpn = [0; ALPN_MAX];
+        self.alpn[..n].copy_from_slice(&p[..n]);
+        self.alpn_len = n as u8;
+    }
+
+    /// `TLSv1.3`, as OpenSSL (and nginx's `$ssl_protocol`) name it.
+    pub fn version_name(&self) -> String {
+        match self.version {
+            0x0304 => "TLSv1.3".into(),
+            0x0303 => "TLSv1.2".into(),
+            0x0302 => "TLSv1.1".into(),
+            0x0301 => "TLSv1".into(),
+            v => format!("0x{v:04x}"),
+        }
+    }
+
+    /// The cipher suite's IANA name (`TLS_AES_256_GCM_SHA384`,
+    /// `TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384`): the suites headroom offers, else the code.
+    pub fn suite_name(&self) -> String {
+        let name = match self.suite {
+            0x1301 => "TLS_AES_128_GCM_SHA256",
+            0x1302 => "TLS_AES_256_GCM_SHA384",
+            0x1303 => "TLS_CHACHA20_POLY1305_SHA256",
+            0xc02b => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            0xc02c => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+            0xcca9 => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+            0xc02f => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+            0xc030 => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+            0xcca8 => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+            s => return format!("0x{s:04x}"),
+        };
+        name.into()
+    }
+
+    /// The key exchange group's name (`X25519`, `secp256r1`), `None` for no key exchange.
+    pub fn group_name(&self) -> Option<String> {
+        let name = match self.group {
+            0 => return None,
+            0x001d => "X25519",
+            0x001e => "X448",
+            0x0017 => "secp256r1",
+            0x0018 => "secp384r1",
+            0x0019 => "secp521r1",
+            0x11ec => "X25519MLKEM768",
+            g => return Some(format!("0x{g:04x}")),
+        };
+        Some(name.into())
+    }
+
+    /// The ALPN protocol as text (bytes that are not UTF-8 replaced).
+    pub fn alpn_name(&self) -> Option<String> {
+        self.alpn().map(|p| String::from_utf8_lossy(p).into_owned())
+    }
+
+    /// `HTTP/1.1`, `HTTP/2`, or `None` for a protocol other than HTTP.
+    pub fn http_name(&self) -> Option<&'static str> {
+        match self.http {
+            11 => Some("HTTP/1.1"),
+            20 => Some("HTTP/2"),
+            _ => None,
+        }
+    }
+}
+
+/// Handshakes counted by what they agreed on: at most [`NEGOTIATED_MAX`] distinct combinations,
+/// in the order first seen, and the handshakes of any further ones as `other`. In place, so
+/// counting and merging never allocate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NegotiatedSet {
+    entries: [(Negotiated, u64); NEGOTIATED_MAX],
+    len: usize,
+    /// Handshakes whose combination found no room.
+    pub other: u64,
+}
+
+impl NegotiatedSet {
+    /// Count `n` handshakes that agreed on `k`.
+    #[inline]
+    pub fn count(&mut self, k: &Negotiated, n: u64) {
+        if let Some(e) = self.entries[..self.len].iter_mut().find(|e| e.0 == *k) {
+            e.1 += n;
+        } else if self.len < NEGOTIATED_MAX {
+            self.entries[self.len] = (*k, n);
+            self.len += 1;
+        } else {
+            self.other += n;
+        }
+    }
+
+    /// Merge another set: its combinations, then its `other`.
+    pub fn add(&mut self, o: &NegotiatedSet) {
+        for (k, n) in o.iter() {
+            self.count(k, n);
+        }
+        self.other += o.other;
+    }
+
+    /// The combinations with their counts, in the order first seen.
+    pub fn iter(&self) -> impl Iterator<Item = (&Negotiated, u64)> + '_ {
+        self.entries[..self.len].iter().map(|(k, n)| (k, *n))
+    }
+
+    /// Every handshake counted, `other` included.
+    pub fn total(&self) -> u64 {
+        self.iter().map(|(_, n)| n).sum::<u64>() + self.other
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0 && self.other == 0
+    }
+}
+
 /// Everything one worker measures.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -242,6 +392,8 @@ pub struct Recorder {
     /// plus its first answer. A connection closed before any byte is not recorded.
     pub served: Histogram<u64>,
     pub counters: Counters,
+    /// What the TLS handshakes agreed on (empty without TLS).
+    pub negotiated: NegotiatedSet,
     /// Per request or transaction name (scenario runs; empty otherwise), by name id.
     pub names: Vec<NameStats>,
     /// Firings of each `match` check, by match id.
@@ -285,6 +437,7 @@ impl Recorder {
             sessions: new_histogram(),
             served: new_histogram(),
             counters: Counters::default(),
+            negotiated: NegotiatedSet::default(),
             names: Vec::new(),
             matches: Vec::new(),
         }
@@ -351,6 +504,7 @@ impl Recorder {
         let _ = self.sessions.add(&other.sessions);
         let _ = self.served.add(&other.served);
         self.counters.add(&other.counters);
+        self.negotiated.add(&other.negotiated);
         self.ensure_names(other.names.len(), other.matches.len());
         for (a, b) in self.names.iter_mut().zip(other.names.iter()) {
             a.count += b.count;
@@ -371,6 +525,7 @@ impl Recorder {
         self.sessions.reset();
         self.served.reset();
         self.counters = Counters::default();
+        self.negotiated = NegotiatedSet::default();
         for n in &mut self.names {
             n.count = 0;
             n.errors = 0;
@@ -433,6 +588,64 @@ pub fn micros(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negotiated_set_is_bounded_and_merges_exactly() {
+        let key = |suite: u16| {
+            let mut k = Negotiated {
+                version: 0x0304,
+                suite,
+                group: 0x001d,
+                http: 20,
+                ..Negotiated::default()
+            };
+            k.set_alpn(Some(b"h2"));
+            k
+        };
+        let mut a = NegotiatedSet::default();
+        let mut b = NegotiatedSet::default();
+        for s in 0..20u16 {
+            a.count(&key(s), 2);
+            b.count(&key(19 - s), 1);
+        }
+        assert_eq!(a.iter().count(), NEGOTIATED_MAX);
+        assert_eq!(a.other, 4 * 2);
+        assert_eq!(a.total(), 40);
+        let mut r = Recorder::new();
+        r.negotiated = a;
+        let mut m = Recorder::new();
+        m.negotiated = b;
+        m.add(&r);
+        assert_eq!(m.negotiated.total(), 60);
+        assert_eq!(m.negotiated.iter().count(), NEGOTIATED_MAX);
+        m.reset();
+        assert!(m.negotiated.is_empty());
+    }
+
+    #[test]
+    fn negotiated_names() {
+        let mut k = Negotiated {
+            version: 0x0304,
+            suite: 0x1302,
+            group: 0x001d,
+            http: 20,
+            ..Negotiated::default()
+        };
+        k.set_alpn(Some(b"h2"));
+        assert_eq!(k.version_name(), "TLSv1.3");
+        assert_eq!(k.suite_name(), "TLS_AES_256_GCM_SHA384");
+        assert_eq!(k.group_name().as_deref(), Some("X25519"));
+        assert_eq!(k.alpn_name().as_deref(), Some("h2"));
+        assert_eq!(k.http_name(), Some("HTTP/2"));
+        k.suite = 0xabcd;
+        k.group = 0;
+        k.set_alpn(Some(&[b'x'; 40]));
+        assert_eq!(k.suite_name(), "0xabcd");
+        assert_eq!(k.group_name(), None);
+        assert_eq!(k.alpn().map(<[u8]>::len), Some(ALPN_MAX));
+        k.set_alpn(None);
+        assert_eq!(k.alpn_name(), None);
+    }
 
     #[test]
     fn merged_percentiles_equal_one_histogram() {

@@ -162,6 +162,11 @@ pub struct TlsSummary {
     /// The settings (`server_name`, `min_version`, `resume`, `alpn`...) as (key, value text),
     /// the counts left out.
     pub settings: Vec<(String, String)>,
+    /// What the handshakes agreed on (`negotiated`): each combination in words
+    /// (`TLSv1.3 TLS_AES_256_GCM_SHA384 X25519 h2 HTTP/2`) and its handshakes, as the file
+    /// lists them; then the handshakes of the combinations left out (`negotiated_other`).
+    pub negotiated: Vec<(String, u64)>,
+    pub negotiated_other: Option<u64>,
 }
 
 impl Summary {
@@ -392,8 +397,13 @@ fn summary_from(o: &Map<String, Value>) -> Summary {
             resumed: u64_of(t.get("resumed")),
             settings: pairs_of(Some(&Value::Object(t.clone())))
                 .into_iter()
-                .filter(|(k, _)| k != "handshakes" && k != "resumed")
+                .filter(|(k, _)| {
+                    !["handshakes", "resumed", "negotiated", "negotiated_other"]
+                        .contains(&k.as_str())
+                })
                 .collect(),
+            negotiated: negotiated_of(t.get("negotiated")),
+            negotiated_other: u64_of(t.get("negotiated_other")),
         }),
         protocol: str_of(o.get("protocol")),
         streams: u64_of(o.get("streams")),
@@ -756,6 +766,24 @@ fn figures_of(v: Option<&Value>) -> Figures {
 
 /// An object's members as (key, value text); nulls are left out, strings shown bare, anything
 /// else as compact JSON.
+/// `tls.negotiated`: each entry's values in words, and its handshakes (an entry without a
+/// protocol is left out).
+fn negotiated_of(v: Option<&Value>) -> Vec<(String, u64)> {
+    let Some(Value::Array(a)) = v else {
+        return Vec::new();
+    };
+    a.iter()
+        .filter_map(|e| {
+            let words: Vec<String> = ["protocol", "cipher_suite", "key_exchange", "alpn", "http"]
+                .iter()
+                .filter_map(|k| str_of(e.get(k)))
+                .collect();
+            let protocol_given = e.get("protocol").is_some_and(Value::is_string);
+            protocol_given.then(|| (words.join(" "), u64_of(e.get("handshakes")).unwrap_or(0)))
+        })
+        .collect()
+}
+
 fn pairs_of(v: Option<&Value>) -> Vec<(String, String)> {
     let Some(Value::Object(m)) = v else {
         return Vec::new();

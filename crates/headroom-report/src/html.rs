@@ -550,6 +550,18 @@ pub(crate) fn settings(out: &mut String, s: &Summary) {
             .collect::<Vec<_>>()
             .join(", ");
         rows.push(("TLS", escape(&settings)));
+        // What the handshakes agreed on, one combination a line.
+        let mut lines: Vec<String> = t
+            .negotiated
+            .iter()
+            .map(|(words, n)| format!("{} ({} handshakes)", escape(words), int(Some(*n))))
+            .collect();
+        if let Some(n) = t.negotiated_other.filter(|&n| n > 0) {
+            lines.push(format!("other combinations ({} handshakes)", int(Some(n))));
+        }
+        if !lines.is_empty() {
+            rows.push(("TLS negotiated", lines.join("<br>")));
+        }
     }
     for (k, v) in rows {
         let _ = writeln!(out, "<tr><th>{k}</th><td>{v}</td></tr>");

@@ -292,6 +292,26 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
             thousands(c.proto[ProtoCounter::TlsHandshakes.index()]),
             thousands(resumed)
         );
+        // What was negotiated: one line per combination, the most frequent first.
+        let label = |i: usize| if i == 0 { "Negotiated" } else { "" };
+        let figures = crate::summary::NegotiatedFigures::of(&t.negotiated);
+        for (i, f) in figures.iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "  {:<12} {}  ({} handshakes)",
+                label(i),
+                f.words(),
+                thousands(f.handshakes)
+            );
+        }
+        if t.negotiated.other > 0 {
+            let _ = writeln!(
+                w,
+                "  {:<12} other combinations  ({} handshakes)",
+                label(figures.len()),
+                thousands(t.negotiated.other)
+            );
+        }
     }
     let classes: Vec<String> = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"]
         .iter()

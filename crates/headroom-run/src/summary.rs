@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use headroom_core::session::{LinkSpec, NameKind, Workload};
 use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan, ProtoCounter};
 use headroom_engine::RunOutcome;
-use headroom_metrics::{Counters, LatencyStats, Recorder};
+use headroom_metrics::{Counters, LatencyStats, NegotiatedSet, Recorder};
 use schemars::JsonSchema;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
@@ -372,6 +372,68 @@ pub struct TlsSection {
     pub resume: bool,
     pub handshakes: u64,
     pub resumed: u64,
+    /// What the handshakes agreed on: one entry per distinct combination, the most frequent
+    /// first, at most 16 (`headroom_metrics::NEGOTIATED_MAX`); the handshakes of any further
+    /// combinations are `negotiated_other`.
+    #[serde(default)]
+    pub negotiated: Vec<NegotiatedFigures>,
+    #[serde(default)]
+    pub negotiated_other: u64,
+}
+
+/// One combination the TLS handshakes agreed on, and how many did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NegotiatedFigures {
+    /// `TLSv1.3` or `TLSv1.2` (OpenSSL's names, as nginx's `$ssl_protocol`).
+    pub protocol: String,
+    /// The IANA name: `TLS_AES_256_GCM_SHA384`, `TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384`.
+    pub cipher_suite: String,
+    /// The key exchange group (`X25519`, `secp256r1`); absent when the handshake made none
+    /// (a resumed TLS 1.2 session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_exchange: Option<String>,
+    /// The protocol the server chose by ALPN (`h2`, `http/1.1`); absent if none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpn: Option<String>,
+    /// The HTTP version spoken over it (`HTTP/1.1`, `HTTP/2`); absent for XMPP, PostgreSQL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
+    pub handshakes: u64,
+}
+
+impl NegotiatedFigures {
+    /// The combination in words: `TLSv1.3 TLS_AES_256_GCM_SHA384 X25519 h2 HTTP/2`.
+    pub fn words(&self) -> String {
+        [
+            Some(self.protocol.as_str()),
+            Some(self.cipher_suite.as_str()),
+            self.key_exchange.as_deref(),
+            self.alpn.as_deref(),
+            self.http.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+    }
+
+    /// The combinations of `set`, the most frequent first.
+    pub fn of(set: &NegotiatedSet) -> Vec<NegotiatedFigures> {
+        let mut v: Vec<NegotiatedFigures> = set
+            .iter()
+            .map(|(k, n)| NegotiatedFigures {
+                protocol: k.version_name(),
+                cipher_suite: k.suite_name(),
+                key_exchange: k.group_name(),
+                alpn: k.alpn_name(),
+                http: k.http_name().map(Into::into),
+                handshakes: n,
+            })
+            .collect();
+        v.sort_by_key(|f| std::cmp::Reverse(f.handshakes));
+        v
+    }
 }
 
 /// Where the run ran (a value that cannot be read is left out).
@@ -696,8 +758,9 @@ impl HttpSection {
 }
 
 impl TlsSection {
-    pub fn of(plan: &Plan, c: &Counters) -> Option<TlsSection> {
+    pub fn of(plan: &Plan, total: &Recorder) -> Option<TlsSection> {
         let t = plan.tls.as_ref()?;
+        let c = &total.counters;
         Some(TlsSection {
             server_name: t.server_name.clone(),
             min_version: t.min_version.name().into(),
@@ -713,6 +776,8 @@ impl TlsSection {
             resume: t.resume,
             handshakes: c.proto[ProtoCounter::TlsHandshakes.index()],
             resumed: c.proto[ProtoCounter::TlsResumed.index()],
+            negotiated: NegotiatedFigures::of(&total.negotiated),
+            negotiated_other: total.negotiated.other,
         })
     }
 }
@@ -821,7 +886,7 @@ impl RunSummary {
             streams: plan.http2.map(|h| h.streams),
             http2: plan.http2.map(|_| counters_of("http2", c)),
             http: HttpSection::of(plan, c),
-            tls: TlsSection::of(plan, c),
+            tls: TlsSection::of(plan, t),
             started_at: humantime::format_rfc3339_millis(out.started_at).to_string(),
             duration_s: round3(secs),
             interrupted: out.interrupted,

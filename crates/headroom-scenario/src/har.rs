@@ -17,8 +17,9 @@
 //! Headers the engine writes itself or that describe the browser's connection are dropped:
 //! hop-by-hop ones (`Connection`, `Keep-Alive`, `Transfer-Encoding`, `TE`, `Upgrade`,
 //! `Proxy-*`, `Host`, `Content-Length`), HTTP/2 pseudo-headers (`:authority`, ...), the
-//! browser's `Sec-*` and `Upgrade-Insecure-Requests`, and `Accept-Encoding` (headroom does not
-//! decode compressed replies yet). Recorded `Cookie` headers are dropped too: each user keeps a
+//! browser's `Sec-*` and `Upgrade-Insecure-Requests`, and `Accept-Encoding` (headroom decodes
+//! compressed replies only in URL runs, with `--compressed`: a scenario file cannot ask for
+//! them yet, so a recorded `Accept-Encoding` would bring bodies it does not decode). Recorded `Cookie` headers are dropped too: each user keeps a
 //! cookie jar, so what the server sets during the run goes back to it as it did to the browser.
 //! Cookies the browser had before the recording began (sent before any recorded response set
 //! them) become `cookie: {set: ...}` steps at the start of the session.
@@ -513,8 +514,8 @@ impl Conv<'_> {
                     verb("holds", "hold")
                 ),
                 Note::AcceptEncoding => format!(
-                    "{who} {} Accept-Encoding: dropped, headroom cannot decode compressed replies \
-                     yet, so replies come uncompressed",
+                    "{who} {} Accept-Encoding: dropped, a scenario cannot ask for compressed \
+                     replies yet (--compressed is for URL runs), so replies come uncompressed",
                     verb("holds", "hold")
                 ),
                 Note::Cookie => format!(

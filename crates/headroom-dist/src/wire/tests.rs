@@ -52,6 +52,17 @@ fn random_recorder(rng: &mut SmallRng) -> Recorder {
     c.sessions_aborted = rng.gen();
     c.users_dropped = rng.gen();
     c.proto.iter_mut().for_each(|e| *e = rng.gen());
+    for _ in 0..rng.gen_range(0..20) {
+        let mut k = Negotiated {
+            version: rng.gen_range(0x0303..=0x0304),
+            suite: rng.gen_range(0x1301..=0x1303),
+            group: rng.gen_range(0..3),
+            http: rng.gen_range(0..2) * 20,
+            ..Negotiated::default()
+        };
+        k.set_alpn(rng.gen_bool(0.5).then_some(&b"h2"[..]));
+        r.negotiated.count(&k, rng.gen_range(1..1_000));
+    }
     r
 }
 
@@ -74,6 +85,7 @@ fn assert_same(a: &Recorder, b: &Recorder) {
         assert_eq!(h.high(), MAX_LATENCY_US);
     }
     assert_eq!(a.counters, b.counters);
+    assert_eq!(a.negotiated, b.negotiated);
     assert_eq!(a.names.len(), b.names.len());
     for (x, y) in a.names.iter().zip(&b.names) {
         assert_eq!(x.count, y.count);
@@ -303,4 +315,43 @@ fn v2_plain_vs_deflate_size_and_time() {
         deflated.len()
     );
     assert!(plain.len() < 64 * 1024);
+}
+
+#[test]
+fn negotiated_round_trips_and_hostile_values_are_errors() {
+    let mut r = Recorder::new();
+    let mut k = Negotiated {
+        version: 0x0304,
+        suite: 0x1302,
+        group: 0x001d,
+        http: 20,
+        ..Negotiated::default()
+    };
+    k.set_alpn(Some(b"h2"));
+    r.negotiated.count(&k, 1_234);
+    r.negotiated.other = 5;
+    let m = encode_recorder(&r);
+    assert_eq!(decode_recorder(&m).unwrap().negotiated, r.negotiated);
+
+    let mut bad = m.clone();
+    bad.negotiated[0].suite = 0x1_0000;
+    assert!(matches!(
+        decode_recorder(&bad),
+        Err(WireError::Negotiated(_))
+    ));
+    let mut bad = m.clone();
+    bad.negotiated[0].alpn = vec![b'x'; 1 << 20];
+    assert!(matches!(
+        decode_recorder(&bad),
+        Err(WireError::Negotiated(_))
+    ));
+    let mut bad = m.clone();
+    bad.negotiated = vec![bad.negotiated[0].clone(); NEGOTIATED_MAX + 1];
+    assert!(matches!(
+        decode_recorder(&bad),
+        Err(WireError::Negotiated(_))
+    ));
+    let mut bad = m;
+    bad.negotiated[0].http = 300;
+    assert!(decode_recorder(&bad).is_err());
 }

@@ -180,6 +180,8 @@ events {{ worker_connections 20000; }}
 http {{
   log_format tls '$remote_addr $server_protocol $ssl_session_reused $ssl_protocol $status $connection $request_uri';
   access_log {d}/access.log tls;
+  log_format negotiated '$connection $ssl_protocol $ssl_cipher $ssl_curve $server_protocol';
+  access_log {d}/negotiated.log negotiated;
   keepalive_requests {kr};
   keepalive_timeout 120s;
   http2_max_concurrent_streams {mcs};
@@ -318,6 +320,23 @@ impl TlsNginx {
     /// nginx's error log (handshake failures are logged there at `info`).
     pub fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
+    }
+}
+
+impl TlsNginx {
+    /// What nginx says each request's connection negotiated, one line a request, as
+    /// `$connection $ssl_protocol $ssl_cipher $ssl_curve $server_protocol` (OpenSSL's names:
+    /// `7 TLSv1.3 TLS_AES_256_GCM_SHA384 X25519 HTTP/2.0`), in a log of its own so that
+    /// [`AccessLog`]'s format stays as it is.
+    pub fn negotiated_log(&self) -> Vec<String> {
+        let path = self.dir.path().join("negotiated.log");
+        // Settled as the access log is (nginx writes both at each request's end).
+        let _ = self.log_lines();
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 }
 

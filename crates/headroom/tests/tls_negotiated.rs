@@ -1,0 +1,324 @@
+//! What the TLS handshakes negotiated (issue 27): the protocol version, cipher suite, key
+//! exchange group, ALPN protocol and HTTP version, checked against nginx's own log of each
+//! request's `$ssl_protocol $ssl_cipher $ssl_curve $server_protocol` (OpenSSL's names, turned
+//! into the IANA ones headroom prints), in the human summary, summary.json, the report, and a
+//! distributed run's summary, resumed handshakes included. And TLS failures in words: no Rust
+//! enum names, dates as dates.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::access_log::AccessLog;
+use common::pki::Pki;
+use common::{headroom, num, one_line, run_into, run_plain, Nginx};
+
+const BOUND: &str = "20s";
+
+/// OpenSSL's cipher names (nginx's `$ssl_cipher`) as IANA's, for the suites rustls offers.
+fn iana_suite(openssl: &str) -> String {
+    let name = match openssl {
+        "ECDHE-ECDSA-AES256-GCM-SHA384" => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-ECDSA-AES128-GCM-SHA256" => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-ECDSA-CHACHA20-POLY1305" => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "ECDHE-RSA-AES256-GCM-SHA384" => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-RSA-AES128-GCM-SHA256" => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-RSA-CHACHA20-POLY1305" => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        // TLS 1.3 suites have the same name in both.
+        other => other,
+    };
+    name.to_string()
+}
+
+/// OpenSSL's group names (`$ssl_curve`) as IANA's.
+fn iana_group(openssl: &str) -> String {
+    match openssl {
+        "prime256v1" => "secp256r1".into(),
+        other => other.into(),
+    }
+}
+
+/// The one combination nginx logged for every request: `(protocol, suite, group, http)`.
+fn nginx_says(ng: &common::tls_nginx::TlsNginx) -> (String, String, String, String) {
+    let lines = ng.negotiated_log();
+    assert!(!lines.is_empty(), "nginx logged nothing");
+    let set: BTreeSet<(String, String, String, String)> = lines
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f.len(), 5, "unexpected line: {l}");
+            let http = match f[4] {
+                "HTTP/2.0" => "HTTP/2",
+                p => p,
+            };
+            (
+                f[1].to_string(),
+                iana_suite(f[2]),
+                iana_group(f[3]),
+                http.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(set.len(), 1, "nginx logged several combinations: {set:?}");
+    set.into_iter().next().unwrap()
+}
+
+/// A run against `ng` with `args`: its human summary, summary.json and report agree with what
+/// nginx logged, for every handshake.
+fn check(ng: &common::tls_nginx::TlsNginx, args: &[&str], alpn: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let all = [args, &["-c", "4", "-n", "200", "-d", BOUND]].concat();
+    let out = run_into(&[&[ng.url("/").as_str()][..], &all].concat(), dir.path());
+    let human = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    let (protocol, suite, group, http) = nginx_says(ng);
+    let words = format!("{protocol} {suite} {group} {alpn} {http}");
+
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    let handshakes = num(&v, &["tls", "handshakes"]);
+    assert_eq!(handshakes, 4, "{:#}", v["tls"]);
+    let n = &v["tls"]["negotiated"];
+    assert_eq!(n.as_array().map(Vec::len), Some(1), "{n:#}");
+    assert_eq!(n[0]["protocol"], protocol.as_str(), "{n:#}");
+    assert_eq!(n[0]["cipher_suite"], suite.as_str(), "{n:#}");
+    assert_eq!(n[0]["key_exchange"], group.as_str(), "{n:#}");
+    assert_eq!(n[0]["alpn"], alpn, "{n:#}");
+    assert_eq!(n[0]["http"], http.as_str(), "{n:#}");
+    assert_eq!(num(&n[0], &["handshakes"]), handshakes);
+    assert_eq!(num(&v, &["tls", "negotiated_other"]), 0);
+
+    let line = human
+        .lines()
+        .find(|l| l.trim_start().starts_with("Negotiated"))
+        .unwrap_or_else(|| panic!("no Negotiated line in:\n{human}"));
+    assert!(line.contains(&format!("{words}  (4 handshakes)")), "{line}");
+    let report = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(
+        report.contains(&format!("{words} (4 handshakes)")),
+        "no '{words}' in the report"
+    );
+    line.to_string()
+}
+
+#[test]
+fn negotiated_tls_h2_and_tls12_match_nginx_log() {
+    let pki = Pki::new();
+    let ca = pki.ca.to_str().unwrap();
+
+    let h2 = Nginx::builder().tls(&pki.localhost).http2(true).start();
+    let line = check(&h2, &["--cacert", ca, "--http2"], "h2");
+    eprintln!("h2: {line}");
+    assert!(line.contains("TLSv1.3 "), "{line}");
+    assert_eq!(h2.logged_protocol("HTTP/2.0"), 200);
+
+    let h1 = Nginx::builder().tls(&pki.localhost).start();
+    let line = check(&h1, &["--cacert", ca, "--tls-max", "1.2"], "http/1.1");
+    eprintln!("TLS 1.2: {line}");
+    assert!(line.contains("TLSv1.2 TLS_ECDHE_"), "{line}");
+}
+
+#[test]
+fn a_distributed_run_carries_what_was_negotiated() {
+    let pki = Pki::new();
+    let ca = pki.ca.to_str().unwrap();
+    let ng = Nginx::builder().tls(&pki.localhost).http2(true).start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = ng.url("/");
+    let out = run_into(
+        &[
+            url.as_str(),
+            "--cacert",
+            ca,
+            "--http2",
+            "--agents",
+            "local:2",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "-d",
+            BOUND,
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    let (protocol, suite, group, _) = nginx_says(&ng);
+    let n = &v["tls"]["negotiated"];
+    assert_eq!(n.as_array().map(Vec::len), Some(1), "{n:#}");
+    assert_eq!(n[0]["protocol"], protocol.as_str(), "{n:#}");
+    assert_eq!(n[0]["cipher_suite"], suite.as_str(), "{n:#}");
+    assert_eq!(n[0]["key_exchange"], group.as_str(), "{n:#}");
+    assert_eq!(n[0]["alpn"], "h2", "{n:#}");
+    assert_eq!(
+        num(&n[0], &["handshakes"]),
+        num(&v, &["tls", "handshakes"]),
+        "{:#}",
+        v["tls"]
+    );
+    assert_eq!(num(&n[0], &["handshakes"]), 4, "{:#}", v["tls"]);
+}
+
+/// Run a shell command (openssl) that must succeed.
+fn sh(script: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{script}: {out:?}");
+}
+
+/// No Rust enum name in a line a person reads: no `Other(`, no CamelCase word.
+fn assert_words(line: &str) {
+    assert!(
+        !line.contains("Other(") && !line.contains("OtherError"),
+        "{line}"
+    );
+    let camel = line.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| {
+        w.len() > 1
+            && w.starts_with(|c: char| c.is_ascii_uppercase())
+            && w.chars().skip(1).any(|c| c.is_ascii_lowercase())
+            && w.chars().skip(1).any(|c| c.is_ascii_uppercase())
+    });
+    assert_eq!(camel, None, "a CamelCase word in: {line}");
+}
+
+#[test]
+fn tls_failures_are_sentences_with_dates() {
+    let pki = Pki::new();
+    let ca = pki.ca.to_str().unwrap();
+    let args = ["-c", "1", "-n", "5", "-d", BOUND];
+
+    // pki.rs: the expired leaf is valid 2020-01-01 .. 2021-01-01.
+    let expired = Nginx::builder().tls(&pki.expired).start();
+    let out = run_plain(&expired.url("/"), &[&["--cacert", ca][..], &args].concat());
+    let line = one_line(&out);
+    eprintln!("expired: {line}");
+    assert!(
+        line.contains("expired on 2021-01-01 00:00:00 UTC"),
+        "{line}"
+    );
+    assert!(line.contains("-k"), "{line}");
+    assert_words(&line);
+
+    // A self-signed certificate made as a CA (webpki: "CA used as end entity").
+    let own = Nginx::builder().tls(&pki.self_signed).start();
+    let out = run_plain(&own.url("/"), &args);
+    let line = one_line(&out);
+    eprintln!("self-signed: {line}");
+    assert!(line.contains("--cacert"), "{line}");
+    assert_words(&line);
+
+    // One made as `openssl req -x509` makes it (CA:TRUE), with another CA trusted: webpki
+    // refuses a CA certificate as the server's own before it looks for an issuer (rustls'
+    // `Other(OtherError(CaUsedAsEndEntity))`).
+    let dir = tempfile::tempdir().unwrap();
+    let x509 = common::pki::CertFiles {
+        cert: dir.path().join("x509.pem"),
+        key: dir.path().join("x509.key"),
+    };
+    sh(&format!(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+         -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -days 30 \
+         -keyout {} -out {}",
+        x509.key.display(),
+        x509.cert.display()
+    ));
+    let made_as_ca = Nginx::builder().tls(&x509).start();
+    let out = run_plain(
+        &made_as_ca.url("/"),
+        &[&["--cacert", ca][..], &args].concat(),
+    );
+    let line = one_line(&out);
+    eprintln!("openssl req -x509, another CA trusted: {line}");
+    assert!(line.contains("itself a CA certificate"), "{line}");
+    assert!(line.contains("--cacert"), "{line}");
+    assert_words(&line);
+
+    let wrong = Nginx::builder().tls(&pki.wrong_name).start();
+    let out = run_plain(
+        &wrong.url_localhost("/"),
+        &[&["--cacert", ca][..], &args].concat(),
+    );
+    let line = one_line(&out);
+    eprintln!("wrong name: {line}");
+    assert!(line.contains("wrong.example"), "{line}");
+    assert_words(&line);
+
+    // An X.509 version 1 client certificate (`openssl x509 -req` without extensions).
+    let dir = tempfile::tempdir().unwrap();
+    let (key, cert) = (dir.path().join("v1.key"), dir.path().join("v1.pem"));
+    let csr = dir.path().join("v1.csr");
+    let script = format!(
+        "openssl ecparam -name prime256v1 -genkey -noout -out {k} && \
+         openssl req -new -key {k} -subj /CN=client -out {c} && \
+         openssl x509 -req -in {c} -signkey {k} -days 30 -out {p}",
+        k = key.display(),
+        c = csr.display(),
+        p = cert.display()
+    );
+    sh(&script);
+    let ng = Nginx::builder().tls(&pki.localhost).start();
+    let out = headroom()
+        .args(["run", &ng.url("/"), "--cacert", ca, "--cert"])
+        .arg(&cert)
+        .arg("--key")
+        .arg(&key)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let line = one_line(&out);
+    eprintln!("v1 client certificate: {line}");
+    assert!(line.contains("version 1"), "{line}");
+    assert_words(&line);
+    assert_eq!(ng.log_lines().len(), 0);
+}
+
+#[test]
+fn resumed_handshakes_are_counted_with_what_they_negotiated() {
+    let pki = Pki::new();
+    let ca = pki.ca.to_str().unwrap();
+    let ng = Nginx::builder().tls(&pki.localhost).start();
+    for max in ["1.2", "1.3"] {
+        let (v, out) = common::run_json(
+            &ng.url("/"),
+            &[
+                "--cacert",
+                ca,
+                "--tls-max",
+                max,
+                "--no-keepalive",
+                "-c",
+                "4",
+                "--per-user",
+                "10",
+                "-d",
+                BOUND,
+            ],
+        );
+        assert!(out.status.success(), "{v:#}");
+        let t = &v["tls"];
+        eprintln!("--tls-max {max}: {:#}", t["negotiated"]);
+        assert_eq!(num(&v, &["tls", "handshakes"]), 40, "{t:#}");
+        assert_eq!(num(&v, &["tls", "resumed"]), 36, "{t:#}");
+        let n = t["negotiated"].as_array().unwrap();
+        let sum: u64 = n.iter().map(|e| num(e, &["handshakes"])).sum();
+        assert_eq!(sum, 40, "{t:#}");
+        assert!(
+            n.iter()
+                .all(|e| e["protocol"] == format!("TLSv{max}").as_str()),
+            "{t:#}"
+        );
+        // A resumed TLS 1.2 session makes no key exchange of its own (its 4 users' first
+        // handshakes do); TLS 1.3 resumes with a fresh (EC)DHE exchange (psk_dhe_ke).
+        let no_kx: u64 = n
+            .iter()
+            .filter(|e| e.get("key_exchange").is_none())
+            .map(|e| num(e, &["handshakes"]))
+            .sum();
+        assert_eq!(no_kx, if max == "1.2" { 36 } else { 0 }, "{t:#}");
+    }
+}

@@ -36,6 +36,7 @@ mod html;
 pub mod lab;
 pub mod live;
 pub mod live_server;
+pub mod noise;
 pub mod svg;
 
 use std::path::{Path, PathBuf};

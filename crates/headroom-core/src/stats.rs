@@ -222,22 +222,28 @@ pub struct SeriesMean {
 /// Successive intervals of a run are not independent: a server that is slow for a second (a
 /// GC pause, a neighbour's burst, a cache warming) is often slow the next second too, so the
 /// plain `s/√n` understates the uncertainty of the mean. The method here is the *effective
-/// sample size* from the lag-1 autocorrelation r₁, the first-order (AR(1)) correction:
-/// n_eff = n (1 − r₁) / (1 + r₁) (Bayley & Hammersley 1946, "The effective number of
-/// independent observations in an autocorrelated time series"; Wilks, *Statistical Methods in
-/// the Atmospheric Sciences*, 3rd ed., §5.2.4, eq. 5.12; Zwiers & von Storch 1995, J. Climate
-/// 8), and the half-width t₀.₉₇₅(⌊n_eff⌋ − 1) · s / √n_eff.
+/// sample size* from the lag-1 autocorrelation r₁, the first-order (AR(1)) correction
+/// (Bayley & Hammersley 1946, "The effective number of independent observations in an
+/// autocorrelated time series"; Wilks, *Statistical Methods in the Atmospheric Sciences*, 3rd
+/// ed., §5.2.4, eq. 5.12; Zwiers & von Storch 1995, J. Climate 8):
+///
+/// - the mean's standard error is s / √n_eff with n_eff = n (1 − r₁) / (1 + r₁): for an AR(1)
+///   series Var(mean) ≈ σ²/n · (1 + ρ)/(1 − ρ);
+/// - the t quantile takes the degrees of freedom of s² itself, ν = n (1 − r₁²) / (1 + r₁²) − 1
+///   (for an AR(1) series Var(s²) ≈ 2σ⁴/n · (1 + ρ²)/(1 − ρ²), which is that of a χ² with
+///   n (1 − ρ²)/(1 + ρ²) degrees of freedom), rounded down, at least 1. Taking n_eff − 1 there
+///   instead would count the autocorrelation twice over: at r₁ = 0.4 from five intervals it
+///   gives t(1) = 12.7 where ν gives t(2) = 4.3.
 ///
 /// Why not batch means (Law & Kelton, *Simulation Modeling and Analysis*, §9.5.3: the mean of
 /// each block of m intervals, treated as independent)? It wants 10 to 30 batches of intervals
 /// long enough to be nearly independent (Schmeiser 1982), hundreds of intervals; the runs this
 /// judges are often 5 to 60 one-second intervals, where batch means is left with one interval
 /// per batch and no correction at all. r₁ can be estimated from any run of two or more
-/// intervals. Its limits, which the choices below lean against: r₁ from a short series is
+/// intervals. Its limits, which the choices here lean against: r₁ from a short series is
 /// biased low (by about −1/n) and noisy, and an AR(1) model misses longer memory. So a negative
-/// r₁ counts as 0 (the interval is never made narrower than the independent one), and
-/// n_eff < 2 gives one degree of freedom (t = 12.7): a very wide interval, which is the honest
-/// answer for a short run that drifts.
+/// r₁ counts as 0 (the interval is never made narrower than the independent one), and n_eff is
+/// at least 1: a short run that drifts gets a very wide interval, which is the honest answer.
 pub fn series_mean_ci(values: &[f64]) -> Option<SeriesMean> {
     let xs: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
     let n = xs.len();
@@ -268,7 +274,8 @@ pub fn series_mean_ci(values: &[f64]) -> Option<SeriesMean> {
     let rho = r1.max(0.0);
     let n_eff = (n as f64 * (1.0 - rho) / (1.0 + rho)).clamp(1.0, n as f64);
     let var = ss / (n - 1) as f64;
-    let df = (n_eff.floor() as usize).saturating_sub(1).max(1);
+    let nu = n as f64 * (1.0 - rho * rho) / (1.0 + rho * rho) - 1.0;
+    let df = (nu.floor() as usize).max(1);
     out.r1 = r1;
     out.n_eff = n_eff;
     out.ci95 = Some(t_975(df) * (var / n_eff).sqrt()).filter(|h| h.is_finite());
@@ -375,13 +382,13 @@ mod tests {
     #[test]
     fn series_of_known_values() {
         // 1..5: mean 3, Σ(x-m)² = 10, Σ lag-1 products = 2 + 0 + 0 + 2 = 4, so r₁ = 0.4,
-        // n_eff = 5 · 0.6 / 1.4 = 2.142857, one degree of freedom,
-        // half-width 12.7062047 · √(2.5 / 2.142857) = 13.72434.
+        // n_eff = 5 · 0.6 / 1.4 = 2.142857, ν = 5 · 0.84 / 1.16 - 1 = 2.62 so 2 degrees of
+        // freedom, half-width 4.3026527 · √(2.5 / 2.142857) = 4.647396.
         let s = series_mean_ci(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
         assert_eq!((s.mean, s.n), (3.0, 5));
         assert!((s.r1 - 0.4).abs() < 1e-12, "{s:?}");
         assert!((s.n_eff - 15.0 / 7.0).abs() < 1e-12, "{s:?}");
-        assert!((s.ci95.unwrap() - 13.724_34).abs() < 1e-4, "{s:?}");
+        assert!((s.ci95.unwrap() - 4.647_396).abs() < 1e-5, "{s:?}");
         // Alternating: r₁ < 0 counts as 0, the interval is the independent one (mean_ci's).
         let alt = [1.0, 3.0, 1.0, 3.0, 1.0, 3.0];
         let s = series_mean_ci(&alt).unwrap();

@@ -239,4 +239,34 @@ mod tests {
         assert!((r.ci95.unwrap() - 12.706_204_7).abs() < 1e-6);
         assert_eq!(over_repeats(&[f64::NAN]), None);
     }
+
+    #[test]
+    fn hostile_intervals_give_no_interval_rather_than_a_panic_or_a_wrong_one() {
+        let mut ivs = vec![
+            iv(f64::INFINITY, 1.0, 1.0),
+            iv(-1.0, 2.0, 2.0),
+            iv(f64::NAN, 3.0, 3.0),
+            iv(0.0, 4.0, 4.0),
+        ];
+        assert!(series(&ivs, interval_rps).is_empty());
+        // Values whose sums overflow: a figure, no interval.
+        ivs = vec![
+            iv(1.0, f64::MAX, f64::MAX),
+            iv(1.0, -f64::MAX, 1.0),
+            iv(1.0, f64::MAX, 1.0),
+        ];
+        let run = RunData {
+            intervals: ivs,
+            ..RunData::default()
+        };
+        let t = throughput(&run, &Summary::default());
+        assert!(t.is_none_or(|t| t.ci95.is_none_or(f64::is_finite)), "{t:?}");
+        // responses/length with no rps; a zero length never divides.
+        let bare = Interval {
+            length_s: Some(2.0),
+            responses: Some(10),
+            ..Interval::default()
+        };
+        assert_eq!(series(&[bare], interval_rps), [5.0]);
+    }
 }

@@ -305,6 +305,11 @@ pub struct RunArgs {
     /// then intervals.csv and report.html (see docs/report.md).
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out: Option<PathBuf>,
+    /// Run the same load N times (2 to 100), one after the other, into DIR/1 ... DIR/N (needs
+    /// --out DIR); DIR/repeats.json and DIR/report.html give the spread: each figure's mean and
+    /// 95% interval over the repeats. Not with --agents, --json, --dashboard or --metrics-listen.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=i64::from(headroom_run::repeats::MAX_REPEATS)), help_heading = "Output")]
+    pub repeat: Option<u32>,
     /// With --out: do not write report.html at the end.
     #[arg(long, help_heading = "Output")]
     pub no_report: bool,

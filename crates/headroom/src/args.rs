@@ -41,6 +41,8 @@ Examples:
   headroom run http://127.0.0.1:8080/ -c 20 --per-user 500
   headroom run http://127.0.0.1:8080/ -c 1000 --ramp-up 10s -d 1m
   headroom run http://127.0.0.1:8080/ --rate 2000 -c 20 -d 1m --out runs/r2000
+  headroom run http://127.0.0.1:8080/ -c 10 -d 10s --repeat 5 --out runs/c10
+      (5 runs into runs/c10/1..5; their spread, mean ± 95% interval, in runs/c10/report.html)
   headroom run http://127.0.0.1:8080/ --arrival-rate 50 --per-user 10 --think 2s -d 5m
   headroom run http://127.0.0.1:8080/api -m POST -H 'Content-Type: application/json' --body @req.json
   headroom run scenarios/login.yaml --target 127.0.0.1:8080 --out runs/login

@@ -201,8 +201,9 @@ fn a_comparison_answers_on_its_first_screen() {
     let tmp = tempfile::tempdir().unwrap();
     let url = format!("http://{}/sleep/2", server.local_addr());
     let (a, b) = (tmp.path().join("c10"), tmp.path().join("c40"));
+    // 5 s: enough intervals for the difference to stand beyond noise (issue 27).
     for (dir, c) in [(&a, "10"), (&b, "40")] {
-        let out = run(&[&url, "-c", c, "-d", "3s"], dir);
+        let out = run(&[&url, "-c", c, "-d", "5s"], dir);
         assert!(out.status.success());
     }
     let out = headroom().arg("report").arg(&a).arg(&b).output().unwrap();

@@ -23,20 +23,60 @@ use crate::ReportError;
 /// The most numbered directories a set is read from (`run --repeat` takes up to 100).
 pub const MAX_REPEATS: usize = 1000;
 
-/// The repeats of the set in `dir`: DIR/1, DIR/2 ... as long as they exist (at most
-/// [`MAX_REPEATS`]), each a run directory (summary.json or intervals.jsonl).
-pub fn repeat_dirs(dir: &Path) -> Vec<PathBuf> {
-    (1..=MAX_REPEATS)
-        .map(|k| dir.join(k.to_string()))
-        .take_while(|d| d.join("summary.json").is_file() || d.join("intervals.jsonl").is_file())
+/// The most bytes of DIR/repeats.json read (a set of 100 repeats writes about 1 KiB).
+const MAX_REPEATS_JSON: u64 = 64 * 1024;
+
+/// Whether `d` is a run directory (summary.json or intervals.jsonl).
+fn is_run_dir(d: &Path) -> bool {
+    d.join("summary.json").is_file() || d.join("intervals.jsonl").is_file()
+}
+
+/// The directories DIR/repeats.json lists (`runs`), when it can be read: at most
+/// [`MAX_REPEATS_JSON`] bytes, a JSON object whose `runs` is an array of numbers written as
+/// strings ("1", "2"; anything else, such as a path, is not followed). None otherwise.
+fn listed(dir: &Path) -> Option<Vec<PathBuf>> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(dir.join("repeats.json"))
+        .ok()?
+        .take(MAX_REPEATS_JSON + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    if text.len() as u64 > MAX_REPEATS_JSON {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let runs = v.get("runs")?.as_array()?;
+    runs.iter()
+        .take(MAX_REPEATS)
+        .map(|r| {
+            let name = r.as_str()?;
+            (!name.is_empty() && name.len() <= 4 && name.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| dir.join(name))
+        })
         .collect()
 }
 
-/// Whether `dir` is a set of repeats: not a run directory itself, and DIR/1 is one.
+/// The repeats of the set in `dir`: those DIR/repeats.json lists (the repeats that finished,
+/// written after each: a set run again with fewer repeats does not show the old ones), each a
+/// run directory; without a readable repeats.json, DIR/1, DIR/2 ... as long as they are run
+/// directories (at most [`MAX_REPEATS`]).
+pub fn repeat_dirs(dir: &Path) -> Vec<PathBuf> {
+    if let Some(dirs) = listed(dir) {
+        return dirs.into_iter().filter(|d| is_run_dir(d)).collect();
+    }
+    (1..=MAX_REPEATS)
+        .map(|k| dir.join(k.to_string()))
+        .take_while(|d| is_run_dir(d))
+        .collect()
+}
+
+/// Whether `dir` is a set of repeats: not a run directory itself, and it has repeats.json or
+/// DIR/1 is a run directory.
 pub fn is_repeats_dir(dir: &Path) -> bool {
     !dir.join("summary.json").exists()
         && !dir.join("intervals.jsonl").exists()
-        && !repeat_dirs(dir).is_empty()
+        && (dir.join("repeats.json").is_file() || is_run_dir(&dir.join("1")))
 }
 
 /// Reads the set of repeats in `dir` and renders its page. `NotARun` of `dir` when it has no
@@ -337,6 +377,25 @@ mod tests {
         assert!(!is_repeats_dir(tmp.path()));
         assert_eq!(repeat_dirs(&set).len(), 3);
         let html = render_repeats(&set).unwrap();
+        // repeats.json, when there, says which repeats are the set's: not an older set's 3, and
+        // not a path out of the directory.
+        std::fs::write(set.join("repeats.json"), r#"{"runs": ["1", "2"]}"#).unwrap();
+        assert_eq!(repeat_dirs(&set), [set.join("1"), set.join("2")]);
+        std::fs::write(
+            set.join("repeats.json"),
+            r#"{"runs": ["1", "../x", "/etc"]}"#,
+        )
+        .unwrap();
+        assert_eq!(repeat_dirs(&set).len(), 3, "a bad list is not followed");
+        std::fs::write(set.join("repeats.json"), " ".repeat(70 * 1024) + "{}").unwrap();
+        assert_eq!(repeat_dirs(&set).len(), 3, "nor one too long to read");
+        std::fs::write(set.join("repeats.json"), r#"{"runs": []}"#).unwrap();
+        assert!(is_repeats_dir(&set) && repeat_dirs(&set).is_empty());
+        assert!(matches!(
+            render_repeats(&set),
+            Err(ReportError::NotARun { .. })
+        ));
+        std::fs::remove_file(set.join("repeats.json")).unwrap();
         // mean 110, half-width t(2) · 10 / √3 = 4.302653 · 5.7735 = 24.84.
         let v = &html[html.find("<section class=\"verdict").unwrap()..];
         let v = &v[..v.find("</section>").unwrap()];

@@ -344,8 +344,25 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
 
     // --repeat N: the same plan N times, each into its own run directory, then the spread.
     let dir = a.out.clone().expect("repeat_refusal: --repeat has --out");
-    let mut summaries = Vec::new();
+    let mut summaries: Vec<(String, headroom_run::RunSummary)> = Vec::new();
     let mut code = 0u8;
+    // repeats.json lists the repeats that finished, rewritten after each: the report of a set
+    // killed half way (or of DIR used before by a longer set) takes those and no other.
+    let write_repeats = |summaries: &[(String, headroom_run::RunSummary)]| {
+        let runs: Vec<(String, &headroom_run::RunSummary)> =
+            summaries.iter().map(|(d, s)| (d.clone(), s)).collect();
+        let repeats = headroom_run::repeats::Repeats::build(n, &runs);
+        let path = dir.join("repeats.json");
+        let written = std::fs::create_dir_all(&dir).and_then(|()| {
+            let json = serde_json::to_string_pretty(&repeats).map_err(std::io::Error::other)?;
+            std::fs::write(&path, json + "\n")
+        });
+        if let Err(e) = &written {
+            eprintln!("headroom: warning: cannot write {}: {e}", path.display());
+        }
+        (repeats, written.is_ok())
+    };
+    write_repeats(&summaries);
     for k in 1..=n {
         if !a.quiet {
             eprintln!(
@@ -380,23 +397,19 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         };
         let interrupted = summary.interrupted;
         summaries.push((k.to_string(), summary));
-        if interrupted || stop.load(Ordering::SeqCst) {
-            eprintln!("headroom: interrupted: {k} of {n} repeats ran");
-            break;
+        let last = k == n || interrupted || stop.load(Ordering::SeqCst);
+        if !last {
+            write_repeats(&summaries);
+            continue;
         }
+        if k < n {
+            eprintln!("headroom: interrupted: {k} of {n} repeats ran");
+        }
+        break;
     }
-    let runs: Vec<(String, &headroom_run::RunSummary)> =
-        summaries.iter().map(|(d, s)| (d.clone(), s)).collect();
-    let repeats = headroom_run::repeats::Repeats::build(n, &runs);
-    let written = serde_json::to_string_pretty(&repeats)
-        .map_err(std::io::Error::other)
-        .and_then(|json| std::fs::write(dir.join("repeats.json"), json + "\n"));
-    if let Err(e) = written {
-        eprintln!(
-            "headroom: warning: cannot write {}: {e}",
-            dir.join("repeats.json").display()
-        );
-        code = if code == 0 { EXIT_INCOMPLETE } else { code };
+    let (repeats, written) = write_repeats(&summaries);
+    if !written && code == 0 {
+        code = EXIT_INCOMPLETE;
     }
     out!("{}", repeats.human());
     if !a.no_report {

@@ -336,6 +336,21 @@ fn verdict(
                 .map_or(MISSING.to_string(), html::thousands),
         )));
     }
+    // Within-run intervals cannot see a machine whose load changed between the runs: say so
+    // wherever they were the only evidence (two 5 s runs of the same load, one after the other
+    // on a shared 2-core machine, measured 87k and 123k responses/s, each steady within itself).
+    let within_runs_only = noise
+        .iter()
+        .filter_map(|n| n.throughput.as_ref())
+        .any(|s| matches!(s.basis, noise::Basis::Intervals { .. }));
+    if summaries.len() > 1 && within_runs_only {
+        details.push(
+            "Each run's 95% interval comes from its own intervals: it does not hold what \
+             changes from one run to the next on a busy machine (other processes, CPU \
+             frequency). <code>headroom run --repeat N</code> measures that."
+                .to_string(),
+        );
+    }
     let differ = differing_settings(summaries);
     if summaries.len() > 1 {
         details.push(if differ.is_empty() {
@@ -1299,6 +1314,10 @@ mod tests {
             "{v}"
         );
         assert!(v.contains("beyond noise (95% intervals apart)"), "{v}");
+        assert!(
+            v.contains("comes from its own intervals: it does not hold what changes from one run"),
+            "{v}"
+        );
         assert!(row(&html, "throughput 95% interval").ends_with(">beyond noise</td>"));
         // A run of one interval: its noise is not known, so no green winner either.
         let one = noisy_run(tmp.path(), "one", &[5000.0]);

@@ -6,82 +6,13 @@ use std::collections::BTreeMap;
 
 use crate::store::RunRecord;
 
-/// A metric over the repetitions of one cell. Serialised (in `tables.json`) as
-/// `{"mean": .., "ci95": .. or null, "n": ..}`.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Cell {
-    pub mean: f64,
-    /// Half-width of the 95% confidence interval of the mean (Student t), None with one value.
-    pub ci95: Option<f64>,
-    /// How many values.
-    pub n: usize,
-}
+/// A metric over the repetitions of one cell: its mean, the half-width of its 95% confidence
+/// interval (Student t) and how many values. Serialised (in `tables.json`) as
+/// `{"mean": .., "ci95": .. or null, "n": ..}`. The statistics live in `headroom_core::stats`,
+/// shared with the report's comparison of runs and repeats.
+pub type Cell = MeanCi;
 
-/// Two-sided 97.5% quantiles of Student's t for 1..=30 degrees of freedom.
-const T_975: [f64; 30] = [
-    12.706_204_7,
-    4.302_652_7,
-    3.182_446_3,
-    2.776_445_1,
-    2.570_581_8,
-    2.446_911_9,
-    2.364_624_3,
-    2.306_004_1,
-    2.262_157_2,
-    2.228_138_9,
-    2.200_985_2,
-    2.178_812_8,
-    2.160_368_7,
-    2.144_786_7,
-    2.131_449_5,
-    2.119_905_3,
-    2.109_815_6,
-    2.100_922_0,
-    2.093_024_1,
-    2.085_963_4,
-    2.079_613_8,
-    2.073_873_1,
-    2.068_657_6,
-    2.063_898_6,
-    2.059_538_6,
-    2.055_529_4,
-    2.051_830_5,
-    2.048_407_1,
-    2.045_229_6,
-    2.042_272_5,
-];
-
-/// The 97.5% quantile of Student's t with `df` degrees of freedom (df >= 1): from a table up to
-/// 30, then the Cornish-Fisher expansion around the normal 1.959964 (within 1e-4 of the exact
-/// quantile past 30, and tending to 1.96).
-pub fn t_975(df: usize) -> f64 {
-    assert!(df >= 1, "Student t needs at least one degree of freedom");
-    if df <= T_975.len() {
-        return T_975[df - 1];
-    }
-    let z: f64 = 1.959_963_984_540_054;
-    let n = df as f64;
-    let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
-    z + (z3 + z) / (4.0 * n)
-        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * n * n)
-        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * n * n * n)
-}
-
-/// Mean and 95% confidence interval of the mean (Student t, sample standard deviation) of
-/// `values`, all of them counted (the caller leaves out values it does not want, e.g. NaN).
-/// None for no values; `ci95` is None for a single value.
-pub fn mean_ci(values: &[f64]) -> Option<Cell> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let ci95 = (n > 1).then(|| {
-        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-        t_975(n - 1) * (var / n as f64).sqrt()
-    });
-    Some(Cell { mean, ci95, n })
-}
+pub use headroom_core::stats::{mean_ci, t_975, MeanCi};
 
 /// A pivot table of one metric. Serialised (in `tables.json`) with these field names; an empty
 /// cell is `null`.

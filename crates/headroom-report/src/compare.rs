@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use crate::charts;
 use crate::data::{load_run, RunData, Summary};
 use crate::html::{self, measured, Tile, Tone, MISSING};
+use crate::noise::{self, Spread};
 use crate::svg::{escape, Chart, Series, PALETTE};
 use crate::ReportError;
 
@@ -150,7 +151,12 @@ pub fn render_runs(labels: &[String], runs: &[RunData]) -> String {
         }
     }
 
-    let (tone, answer, details) = verdict(labels, &summaries);
+    let noise: Vec<RunNoise> = runs
+        .iter()
+        .zip(&summaries)
+        .map(|(r, s)| RunNoise::of_run(r, s))
+        .collect();
+    let (tone, answer, details) = verdict(labels, &summaries, &noise);
     html::verdict(&mut out, tone, &answer, &details);
     html::tiles(&mut out, &tiles(labels, &summaries));
 
@@ -176,7 +182,7 @@ pub fn render_runs(labels: &[String], runs: &[RunData]) -> String {
 
     runs_table(&mut out, labels, runs);
     settings_table(&mut out, labels, &summaries);
-    figures_table(&mut out, labels, &summaries);
+    figures_table(&mut out, labels, &summaries, &noise);
 
     out.push_str("<h2>More charts</h2>\n");
     for o in &overlays[key..] {
@@ -188,46 +194,162 @@ pub fn render_runs(labels: &[String], runs: &[RunData]) -> String {
     out
 }
 
-/// The comparison's verdict: which run has the most throughput, each run against the
-/// baseline, and any run whose thresholds broke or that had errors.
-fn verdict(labels: &[String], summaries: &[Summary]) -> (Tone, String, Vec<String>) {
+/// Each run's throughput and p99 with their 95% intervals (see [`noise`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RunNoise {
+    pub throughput: Option<Spread>,
+    pub p99: Option<Spread>,
+}
+
+impl RunNoise {
+    /// From a run's intervals (centred on its summary's figures).
+    pub fn of_run(run: &RunData, summary: &Summary) -> RunNoise {
+        RunNoise {
+            throughput: noise::throughput(run, summary),
+            p99: noise::p99(run, summary),
+        }
+    }
+}
+
+/// "within noise", "beyond noise" or "noise not known" for two figures.
+fn noise_word(a: Option<&Spread>, b: Option<&Spread>) -> &'static str {
+    match a.zip(b).and_then(|(a, b)| a.apart(b)) {
+        Some(true) => "beyond noise",
+        Some(false) => "within noise",
+        None => "noise not known",
+    }
+}
+
+/// The comparison's verdict: which run has the most throughput, and whether that is beyond
+/// noise (its 95% interval apart from every other run's, see [`noise`]); each run against the
+/// baseline; any run whose thresholds broke or that had errors. A winner within noise, or one
+/// whose noise is not known, is not a green verdict.
+fn verdict(
+    labels: &[String],
+    summaries: &[Summary],
+    noise: &[RunNoise],
+) -> (Tone, String, Vec<String>) {
     let base = &labels[0];
     let best = summaries
         .iter()
         .enumerate()
         .filter_map(|(i, s)| Some((i, s.throughput_rps?)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
+    let rps_of = |i: usize| noise.get(i).and_then(|n| n.throughput.as_ref());
+    let mut tone = Tone::Good;
     let answer = match best {
         None => "No run measured a throughput".to_string(),
-        Some((0, rps)) if summaries.len() == 2 => format!(
-            "The baseline {base} has the most throughput: {} responses/s, {} {}'s",
-            html::short(rps),
-            ratio(Some(rps), summaries[1].throughput_rps),
-            labels[1]
-        ),
-        Some((0, rps)) => format!(
-            "The baseline {base} has the most throughput: {} responses/s",
-            html::short(rps)
-        ),
-        Some((i, rps)) => format!(
-            "{} has the most throughput: {} responses/s, {} the baseline {base}'s",
-            labels[i],
-            html::short(rps),
-            ratio(Some(rps), summaries[0].throughput_rps)
-        ),
+        Some((b, rps)) => {
+            let others: Vec<usize> = (0..summaries.len()).filter(|j| *j != b).collect();
+            let within: Vec<usize> = others
+                .iter()
+                .copied()
+                .filter(|j| rps_of(b).zip(rps_of(*j)).and_then(|(x, y)| x.apart(y)) == Some(false))
+                .collect();
+            let unknown = others.iter().any(|j| {
+                rps_of(b)
+                    .zip(rps_of(*j))
+                    .and_then(|(x, y)| x.apart(y))
+                    .is_none()
+            });
+            let interval = |i: usize| {
+                let show = |v: f64| html::short(v);
+                match rps_of(i).and_then(|s| s.ci95) {
+                    Some(h) => format!(
+                        "{} ± {}",
+                        show(summaries[i].throughput_rps.unwrap_or(0.0)),
+                        show(h)
+                    ),
+                    None => summaries[i]
+                        .throughput_rps
+                        .map_or(MISSING.to_string(), show),
+                }
+            };
+            if !within.is_empty() {
+                tone = Tone::Warn;
+                let mut tied = vec![b];
+                tied.extend(&within);
+                tied.sort_unstable();
+                let list = tied
+                    .iter()
+                    .map(|i| format!("{} {}", labels[*i], interval(*i)))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if summaries.len() == 2 {
+                    format!(
+                        "Within noise: {} has {} the throughput of {}, and their 95% intervals \
+                         overlap ({list} responses/s)",
+                        labels[1],
+                        ratio(summaries[1].throughput_rps, summaries[0].throughput_rps),
+                        labels[0],
+                    )
+                } else {
+                    format!(
+                        "Within noise: the most throughput is {}'s, but its 95% interval \
+                         overlaps others' ({list} responses/s)",
+                        labels[b]
+                    )
+                }
+            } else {
+                let winner = match b {
+                    0 if summaries.len() == 2 => format!(
+                        "The baseline {base} has the most throughput: {} responses/s, {} {}'s",
+                        html::short(rps),
+                        ratio(Some(rps), summaries[1].throughput_rps),
+                        labels[1]
+                    ),
+                    0 => format!(
+                        "The baseline {base} has the most throughput: {} responses/s",
+                        html::short(rps)
+                    ),
+                    i => format!(
+                        "{} has the most throughput: {} responses/s, {} the baseline {base}'s",
+                        labels[i],
+                        html::short(rps),
+                        ratio(Some(rps), summaries[0].throughput_rps)
+                    ),
+                };
+                if unknown || others.is_empty() {
+                    if !others.is_empty() {
+                        tone = Tone::Warn;
+                    }
+                    format!("{winner}; noise not known (a run has fewer than 2 intervals)")
+                } else {
+                    format!("{winner}, beyond noise (95% intervals apart)")
+                }
+            }
+        }
     };
     let p99 = |s: &Summary| measured(&s.latency_us).and_then(|f| f.p99);
+    let p99_of = |i: usize| noise.get(i).and_then(|n| n.p99.as_ref());
     let mut details = Vec::new();
-    for (label, s) in labels.iter().zip(summaries).skip(1) {
+    for (i, (label, s)) in labels.iter().zip(summaries).enumerate().skip(1) {
         details.push(escape(&format!(
-            "{label} against {base}: throughput {}, p99 latency {}, errors {} vs {}",
+            "{label} against {base}: throughput {} ({}), p99 latency {} ({}), errors {} vs {}",
             ratio(s.throughput_rps, summaries[0].throughput_rps),
+            noise_word(rps_of(i), rps_of(0)),
             ratio(p99(s), p99(&summaries[0])),
+            noise_word(p99_of(i), p99_of(0)),
             s.errors_total.map_or(MISSING.to_string(), html::thousands),
             summaries[0]
                 .errors_total
                 .map_or(MISSING.to_string(), html::thousands),
         )));
+    }
+    // Within-run intervals cannot see a machine whose load changed between the runs: say so
+    // wherever they were the only evidence (two 5 s runs of the same load, one after the other
+    // on a shared 2-core machine, measured 87k and 123k responses/s, each steady within itself).
+    let within_runs_only = noise
+        .iter()
+        .filter_map(|n| n.throughput.as_ref())
+        .any(|s| matches!(s.basis, noise::Basis::Intervals { .. }));
+    if summaries.len() > 1 && within_runs_only {
+        details.push(
+            "Each run's 95% interval comes from its own intervals: it does not hold what \
+             changes from one run to the next on a busy machine (other processes, CPU \
+             frequency). <code>headroom run --repeat N</code> measures that."
+                .to_string(),
+        );
     }
     let differ = differing_settings(summaries);
     if summaries.len() > 1 {
@@ -240,7 +362,6 @@ fn verdict(labels: &[String], summaries: &[Summary]) -> (Tone, String, Vec<Strin
             ))
         });
     }
-    let mut tone = Tone::Good;
     for (label, s) in labels.iter().zip(summaries) {
         let (t, answer, _) = html::run_verdict(s);
         if t != Tone::Good {
@@ -521,7 +642,7 @@ const WHEN_EVERY_RUN_HAS_IT: [Figure; 2] = [
     ("TLS handshake p99 (ms)", ms, |s| measured(&s.tls_us)?.p99),
 ];
 
-fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
+fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary], noise: &[RunNoise]) {
     let base = escape(&labels[0]);
     let mut header = format!("<tr><th></th><th class=\"run n\">{base}</th>");
     for l in &labels[1..] {
@@ -534,7 +655,10 @@ fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
     let _ = writeln!(
         out,
         "<h2>Figures</h2>\n<p>Latency is corrected for coordinated omission; the ratio columns \
-         divide each run's value by the baseline's.</p>\n<table class=\"figures compare\">\n\
+         divide each run's value by the baseline's. A 95% interval row gives each run's noise \
+         (from its per-interval values, autocorrelation allowed for; over repeats for a set of \
+         repeats) and, in the ratio column, whether the run differs from the baseline beyond \
+         it (the intervals apart) or within it.</p>\n<table class=\"figures compare\">\n\
          {header}</tr>"
     );
     let optional = WHEN_EVERY_RUN_HAS_IT
@@ -543,6 +667,18 @@ fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
     for (name, show, of) in FIGURES.into_iter().chain(optional) {
         let values: Vec<Option<f64>> = summaries.iter().map(of).collect();
         figure_row(out, name, show, &values);
+        match name {
+            "throughput (responses/s)" => {
+                let spreads: Vec<Option<&Spread>> =
+                    noise.iter().map(|n| n.throughput.as_ref()).collect();
+                interval_row(out, "throughput 95% interval", html::short, &spreads);
+            }
+            "latency p99 (ms)" => {
+                let spreads: Vec<Option<&Spread>> = noise.iter().map(|n| n.p99.as_ref()).collect();
+                interval_row(out, "latency p99 95% interval", ms, &spreads);
+            }
+            _ => {}
+        }
     }
     // Responses by exact code, every code any run saw; 0 for a run that counted codes but not
     // this one, "–" for a run that did not count codes.
@@ -561,6 +697,32 @@ fn figures_table(out: &mut String, labels: &[String], summaries: &[Summary]) {
         figure_row(out, &format!("status {}", escape(code)), count, &values);
     }
     out.push_str("</table>\n");
+}
+
+/// A row of 95% intervals under its figure: each run's "± h (95%, ...)", and in the ratio
+/// columns whether the run differs from the baseline within or beyond noise.
+fn interval_row(
+    out: &mut String,
+    name: &str,
+    show: fn(f64) -> String,
+    spreads: &[Option<&Spread>],
+) {
+    let _ = write!(out, "<tr><th>{name}</th>");
+    for (i, s) in spreads.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<td class=\"n\">{}</td>",
+            s.map_or(MISSING.to_string(), |s| escape(&s.describe(show)))
+        );
+        if i > 0 {
+            let _ = write!(
+                out,
+                "<td class=\"n ratio\">{}</td>",
+                noise_word(*s, spreads[0])
+            );
+        }
+    }
+    out.push_str("</tr>\n");
 }
 
 /// One row of the figures table: each run's value, and after the baseline's the ratio to it.
@@ -931,8 +1093,10 @@ mod tests {
         let verdict = &verdict[..verdict.find("</section>").unwrap()];
         for line in [
             "data-verdict=\"warn\"",
-            "⚠ b has the most throughput: 200 responses/s, 2.00× the baseline a&#39;s",
-            "b against a: throughput 2.00×, p99 latency 0.50×, errors 7 vs 0",
+            "⚠ b has the most throughput: 200 responses/s, 2.00× the baseline a&#39;s, beyond \
+             noise (95% intervals apart)",
+            "b against a: throughput 2.00× (beyond noise), p99 latency 0.50× (beyond noise), \
+             errors 7 vs 0",
             "Settings that differ from the baseline&#39;s: command (marked",
             "b: 1.00% of requests failed",
         ] {
@@ -1104,5 +1268,108 @@ mod tests {
             Some("no summary.json: percentiles not available")
         );
         assert!(of("percentiles").notes.is_empty());
+    }
+
+    /// A run directory whose intervals have these throughputs (and p99s of 1 ms), and a
+    /// summary of their mean throughput.
+    fn noisy_run(root: &Path, name: &str, rps: &[f64]) -> PathBuf {
+        let lines: String = rps
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                format!(
+                    "{{\"index\":{i},\"t_s\":{i}.0,\"length_s\":1.0,\"responses\":{n},\
+                     \"rps\":{r},\"latency_us\":{{\"p99\":{p}}}}}\n",
+                    n = *r as u64,
+                    p = 1000 + 10 * i,
+                )
+            })
+            .collect();
+        let mean = rps.iter().sum::<f64>() / rps.len() as f64;
+        let total = rps.iter().sum::<f64>() as u64;
+        let summary = format!(
+            "{{\"command\":\"headroom run x\",\"throughput_rps\":{mean},\"requests\":{total},\
+             \"responses\":{total},\"errors_total\":0,\"error_rate\":0.0,\
+             \"latency_us\":{{\"count\":{total},\"p99\":1010}}}}"
+        );
+        run_dir(root, name, Some(&summary), Some(&lines))
+    }
+
+    fn verdict_of(html: &str) -> &str {
+        let v = &html[html.find("<section class=\"verdict").unwrap()..];
+        &v[..v.find("</section>").unwrap()]
+    }
+
+    #[test]
+    fn issue_27_ten_percent_apart_on_a_noisy_machine_is_within_noise() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = noisy_run(tmp.path(), "a", &[900.0, 1100.0, 950.0, 1080.0, 970.0]);
+        let b = noisy_run(tmp.path(), "b", &[1000.0, 1200.0, 1050.0, 1180.0, 1070.0]);
+        let html = render_compare(&[a, b]).unwrap();
+        let v = verdict_of(&html);
+        assert!(v.contains("data-verdict=\"warn\""), "{v}");
+        assert!(
+            v.contains(
+                "⚠ Within noise: b has 1.10× the throughput of a, and their 95% intervals overlap \
+                 (a 1,000 ± "
+            ),
+            "{v}"
+        );
+        assert!(v.contains("throughput 1.10× (within noise)"), "{v}");
+        assert!(!v.contains("most throughput"), "{v}");
+        let row = row(&html, "throughput 95% interval");
+        assert!(row.contains("<td class=\"n\">± "), "{row}");
+        assert!(
+            row.ends_with("<td class=\"n ratio\">within noise</td>"),
+            "{row}"
+        );
+    }
+
+    #[test]
+    fn runs_apart_beyond_their_noise_have_a_green_winner() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = noisy_run(tmp.path(), "a", &[900.0, 1100.0, 950.0, 1080.0, 970.0]);
+        let b = noisy_run(tmp.path(), "b", &[1900.0, 2100.0, 1950.0, 2080.0, 1970.0]);
+        let html = render_compare(&[a.clone(), b]).unwrap();
+        let v = verdict_of(&html);
+        assert!(v.contains("data-verdict=\"good\""), "{v}");
+        assert!(
+            v.contains("✓ b has the most throughput: 2,000 responses/s, 2.00× the baseline a"),
+            "{v}"
+        );
+        assert!(v.contains("beyond noise (95% intervals apart)"), "{v}");
+        assert!(
+            v.contains("comes from its own intervals: it does not hold what changes from one run"),
+            "{v}"
+        );
+        assert!(row(&html, "throughput 95% interval").ends_with(">beyond noise</td>"));
+        // A run of one interval: its noise is not known, so no green winner either.
+        let one = noisy_run(tmp.path(), "one", &[5000.0]);
+        let html = render_compare(&[a, one]).unwrap();
+        let v = verdict_of(&html);
+        assert!(v.contains("data-verdict=\"warn\""), "{v}");
+        assert!(
+            v.contains("noise not known (a run has fewer than 2 intervals)"),
+            "{v}"
+        );
+        assert!(row(&html, "throughput 95% interval").contains("noise not known (1 interval)"));
+    }
+
+    #[test]
+    fn three_runs_the_best_within_noise_of_one_other() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = noisy_run(tmp.path(), "a", &[100.0, 101.0, 99.0, 100.0]);
+        let b = noisy_run(tmp.path(), "b", &[1000.0, 1200.0, 1050.0, 1180.0]);
+        let c = noisy_run(tmp.path(), "c", &[1100.0, 1150.0, 1000.0, 1200.0]);
+        let html = render_compare(&[a, b, c]).unwrap();
+        let v = verdict_of(&html);
+        assert!(
+            v.contains(
+                "⚠ Within noise: the most throughput is c&#39;s, but its 95% interval \
+                        overlaps others&#39; (b 1,108 ± "
+            ),
+            "{v}"
+        );
+        assert!(!v.contains("(a "), "a is beyond noise of c: {v}");
     }
 }

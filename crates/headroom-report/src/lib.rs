@@ -20,6 +20,10 @@
 //! The pieces are public for other reports (comparisons, lab reports): [`load_run`] gives the
 //! plain [`RunData`], [`charts`] builds the charts from it, [`render`] the page.
 //!
+//! A set of repeats (`headroom run --repeat N`, see [`repeats`]) has its own page: the spread of
+//! its runs. A comparison of runs ([`compare`]) puts a 95% interval on each run's throughput and
+//! p99 ([`noise`]) and says "within noise" rather than naming a winner when they overlap.
+//!
 //! Beside the reports, [`live_server`] serves a run while it goes: the live dashboard (the
 //! page of [`live`], fed interval by interval) and a Prometheus `/metrics` endpoint. It takes
 //! interval lines as JSON, the same lines `intervals.jsonl` holds, so it too never sees the
@@ -36,6 +40,8 @@ mod html;
 pub mod lab;
 pub mod live;
 pub mod live_server;
+pub mod noise;
+pub mod repeats;
 pub mod svg;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +49,7 @@ use std::path::{Path, PathBuf};
 pub use compare::render_compare;
 pub use data::{load_run, Figures, Interval, NameStats, RunData, Scenario, Summary, Threshold};
 pub use lab::{is_lab_dir, load_lab, render_lab, LabData};
+pub use repeats::{is_repeats_dir, render_repeats};
 pub use svg::{escape, Chart, Series};
 
 /// Why a run directory could not be read.

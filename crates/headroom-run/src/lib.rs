@@ -12,7 +12,8 @@
 //! [`agent`] (what an agent does with a job), [`preflight`] (checks before the load),
 //! [`summary`] (the typed summary.json, [`summary::RunSummary`]), [`thresholds`] (a scenario's
 //! thresholds checked), [`interval`] (a line of intervals.jsonl), [`rundir`] (the run
-//! directory) and [`human`] (the progress line and the human summary).
+//! directory), [`human`] (the progress line and the human summary) and [`repeats`] (the
+//! spread of `run --repeat N`).
 
 pub mod agent;
 pub mod files;
@@ -20,6 +21,7 @@ pub mod human;
 pub mod interval;
 pub mod pipeline;
 pub mod preflight;
+pub mod repeats;
 pub mod rundir;
 pub mod spec;
 pub mod summary;

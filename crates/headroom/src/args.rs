@@ -41,6 +41,8 @@ Examples:
   headroom run http://127.0.0.1:8080/ -c 20 --per-user 500
   headroom run http://127.0.0.1:8080/ -c 1000 --ramp-up 10s -d 1m
   headroom run http://127.0.0.1:8080/ --rate 2000 -c 20 -d 1m --out runs/r2000
+  headroom run http://127.0.0.1:8080/ -c 10 -d 10s --repeat 5 --out runs/c10
+      (5 runs into runs/c10/1..5; their spread, mean ± 95% interval, in runs/c10/report.html)
   headroom run http://127.0.0.1:8080/ --arrival-rate 50 --per-user 10 --think 2s -d 5m
   headroom run http://127.0.0.1:8080/api -m POST -H 'Content-Type: application/json' --body @req.json
   headroom run scenarios/login.yaml --target 127.0.0.1:8080 --out runs/login
@@ -305,6 +307,11 @@ pub struct RunArgs {
     /// then intervals.csv and report.html (see docs/report.md).
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out: Option<PathBuf>,
+    /// Run the same load N times (2 to 100), one after the other, into DIR/1 ... DIR/N (needs
+    /// --out DIR); DIR/repeats.json and DIR/report.html give the spread: each figure's mean and
+    /// 95% interval over the repeats. Not with --agents, --json, --dashboard or --metrics-listen.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=i64::from(headroom_run::repeats::MAX_REPEATS)), help_heading = "Output")]
+    pub repeat: Option<u32>,
     /// With --out: do not write report.html at the end.
     #[arg(long, help_heading = "Output")]
     pub no_report: bool,

@@ -222,7 +222,47 @@ fn redact_token(args: impl Iterator<Item = String>) -> Vec<String> {
     out
 }
 
+/// Why `--repeat` cannot go with the other flags given, if it cannot (a usage error, exit 2).
+fn repeat_refusal(a: &RunArgs) -> Option<String> {
+    a.repeat?;
+    let with = |flag: &str, why: &str| Some(format!("--repeat cannot go with {flag}: {why}"));
+    if a.out.is_none() {
+        return Some(
+            "--repeat needs --out DIR: the repeats go into DIR/1 ... DIR/N, their spread into \
+             DIR/repeats.json and DIR/report.html"
+                .into(),
+        );
+    }
+    if a.dist.agents.is_some() {
+        return with(
+            "--agents",
+            "agents are started and stopped per run; repeat a distributed run with a lab \
+             experiment (`repeat:`) or a shell loop",
+        );
+    }
+    if a.json {
+        return with(
+            "--json",
+            "it prints one run's summary.json; read DIR/repeats.json",
+        );
+    }
+    if a.dashboard.is_some() || a.metrics_listen.is_some() {
+        return with(
+            if a.dashboard.is_some() {
+                "--dashboard"
+            } else {
+                "--metrics-listen"
+            },
+            "the live server shows one run",
+        );
+    }
+    None
+}
+
 fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(why) = repeat_refusal(a) {
+        return Err(UsageError(why).into());
+    }
     // The flags become a spec (files read into it) and the spec a plan, as every agent and the
     // lab build theirs.
     let run_spec = a.spec()?;
@@ -248,42 +288,153 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         return Err(UsageError("--linger needs --dashboard or --metrics-listen".into()).into());
     }
     // Bound before the preflight and the load: a bad address fails at once, nothing else done.
-    let live = start_live(a.dashboard, a.metrics_listen, &plan.target_name)?;
+    let mut live = start_live(a.dashboard, a.metrics_listen, &plan.target_name)?;
     if !a.no_preflight {
         headroom_run::preflight::preflight(&plan)?;
         headroom_run::preflight::protocol_probe(&plan)?;
     }
-    let outputs = Outputs {
-        out: a.out.clone(),
-        quiet: a.quiet,
-        json: a.json,
-        report: !a.no_report,
-        live,
-        linger: a.linger,
-        server_pid: a.server_pid,
-    };
-    let (summary, broken, incomplete, nothing_succeeded) = match agents {
-        None => run_plan(&plan, &thresholds, outputs, &mut pipeline::LocalEngine)?,
-        Some((spec, token)) => {
-            let job = headroom_run::agent::job_for(&run_spec, &plan, !a.no_preflight);
-            let started = dist::start_agents(&spec, &token, ports)?;
-            if !a.quiet {
-                for ag in &started.addrs {
-                    eprintln!("headroom: agent {} at {}", ag.name, ag.endpoint);
+    // One Ctrl-C handler for the whole command: a second would not be installed.
+    let stop = stop_flag();
+    let Some(n) = a.repeat else {
+        let outputs = Outputs {
+            out: a.out.clone(),
+            quiet: a.quiet,
+            json: a.json,
+            report: !a.no_report,
+            live,
+            linger: a.linger,
+            server_pid: a.server_pid,
+        };
+        let (summary, broken, incomplete, nothing_succeeded) = match agents {
+            None => run_plan(
+                &plan,
+                &thresholds,
+                outputs,
+                &mut pipeline::LocalEngine,
+                stop,
+            )?,
+            Some((spec, token)) => {
+                let job = headroom_run::agent::job_for(&run_spec, &plan, !a.no_preflight);
+                let started = dist::start_agents(&spec, &token, ports)?;
+                if !a.quiet {
+                    for ag in &started.addrs {
+                        eprintln!("headroom: agent {} at {}", ag.name, ag.endpoint);
+                    }
                 }
+                let mut driver = pipeline::OnAgents {
+                    addrs: &started.addrs,
+                    token: &token,
+                    job: &job,
+                    opts: a.dist.controller_opts(plan.interval),
+                };
+                run_plan(&plan, &thresholds, outputs, &mut driver, stop)?
             }
-            let mut driver = pipeline::OnAgents {
-                addrs: &started.addrs,
-                token: &token,
-                job: &job,
-                opts: a.dist.controller_opts(plan.interval),
-            };
-            run_plan(&plan, &thresholds, outputs, &mut driver)?
+        };
+        if a.json {
+            outln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
         }
+        return Ok(ExitCode::from(exit_code(
+            a,
+            &summary,
+            broken,
+            incomplete,
+            nothing_succeeded,
+        )));
     };
-    if a.json {
-        outln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
+
+    // --repeat N: the same plan N times, each into its own run directory, then the spread.
+    let dir = a.out.clone().expect("repeat_refusal: --repeat has --out");
+    let mut summaries: Vec<(String, headroom_run::RunSummary)> = Vec::new();
+    let mut code = 0u8;
+    // repeats.json lists the repeats that finished, rewritten after each: the report of a set
+    // killed half way (or of DIR used before by a longer set) takes those and no other.
+    let write_repeats = |summaries: &[(String, headroom_run::RunSummary)]| {
+        let runs: Vec<(String, &headroom_run::RunSummary)> =
+            summaries.iter().map(|(d, s)| (d.clone(), s)).collect();
+        let repeats = headroom_run::repeats::Repeats::build(n, &runs);
+        let path = dir.join("repeats.json");
+        let written = std::fs::create_dir_all(&dir).and_then(|()| {
+            let json = serde_json::to_string_pretty(&repeats).map_err(std::io::Error::other)?;
+            std::fs::write(&path, json + "\n")
+        });
+        if let Err(e) = &written {
+            eprintln!("headroom: warning: cannot write {}: {e}", path.display());
+        }
+        (repeats, written.is_ok())
+    };
+    write_repeats(&summaries);
+    for k in 1..=n {
+        if !a.quiet {
+            eprintln!(
+                "headroom: repeat {k} of {n} into {}",
+                dir.join(k.to_string()).display()
+            );
+        }
+        let outputs = Outputs {
+            out: Some(dir.join(k.to_string())),
+            quiet: a.quiet,
+            json: false,
+            report: !a.no_report,
+            live: live.take(),
+            linger: a.linger,
+            server_pid: a.server_pid,
+        };
+        let (summary, broken, incomplete, nothing_succeeded) = run_plan(
+            &plan,
+            &thresholds,
+            outputs,
+            &mut pipeline::LocalEngine,
+            stop.clone(),
+        )?;
+        // A failed repeat fails the set (1); an incomplete directory is next (3).
+        code = match (
+            code,
+            exit_code(a, &summary, broken, incomplete, nothing_succeeded),
+        ) {
+            (EXIT_FAILED, _) | (_, EXIT_FAILED) => EXIT_FAILED,
+            (0, c) => c,
+            (c, _) => c,
+        };
+        let interrupted = summary.interrupted;
+        summaries.push((k.to_string(), summary));
+        let last = k == n || interrupted || stop.load(Ordering::SeqCst);
+        if !last {
+            write_repeats(&summaries);
+            continue;
+        }
+        if k < n {
+            eprintln!("headroom: interrupted: {k} of {n} repeats ran");
+        }
+        break;
     }
+    let (repeats, written) = write_repeats(&summaries);
+    if !written && code == 0 {
+        code = EXIT_INCOMPLETE;
+    }
+    out!("{}", repeats.human());
+    if !a.no_report {
+        let page = dir.join("report.html");
+        match headroom_report::render_repeats(&dir)
+            .map_err(|e| e.to_string())
+            .and_then(|html| std::fs::write(&page, html).map_err(|e| e.to_string()))
+        {
+            Ok(()) => outln!("  Report       {}", page.display()),
+            Err(e) => eprintln!("headroom: warning: cannot write {}: {e}", page.display()),
+        }
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// The exit code of one run: 1 when the error rate passed --max-error-rate, an agent was lost,
+/// a threshold broke or nothing succeeded (each said on stderr), 3 when the run directory is
+/// incomplete, else 0.
+fn exit_code(
+    a: &RunArgs,
+    summary: &headroom_run::RunSummary,
+    broken: usize,
+    incomplete: bool,
+    nothing_succeeded: Option<String>,
+) -> u8 {
     if let Some(max) = a.max_error_rate {
         let rate = summary.error_rate;
         if rate > max {
@@ -292,26 +443,26 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 rate * 100.0,
                 max * 100.0
             );
-            return Ok(ExitCode::from(EXIT_FAILED));
+            return EXIT_FAILED;
         }
     }
     if summary.agents.as_ref().is_some_and(|g| g.stopped_by_loss) {
         eprintln!("headroom: the run stopped because an agent was lost (--on-agent-loss stop)");
-        return Ok(ExitCode::from(EXIT_FAILED));
+        return EXIT_FAILED;
     }
     if broken > 0 {
         eprintln!("headroom: {broken} threshold(s) broken (listed in the summary)");
-        return Ok(ExitCode::from(EXIT_FAILED));
+        return EXIT_FAILED;
     }
     // A run in which nothing succeeded tested nothing: exit 1, whatever else held.
     if let Some(line) = nothing_succeeded {
         eprintln!("headroom: {line}");
-        return Ok(ExitCode::from(EXIT_FAILED));
+        return EXIT_FAILED;
     }
     if incomplete {
-        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+        return EXIT_INCOMPLETE;
     }
-    Ok(ExitCode::SUCCESS)
+    0
 }
 
 /// Where a run's figures go besides the engine.
@@ -358,6 +509,7 @@ fn run_plan(
     thresholds: &[headroom_scenario::model::Threshold],
     outputs: Outputs,
     driver: &mut dyn pipeline::Driver,
+    stop: Arc<AtomicBool>,
 ) -> anyhow::Result<(headroom_run::RunSummary, usize, bool, Option<String>)> {
     let Outputs {
         out,
@@ -370,7 +522,6 @@ fn run_plan(
     } = outputs;
     let mut sampler = server_pid.map(pipeline::ServerSampler::start).transpose()?;
     let command = command_line();
-    let stop = stop_flag();
     let interrupt = stop.clone();
     let mut dir = match &out {
         Some(p) => Some(pipeline::DirSink::create(p, &command, report)?),
@@ -496,6 +647,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             server_pid: None,
         },
         &mut pipeline::LocalEngine,
+        stop_flag(),
     );
     let stats = server.stats();
     server.stop();

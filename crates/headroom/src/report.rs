@@ -21,8 +21,14 @@ attached to a ticket).
   95% confidence whiskers, each configuration's capacity curve and the server's CPU and memory
   over time. `lab` writes it by itself at the end.
 
+  A set of repeats (made by `headroom run --repeat N --out DIR`): the spread of the repeats, each
+  figure's mean and 95% interval over them, and every chart with the repeats overlaid. `run`
+  writes it by itself at the end.
+
   Several run directories: a comparison. Every chart with the runs overlaid on the same axes, and
-  the figures side by side with ratios against the first run (the baseline).
+  the figures side by side with ratios against the first run (the baseline). Each run's
+  throughput and p99 get a 95% interval from its per-interval values (autocorrelation allowed
+  for); when the intervals overlap the verdict says within noise instead of naming a winner.
 
 One directory's page goes into it as report.html; a comparison goes beside the first directory
 as compare-A-vs-B.html (never over a run's own report); -o chooses another file.
@@ -35,7 +41,7 @@ Examples:
   headroom report headroom-runs/lab-kernel-poll
 
 Exit codes: 0 written; 1 a directory could not be read (the message names file:line:column);
-2 bad command line (no such directory, a lab given to a comparison).";
+2 bad command line (no such directory, a lab or a set of repeats given to a comparison).";
 
 #[derive(Args, Debug)]
 // The text is given on the subcommand (args.rs): a variant's doc comment would replace it here.
@@ -70,9 +76,20 @@ pub fn cmd_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
             ))
             .into());
         }
+        if let Some(set) = a.dirs.iter().find(|d| headroom_report::is_repeats_dir(d)) {
+            return Err(UsageError(format!(
+                "{} is a set of repeats (run --repeat): its report.html gives their spread; \
+                 compare single runs, such as {}",
+                set.display(),
+                set.join("1").display()
+            ))
+            .into());
+        }
         headroom_report::render_compare(&a.dirs)
     } else if headroom_report::is_lab_dir(dir) {
         headroom_report::render_lab(dir)
+    } else if headroom_report::is_repeats_dir(dir) {
+        headroom_report::render_repeats(dir)
     } else {
         headroom_report::render_run(dir)
     }

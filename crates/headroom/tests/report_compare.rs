@@ -1,6 +1,7 @@
 //! `headroom report A B`: two real runs against headroom serve (in this process, on loopback)
 //! compared on one page — every chart once with both runs on it, the figures with their
-//! ratios, nothing from the network — and the command lines it refuses.
+//! ratios, nothing from the network — and the command lines it refuses. Issue 27: two runs of
+//! the same load are "within noise", not a green winner; -c 1 against -c 50 is a winner.
 
 mod common;
 
@@ -179,4 +180,83 @@ fn compare_refuses_a_missing_directory_and_a_lab() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("not a run directory"), "{stderr}");
     assert!(stderr.contains(&empty.display().to_string()), "{stderr}");
+}
+
+/// The verdict box of a page.
+fn verdict(html: &str) -> &str {
+    let v = &html[html.find("<section class=\"verdict").unwrap()..];
+    &v[..v.find("</section>").unwrap()]
+}
+
+/// `headroom run URL -c C -d 5s --out DIR` for A and B, one after the other or side by side,
+/// then `headroom report A B -o PAGE`: the page.
+fn compare(url: &str, (a, ca): (&str, &str), (b, cb): (&str, &str), side_by_side: bool) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let (da, db) = (tmp.path().join(a), tmp.path().join(b));
+    if side_by_side {
+        let spawn = |c: &str, dir: &Path| {
+            headroom()
+                .args(["run", url, "-c", c, "-d", "5s", "-q", "--out"])
+                .arg(dir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (pa, pb) = (spawn(ca, &da), spawn(cb, &db));
+        succeeded(&pa.wait_with_output().unwrap());
+        succeeded(&pb.wait_with_output().unwrap());
+    } else {
+        succeeded(&run_into(&[url, "-c", ca, "-d", "5s"], &da));
+        succeeded(&run_into(&[url, "-c", cb, "-d", "5s"], &db));
+    }
+    let page = tmp.path().join("cmp.html");
+    let (code, _, stderr) = report(&[&da, &db], &["-o", page.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    std::fs::read_to_string(&page).unwrap()
+}
+
+#[test]
+fn issue_27_two_runs_of_the_same_load_are_within_noise() {
+    let server = serve();
+    let url = format!("http://{}/", server.local_addr());
+    // Side by side, so that the machine's load (other builds on a shared 2-core machine) falls
+    // on both alike: one after the other, two runs on a busy machine differ when its load
+    // changes between them (87k against 123k responses/s, each steady within itself), which
+    // no interval from within a run can see and the page says so; `--repeat` measures it.
+    let html = compare(&url, ("first", "10"), ("second", "10"), true);
+    server.stop();
+    let v = verdict(&html);
+    eprintln!("{v}");
+    assert!(v.contains("data-verdict=\"warn\""), "not green: {v}");
+    assert!(
+        v.contains("⚠ Within noise: second has ")
+            && v.contains("and their 95% intervals overlap (first "),
+        "{v}"
+    );
+    assert!(!v.contains("most throughput"), "{v}");
+    assert!(v.contains("second against first: throughput "), "{v}");
+    let r = row(&html, "throughput 95% interval");
+    assert!(r.contains("(95%, "), "{r}");
+    assert!(
+        r.ends_with("<td class=\"n ratio\">within noise</td>"),
+        "{r}"
+    );
+}
+
+#[test]
+fn issue_27_one_connection_against_fifty_is_a_winner_beyond_noise() {
+    let server = serve();
+    // 2 ms a request: one connection gets under 500 responses/s, fifty many times that.
+    let url = format!("http://{}/sleep/2", server.local_addr());
+    let html = compare(&url, ("c1", "1"), ("c50", "50"), false);
+    server.stop();
+    let v = verdict(&html);
+    eprintln!("{v}");
+    assert!(v.contains("data-verdict=\"good\""), "{v}");
+    assert!(v.contains("✓ c50 has the most throughput: "), "{v}");
+    assert!(v.contains("beyond noise (95% intervals apart)"), "{v}");
+    assert!(v.contains("c50 against c1: throughput "), "{v}");
+    assert!(v.contains("(beyond noise), p99 latency"), "{v}");
+    assert!(row(&html, "throughput 95% interval").ends_with(">beyond noise</td>"));
 }

@@ -224,14 +224,19 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
     let t = &out.total;
     let c = &t.counters;
     let secs = out.elapsed.as_secs_f64().max(1e-9);
-    let model = model_words(&plan.model, &plan.ramp);
     let model = match plan.http2 {
+        // The streams beside the users, then how they came: `H2C, closed model, 40 users x 4
+        // stream(s), ramped up over 1s`.
         Some(h) => format!(
-            "{}, {model} x {} stream(s)",
+            "{}, {} x {} stream(s){}",
             crate::summary::protocol_name(plan).to_uppercase(),
-            h.streams
+            model_words(&plan.model, &[]),
+            h.streams,
+            ramp_words(&plan.ramp)
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default()
         ),
-        None => model,
+        None => model_words(&plan.model, &plan.ramp),
     };
     let mut s = String::new();
     let w = &mut s;

@@ -500,3 +500,22 @@ sessions:
     let conns: std::collections::HashSet<_> = lines.iter().map(|l| &l.connection).collect();
     assert_eq!(conns.len(), 40);
 }
+
+/// The summary's first line names an HTTP/2 run's streams beside its users and then how the
+/// users came (it read `closed model, 2 users ramped up over 1s x 4 stream(s)`).
+#[test]
+fn an_h2_ramp_reads_in_order_in_the_header() {
+    let ng = Nginx::builder().h2c(true).start();
+    let out = common::headroom()
+        .args(["run", &ng.url("/"), "--h2c", "-c", "2", "--streams", "4"])
+        .args(["--ramp-up", "1s", "-n", "200", "-d", BOUND])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        human.contains("H2C, closed model, 2 users x 4 stream(s), ramped up over 1s, "),
+        "{human}"
+    );
+    assert_eq!(ng.logged_status(200), 200);
+}

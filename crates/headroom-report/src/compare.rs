@@ -163,17 +163,6 @@ pub fn render_runs(labels: &[String], runs: &[RunData]) -> String {
     // overlay_charts follows charts::all, whose first four are the key charts.
     let overlays = overlay_charts(labels, runs);
     let key = 4.min(overlays.len());
-    let figure = |out: &mut String, o: &Overlay| {
-        let _ = write!(out, "<figure>\n{}", o.chart.render());
-        if !o.notes.is_empty() {
-            let _ = writeln!(
-                out,
-                "<figcaption>{}</figcaption>",
-                escape(&o.notes.join(" · "))
-            );
-        }
-        out.push_str("</figure>\n");
-    };
     out.push_str("<div class=\"key\">\n");
     for o in &overlays[..key] {
         figure(&mut out, o);
@@ -739,6 +728,20 @@ fn figure_row(out: &mut String, name: &str, show: fn(f64) -> String, values: &[O
         }
     }
     out.push_str("</tr>\n");
+}
+
+/// One overlaid chart as a `<figure>`, its notes as the caption (the comparison's page and a
+/// repeat set's).
+pub(crate) fn figure(out: &mut String, o: &Overlay) {
+    let _ = write!(out, "<figure>\n{}", o.chart.render());
+    if !o.notes.is_empty() {
+        let _ = writeln!(
+            out,
+            "<figcaption>{}</figcaption>",
+            escape(&o.notes.join(" · "))
+        );
+    }
+    out.push_str("</figure>\n");
 }
 
 /// Every chart of [`charts::all`] with the runs overlaid: one series per run (see [`pick`]),

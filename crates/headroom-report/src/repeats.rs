@@ -13,7 +13,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::compare::{overlay_charts, Overlay, RunNoise};
+use crate::compare::{figure, overlay_charts, RunNoise};
 use crate::data::{load_run, RunData, Summary};
 use crate::html::{self, measured, Tone, MISSING};
 use crate::noise::{self, Spread};
@@ -185,18 +185,6 @@ pub fn render_repeat_runs(dir: &Path, runs: &[RunData]) -> String {
     }
     html::close_page(&mut out, &dir.display().to_string());
     out
-}
-
-fn figure(out: &mut String, o: &Overlay) {
-    let _ = write!(out, "<figure>\n{}", o.chart.render());
-    if !o.notes.is_empty() {
-        let _ = writeln!(
-            out,
-            "<figcaption>{}</figcaption>",
-            escape(&o.notes.join(" · "))
-        );
-    }
-    out.push_str("</figure>\n");
 }
 
 /// The set's verdict: the throughput and p99 over the repeats with their 95% intervals; how

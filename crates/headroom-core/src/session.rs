@@ -167,7 +167,7 @@ pub struct MetricName {
     pub kind: NameKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameKind {
     Request,
     Transaction,

@@ -116,7 +116,7 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
     let mut c = Compiler {
         vars: vec!["user_id".into(), "session".into()],
         names: Vec::new(),
-        name_index: HashMap::new(),
+        name_index: [HashMap::new(), HashMap::new()],
         reserved: s
             .thresholds
             .iter()
@@ -294,8 +294,9 @@ pub const MAX_NAMES: usize = 500;
 struct Compiler<'a> {
     vars: Vec<String>,
     names: Vec<MetricName>,
-    /// `names`' index by (name, kind), and the names folded into each kind's overflow figure.
-    name_index: HashMap<(String, NameKind), usize>,
+    /// `names`' index by name, one map per kind (looked up by `&str`, no key built), and the
+    /// names folded into each kind's overflow figure.
+    name_index: [HashMap<String, usize>; 2],
     /// Names a threshold checks: they keep their own figure past the cap.
     reserved: std::collections::HashSet<String>,
     overflow: [(Option<usize>, usize); 2],
@@ -318,7 +319,7 @@ impl Compiler<'_> {
     }
 
     fn name(&mut self, name: &str, kind: NameKind) -> NameId {
-        if let Some(&i) = self.name_index.get(&(name.to_string(), kind)) {
+        if let Some(&i) = self.name_index[kind as usize].get(name) {
             return i as NameId;
         }
         let push = |names: &mut Vec<MetricName>, name: String| {
@@ -327,7 +328,7 @@ impl Compiler<'_> {
         };
         let i = if self.names.len() < MAX_NAMES || self.reserved.contains(name) {
             let i = push(&mut self.names, name.to_string());
-            self.name_index.insert((name.to_string(), kind), i);
+            self.name_index[kind as usize].insert(name.to_string(), i);
             i
         } else {
             // Past the cap: every further name of this kind shares one figure, named at the

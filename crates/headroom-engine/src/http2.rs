@@ -327,14 +327,7 @@ impl H2Conn {
                 })
             }
             h2::Event::Reset { stream, code } => events.push(Outcome::Reset { stream, code }),
-            h2::Event::GoAway {
-                code,
-                last_stream_id,
-                ..
-            } => events.push(Outcome::GoAway {
-                code,
-                last: last_stream_id,
-            }),
+            h2::Event::GoAway { code, .. } => events.push(Outcome::GoAway { code }),
         });
         self.failed = fed.is_err();
         match self.events.first() {

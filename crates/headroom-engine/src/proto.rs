@@ -47,9 +47,9 @@ pub(crate) enum Outcome {
     },
     /// HTTP/2: the server reset a stream with `code`.
     Reset { stream: u32, code: u32 },
-    /// HTTP/2: the server sent GOAWAY with `code`; streams above `last` were not processed
-    /// (the codec's `Reset`s with REFUSED_STREAM follow for each).
-    GoAway { code: u32, last: u32 },
+    /// HTTP/2: the server sent GOAWAY with `code`; the streams above its last id were not
+    /// processed (the codec's `Reset`s with REFUSED_STREAM follow for each).
+    GoAway { code: u32 },
     /// The server ended the session unasked (XMPP `</stream:stream>`, a WebSocket close).
     Closed,
     /// Bytes after every reply that was asked for: the connection cannot be trusted for reuse.

@@ -1289,7 +1289,7 @@ impl Worker {
         let session = u.sess.is_some();
         let c = &mut self.rec.counters;
         match (o, u.proto.h2()) {
-            (Outcome::GoAway { code, .. }, _) => {
+            (Outcome::GoAway { code }, _) => {
                 // The streams above its last id follow as `Reset`s (REFUSED_STREAM).
                 c.proto(ProtoCounter::H2GoAway, 1);
                 if code != h2::error_code::NO_ERROR {

@@ -9,13 +9,13 @@ use headroom_core::session::NameKind;
 use headroom_core::Plan;
 use headroom_engine::Interval;
 use headroom_metrics::{LatencyStats, Recorder};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::summary::{round3, Errors, ProtocolSection, StatusClasses};
 
 /// One line of intervals.jsonl. Counters are the interval's own (they add up to the summary's).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct IntervalLine {
     /// 0, 1, 2, ... in order.
@@ -65,7 +65,8 @@ pub struct IntervalLine {
 }
 
 /// An interval's latency figures in microseconds (mean rounded to 0.1 µs; 0 without samples).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct IntervalLatency {
     pub mean: f64,
@@ -89,7 +90,8 @@ impl IntervalLatency {
 }
 
 /// Compact per-name figures of a scenario run's interval.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct IntervalScenario {
     /// By request name, and `tx:NAME` for a transaction.
@@ -100,7 +102,8 @@ pub struct IntervalScenario {
     pub protocol: Option<ProtocolSection>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct IntervalName {
     pub count: u64,
@@ -110,7 +113,8 @@ pub struct IntervalName {
 }
 
 /// The server's process tree over the interval (see headroom-monitor).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ServerFigures {
     /// Percent of one core (200 = two cores busy).
@@ -220,6 +224,7 @@ pub fn interval_json(
 
 /// JSON Schema (draft 2020-12) of one intervals.jsonl line, as schema/interval.schema.json
 /// holds it.
+#[cfg(feature = "schema")]
 pub fn schema() -> serde_json::Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .for_serialize()

@@ -18,7 +18,6 @@ use headroom_core::session::{LinkSpec, NameKind, Workload};
 use headroom_core::{ArrivalProcess, ErrorKind, LoadModel, Plan, ProtoCounter};
 use headroom_engine::RunOutcome;
 use headroom_metrics::{Counters, LatencyStats, NegotiatedSet, Recorder};
-use schemars::JsonSchema;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::thresholds::Checked;
@@ -27,7 +26,8 @@ use crate::thresholds::Checked;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// One run's summary.json.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RunSummary {
     /// Layout version ([`FORMAT_VERSION`]).
@@ -125,7 +125,8 @@ pub struct RunSummary {
 
 /// Figures of a latency histogram in microseconds (mean and stdev rounded to 0.1 µs; all 0 when
 /// there are no samples).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Latency {
     pub count: u64,
@@ -173,7 +174,8 @@ impl Latency {
 }
 
 /// The load model and its parameters, tagged by `name`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "name", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Load {
     /// Users that send back to back (each with its think time).
@@ -213,7 +215,8 @@ pub enum Load {
 
 /// One stage of a closed population's ramp: the users alive move linearly from the previous
 /// stage's number (0 before the first) to `users` over `duration_s`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Stage {
     pub duration_s: f64,
@@ -221,7 +224,8 @@ pub struct Stage {
 }
 
 /// One arrival phase of a scenario.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Phase {
     pub duration_s: f64,
@@ -233,7 +237,8 @@ pub struct Phase {
 }
 
 /// Failures by kind, every kind always present (see docs/errors.md).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Errors {
     pub connect_timeout: u64,
@@ -275,7 +280,8 @@ impl Errors {
 }
 
 /// Responses by status class.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct StatusClasses {
     /// A status outside 100..=599.
@@ -307,7 +313,8 @@ impl StatusClasses {
 }
 
 /// What users did besides their requests, and how they were told to behave.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HttpSection {
     pub redirects_followed: u64,
@@ -331,7 +338,8 @@ pub struct HttpSection {
 }
 
 /// HTTP/2: GOAWAY frames, RST_STREAM by code, connection errors.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Http2Section {
     pub goaway: u64,
@@ -357,7 +365,8 @@ pub struct Http2Section {
 }
 
 /// The run's TLS settings and handshake counts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TlsSection {
     pub server_name: String,
@@ -382,7 +391,8 @@ pub struct TlsSection {
 }
 
 /// One combination the TLS handshakes agreed on, and how many did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NegotiatedFigures {
     /// `TLSv1.3` or `TLSv1.2` (OpenSSL's names, as nginx's `$ssl_protocol`).
@@ -437,7 +447,8 @@ impl NegotiatedFigures {
 }
 
 /// Where the run ran (a value that cannot be read is left out).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -458,7 +469,8 @@ pub struct Environment {
 }
 
 /// A scenario run's figures per request and transaction name, its matches and sessions.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioSection {
     pub by_request: BTreeMap<String, NameFigures>,
@@ -472,7 +484,8 @@ pub struct ScenarioSection {
 }
 
 /// One request or transaction name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NameFigures {
     pub count: u64,
@@ -480,7 +493,8 @@ pub struct NameFigures {
     pub latency_us: Latency,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Sessions {
     pub completed: u64,
@@ -492,7 +506,8 @@ pub struct Sessions {
 }
 
 /// The counters of one protocol, all of them, zeros included: exactly one field is present.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -503,7 +518,8 @@ pub struct ProtocolSection {
     pub websocket: Option<WebSocketCounters>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct XmppCounters {
     pub sent_message: u64,
@@ -522,7 +538,8 @@ pub struct XmppCounters {
     pub no_destination: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PgsqlCounters {
     pub queries: u64,
@@ -530,7 +547,8 @@ pub struct PgsqlCounters {
     pub sql_errors: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WebSocketCounters {
     pub messages_sent: u64,
@@ -555,7 +573,8 @@ impl ProtocolSection {
 }
 
 /// A distributed run's agents.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Agents {
     pub count: u64,
@@ -592,7 +611,8 @@ impl Agents {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LostAgent {
     pub name: String,
@@ -954,6 +974,7 @@ impl RunSummary {
 /// JSON Schema (draft 2020-12) of summary.json, as schema/summary.schema.json holds it. Made
 /// for what is written (serde's serialize side): a field that is `null` when absent is required,
 /// one that is left out is not, and no other key is allowed.
+#[cfg(feature = "schema")]
 pub fn schema() -> serde_json::Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .for_serialize()

@@ -6,11 +6,11 @@ use headroom_core::Plan;
 use headroom_engine::RunOutcome;
 use headroom_metrics::Recorder;
 use headroom_scenario::model::{CmpOp, Metric, Threshold, ThresholdValue};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The unit of a checked value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Unit {
     /// Microseconds (percentiles, means).
     #[serde(rename = "us")]
@@ -24,7 +24,8 @@ pub enum Unit {
 }
 
 /// One checked threshold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Checked {
     /// The metric as the scenario wrote it, e.g. `p99(sign-in)`.

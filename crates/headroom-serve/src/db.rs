@@ -75,13 +75,12 @@
 
 use std::collections::VecDeque;
 use std::error::Error as StdError;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::pgclient;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -680,7 +679,7 @@ impl Conn for SqliteConn {
 
 /// Where to connect, and how to name it in messages (never with the password).
 struct PgTarget {
-    config: postgres::Config,
+    config: pgclient::Config,
     /// `user@host:port/db`
     name: String,
     /// `host:port`
@@ -689,9 +688,9 @@ struct PgTarget {
 
 struct PgConn {
     target: Arc<PgTarget>,
-    client: postgres::Client,
-    read: postgres::Statement,
-    insert: postgres::Statement,
+    client: pgclient::Client,
+    read: pgclient::Statement,
+    insert: pgclient::Statement,
 }
 
 const PG_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS subscriber (
@@ -711,93 +710,81 @@ const PG_INSERT: &str = "INSERT INTO subscriber (msisdn, imsi, imei, device, ser
 const PG_SETUP_LOCK: i64 = 0x6865_6164_726f_6f6d; // "headroom"
 
 fn pg_target(url: &str) -> Result<PgTarget, DbError> {
-    let mut config = postgres::Config::from_str(url).map_err(|e| {
+    let mut config = pgclient::Config::parse(url).map_err(|e| {
         DbError(format!(
-            "invalid PostgreSQL URL {:?}: {}; expected \
+            "invalid PostgreSQL URL {:?}: {e}; expected \
              postgres://USER:PASSWORD@HOST:PORT/DATABASE",
             redact(url),
-            chain(&e)
         ))
     })?;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(PG_CONNECT_TIMEOUT);
+    if config.connect_timeout.is_none() {
+        config.connect_timeout = Some(PG_CONNECT_TIMEOUT);
     }
-    if config.get_application_name().is_none() {
-        config.application_name("headroom-serve");
+    if config.application_name.is_none() {
+        config.application_name = Some("headroom-serve".into());
     }
-    let host = match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(h)) => h.clone(),
-        #[cfg(unix)]
-        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
-        None => "localhost".to_string(),
+    let addr = config.addr();
+    let db = if config.dbname.is_empty() {
+        config.user.clone()
+    } else {
+        config.dbname.clone()
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let addr = format!("{host}:{port}");
-    let user = config.get_user().unwrap_or("(no user)").to_string();
-    let db = config.get_dbname().unwrap_or(&user).to_string();
     Ok(PgTarget {
-        name: format!("{user}@{addr}/{db}"),
+        name: format!("{}@{addr}/{db}", config.user),
         addr,
         config,
     })
 }
 
 /// A message a person can act on, for an error of connecting to or talking with `t`.
-fn pg_err(t: &PgTarget, what: &str, e: &postgres::Error) -> DbError {
-    use postgres::error::SqlState;
+fn pg_err(t: &PgTarget, what: &str, e: &pgclient::Error) -> DbError {
     const START: &str = "start it with scripts/postgres.sh start (or check the --db URL)";
-    if let Some(db) = e.as_db_error() {
-        let code = db.code();
-        let hint = if *code == SqlState::INVALID_PASSWORD
-            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-        {
-            " — check the user and password in the URL (scripts/postgres.sh url prints the \
-             right one for the test server)"
-        } else if *code == SqlState::INVALID_CATALOG_NAME {
-            " — create the database, or name an existing one in the URL"
-        } else if *code == SqlState::TOO_MANY_CONNECTIONS {
-            " — use a smaller --db-pool, or raise the server's max_connections"
-        } else if *code == SqlState::CANNOT_CONNECT_NOW {
-            " — the server is starting or stopping; try again"
-        } else {
-            ""
-        };
-        return DbError(format!(
-            "PostgreSQL {}: {what}: {} (SQLSTATE {}){hint}",
-            t.name,
-            db.message(),
-            code.code()
-        ));
-    }
-    let mut cur: Option<&(dyn StdError + 'static)> = e.source();
-    while let Some(c) = cur {
-        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+    match e {
+        pgclient::Error::Db { code, message, .. } => {
+            let hint = match code.as_str() {
+                // invalid_password, invalid_authorization_specification
+                "28P01" | "28000" => {
+                    " — check the user and password in the URL (scripts/postgres.sh url prints \
+                     the right one for the test server)"
+                }
+                // invalid_catalog_name
+                "3D000" => " — create the database, or name an existing one in the URL",
+                // too_many_connections
+                "53300" => " — use a smaller --db-pool, or raise the server's max_connections",
+                // cannot_connect_now
+                "57P03" => " — the server is starting or stopping; try again",
+                _ => "",
+            };
+            DbError(format!(
+                "PostgreSQL {}: {what}: {message} (SQLSTATE {code}){hint}",
+                t.name
+            ))
+        }
+        pgclient::Error::Io(io) => {
             use std::io::ErrorKind::*;
             let why = match io.kind() {
                 ConnectionRefused => Some("connection refused"),
-                TimedOut => Some("timed out"),
+                TimedOut | WouldBlock => Some("timed out"),
                 NotFound => Some("no such socket"),
                 _ => None,
             };
-            if let Some(why) = why {
-                return DbError(format!(
+            match why {
+                Some(why) => DbError(format!(
                     "cannot connect to PostgreSQL at {}: {why} — {START}",
                     t.addr
-                ));
+                )),
+                None => DbError(format!("PostgreSQL {}: {what}: {io}", t.name)),
             }
         }
-        cur = c.source();
+        pgclient::Error::Protocol(m) => DbError(format!("PostgreSQL {}: {what}: {m}", t.name)),
     }
-    DbError(format!("PostgreSQL {}: {what}: {}", t.name, chain(e)))
 }
 
 impl PgConn {
     fn connect(target: &Arc<PgTarget>) -> Result<Self, DbError> {
         let t = target.as_ref();
-        let mut client = t
-            .config
-            .connect(postgres::NoTls)
-            .map_err(|e| pg_err(t, "cannot connect", &e))?;
+        let mut client =
+            pgclient::Client::connect(&t.config).map_err(|e| pg_err(t, "cannot connect", &e))?;
         let (read, insert) = pg_prepare(&mut client, t)?;
         Ok(PgConn {
             target: Arc::clone(target),
@@ -810,10 +797,10 @@ impl PgConn {
 
 /// Prepares the read and the insert, and checks that the table has the columns they need.
 fn pg_prepare(
-    client: &mut impl postgres::GenericClient,
+    client: &mut pgclient::Client,
     t: &PgTarget,
-) -> Result<(postgres::Statement, postgres::Statement), DbError> {
-    use postgres::types::Type;
+) -> Result<(pgclient::Statement, pgclient::Statement), DbError> {
+    use pgclient::{INT8, TEXT};
     let mismatch = |why: String| {
         DbError(format!(
             "PostgreSQL {}: table subscriber does not have the expected columns (id BIGINT, \
@@ -821,55 +808,59 @@ fn pg_prepare(
             t.name
         ))
     };
-    let prep = |c: &mut dyn FnMut() -> Result<postgres::Statement, postgres::Error>| {
-        c().map_err(|e| match e.as_db_error() {
-            Some(db) => mismatch(db.message().to_string()),
-            None => pg_err(t, "preparing statements", &e),
+    let mut prep = |name: &str, sql: &str| {
+        client.prepare(name, sql).map_err(|e| match e {
+            pgclient::Error::Db {
+                message,
+                fatal: false,
+                ..
+            } => mismatch(message),
+            e => pg_err(t, "preparing statements", &e),
         })
     };
-    let read = prep(&mut || client.prepare(PG_READ))?;
-    let insert = prep(&mut || client.prepare(PG_INSERT))?;
-    let want = [
-        Type::INT8,
-        Type::TEXT,
-        Type::TEXT,
-        Type::TEXT,
-        Type::TEXT,
-        Type::TEXT,
-        Type::INT8,
-    ];
-    let got: Vec<Type> = read.columns().iter().map(|c| c.type_().clone()).collect();
-    if read.params() != [Type::INT8] || got != want || insert.params() != &want[1..] {
+    let read = prep("headroom_read", PG_READ)?;
+    let insert = prep("headroom_insert", PG_INSERT)?;
+    let want = [INT8, TEXT, TEXT, TEXT, TEXT, TEXT, INT8];
+    let got: Vec<u32> = read.columns.iter().map(|c| c.1).collect();
+    if read.params != [INT8] || got != want || insert.params != want[1..] {
         return Err(mismatch(format!(
             "its types are {:?}",
-            read.columns()
+            read.columns
                 .iter()
-                .map(|c| format!("{} {}", c.name(), c.type_()))
+                .map(|(name, oid)| format!("{name} {}", pgclient::type_name(*oid)))
                 .collect::<Vec<_>>()
         )));
     }
     Ok((read, insert))
 }
 
+/// The first column of the first row, as an integer (`None`: NULL or no row).
+fn first_i64(rows: &[Vec<pgclient::Value>]) -> Option<i64> {
+    let v = rows.first()?.first()?.as_deref()?;
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
 /// Creates and fills the table when needed, under an advisory lock; returns the id range.
 fn pg_setup(t: &PgTarget) -> Result<(i64, i64), DbError> {
-    let mut client = t
-        .config
-        .connect(postgres::NoTls)
-        .map_err(|e| pg_err(t, "cannot connect", &e))?;
-    let mut tx = client
-        .transaction()
+    let mut client =
+        pgclient::Client::connect(&t.config).map_err(|e| pg_err(t, "cannot connect", &e))?;
+    let c = &mut client;
+    c.simple("BEGIN")
         .map_err(|e| pg_err(t, "starting the set-up transaction", &e))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_SETUP_LOCK])
+    c.simple(&format!("SELECT pg_advisory_xact_lock({PG_SETUP_LOCK})"))
         .map_err(|e| pg_err(t, "taking the set-up lock", &e))?;
-    tx.batch_execute(PG_SCHEMA)
+    c.simple(PG_SCHEMA)
         .map_err(|e| pg_err(t, "creating table subscriber", &e))?;
-    pg_prepare(&mut tx, t)?;
-    let any: bool = tx
-        .query_one("SELECT EXISTS (SELECT 1 FROM subscriber)", &[])
-        .and_then(|r| r.try_get(0))
+    pg_prepare(c, t)?;
+    let any = c
+        .simple("SELECT EXISTS (SELECT 1 FROM subscriber)")
         .map_err(|e| pg_err(t, "counting subscribers", &e))?;
-    if !any {
+    if any
+        .first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        != Some(b"t")
+    {
         let now = unix_now();
         let mut text = String::with_capacity(SEED_ROWS as usize * 80);
         for k in 1..=u64::from(SEED_ROWS) {
@@ -881,28 +872,19 @@ fn pg_setup(t: &PgTarget) -> Result<(i64, i64), DbError> {
             ));
         }
         let copy = format!("COPY subscriber ({COLUMNS}) FROM STDIN");
-        let mut w = tx
-            .copy_in(copy.as_str())
-            .map_err(|e| pg_err(t, "filling table subscriber", &e))?;
-        w.write_all(text.as_bytes()).map_err(|e| {
-            DbError(format!(
-                "PostgreSQL {}: filling table subscriber: {e}",
-                t.name
-            ))
-        })?;
-        w.finish()
+        c.copy_in(&copy, text.as_bytes())
             .map_err(|e| pg_err(t, "filling table subscriber", &e))?;
     }
-    let row = tx
-        .query_one("SELECT min(id), max(id) FROM subscriber", &[])
+    let row = c
+        .simple("SELECT min(id), max(id) FROM subscriber")
         .map_err(|e| pg_err(t, "reading the id range", &e))?;
-    let min: Option<i64> = row
-        .try_get(0)
-        .map_err(|e| pg_err(t, "reading the id range", &e))?;
-    let max: Option<i64> = row
-        .try_get(1)
-        .map_err(|e| pg_err(t, "reading the id range", &e))?;
-    tx.commit()
+    let min = first_i64(&row);
+    let max = row
+        .first()
+        .and_then(|r| r.get(1))
+        .and_then(|v| v.as_deref())
+        .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok());
+    c.simple("COMMIT")
         .map_err(|e| pg_err(t, "committing the set-up", &e))?;
     Ok((min.unwrap_or(1), max.unwrap_or(1)))
 }
@@ -937,27 +919,35 @@ impl Conn for PgConn {
     }
 
     fn read_one(&mut self, id: i64) -> Result<bool, DbError> {
+        let id = id.to_string();
         self.client
-            .query_opt(&self.read, &[&id])
-            .map(|r| r.is_some())
+            .query(&self.read, &[id.as_bytes()])
+            .map(|rows| !rows.is_empty())
             .map_err(|e| pg_err(&self.target, "read failed", &e))
     }
 
     fn insert_one(&mut self, s: &Subscriber) -> Result<i64, DbError> {
-        self.client
-            .query_one(
+        let updated_at = s.updated_at.to_string();
+        let rows = self
+            .client
+            .query(
                 &self.insert,
                 &[
-                    &s.msisdn,
-                    &s.imsi,
-                    &s.imei,
-                    &s.device,
-                    &s.services,
-                    &s.updated_at,
+                    s.msisdn.as_bytes(),
+                    s.imsi.as_bytes(),
+                    s.imei.as_bytes(),
+                    s.device.as_bytes(),
+                    s.services.as_bytes(),
+                    updated_at.as_bytes(),
                 ],
             )
-            .and_then(|r| r.try_get(0))
-            .map_err(|e| pg_err(&self.target, "insert failed", &e))
+            .map_err(|e| pg_err(&self.target, "insert failed", &e))?;
+        first_i64(&rows).ok_or_else(|| {
+            DbError(format!(
+                "PostgreSQL {}: insert failed: no id returned",
+                self.target.name
+            ))
+        })
     }
 }
 

@@ -106,6 +106,7 @@ mod blocking;
 pub mod db;
 pub mod handlers;
 pub mod http;
+mod pgclient;
 mod poller;
 mod reactor;
 pub mod surge;

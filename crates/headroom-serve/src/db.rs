@@ -61,9 +61,11 @@
 //!   fsync; the WAL is synced at checkpoints: durable across a process crash, not a power cut),
 //!   and a `busy_timeout` of [`SQLITE_BUSY_TIMEOUT`], so that concurrent writers queue for
 //!   SQLite's single write lock instead of failing with `SQLITE_BUSY`.
-//! - `postgres://USER:PASS@HOST:PORT/DB` (or `postgresql://`) — the synchronous `postgres`
-//!   crate (each connection drives its socket on a small tokio runtime of its own, on the
-//!   calling thread), no TLS, a 5 s connect timeout unless the URL sets one, and
+//! - `postgres://USER:PASS@HOST:PORT/DB` (or `postgresql://`) — a blocking client of our own
+//!   over headroom-proto's PostgreSQL codec ([`crate::pgclient`]: one socket per connection,
+//!   read and written on the calling thread; URL parameters `host` (a socket directory),
+//!   `options`, `application_name`, `connect_timeout`, `sslmode=disable|allow|prefer`), no TLS,
+//!   a 5 s connect timeout unless the URL sets one, and
 //!   `application_name=headroom-serve` unless the URL sets one. The server's settings apply:
 //!   PostgreSQL's default makes every commit wait for its WAL fsync (a few ms on a plain
 //!   disk), while `scripts/postgres.sh` starts its server with `synchronous_commit=off`, the

@@ -379,6 +379,9 @@ async fn controller(
         }
     }
 
+    // The spec first: encoding one of hundreds of MB (feeder files travel in it) takes a
+    // noticeable time, which must not eat into the agents' time to get ready.
+    let spec = crate::agent::encode_spec(&job.spec);
     // Same start for all.
     let start_at = SystemTime::now() + opts.start_delay;
     let start = Instant::now() + opts.start_delay;
@@ -386,7 +389,6 @@ async fn controller(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let spec = crate::agent::encode_spec(&job.spec);
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, Msg)>();
     let mut tasks = Vec::with_capacity(n);
     let stop_channels = channels.clone();

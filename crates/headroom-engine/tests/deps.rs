@@ -5,14 +5,7 @@
 use std::process::Command;
 
 /// Crates that have no business on the load path.
-const FORBIDDEN: [&str; 6] = [
-    "serde_json",
-    "clap",
-    "tokio",
-    "tonic",
-    "hyper",
-    "schemars",
-];
+const FORBIDDEN: [&str; 6] = ["serde_json", "clap", "tokio", "tonic", "hyper", "schemars"];
 
 #[test]
 fn the_engine_depends_on_no_json_cli_or_async_runtime() {
@@ -62,10 +55,7 @@ fn the_engine_depends_on_no_json_cli_or_async_runtime() {
                 }
             }
             path.reverse();
-            panic!(
-                "headroom-engine depends on {name}: {}",
-                path.join(" -> ")
-            );
+            panic!("headroom-engine depends on {name}: {}", path.join(" -> "));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! headroom's load engine.
 //!
 //! [`run`] executes a [`Plan`]: it starts one worker thread per `plan.threads`, each an epoll
-//! event loop owning its share of the users (see `worker.rs` for the hot path), and turns the
+//! event loop owning its share of the users (see `worker/` for the hot path), and turns the
 //! calling thread into the collector. Every `plan.interval` each worker hands over its recorder;
 //! the collector merges the workers' recorders of the same interval exactly (HdrHistogram adds)
 //! and passes the merged interval to the caller's sink, in interval order, as soon as every

@@ -1,0 +1,713 @@
+//! Connections: the connect and the TLS handshake, the socket's events, writing a request and
+//! the protocol's own bytes, the one read path (bytes fed to the protocol, its outcomes acted
+//! on), the server's close, and closing a connection.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use headroom_core::{ErrorKind, Plan, ProtoCounter};
+use headroom_metrics::micros;
+use headroom_proto::h2;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use super::{token, Net, State, Wake, Worker, READ_BUDGET};
+use crate::http2::{H2Conn, SESSION_STREAMS};
+use crate::link::Link;
+use crate::poller;
+use crate::proto::{self, Outcome, Proto};
+use crate::session::Awaiting;
+use crate::transport::{Conn, IoErr};
+
+impl Worker {
+    pub(super) fn connect(&mut self, key: usize) {
+        let now = Instant::now();
+        let plan = &self.s.plan;
+        let bind = if plan.socket.bind.is_empty() {
+            None
+        } else {
+            let ip = plan.socket.bind[self.bind_next % plan.socket.bind.len()];
+            self.bind_next = self.bind_next.wrapping_add(self.s.slots);
+            Some(ip)
+        };
+        let u = &mut self.users[key];
+        u.connect_start = now;
+        self.next_gen = self.next_gen.wrapping_add(1);
+        u.gen = self.next_gen;
+        let result = open_socket(plan, bind).and_then(|sock| {
+            self.ep.add(sock.as_raw_fd(), token(key, u.gen))?;
+            match sock.connect(&SockAddr::from(plan.target)) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                Err(e) => return Err(e),
+            }
+            Ok(sock)
+        });
+        match result {
+            Ok(sock) => {
+                u.conn = Some(Conn::plain(sock));
+                u.state = State::Connecting;
+                u.deadline = Some(now + plan.connect_timeout);
+                if std::mem::take(&mut u.lost_idle) {
+                    self.rec.counters.reconnects += 1;
+                }
+            }
+            Err(e) => {
+                let kind = ErrorKind::from_io(&e, true);
+                self.count_failure(key, kind);
+                self.retry_later(key, now);
+            }
+        }
+    }
+
+    pub(super) fn on_event(&mut self, key: usize, gen: u32, flags: u32) {
+        let Some(u) = self.users.get(key) else { return };
+        if u.gen != gen || u.conn.is_none() {
+            return;
+        }
+        const READABLE: u32 = poller::IN | poller::RDHUP | poller::ERR | poller::HUP;
+        const WRITABLE: u32 = poller::OUT | poller::ERR | poller::HUP;
+        if u.state == State::Tls {
+            self.tls_handshake(key);
+            return;
+        }
+        if u.state == State::Connecting {
+            if flags & WRITABLE != 0 {
+                self.on_connect(key);
+            }
+            return;
+        }
+        if flags & WRITABLE != 0 {
+            if u.conn.as_ref().is_some_and(|c| c.wants_write()) && !self.flush_conn(key) {
+                // TLS records the socket could not take before; writing them failed the user.
+                return;
+            }
+            let Some(u) = self.users.get(key).filter(|u| u.gen == gen) else {
+                return;
+            };
+            if u.state == State::Writing {
+                self.write_request(key);
+            } else if u.proto.pending() && !self.flush_proto(key) {
+                return;
+            }
+        }
+        // Every protocol reads through one path; plain HTTP reads while a reply is awaited, and
+        // between requests to see the server close a kept-alive connection (or send bytes nobody
+        // asked for).
+        if flags & READABLE != 0
+            && self
+                .users
+                .get(key)
+                .is_some_and(|u| u.gen == gen && u.conn.is_some())
+        {
+            self.read(key, flags);
+        }
+    }
+
+    fn on_connect(&mut self, key: usize) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        let Some(sock) = u.conn.as_ref().map(|c| &c.sock) else {
+            return;
+        };
+        match sock.take_error() {
+            Ok(None) => {}
+            Ok(Some(e)) | Err(e) => {
+                let kind = ErrorKind::from_io(&e, true);
+                self.fail(key, kind, now);
+                return;
+            }
+        }
+        // A writable edge with no error but no peer yet is spurious: keep waiting.
+        if let Err(e) = sock.peer_addr() {
+            if e.raw_os_error() == Some(libc::ENOTCONN) {
+                return;
+            }
+        }
+        self.rec.counters.connects += 1;
+        self.rec.record_connect(micros(now - u.connect_start));
+        u.net = Net::Tcp;
+        u.tcp_at = now;
+        self.tcp_open += 1;
+        self.tcp_peak = self.tcp_peak.max(self.tcp_open);
+        if let Some(tls) = &self.tls {
+            match tls.connect(&mut u.tls_sessions) {
+                Ok(t) => {
+                    if let (Some(c), Some(o)) = (u.conn.as_mut(), self.s.plan.tls.as_ref()) {
+                        c.start_tls(t, &o.upgrade);
+                    }
+                    // The handshake is timed from here, apart from the connect, and bounded by
+                    // the connect timeout.
+                    u.connect_start = now;
+                    u.state = State::Tls;
+                    u.deadline = Some(now + self.s.plan.connect_timeout);
+                    self.tls_handshake(key);
+                }
+                Err(e) => self.fail(key, crate::tls::classify(&e), now),
+            }
+            return;
+        }
+        self.connected(key, now);
+    }
+
+    /// Drive the TLS handshake; once done, time it and go on as after a plain connect.
+    fn tls_handshake(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        let gen = u.gen;
+        let Some(conn) = u.conn.as_mut() else { return };
+        let before = self.rec.counters.bytes_received;
+        let r = conn.handshake(&mut self.rec.counters);
+        if self.rec.counters.bytes_received != before {
+            // The ServerHello (or an alert): the server has accepted the connection.
+            self.served(key);
+        }
+        let u = &mut self.users[key];
+        let Some(conn) = u.conn.as_mut() else { return };
+        match r {
+            Ok(false) | Err(IoErr::WouldBlock) => {}
+            Ok(true) => {
+                let now = Instant::now();
+                if conn.is_tls() {
+                    self.rec.record_tls(micros(now - u.connect_start));
+                    self.rec.counters.proto(ProtoCounter::TlsHandshakes, 1);
+                    if conn.resumed() {
+                        self.rec.counters.proto(ProtoCounter::TlsResumed, 1);
+                    }
+                    if let Some(n) = conn.negotiated(self.http) {
+                        self.rec.negotiated.count(&n, 1);
+                    }
+                }
+                u.state = State::Idle;
+                u.deadline = None;
+                self.connected(key, now);
+                // Plaintext that came with the handshake's last flight raises no new edge:
+                // read it now if anybody listens.
+                if self.users.get(key).is_some_and(|u| {
+                    u.gen == gen && (u.proto.reads_always() || u.state == State::Reading)
+                }) {
+                    self.read(key, 0);
+                }
+            }
+            Err(IoErr::Failed(kind)) => self.fail(key, kind, Instant::now()),
+        }
+    }
+
+    /// The connection (and its TLS) is up: start the protocol's setup, or go on with the step
+    /// that asked for the connection.
+    fn connected(&mut self, key: usize, now: Instant) {
+        let u = &mut self.users[key];
+        if let Some(h) = self.s.plan.http2 {
+            if u.conn
+                .as_ref()
+                .is_some_and(|c| c.is_tls() && c.alpn() != Some(b"h2"))
+            {
+                // The server did not agree to HTTP/2 (ALPN): nothing can be sent.
+                self.fail(key, ErrorKind::Protocol, now);
+                return;
+            }
+            if u.sess.is_some() {
+                // A session's requests go out as streams when its steps send them.
+                u.proto = Proto::H2(Box::new(H2Conn::new(SESSION_STREAMS)));
+                self.after_connect(key, now);
+                return;
+            }
+            u.proto = Proto::H2(Box::new(H2Conn::new(h.streams)));
+            let intended = u.intended;
+            self.h2_fill(key, intended);
+            return;
+        }
+        if let Some(prog) = &self.s.program {
+            if let Some(link) = Link::start(&prog.w.link, &prog.host, u.global, &mut self.rng) {
+                // The protocol's setup runs first; `link_ready` goes on from here after it.
+                u.proto = Proto::Link(Box::new(link));
+                u.state = State::Handshake;
+                u.deadline = Some(now + self.s.plan.timeout);
+                self.flush_proto(key);
+                return;
+            }
+        }
+        self.after_connect(key, now);
+    }
+
+    /// The connection is usable: go on with the step that asked for it.
+    pub(super) fn after_connect(&mut self, key: usize, now: Instant) {
+        let u = &mut self.users[key];
+        if u.sess.is_some() && u.batch == 0 {
+            // An explicit `connect` step: nothing to send yet.
+            u.state = State::Idle;
+            u.deadline = None;
+            self.session_next(key, now);
+            return;
+        }
+        self.write_request(key);
+    }
+
+    pub(super) fn write_request(&mut self, key: usize) {
+        if let Some(h) = self.users[key].proto.h2() {
+            if !h.conn.can_open() {
+                // A GOAWAY (or spent stream ids) on the kept connection: a new one.
+                self.close(key);
+                self.connect(key);
+                return;
+            }
+            self.h2_send_session(key);
+            return;
+        }
+        let u = &mut self.users[key];
+        let (bytes, head): (&[u8], bool) = match (&u.sess, &u.agent) {
+            (Some(st), _) => (&st.out, st.head),
+            (None, Some(a)) if u.own_request => (&a.hop, self.s.head_request),
+            (None, _) => {
+                let total = self.s.request_len * u.batch as usize;
+                (&self.s.request[..total], self.s.head_request)
+            }
+        };
+        let total = bytes.len();
+        let Some(conn) = u.conn.as_mut() else { return };
+        let first = u.state != State::Writing;
+        if first {
+            u.written = 0;
+            u.replied = false;
+            u.decoder.set_head_request(head);
+        }
+        let mut off = u.written as usize;
+        let gen = u.gen;
+        while off < total {
+            match conn.send(&bytes[off..total], &mut self.rec.counters) {
+                Ok(n) => {
+                    if off == 0 {
+                        // First bytes of the batch on the wire: the requests now exist.
+                        u.sent = Instant::now();
+                        u.outstanding = u.batch;
+                        self.rec.counters.requests += u64::from(u.batch);
+                    }
+                    off += n;
+                }
+                Err(IoErr::WouldBlock) => break,
+                Err(IoErr::Failed(kind)) => {
+                    if !self.resend(key) {
+                        self.fail(key, kind, Instant::now());
+                    }
+                    return;
+                }
+            }
+        }
+        u.written = off as u32;
+        if first {
+            // The response timeout runs from the moment the request was (first) written.
+            u.deadline = Some(Instant::now() + self.s.plan.timeout);
+        }
+        u.state = if off < total {
+            State::Writing
+        } else {
+            State::Reading
+        };
+        if u.state == State::Reading && u.proto.pending() {
+            // Protocol bytes (a pong, say) that waited for the request to be written.
+            self.flush_proto(key);
+            let Some(u) = self.users.get(key).filter(|u| u.gen == gen) else {
+                return;
+            };
+            if u.state != State::Reading {
+                return;
+            }
+        }
+        let u = &mut self.users[key];
+        if u.state == State::Reading
+            && u.sess
+                .as_ref()
+                .is_some_and(|st| st.awaiting == Awaiting::Nothing)
+        {
+            // A send that expects nothing is done once written. It completes from the timer
+            // queue, not from here: a loop of such sends would otherwise recurse without end.
+            u.deadline = None;
+            self.schedule(key, Instant::now(), Wake::Written);
+        }
+    }
+
+    /// Reads the connection until it is drained, handing every byte to the protocol (see
+    /// [`crate::proto`]): one read path for every protocol and transport.
+    fn read(&mut self, key: usize, flags: u32) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let gen = self.users[key].gen;
+        let mut budget = READ_BUDGET;
+        while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
+            let reads = u.proto.reads_always() || u.state != State::Writing;
+            let Some(conn) = u.conn.as_mut().filter(|_| reads) else {
+                break;
+            };
+            let drains = conn.short_read_drains();
+            match conn.recv(&mut scratch, &mut self.rec.counters) {
+                Ok(0) => {
+                    self.on_eof(key);
+                    break;
+                }
+                Ok(n) => {
+                    if u.net != Net::Served {
+                        self.served(key);
+                    }
+                    self.users[key].replied = true;
+                    self.feed(key, gen, &scratch[..n]);
+                    if drains && n < scratch.len() {
+                        // Short read: drained. A peer half-close seen with this edge still
+                        // needs handling.
+                        if flags & (poller::RDHUP | poller::HUP) != 0
+                            && self.users.get(key).is_some_and(|u| {
+                                u.gen == gen
+                                    && u.conn.is_some()
+                                    && (u.proto.reads_always() || u.state != State::Writing)
+                            })
+                        {
+                            self.on_eof(key);
+                        }
+                        break;
+                    }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        // Enough for this turn (see READ_BUDGET): the rest in the next.
+                        self.more.push((key, gen));
+                        break;
+                    }
+                }
+                Err(IoErr::WouldBlock) => break,
+                Err(IoErr::Failed(kind)) => {
+                    self.proto_failed(key, kind);
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+    }
+
+    /// Goes on reading the connections that used their `READ_BUDGET` in the last turn.
+    pub(super) fn read_more(&mut self) {
+        let spare = std::mem::take(&mut self.more_spare);
+        let mut list = std::mem::replace(&mut self.more, spare);
+        for &(key, gen) in &list {
+            if self
+                .users
+                .get(key)
+                .is_some_and(|u| u.gen == gen && u.conn.is_some())
+            {
+                self.read(key, 0);
+            }
+        }
+        list.clear();
+        self.more_spare = list;
+    }
+
+    /// Hands bytes read to the protocol and acts on each outcome, until it needs more.
+    fn feed(&mut self, key: usize, gen: u32, mut buf: &[u8]) {
+        loop {
+            // Each outcome may end the user or replace its connection: re-check every turn.
+            let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) else {
+                return;
+            };
+            if u.conn.is_none() || (buf.is_empty() && !u.proto.queued()) {
+                break;
+            }
+            let cx = proto::FeedCx {
+                decoder: &mut u.decoder,
+                sess: u.sess.as_deref_mut(),
+                reading: u.state == State::Reading,
+                program: self.s.program.as_deref(),
+                counters: &mut self.rec.counters,
+            };
+            let (used, outcome) = match proto::feed(&mut u.proto, cx, buf) {
+                Ok(x) => x,
+                Err(kind) => {
+                    self.proto_failed(key, kind);
+                    return;
+                }
+            };
+            buf = buf.get(used..).unwrap_or(&[]);
+            if u.proto.link().is_some_and(|l| l.pending()) && u.state != State::Writing {
+                // A link's answer (a pong, a login step) goes out at once; HTTP/2's frames wait
+                // for the end of the read, with the requests it makes room for.
+                self.flush_proto(key);
+                if self.users.get(key).is_none_or(|u| u.gen != gen) {
+                    return;
+                }
+            }
+            match outcome {
+                None if used == 0 => break,
+                None => {}
+                Some(o) => self.on_outcome(key, o),
+            }
+        }
+        if self.users[key].proto.is_h2() {
+            self.h2_after_read(key);
+        }
+    }
+
+    /// Acts on what the protocol completed.
+    fn on_outcome(&mut self, key: usize, o: Outcome) {
+        let u = &mut self.users[key];
+        let session = u.sess.is_some();
+        let c = &mut self.rec.counters;
+        match (o, u.proto.h2()) {
+            (Outcome::GoAway { code }, _) => {
+                // The streams above its last id follow as `Reset`s (REFUSED_STREAM).
+                c.proto(ProtoCounter::H2GoAway, 1);
+                if code != h2::error_code::NO_ERROR {
+                    c.proto(ProtoCounter::H2ConnectionErrors, 1);
+                }
+            }
+            (Outcome::Reset { stream, code }, Some(h)) => {
+                let slot = h.take(stream);
+                if let Some(slot) =
+                    slot.filter(|s| !s.again && code == h2::error_code::REFUSED_STREAM)
+                {
+                    // Not processed (RFC 9113 §8.7): it goes again, once, its intended time
+                    // kept, counted as a request when it goes — on this connection if it still
+                    // opens streams, else on a new one. URL runs: first in `h2_fill`; a
+                    // session's: once the rest of its batch is answered (`h2_after_read`).
+                    c.proto(ProtoCounter::h2_rst(code), 1);
+                    c.requests -= 1;
+                    u.refused.push(crate::http2::Refused {
+                        intended: slot.intended,
+                        index: slot.index,
+                    });
+                    return;
+                }
+                let in_flight = slot.is_some();
+                proto::count_reset(c, code, in_flight && !session);
+                if in_flight && session {
+                    // A session's request failed: the session goes on as after any failure.
+                    self.fail(key, ErrorKind::StreamReset, Instant::now());
+                }
+            }
+            (Outcome::Reply { stream, status, .. }, Some(h)) if !session => {
+                // A URL run's stream: counted here; `h2_after_read` refills.
+                if let Some(slot) = h.take(stream) {
+                    let now = Instant::now();
+                    c.responses += 1;
+                    c.reply_status(status.unwrap_or(0), &self.s.plan.expect_status);
+                    self.rec
+                        .record_latency(micros(now - slot.intended), micros(now - slot.sent));
+                }
+            }
+            (Outcome::Reply { stream, status, .. }, Some(h)) => {
+                // A session's stream completes a request of its batch, as over HTTP/1.1.
+                if h.take(stream).is_some() && u.state == State::Reading {
+                    self.complete_reply(key, status, true, false);
+                }
+            }
+            (Outcome::Ready, _) => self.link_ready(key),
+            (
+                Outcome::Reply {
+                    status,
+                    keep_alive,
+                    ok,
+                    ..
+                },
+                None,
+            ) => {
+                if u.state == State::Reading {
+                    if !ok {
+                        c.error(ErrorKind::ErrorReply);
+                    }
+                    self.complete_reply(key, status, keep_alive, !ok);
+                }
+            }
+            (Outcome::Closed, _) => {
+                // The server ended the session unasked: a user waiting on a reply failed; an
+                // idle one just loses its connection (and reconnects when next due).
+                if matches!(u.state, State::Reading | State::Writing) {
+                    self.fail(key, ErrorKind::Closed, Instant::now());
+                } else {
+                    self.abort_session(key);
+                    self.close(key);
+                }
+            }
+            (Outcome::Unexpected, _) => {
+                // The user keeps its schedule and reconnects when next due.
+                c.error(ErrorKind::Protocol);
+                self.close(key);
+            }
+            (Outcome::Reset { .. }, None) => {}
+        }
+    }
+
+    /// The server closed the connection.
+    fn on_eof(&mut self, key: usize) {
+        let now = Instant::now();
+        let u = &self.users[key];
+        if matches!(u.proto, Proto::Plain) && u.state == State::Reading && self.resend(key) {
+            return;
+        }
+        let u = &mut self.users[key];
+        match &mut u.proto {
+            Proto::Link(_) => self.link_eof(key),
+            Proto::H2(h) => {
+                // A close with nothing in flight (after a GOAWAY, or an idle timeout) is not a
+                // failure; otherwise whatever was in flight failed.
+                if h.slots.is_empty() && !u.refused.is_empty() {
+                    // Refused requests wait to go again: on a new connection, now.
+                    self.close(key);
+                    self.connect(key);
+                } else if h.slots.is_empty() {
+                    let waiting = u.state == State::Waiting;
+                    self.idle_closed(key);
+                    if !waiting {
+                        self.next_request(key, now);
+                    }
+                } else {
+                    self.fail(key, ErrorKind::Closed, now);
+                }
+            }
+            Proto::Plain if u.state != State::Reading => self.idle_closed(key),
+            Proto::Plain => match proto::eof_plain(&mut u.decoder, u.sess.as_deref_mut()) {
+                // A body delimited by the close: complete. If more responses of a pipelined
+                // batch were expected, those failed.
+                Ok(o) => self.on_outcome(key, o),
+                Err(kind) => self.fail(key, kind, now),
+            },
+        }
+    }
+
+    /// The connection failed (bad bytes, a refused login, a dead socket).
+    fn proto_failed(&mut self, key: usize, kind: ErrorKind) {
+        let u = &self.users[key];
+        match &u.proto {
+            Proto::Link(_) => self.link_failed(key, kind),
+            Proto::H2(_) => {
+                // The codec may have written its GOAWAY: send it before the connection goes.
+                self.flush_proto(key);
+                if self.users.get(key).is_some_and(|u| u.conn.is_some()) {
+                    self.fail(key, kind, Instant::now());
+                }
+            }
+            Proto::Plain if matches!(u.state, State::Reading | State::Writing) => {
+                if !self.resend(key) {
+                    self.fail(key, kind, Instant::now())
+                }
+            }
+            // Lost while idle (reset by the server): nobody waited; reconnect when next needed.
+            Proto::Plain => self.idle_closed(key),
+        }
+    }
+
+    /// Writes what the transport holds (TLS records the socket did not take). False if that
+    /// failed the user.
+    fn flush_conn(&mut self, key: usize) -> bool {
+        let u = &mut self.users[key];
+        let Some(conn) = u.conn.as_mut() else {
+            return false;
+        };
+        match conn.flush(&mut self.rec.counters) {
+            Ok(()) | Err(IoErr::WouldBlock) => true,
+            Err(IoErr::Failed(kind)) => {
+                self.proto_failed(key, kind);
+                false
+            }
+        }
+    }
+
+    /// Writes the protocol's own bytes (link answers, HTTP/2 frames). False if that failed the
+    /// user.
+    pub(super) fn flush_proto(&mut self, key: usize) -> bool {
+        let u = &mut self.users[key];
+        let (Some(conn), Some((out, written))) = (u.conn.as_mut(), u.proto.out()) else {
+            return true;
+        };
+        while *written < out.len() {
+            match conn.send(&out[*written..], &mut self.rec.counters) {
+                Ok(n) => *written += n,
+                Err(IoErr::WouldBlock) => return true,
+                Err(IoErr::Failed(kind)) => {
+                    if u.proto.is_h2() {
+                        self.fail(key, kind, Instant::now());
+                    } else {
+                        self.link_failed(key, kind);
+                    }
+                    return false;
+                }
+            }
+        }
+        out.clear();
+        *written = 0;
+        true
+    }
+
+    /// The server sent its first byte on the user's connection: it holds the connection now
+    /// (before that, a TCP handshake may sit in its accept queue).
+    fn served(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        if u.net == Net::Tcp {
+            u.net = Net::Served;
+            self.served_open += 1;
+            self.served_peak = self.served_peak.max(self.served_open);
+            self.rec
+                .record_served(micros(Instant::now().saturating_duration_since(u.tcp_at)));
+        }
+    }
+
+    pub(super) fn close(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        if let Proto::Link(mut link) = std::mem::replace(&mut u.proto, Proto::Plain) {
+            link.release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
+        }
+        if let Some(conn) = u.conn.take() {
+            drop(conn);
+            self.rec.counters.disconnects += 1;
+        }
+        match std::mem::replace(&mut u.net, Net::None) {
+            Net::Served => {
+                self.served_open -= 1;
+                self.tcp_open -= 1;
+            }
+            Net::Tcp => self.tcp_open -= 1,
+            Net::None => {}
+        }
+        u.reused = false;
+        self.next_gen = self.next_gen.wrapping_add(1);
+        u.gen = self.next_gen;
+        u.decoder.reset();
+        u.deadline = None;
+        u.written = 0;
+        if u.state != State::Waiting {
+            u.state = State::Idle;
+        }
+    }
+}
+
+/// A fresh non-blocking TCP socket with the plan's options, bound to `bind` if given.
+pub(super) fn open_socket(plan: &Plan, bind: Option<std::net::IpAddr>) -> io::Result<Socket> {
+    let domain = Domain::for_address(plan.target);
+    let sock = Socket::new(
+        domain,
+        Type::STREAM.nonblocking().cloexec(),
+        Some(Protocol::TCP),
+    )?;
+    let o = &plan.socket;
+    if o.nodelay {
+        sock.set_nodelay(true)?;
+    }
+    if let Some(b) = o.sndbuf {
+        sock.set_send_buffer_size(b as usize)?;
+    }
+    if let Some(b) = o.rcvbuf {
+        sock.set_recv_buffer_size(b as usize)?;
+    }
+    if let Some(ip) = bind {
+        if ip.is_ipv4() {
+            // Let the kernel pick the port at connect time, per (source, destination) pair,
+            // instead of reserving one at bind time: each source address then gets its own
+            // ephemeral range towards the target.
+            let one: libc::c_int = 1;
+            // SAFETY: valid socket, pointer to a live c_int of the right size.
+            unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    libc::IPPROTO_IP,
+                    libc::IP_BIND_ADDRESS_NO_PORT,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+        sock.bind(&SockAddr::from(std::net::SocketAddr::new(ip, 0)))?;
+    }
+    Ok(sock)
+}

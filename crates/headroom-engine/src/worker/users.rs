@@ -1,0 +1,675 @@
+//! What a user does next: start a request (or a batch), act on a reply (the agent's cookies,
+//! redirects and Digest answers), run its session, think or pace, and count a failure, retry,
+//! resend or leave.
+
+use std::time::Instant;
+
+use headroom_core::{ErrorKind, LoadModel, Plan};
+use headroom_metrics::micros;
+use rand::Rng;
+
+use super::{State, Wake, Worker, SESSIONS_PER_TURN};
+use crate::agent::{self, Agent, AgentConfig, Next};
+use crate::proto::Proto;
+use crate::session::{Action, Env, Program};
+
+impl Worker {
+    /// Begin a request (or a pipelined batch) meant to go at `intended`.
+    pub(super) fn start_request(&mut self, key: usize, intended: Instant) {
+        if self.s.h2req.is_some() {
+            // HTTP/2: streams are opened (and counted against quotas) one by one by `h2_fill`.
+            if self.pace().is_some() {
+                // The first pace tick: later ones come from the pace timer.
+                self.users[key].state = State::Idle;
+                self.h2_pace(key);
+                return;
+            }
+            let u = &mut self.users[key];
+            u.intended = intended;
+            u.batch = 0;
+            if u.proto.is_h2() {
+                self.h2_fill(key, intended);
+            } else if u.conn.is_none() {
+                self.connect(key);
+            }
+            return;
+        }
+        let pipeline = u64::from(self.s.plan.pipeline);
+        let u = &mut self.users[key];
+        let mut batch = pipeline;
+        if let Some(st) = &u.sess {
+            // A session batch is all or nothing: its bytes are already encoded.
+            batch = st.names.len() as u64;
+            if self.budget.is_some_and(|b| b < batch) {
+                batch = 0;
+            }
+        }
+        if let Some(r) = u.remaining {
+            batch = batch.min(r);
+        }
+        if let Some(b) = self.budget {
+            batch = batch.min(b);
+        }
+        if batch == 0 {
+            self.user_done(key);
+            return;
+        }
+        if let Some(b) = self.budget.as_mut() {
+            *b -= batch;
+        }
+        u.batch = batch as u32;
+        u.intended = intended;
+        u.written = 0;
+        u.outstanding = 0;
+        u.own_request = false;
+        u.resent = false;
+        u.refused.clear();
+        self.decorate(key);
+        let u = &mut self.users[key];
+        if u.conn.is_some() {
+            self.write_request(key);
+        } else {
+            self.connect(key);
+        }
+    }
+
+    /// Adds the user's cookies and Digest answer to the batch about to be written (HTTP/1.1).
+    fn decorate(&mut self, key: usize) {
+        let Some(cfg) = self.agent_cfg.as_deref() else {
+            return;
+        };
+        let u = &mut self.users[key];
+        let Some(a) = u.agent.as_deref_mut() else {
+            return;
+        };
+        match u.sess.as_deref_mut() {
+            Some(st) => {
+                if a.decorates(st.digest) {
+                    let creds = st.digest.then_some((&*st.auth_user, &*st.auth_password));
+                    a.decorate(cfg, &mut st.out, creds, agent::unix_now());
+                }
+            }
+            None => {
+                let digest = cfg.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+                if !u.own_request && a.decorates(digest.is_some()) {
+                    // The shared request becomes this user's own.
+                    let total = self.s.request_len * u.batch as usize;
+                    a.hop.clear();
+                    a.hop.extend_from_slice(&self.s.request[..total]);
+                    u.own_request = true;
+                }
+                if u.own_request {
+                    let mut own = std::mem::take(&mut a.hop);
+                    a.decorate(cfg, &mut own, digest, agent::unix_now());
+                    a.hop = own;
+                }
+            }
+        }
+    }
+
+    /// The protocol's setup is done: time it, and go on with the step that connected.
+    pub(super) fn link_ready(&mut self, key: usize) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        if let (Some(link), Some(prog)) = (u.proto.link(), self.s.program.as_ref()) {
+            if let Some(id) = prog.w.handshake {
+                self.rec
+                    .record_name(id as usize, micros(now - link.started), false);
+            }
+        }
+        u.state = State::Idle;
+        u.deadline = None;
+        self.after_connect(key, now);
+    }
+
+    /// The link failed (bad bytes, a refused login, a dead socket): count it against the
+    /// request in flight or the setup, and drop the connection.
+    pub(super) fn link_failed(&mut self, key: usize, kind: ErrorKind) {
+        let u = &self.users[key];
+        match u.state {
+            State::Reading | State::Writing | State::Handshake => {
+                if u.state == State::Handshake {
+                    if let Some(id) = self.s.program.as_ref().and_then(|p| p.w.handshake) {
+                        self.rec.name_error(id as usize);
+                    }
+                }
+                self.fail(key, kind, Instant::now());
+            }
+            _ => {
+                // Between requests: nobody waited, but the connection and the session's state
+                // on it (a login, a transaction) are lost: count it, and the session ends
+                // aborted when the user next goes on (a closed user then starts a new one).
+                self.rec.counters.error(kind);
+                self.abort_session(key);
+                self.close(key);
+            }
+        }
+    }
+
+    /// The server closed a protocol link's connection.
+    pub(super) fn link_eof(&mut self, key: usize) {
+        let u = &self.users[key];
+        let clean = u.proto.link().is_some_and(|l| l.eof_is_clean());
+        match u.state {
+            State::Reading | State::Writing | State::Handshake => {
+                if u.proto.closing() && u.state == State::Reading && clean {
+                    // Our close, answered by the close of the connection.
+                    self.complete_reply(key, None, false, false);
+                } else {
+                    self.link_failed(key, ErrorKind::Closed);
+                }
+            }
+            _ if clean => {
+                // The server ended the stream politely between requests: the session cannot go
+                // on without its connection, but nothing failed.
+                self.abort_session(key);
+                self.close(key);
+            }
+            _ => self.link_failed(key, ErrorKind::Closed),
+        }
+    }
+
+    /// A reply completed; `failed` marks a protocol error reply (iq error, SQL error).
+    pub(super) fn complete_reply(
+        &mut self,
+        key: usize,
+        status: Option<u16>,
+        keep_alive: bool,
+        failed: bool,
+    ) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        // A protocol close that was answered (or written) ends the connection.
+        let keep_alive = keep_alive && !u.proto.closing();
+        let answered = u.batch.saturating_sub(u.outstanding) as usize;
+        u.outstanding = u.outstanding.saturating_sub(1);
+        let next = match status {
+            Some(code) if !u.proto.is_h2() => self.agent_reply(key, code, answered),
+            _ => Next::Done,
+        };
+        let u = &mut self.users[key];
+        let c = &mut self.rec.counters;
+        c.responses += 1;
+        let mut failed = failed;
+        match (next, status) {
+            (Next::Hop { .. }, Some(code)) => c.status(code),
+            (Next::Failed(kind), Some(code)) => {
+                c.status(code);
+                c.error(kind);
+                failed = true;
+            }
+            (_, Some(code)) => {
+                c.reply_status(code, &self.s.plan.expect_status);
+            }
+            (_, None) => {}
+        }
+        let corrected = micros(now - u.intended);
+        self.rec.record_latency(corrected, micros(now - u.sent));
+        if let Next::Hop { .. } = next {
+            self.send_hop(key, keep_alive, now);
+            return;
+        }
+        // The request's whole time, over its hops (redirects, a Digest answer).
+        let whole = match u.agent.as_deref_mut() {
+            Some(a) => {
+                let whole = a.chain_start.map_or(corrected, |t| micros(now - t));
+                a.end_request();
+                whole
+            }
+            None => corrected,
+        };
+        if let Some(st) = u.sess.as_mut() {
+            let bad = failed || status.is_some_and(|s| s >= 400);
+            if let Some(status) = status {
+                st.last_status = status;
+            }
+            if bad {
+                st.on_error_status();
+            }
+            if let Some(&id) = st.names.get(answered) {
+                self.rec.record_name(id as usize, whole, bad);
+            }
+        }
+        let reuse = keep_alive && self.s.plan.keepalive;
+        u.reused = reuse;
+        if !reuse {
+            if u.outstanding > 0 {
+                // The server closes with pipelined requests unanswered.
+                let lost = u.outstanding;
+                u.outstanding = 0;
+                for _ in 0..lost {
+                    self.rec.counters.error(ErrorKind::Closed);
+                }
+                if let Some(st) = u.sess.as_mut() {
+                    st.on_failure();
+                    for &id in st.names.iter().rev().take(lost as usize) {
+                        self.rec.name_error(id as usize);
+                    }
+                }
+            }
+            self.close(key);
+        }
+        let u = &mut self.users[key];
+        if u.outstanding == 0 {
+            u.deadline = None;
+            u.state = State::Idle;
+            let batch = u64::from(u.batch);
+            if let Some(r) = u.remaining.as_mut() {
+                *r = r.saturating_sub(batch);
+            }
+            self.next_request(key, now);
+        }
+    }
+
+    /// The agent's view of a complete HTTP/1.1 reply: cookies stored, and whether a redirect
+    /// or a Digest challenge makes it a hop of the request rather than its end.
+    fn agent_reply(&mut self, key: usize, status: u16, answered: usize) -> Next {
+        let Some(cfg) = self.agent_cfg.as_deref() else {
+            return Next::Done;
+        };
+        let u = &mut self.users[key];
+        // A Set-Cookie too big to capture never reaches the jar, which would refuse it too.
+        let dropped = u.decoder.cookies_dropped();
+        if cfg.cookies && dropped > 0 {
+            let rejected = headroom_core::ProtoCounter::HttpCookiesRejected;
+            self.rec.counters.proto(rejected, u64::from(dropped));
+        }
+        let redirect = cfg.follow > 0 && (300..400).contains(&status);
+        // Content-Encoding alone (`--compressed`) is the decoder's business, not the agent's.
+        let for_agent = u
+            .decoder
+            .captured()
+            .any(|(id, _)| id != headroom_proto::http1::HeaderId::ContentEncoding);
+        if u.agent.is_none() && !for_agent && !redirect {
+            return Next::Done;
+        }
+        let single = u.batch == 1;
+        let (digest, request): (bool, Option<&[u8]>) = match &u.sess {
+            Some(st) if single => (st.digest, Some(&st.out)),
+            Some(st) => (st.digest, Some(agent::nth_request(&st.out, answered))),
+            None if u.own_request => (cfg.digest.is_some(), None),
+            None => (
+                cfg.digest.is_some(),
+                Some(&self.s.request[..self.s.request_len]),
+            ),
+        };
+        let a = u.agent.get_or_insert_with(Agent::new);
+        let intended = u.intended;
+        let next = a.after_reply(
+            cfg,
+            status,
+            u.decoder.captured(),
+            request,
+            single,
+            digest,
+            &mut self.rec.counters,
+            agent::unix_now(),
+        );
+        if let Next::Hop { .. } = next {
+            a.chain_start.get_or_insert(intended);
+        }
+        next
+    }
+
+    /// Sends the agent's next hop of the current request (a redirect, or the request again
+    /// with a Digest answer), timed from now, on this connection if it may be reused.
+    fn send_hop(&mut self, key: usize, keep_alive: bool, now: Instant) {
+        let reuse = keep_alive && self.s.plan.keepalive && !self.users[key].proto.closing();
+        if !reuse {
+            self.close(key);
+        }
+        let u = &mut self.users[key];
+        let Some(a) = u.agent.as_deref_mut() else {
+            return;
+        };
+        match u.sess.as_deref_mut() {
+            Some(st) => {
+                st.out.clear();
+                st.out.extend_from_slice(&a.hop);
+                st.reply.clear();
+                st.head = st.out.starts_with(b"HEAD ");
+            }
+            None => u.own_request = true,
+        }
+        u.batch = 1;
+        u.intended = now;
+        u.written = 0;
+        u.outstanding = 0;
+        u.resent = false;
+        u.deadline = None;
+        u.state = State::Idle;
+        self.decorate(key);
+        if self.users[key].conn.is_some() {
+            self.write_request(key);
+        } else {
+            self.connect(key);
+        }
+    }
+
+    /// After a completed or failed request: think, pace, or go again.
+    pub(super) fn next_request(&mut self, key: usize, now: Instant) {
+        if self.users[key].sess.is_some() {
+            self.session_next(key, now);
+            return;
+        }
+        let paced = self.pace().is_some();
+        let leaves = self.ramp_leaves(key);
+        let u = &mut self.users[key];
+        if u.remaining == Some(0) || self.budget == Some(0) || leaves {
+            self.user_done(key);
+            return;
+        }
+        if paced {
+            // HTTP/2 at a rate: the pace timer makes sends due; go on with those.
+            u.state = State::Idle;
+            self.h2_kick(key);
+            return;
+        }
+        match self.s.plan.model {
+            LoadModel::Rate { .. } => {
+                u.seq += 1;
+                let (g, k) = (u.global, u.seq);
+                let at = self.s.start + self.rate_offset(g, k);
+                if at <= now {
+                    self.start_request(key, at);
+                } else {
+                    self.schedule(key, at, Wake::Send);
+                }
+            }
+            LoadModel::Closed { think: Some(d), .. } | LoadModel::Open { think: Some(d), .. } => {
+                let at = now + d.sample(self.rng.gen::<f64>());
+                self.schedule(key, at, Wake::Send);
+            }
+            _ => self.start_request(key, now),
+        }
+    }
+
+    /// Run a scenario user's session until it needs the network or the clock.
+    pub(super) fn session_next(&mut self, key: usize, now: Instant) {
+        let Some(prog) = self.s.program.clone() else {
+            return;
+        };
+        let mut sessions = 0;
+        loop {
+            let u = &mut self.users[key];
+            let Some(st) = u.sess.as_mut() else {
+                return;
+            };
+            let mut env = Env {
+                rng: &mut self.rng,
+                rec: &mut self.rec,
+                cursors: &mut self.cursors,
+                now,
+                link: u.proto.link_mut(),
+                agent: &mut u.agent,
+            };
+            match st.advance(&prog, &mut env) {
+                Action::Send => {
+                    self.start_request(key, now);
+                    return;
+                }
+                Action::Think(d) => {
+                    self.schedule(key, now + d, Wake::Next);
+                    return;
+                }
+                Action::Connect => {
+                    let u = &mut self.users[key];
+                    if u.conn.is_none() {
+                        u.batch = 0;
+                        u.outstanding = 0;
+                        self.connect(key);
+                        return;
+                    }
+                    if u.proto.link().is_some_and(|l| !l.ready) {
+                        // A protocol step on a connection whose setup is not done: cannot
+                        // happen (steps run only once it is), but never spin on it.
+                        self.fail(key, ErrorKind::Protocol, now);
+                        return;
+                    }
+                    if u.proto.link().is_none()
+                        && prog.w.link != headroom_core::session::LinkSpec::Plain
+                    {
+                        // A protocol step on a connection without its link: reconnect.
+                        self.close(key);
+                    }
+                }
+                Action::Close => self.close(key),
+                Action::Yield => {
+                    self.schedule(key, now, Wake::Next);
+                    return;
+                }
+                Action::Done { aborted } => {
+                    let c = &mut self.rec.counters;
+                    if aborted {
+                        c.sessions_aborted += 1;
+                    } else {
+                        c.sessions_completed += 1;
+                        if let Some(st) = self.users[key].sess.as_ref() {
+                            let took = micros(now.saturating_duration_since(st.started));
+                            self.rec.sessions.saturating_record(took.max(1));
+                        }
+                    }
+                    let leaves = self.ramp_leaves(key);
+                    let u = &mut self.users[key];
+                    if u.arrived || self.budget == Some(0) || leaves {
+                        self.user_done(key);
+                        return;
+                    }
+                    // A closed user goes on with its next session, on the same connection.
+                    let fixed = prog.w.population_session(u.global);
+                    let s = fixed.unwrap_or_else(|| prog.w.draw(self.rng.gen::<f64>()));
+                    if let Some(st) = u.sess.as_mut() {
+                        st.begin(&prog, s, &mut self.rng, now);
+                    }
+                    if let Some(a) = u.agent.as_deref_mut() {
+                        // A new session is a new visit: a fresh jar, as k6 gives each iteration.
+                        a.new_session();
+                    }
+                    sessions += 1;
+                    if sessions >= SESSIONS_PER_TURN {
+                        self.schedule(key, now, Wake::Next);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn count_failure(&mut self, key: usize, kind: ErrorKind) {
+        let u = &mut self.users[key];
+        // Every request of a pipelined batch that was sent and not answered failed.
+        let n = u.outstanding.max(1);
+        for _ in 0..n {
+            self.rec.counters.error(kind);
+        }
+        if let Some(st) = u.sess.as_mut() {
+            // Unanswered requests of the batch (all of them if it was never written).
+            let lost = if u.outstanding > 0 {
+                u.outstanding as usize
+            } else {
+                st.names.len()
+            };
+            for &id in st.names.iter().rev().take(lost) {
+                self.rec.name_error(id as usize);
+            }
+            st.on_failure();
+        }
+    }
+
+    /// A request (batch) failed: count it, drop the connection, and move on without recursing.
+    pub(super) fn fail(&mut self, key: usize, kind: ErrorKind, now: Instant) {
+        self.count_failure(key, kind);
+        self.close(key);
+        self.retry_later(key, now);
+    }
+
+    /// Count the failed batch against the user's quota and park the user on a due-now timer.
+    pub(super) fn retry_later(&mut self, key: usize, now: Instant) {
+        let u = &mut self.users[key];
+        let batch = if self.s.h2req.is_some() {
+            // HTTP/2 streams took their quota when sent; a failure with none in flight (a
+            // connect or handshake) counts as one request, so a dead target still ends a run
+            // bounded by -n.
+            let none_sent = u.outstanding == 0;
+            if none_sent {
+                if let Some(b) = self.budget.as_mut() {
+                    *b = b.saturating_sub(1);
+                }
+                if u.due > 0 {
+                    // At a rate: the send that fell due is the one that failed.
+                    u.due -= 1;
+                    u.sent_seq += 1;
+                }
+            }
+            u64::from(none_sent)
+        } else {
+            u64::from(u.batch.max(1))
+        };
+        u.outstanding = 0;
+        u.deadline = None;
+        if let Some(r) = u.remaining.as_mut() {
+            *r = r.saturating_sub(batch);
+        }
+        self.schedule(key, now, Wake::Next);
+    }
+
+    /// The server closed the user's connection while nothing was in flight (a keep-alive or
+    /// idle timeout): not an error. The user keeps its schedule (a think, a pace) and connects
+    /// again when it next sends.
+    pub(super) fn idle_closed(&mut self, key: usize) {
+        self.rec.counters.idle_closed += 1;
+        self.close(key);
+        self.users[key].lost_idle = true;
+    }
+
+    /// A request found its kept-alive connection closed before any byte of its reply (a send
+    /// that hit a closed socket, a close or reset before the reply began): the server closed it
+    /// as idle just as the request went. The request goes again once on a new connection if it
+    /// is idempotent (RFC 9110 §9.2.2), as browsers do; the intended send time is kept, so the
+    /// latency includes the reconnect. Returns false when it may not (and the caller fails it).
+    pub(super) fn resend(&mut self, key: usize) -> bool {
+        let u = &self.users[key];
+        let may = u.reused
+            && !u.replied
+            && !u.resent
+            && matches!(u.proto, Proto::Plain)
+            && u.outstanding == u.batch
+            && idempotent(self.batch_bytes(key));
+        if !may {
+            return false;
+        }
+        // Counted again when they go out.
+        self.rec.counters.requests -= u64::from(u.outstanding);
+        self.idle_closed(key);
+        let u = &mut self.users[key];
+        u.resent = true;
+        u.outstanding = 0;
+        u.written = 0;
+        u.state = State::Idle;
+        self.connect(key);
+        true
+    }
+
+    /// The bytes of the batch being sent (as `write_request` picks them).
+    fn batch_bytes(&self, key: usize) -> &[u8] {
+        let u = &self.users[key];
+        match (&u.sess, &u.agent) {
+            (Some(st), _) => &st.out,
+            (None, Some(a)) if u.own_request => &a.hop,
+            (None, _) => &self.s.request[..self.s.request_len * u.batch as usize],
+        }
+    }
+
+    /// The user's session, if any, cannot go on: it ends aborted when the user next goes on.
+    pub(super) fn abort_session(&mut self, key: usize) {
+        if let Some(st) = self.users[key].sess.as_mut() {
+            st.on_failure();
+        }
+    }
+
+    pub(super) fn user_done(&mut self, key: usize) {
+        self.close(key);
+        let u = self.users.remove(key);
+        if u.arrived {
+            self.open_alive -= 1;
+        }
+        if let Some(k) = self.ramp_keys.get_mut(u.ramp as usize) {
+            *k = None;
+        }
+        self.rec.counters.users_finished += 1;
+    }
+}
+
+/// Every request in `bytes` (HTTP/1.1, back to back) has an idempotent method (RFC 9110
+/// §9.2.2): GET, HEAD, PUT, DELETE, OPTIONS, TRACE. Anything else, or bytes that are not HTTP
+/// (raw TCP), is not.
+fn idempotent(bytes: &[u8]) -> bool {
+    const METHODS: [&[u8]; 6] = [
+        b"GET ",
+        b"HEAD ",
+        b"PUT ",
+        b"DELETE ",
+        b"OPTIONS ",
+        b"TRACE ",
+    ];
+    let mut rest = bytes;
+    let mut any = false;
+    while !rest.is_empty() {
+        if !METHODS.iter().any(|m| rest.starts_with(m)) {
+            return false;
+        }
+        any = true;
+        // The next request starts after this one's head and body; for the methods above the
+        // encoder writes a Content-Length when there is a body.
+        match agent::request_len(rest) {
+            Some(n) if n > 0 && n <= rest.len() => rest = &rest[n..],
+            _ => return false,
+        }
+    }
+    any
+}
+
+/// The agent settings of a run, or `None` when no user needs one (HTTP/2, raw TCP, session
+/// protocols, or cookies off with no redirects and no Digest credentials).
+pub(super) fn agent_config(plan: &Plan, program: Option<&Program>) -> Option<AgentConfig> {
+    use headroom_core::session::{LinkSpec, Op, SessionBody};
+    if plan.http2.is_some() {
+        return None;
+    }
+    let ua = &plan.agent;
+    let digest = ua
+        .credentials
+        .as_ref()
+        .filter(|c| c.scheme == headroom_core::AuthScheme::Digest)
+        .map(|c| (c.user.clone(), c.password.clone()));
+    let mut http = true;
+    let mut op_digest = false;
+    if let Some(p) = program {
+        http = p.w.link == LinkSpec::Plain
+            && p.w.sessions.iter().any(|s| match &s.body {
+                SessionBody::Ops { ops, .. } => ops.iter().any(|o| matches!(o, Op::Request(_))),
+                SessionBody::Surge { .. } => true,
+            });
+        op_digest = p.w.sessions.iter().any(|s| match &s.body {
+            SessionBody::Ops { ops, .. } => ops.iter().any(|o| {
+                matches!(o, Op::Request(r) if r.auth.as_ref().is_some_and(|a| a.scheme == headroom_core::AuthScheme::Digest))
+            }),
+            SessionBody::Surge { .. } => false,
+        });
+    }
+    let cfg = AgentConfig {
+        cookies: ua.cookies,
+        follow: ua.follow,
+        host: agent::host_of(&plan.request.host).to_string(),
+        port: plan.target.port(),
+        scheme: if plan.tls.is_some() {
+            headroom_proto::redirect::Scheme::Https
+        } else {
+            headroom_proto::redirect::Scheme::Http
+        },
+        any_digest: digest.is_some() || op_digest,
+        digest,
+        compressed: ua.compressed,
+    };
+    (http && cfg.active()).then_some(cfg)
+}

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 use headroom_core::{Plan, PlanError};
 use headroom_metrics::{Recorder, Snapshot};
 
-mod agent;
+mod browser;
 mod http2;
 mod link;
 pub mod pacer;

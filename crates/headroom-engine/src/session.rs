@@ -25,7 +25,7 @@ use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use crate::agent::{self, Agent};
+use crate::browser::{self, Browser};
 use crate::link::{Link, LinkWait, XmppShared};
 
 /// Ops run per `advance` call at most before yielding to the event loop, so a session of only
@@ -261,7 +261,7 @@ pub(crate) struct SessionState {
     pub reply: Vec<u8>,
     /// Status of the last complete reply (0 before any).
     pub last_status: u16,
-    /// The batch's request has Digest credentials (`auth_user`, `auth_password`): the agent
+    /// The batch's request has Digest credentials (`auth_user`, `auth_password`): the browser
     /// answers the server's challenge with them.
     pub digest: bool,
     pub auth_user: String,
@@ -294,8 +294,8 @@ pub(crate) struct Env<'a> {
     pub now: Instant,
     /// The connection's protocol link, when the connection is open and speaks one.
     pub link: Option<&'a mut Link>,
-    /// The user's HTTP agent (cookie jar), made on first need.
-    pub agent: &'a mut Option<Box<Agent>>,
+    /// The user's browser (cookie jar, redirects, credentials), made on first need.
+    pub browser: &'a mut Option<Box<Browser>>,
 }
 
 impl SessionState {
@@ -741,7 +741,7 @@ impl SessionState {
         self.names.push(name);
     }
 
-    /// Expands the request's credentials: a Basic header value, or Digest ones for the agent.
+    /// Expands the request's credentials: a Basic header value, or Digest ones for the browser.
     fn credentials(&mut self, auth: Option<&session::AuthOp>) {
         self.digest = false;
         self.auth_basic.clear();
@@ -766,7 +766,7 @@ impl SessionState {
     fn cookie(&mut self, prog: &Program, op: &session::CookieOp, env: &mut Env<'_>) {
         match op {
             session::CookieOp::Clear => {
-                if let Some(a) = env.agent.as_mut() {
+                if let Some(a) = env.browser.as_mut() {
                     a.jar.clear();
                 }
             }
@@ -789,10 +789,13 @@ impl SessionState {
                     b.push_str("; Domain=");
                     b.push_str(d);
                 }
-                let host = agent::host_of(&prog.host);
-                let a = env.agent.get_or_insert_with(Agent::new);
+                let host = browser::host_of(&prog.host);
+                let a = env.browser.get_or_insert_with(Browser::new);
                 let c = &mut env.rec.counters;
-                match a.jar.set_cookie(b.as_bytes(), host, "/", agent::unix_now()) {
+                match a
+                    .jar
+                    .set_cookie(b.as_bytes(), host, "/", browser::unix_now())
+                {
                     Ok(_) => c.proto(headroom_core::ProtoCounter::HttpCookiesStored, 1),
                     Err(_) => c.proto(headroom_core::ProtoCounter::HttpCookiesRejected, 1),
                 }

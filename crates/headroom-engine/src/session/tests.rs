@@ -17,7 +17,7 @@ struct Harness {
     rec: Recorder,
     cursors: Vec<usize>,
     now: Instant,
-    agent: Option<Box<Agent>>,
+    browser: Option<Box<Browser>>,
 }
 
 impl Harness {
@@ -36,7 +36,7 @@ impl Harness {
             rec,
             cursors,
             now: Instant::now(),
-            agent: None,
+            browser: None,
         }
     }
 
@@ -47,7 +47,7 @@ impl Harness {
             cursors: &mut self.cursors,
             now: self.now,
             link: None,
-            agent: &mut self.agent,
+            browser: &mut self.browser,
         };
         self.st.advance(&self.prog, &mut env)
     }
@@ -305,7 +305,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
             cursors: &mut cursors,
             now: Instant::now(),
             link: None,
-            agent: &mut agent,
+            browser: &mut agent,
         };
         assert_eq!(st.advance(&prog, &mut env), Action::Send);
         lines.push(
@@ -418,7 +418,7 @@ sessions:
 "#,
     );
     assert_eq!(h.step(), Action::Send);
-    let a = h.agent.as_ref().expect("a cookie step makes the agent");
+    let a = h.browser.as_ref().expect("a cookie step makes the browser");
     let names: Vec<String> = a
         .jar
         .iter()
@@ -433,5 +433,5 @@ sessions:
         .collect();
     assert_eq!(names, ["scoped=1@/admin", "sid=u42@/"]);
     assert_eq!(h.step(), Action::Send);
-    assert!(h.agent.as_ref().unwrap().jar.is_empty());
+    assert!(h.browser.as_ref().unwrap().jar.is_empty());
 }

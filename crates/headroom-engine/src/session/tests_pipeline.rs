@@ -40,7 +40,7 @@ impl H {
             cursors: &mut self.cursors,
             now: Instant::now(),
             link: None,
-            agent: &mut None,
+            browser: &mut None,
         };
         self.st.advance(&self.prog, &mut env)
     }

@@ -137,13 +137,13 @@ impl Worker {
             sess: None,
             arrived: false,
             proto: Proto::Plain,
-            agent: None,
+            browser: None,
             own_request: false,
             ramp: NO_RAMP,
             tls_sessions: None,
             refused: Vec::new(),
         });
-        if let Some(cfg) = &self.agent_cfg {
+        if let Some(cfg) = &self.browser_cfg {
             self.users[key]
                 .decoder
                 .set_capture(cfg.capture(), DEFAULT_CAPTURE_BYTES);

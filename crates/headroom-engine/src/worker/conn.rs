@@ -254,7 +254,7 @@ impl Worker {
             return;
         }
         let u = &mut self.users[key];
-        let (bytes, head): (&[u8], bool) = match (&u.sess, &u.agent) {
+        let (bytes, head): (&[u8], bool) = match (&u.sess, &u.browser) {
             (Some(st), _) => (&st.out, st.head),
             (None, Some(a)) if u.own_request => (&a.hop, self.s.head_request),
             (None, _) => {

@@ -13,7 +13,7 @@
 //! - `conn.rs`: connections: connect, TLS, socket events, the write path and the one read path,
 //!   the protocol's outcomes, the server's close, closing;
 //! - `h2.rs`: HTTP/2 streams, and the pace of sends at a rate;
-//! - `users.rs`: what a user does next: requests, replies (the agent), sessions, failures,
+//! - `users.rs`: what a user does next: requests, replies (the browser), sessions, failures,
 //!   retries and resends.
 //!
 //! Subtleties worth knowing before changing this module:
@@ -47,7 +47,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use slab::Slab;
 
-use crate::agent::{Agent, AgentConfig};
+use crate::browser::{Browser, BrowserConfig};
 use crate::http2::H2Request;
 use crate::pacer;
 use crate::poller::{Epoll, Event};
@@ -56,7 +56,7 @@ use crate::ramp::RampState;
 use crate::session::{Program, SessionState};
 use crate::tls::{TlsClient, UserSessions};
 use crate::transport::Conn;
-use users::agent_config;
+use users::browser_config;
 
 mod arrivals;
 mod conn;
@@ -190,8 +190,8 @@ struct User {
     /// The connection's protocol above its transport (`Plain` while there is none).
     proto: Proto,
     /// Cookies, redirects, Digest answers (HTTP/1.1), made on first need.
-    agent: Option<Box<Agent>>,
-    /// URL runs: the request to write is the agent's (`Agent::hop`), not the run's shared one.
+    browser: Option<Box<Browser>>,
+    /// URL runs: the request to write is the browser's (`Browser::hop`), not the run's shared one.
     own_request: bool,
     /// A ramped closed user: its index in the worker's ramp order ([`NO_RAMP`] otherwise).
     ramp: u32,
@@ -293,7 +293,7 @@ pub(crate) struct Worker {
     /// The HTTP version the run's connections speak, as [`headroom_metrics::Negotiated::http`].
     http: u8,
     /// HTTP/1.1 users' cookies, redirects and credentials; `None` when none apply.
-    agent_cfg: Option<Arc<AgentConfig>>,
+    browser_cfg: Option<Arc<BrowserConfig>>,
     /// A ramped closed population (`Plan::ramp`): which of its users are wanted now.
     ramp: Option<Box<RampState>>,
     /// The slab key of each ramped user alive, by its index in the ramp order.
@@ -375,7 +375,7 @@ impl Worker {
             arrived_total: 0,
             tls: s.tls.clone(),
             http: http_version(&plan),
-            agent_cfg: agent_config(&plan, s.program.as_deref()).map(Arc::new),
+            browser_cfg: browser_config(&plan, s.program.as_deref()).map(Arc::new),
             ramp: None,
             ramp_keys: Vec::new(),
             s,

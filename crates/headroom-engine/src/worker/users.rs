@@ -1,4 +1,4 @@
-//! What a user does next: start a request (or a batch), act on a reply (the agent's cookies,
+//! What a user does next: start a request (or a batch), act on a reply (the browser's cookies,
 //! redirects and Digest answers), run its session, think or pace, and count a failure, retry,
 //! resend or leave.
 
@@ -9,7 +9,7 @@ use headroom_metrics::micros;
 use rand::Rng;
 
 use super::{State, Wake, Worker, SESSIONS_PER_TURN};
-use crate::agent::{self, Agent, AgentConfig, Next};
+use crate::browser::{self, Browser, BrowserConfig, Next};
 use crate::proto::Proto;
 use crate::session::{Action, Env, Program};
 
@@ -75,18 +75,18 @@ impl Worker {
 
     /// Adds the user's cookies and Digest answer to the batch about to be written (HTTP/1.1).
     fn decorate(&mut self, key: usize) {
-        let Some(cfg) = self.agent_cfg.as_deref() else {
+        let Some(cfg) = self.browser_cfg.as_deref() else {
             return;
         };
         let u = &mut self.users[key];
-        let Some(a) = u.agent.as_deref_mut() else {
+        let Some(a) = u.browser.as_deref_mut() else {
             return;
         };
         match u.sess.as_deref_mut() {
             Some(st) => {
                 if a.decorates(st.digest) {
                     let creds = st.digest.then_some((&*st.auth_user, &*st.auth_password));
-                    a.decorate(cfg, &mut st.out, creds, agent::unix_now());
+                    a.decorate(cfg, &mut st.out, creds, browser::unix_now());
                 }
             }
             None => {
@@ -100,7 +100,7 @@ impl Worker {
                 }
                 if u.own_request {
                     let mut own = std::mem::take(&mut a.hop);
-                    a.decorate(cfg, &mut own, digest, agent::unix_now());
+                    a.decorate(cfg, &mut own, digest, browser::unix_now());
                     a.hop = own;
                 }
             }
@@ -184,7 +184,7 @@ impl Worker {
         let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
         let next = match status {
-            Some(code) if !u.proto.is_h2() => self.agent_reply(key, code, answered),
+            Some(code) if !u.proto.is_h2() => self.browser_reply(key, code, answered),
             _ => Next::Done,
         };
         let u = &mut self.users[key];
@@ -210,7 +210,7 @@ impl Worker {
             return;
         }
         // The request's whole time, over its hops (redirects, a Digest answer).
-        let whole = match u.agent.as_deref_mut() {
+        let whole = match u.browser.as_deref_mut() {
             Some(a) => {
                 let whole = a.chain_start.map_or(corrected, |t| micros(now - t));
                 a.end_request();
@@ -261,10 +261,10 @@ impl Worker {
         }
     }
 
-    /// The agent's view of a complete HTTP/1.1 reply: cookies stored, and whether a redirect
+    /// The browser's view of a complete HTTP/1.1 reply: cookies stored, and whether a redirect
     /// or a Digest challenge makes it a hop of the request rather than its end.
-    fn agent_reply(&mut self, key: usize, status: u16, answered: usize) -> Next {
-        let Some(cfg) = self.agent_cfg.as_deref() else {
+    fn browser_reply(&mut self, key: usize, status: u16, answered: usize) -> Next {
+        let Some(cfg) = self.browser_cfg.as_deref() else {
             return Next::Done;
         };
         let u = &mut self.users[key];
@@ -275,25 +275,25 @@ impl Worker {
             self.rec.counters.proto(rejected, u64::from(dropped));
         }
         let redirect = cfg.follow > 0 && (300..400).contains(&status);
-        // Content-Encoding alone (`--compressed`) is the decoder's business, not the agent's.
+        // Content-Encoding alone (`--compressed`) is the decoder's business, not the browser's.
         let for_agent = u
             .decoder
             .captured()
             .any(|(id, _)| id != headroom_proto::http1::HeaderId::ContentEncoding);
-        if u.agent.is_none() && !for_agent && !redirect {
+        if u.browser.is_none() && !for_agent && !redirect {
             return Next::Done;
         }
         let single = u.batch == 1;
         let (digest, request): (bool, Option<&[u8]>) = match &u.sess {
             Some(st) if single => (st.digest, Some(&st.out)),
-            Some(st) => (st.digest, Some(agent::nth_request(&st.out, answered))),
+            Some(st) => (st.digest, Some(browser::nth_request(&st.out, answered))),
             None if u.own_request => (cfg.digest.is_some(), None),
             None => (
                 cfg.digest.is_some(),
                 Some(&self.s.request[..self.s.request_len]),
             ),
         };
-        let a = u.agent.get_or_insert_with(Agent::new);
+        let a = u.browser.get_or_insert_with(Browser::new);
         let intended = u.intended;
         let next = a.after_reply(
             cfg,
@@ -303,7 +303,7 @@ impl Worker {
             single,
             digest,
             &mut self.rec.counters,
-            agent::unix_now(),
+            browser::unix_now(),
         );
         if let Next::Hop { .. } = next {
             a.chain_start.get_or_insert(intended);
@@ -311,7 +311,7 @@ impl Worker {
         next
     }
 
-    /// Sends the agent's next hop of the current request (a redirect, or the request again
+    /// Sends the browser's next hop of the current request (a redirect, or the request again
     /// with a Digest answer), timed from now, on this connection if it may be reused.
     fn send_hop(&mut self, key: usize, keep_alive: bool, now: Instant) {
         let reuse = keep_alive && self.s.plan.keepalive && !self.users[key].proto.closing();
@@ -319,7 +319,7 @@ impl Worker {
             self.close(key);
         }
         let u = &mut self.users[key];
-        let Some(a) = u.agent.as_deref_mut() else {
+        let Some(a) = u.browser.as_deref_mut() else {
             return;
         };
         match u.sess.as_deref_mut() {
@@ -401,7 +401,7 @@ impl Worker {
                 cursors: &mut self.cursors,
                 now,
                 link: u.proto.link_mut(),
-                agent: &mut u.agent,
+                browser: &mut u.browser,
             };
             match st.advance(&prog, &mut env) {
                 Action::Send => {
@@ -461,7 +461,7 @@ impl Worker {
                     if let Some(st) = u.sess.as_mut() {
                         st.begin(&prog, s, &mut self.rng, now);
                     }
-                    if let Some(a) = u.agent.as_deref_mut() {
+                    if let Some(a) = u.browser.as_deref_mut() {
                         // A new session is a new visit: a fresh jar, as k6 gives each iteration.
                         a.new_session();
                     }
@@ -573,7 +573,7 @@ impl Worker {
     /// The bytes of the batch being sent (as `write_request` picks them).
     fn batch_bytes(&self, key: usize) -> &[u8] {
         let u = &self.users[key];
-        match (&u.sess, &u.agent) {
+        match (&u.sess, &u.browser) {
             (Some(st), _) => &st.out,
             (None, Some(a)) if u.own_request => &a.hop,
             (None, _) => &self.s.request[..self.s.request_len * u.batch as usize],
@@ -621,7 +621,7 @@ fn idempotent(bytes: &[u8]) -> bool {
         any = true;
         // The next request starts after this one's head and body; for the methods above the
         // encoder writes a Content-Length when there is a body.
-        match agent::request_len(rest) {
+        match browser::request_len(rest) {
             Some(n) if n > 0 && n <= rest.len() => rest = &rest[n..],
             _ => return false,
         }
@@ -631,7 +631,7 @@ fn idempotent(bytes: &[u8]) -> bool {
 
 /// The agent settings of a run, or `None` when no user needs one (HTTP/2, raw TCP, session
 /// protocols, or cookies off with no redirects and no Digest credentials).
-pub(super) fn agent_config(plan: &Plan, program: Option<&Program>) -> Option<AgentConfig> {
+pub(super) fn browser_config(plan: &Plan, program: Option<&Program>) -> Option<BrowserConfig> {
     use headroom_core::session::{LinkSpec, Op, SessionBody};
     if plan.http2.is_some() {
         return None;
@@ -657,10 +657,10 @@ pub(super) fn agent_config(plan: &Plan, program: Option<&Program>) -> Option<Age
             SessionBody::Surge { .. } => false,
         });
     }
-    let cfg = AgentConfig {
+    let cfg = BrowserConfig {
         cookies: ua.cookies,
         follow: ua.follow,
-        host: agent::host_of(&plan.request.host).to_string(),
+        host: browser::host_of(&plan.request.host).to_string(),
         port: plan.target.port(),
         scheme: if plan.tls.is_some() {
             headroom_proto::redirect::Scheme::Https

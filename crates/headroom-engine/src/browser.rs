@@ -2,15 +2,15 @@
 //! (RFC 6265), follow redirects (RFC 9110 §15.4) and answer Digest challenges (RFC 7616).
 //!
 //! Sans I/O like the rest of the engine's protocol code: the worker hands a reply's captured
-//! headers to [`Agent::after_reply`], which says what to do next ([`Next`]), and before a batch
-//! is written [`Agent::decorate`] adds the user's own headers (`Cookie`, a Digest
+//! headers to [`Browser::after_reply`], which says what to do next ([`Next`]), and before a batch
+//! is written [`Browser::decorate`] adds the user's own headers (`Cookie`, a Digest
 //! `Authorization`) to the encoded requests.
 //!
-//! Cost when nothing is used: a user gets an `Agent` only once the server sets a cookie, a
+//! Cost when nothing is used: a user gets a `Browser` only once the server sets a cookie, a
 //! redirect is to be followed or a challenge answered; until then the decoder's header capture
-//! (one branch per head, see `headroom_proto::http1::capture`) is the whole price. A warm agent
+//! (one branch per head, see `headroom_proto::http1::capture`) is the whole price. A warm browser
 //! allocates nothing per request: the jar keeps its cookies' buffers, decoration and redirect
-//! requests are written into buffers the agent keeps.
+//! requests are written into buffers the browser keeps.
 //!
 //! Redirects are followed for a batch of one request only (a pipelined batch's replies are
 //! taken as they are), to the run's own origin only: headroom loads one server, so a redirect
@@ -28,8 +28,8 @@ use headroom_proto::redirect::{self, Base, FollowMethod, Scheme};
 /// Most request headers a redirected request may carry (it is one headroom encoded itself).
 const MAX_HEADERS: usize = 64;
 
-/// The run's settings every user's agent reads; one per worker.
-pub(crate) struct AgentConfig {
+/// The run's settings every user's browser reads; one per worker.
+pub(crate) struct BrowserConfig {
     pub cookies: bool,
     pub follow: u32,
     /// Host of the run's target as cookies see it (no port), its port and scheme.
@@ -46,7 +46,7 @@ pub(crate) struct AgentConfig {
     pub compressed: bool,
 }
 
-impl AgentConfig {
+impl BrowserConfig {
     /// The response headers the decoder must keep for this run (empty: none).
     pub fn capture(&self) -> HeaderSet {
         let mut set = HeaderSet::NONE;
@@ -89,21 +89,21 @@ pub(crate) fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// What the worker does after a reply the agent has seen.
+/// What the worker does after a reply the browser has seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Next {
     /// The reply ends the request: go on as usual.
     Done,
     /// The reply ends the request, which failed with this kind (a redirect not followed).
     Failed(ErrorKind),
-    /// Send the request in [`Agent::hop`] (a redirect, or the request again with a Digest
+    /// Send the request in [`Browser::hop`] (a redirect, or the request again with a Digest
     /// answer): the reply was one hop of the request, not its end.
     Hop { challenge: bool },
 }
 
 /// One user's HTTP state beyond its connection.
 #[derive(Default)]
-pub(crate) struct Agent {
+pub(crate) struct Browser {
     pub jar: Jar,
     digest: DigestState,
     /// Hops of the current request so far (redirects followed).
@@ -121,8 +121,8 @@ pub(crate) struct Agent {
     cnonce_text: String,
 }
 
-impl Agent {
-    pub fn new() -> Box<Agent> {
+impl Browser {
+    pub fn new() -> Box<Browser> {
         Box::default()
     }
 
@@ -151,7 +151,7 @@ impl Agent {
     /// each request line. Requests that match no cookie are copied unchanged.
     pub fn decorate(
         &mut self,
-        cfg: &AgentConfig,
+        cfg: &BrowserConfig,
         batch: &mut Vec<u8>,
         digest: Option<(&str, &str)>,
         now: u64,
@@ -208,16 +208,16 @@ impl Agent {
         self.scratch = out;
     }
 
-    /// Takes the reply to `request` (one request as sent; `None`: the agent's own [`hop`]
+    /// Takes the reply to `request` (one request as sent; `None`: the browser's own [`hop`]
     /// request) with the headers the decoder captured, and says what comes next. `digest` tells
     /// whether the request had Digest credentials; `single` whether it was a batch of one (only
     /// those follow redirects).
     ///
-    /// [`hop`]: Agent::hop
+    /// [`hop`]: Browser::hop
     #[allow(clippy::too_many_arguments)]
     pub fn after_reply<'c>(
         &mut self,
-        cfg: &AgentConfig,
+        cfg: &BrowserConfig,
         status: u16,
         captured: impl Iterator<Item = (HeaderId, &'c [u8])> + Clone,
         request: Option<&[u8]>,
@@ -245,7 +245,7 @@ impl Agent {
     #[allow(clippy::too_many_arguments)]
     fn reply<'c>(
         &mut self,
-        cfg: &AgentConfig,
+        cfg: &BrowserConfig,
         status: u16,
         captured: impl Iterator<Item = (HeaderId, &'c [u8])> + Clone,
         request: &[u8],
@@ -467,8 +467,8 @@ fn strip_header(req: &mut Vec<u8>, name: &[u8], scratch: &mut Vec<u8>) {
 mod tests {
     use super::*;
 
-    fn cfg(follow: u32) -> AgentConfig {
-        AgentConfig {
+    fn cfg(follow: u32) -> BrowserConfig {
+        BrowserConfig {
             cookies: true,
             follow,
             host: "127.0.0.1".into(),
@@ -482,7 +482,7 @@ mod tests {
 
     #[test]
     fn compressed_runs_capture_content_encoding_alone_or_with_the_rest() {
-        let mut c = AgentConfig {
+        let mut c = BrowserConfig {
             cookies: false,
             follow: 0,
             any_digest: false,
@@ -492,7 +492,7 @@ mod tests {
         c.compressed = true;
         assert!(c.active());
         assert_eq!(c.capture(), HeaderSet::from(HeaderId::ContentEncoding));
-        let all = AgentConfig {
+        let all = BrowserConfig {
             compressed: true,
             ..cfg(3)
         };
@@ -516,7 +516,7 @@ mod tests {
     #[test]
     fn cookies_are_stored_and_sent_on_every_request_of_a_batch() {
         let cfg = cfg(0);
-        let mut a = Agent::new();
+        let mut a = Browser::new();
         let mut c = Counters::default();
         let req = b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
         let got = [
@@ -543,7 +543,7 @@ mod tests {
     #[test]
     fn redirects_are_followed_up_to_the_limit_and_same_origin_only() {
         let cfg = cfg(2);
-        let mut a = Agent::new();
+        let mut a = Browser::new();
         let mut c = Counters::default();
         let req = b"POST /form HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nhi";
         let loc = [(HeaderId::Location, &b"/next?x=1"[..])];
@@ -596,7 +596,7 @@ mod tests {
     #[test]
     fn a_digest_challenge_is_answered_once() {
         let cfg = cfg(0);
-        let mut a = Agent::new();
+        let mut a = Browser::new();
         let mut c = Counters::default();
         let req = b"GET /secret HTTP/1.1\r\nHost: x\r\n\r\n";
         let ch = [(
@@ -627,7 +627,7 @@ mod tests {
         // Without a Digest challenge nothing can be answered.
         a.end_request();
         let basic = [(HeaderId::WwwAuthenticate, &br#"Basic realm="r""#[..])];
-        let mut b = Agent::new();
+        let mut b = Browser::new();
         assert_eq!(
             b.after_reply(&cfg, 401, caps(&basic), Some(req), true, true, &mut c, 0),
             Next::Done

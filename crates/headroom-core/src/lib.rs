@@ -8,13 +8,13 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-mod dist;
+mod random;
 pub mod session;
 pub mod spec;
 pub mod stats;
 pub mod status;
 pub mod surge;
-pub use dist::{secs_saturating, Distribution};
+pub use random::{secs_saturating, Distribution};
 pub use status::{StatusSet, STATUS_CODES, STATUS_MAX, STATUS_MIN};
 
 /// Every way a request or a connection can fail, as counted per interval.

@@ -37,9 +37,9 @@ use tokio::sync::{mpsc, Notify};
 use tonic::codegen::tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::proto::agent_event::Event;
-use crate::proto::agent_server::{Agent, AgentServer};
-use crate::proto::{AgentEvent, Done, Failed, Ready, RunRequest, StopReply, StopRequest};
+use crate::messages::agent_event::Event;
+use crate::messages::agent_server::{Agent, AgentServer};
+use crate::messages::{AgentEvent, Done, Failed, Ready, RunRequest, StopReply, StopRequest};
 use crate::tls::AgentIdentity;
 use crate::wire::encode_interval;
 

@@ -27,9 +27,9 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Status};
 
 use crate::agent::{Job, MAX_REQUEST_BYTES, VERSION};
-use crate::proto::agent_client::AgentClient;
-use crate::proto::agent_event::Event;
-use crate::proto::{Done, RunRequest, StopRequest};
+use crate::messages::agent_client::AgentClient;
+use crate::messages::agent_event::Event;
+use crate::messages::{Done, RunRequest, StopRequest};
 use crate::wire::decode_interval;
 
 /// Where an agent listens.

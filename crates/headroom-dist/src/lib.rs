@@ -31,7 +31,7 @@ pub mod allow;
 pub mod controller;
 pub mod k8s;
 pub mod launch;
-pub mod proto;
+pub mod messages;
 pub mod tls;
 pub mod wire;
 

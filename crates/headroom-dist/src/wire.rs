@@ -23,7 +23,7 @@ use headroom_metrics::{
     NEGOTIATED_MAX, SIGFIG,
 };
 
-use crate::proto::{CountersMsg, IntervalMsg, NameStatsMsg, NegotiatedMsg, RecorderMsg};
+use crate::messages::{CountersMsg, IntervalMsg, NameStatsMsg, NegotiatedMsg, RecorderMsg};
 
 /// A message that does not decode to a [`Recorder`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

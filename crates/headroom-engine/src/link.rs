@@ -81,10 +81,11 @@ pub(crate) struct Link {
     pub wait: LinkWait,
     /// A close was sent: the connection closes once it is answered (or written).
     pub closing: bool,
-    proto: Proto,
+    protocol: LinkProtocol,
 }
 
-enum Proto {
+/// The protocol a link speaks, with its own state.
+enum LinkProtocol {
     Xmpp(Box<XmppLink>),
     Pg(Box<PgLink>),
     Ws(Box<WsLink>),
@@ -133,7 +134,7 @@ impl Link {
     /// `None` for HTTP and raw TCP.
     pub fn start(spec: &LinkSpec, host: &str, global: u64, rng: &mut SmallRng) -> Option<Link> {
         let mut out = Vec::new();
-        let proto = match spec {
+        let protocol = match spec {
             LinkSpec::Plain => return None,
             LinkSpec::Xmpp(x) => {
                 let user = xmpp_user(x, global);
@@ -143,7 +144,7 @@ impl Link {
                 // A configuration the login refuses (registration without accounts) fails at
                 // the first event; the scenario validator already refuses it.
                 let _ = login.start(&login_config(x, user), &mut out);
-                Proto::Xmpp(Box::new(XmppLink {
+                LinkProtocol::Xmpp(Box::new(XmppLink {
                     split,
                     login,
                     user,
@@ -157,7 +158,7 @@ impl Link {
                 let mut nonce = [0u8; pg::scram::NONCE_BYTES];
                 rng.fill(&mut nonce[..]);
                 let conn = pg::Connection::new(&pg_login(p), &nonce, &mut out);
-                Proto::Pg(Box::new(PgLink {
+                LinkProtocol::Pg(Box::new(PgLink {
                     conn,
                     prepared: Vec::new(),
                     preparing: None,
@@ -174,7 +175,7 @@ impl Link {
                     &key,
                     &mut out,
                 );
-                Proto::Ws(Box::new(WsLink {
+                LinkProtocol::Ws(Box::new(WsLink {
                     handshake: ws::HandshakeDecoder::new(&key),
                     frames: ws::FrameDecoder::new(),
                     subprotocol: w.subprotocol.clone(),
@@ -188,7 +189,7 @@ impl Link {
             started: Instant::now(),
             wait: LinkWait::None,
             closing: false,
-            proto,
+            protocol,
         })
     }
 
@@ -211,8 +212,8 @@ impl Link {
             self.out.clear();
             self.written = 0;
         }
-        match &mut self.proto {
-            Proto::Xmpp(x) => {
+        match &mut self.protocol {
+            LinkProtocol::Xmpp(x) => {
                 let LinkSpec::Xmpp(cfg) = spec else {
                     return Err(ErrorKind::Other);
                 };
@@ -271,7 +272,7 @@ impl Link {
                     _ => Ok((used, None)),
                 }
             }
-            Proto::Pg(p) => {
+            LinkProtocol::Pg(p) => {
                 let (used, progress) = p.conn.decode(input, &mut self.out).map_err(|e| {
                     if e.is_auth() {
                         ErrorKind::Login
@@ -304,7 +305,7 @@ impl Link {
                     }
                 }
             }
-            Proto::Ws(w) => {
+            LinkProtocol::Ws(w) => {
                 if !self.ready {
                     let (used, hs) = w
                         .handshake
@@ -365,16 +366,16 @@ impl Link {
 
     /// The server closed the connection: is that an error of the protocol?
     pub fn eof_is_clean(&self) -> bool {
-        match &self.proto {
-            Proto::Xmpp(x) => self.ready && !x.split.in_progress(),
-            Proto::Pg(p) => self.ready && p.conn.eof().is_ok(),
-            Proto::Ws(w) => self.ready && !w.frames.in_progress(),
+        match &self.protocol {
+            LinkProtocol::Xmpp(x) => self.ready && !x.split.in_progress(),
+            LinkProtocol::Pg(p) => self.ready && p.conn.eof().is_ok(),
+            LinkProtocol::Ws(w) => self.ready && !w.frames.in_progress(),
         }
     }
 
     /// The connection is closing: the user is no longer connected (nor online) for others.
     pub fn release(&mut self, shared: Option<&XmppShared>) {
-        if let Proto::Xmpp(x) = &mut self.proto {
+        if let LinkProtocol::Xmpp(x) = &mut self.protocol {
             x.go_offline(shared);
             if x.connected {
                 if let Some(Ok(mut p)) = shared.map(|s| s.pool.lock()) {
@@ -399,7 +400,7 @@ impl Link {
         rng: &mut SmallRng,
         c: &mut Counters,
     ) -> Result<LinkWait, NoDestination> {
-        let Proto::Xmpp(x) = &mut self.proto else {
+        let LinkProtocol::Xmpp(x) = &mut self.protocol else {
             return Err(NoDestination);
         };
         let domain = spec.domain.as_str();
@@ -558,7 +559,7 @@ impl Link {
         out: &mut Vec<u8>,
         c: &mut Counters,
     ) -> LinkWait {
-        let Proto::Pg(p) = &mut self.proto else {
+        let LinkProtocol::Pg(p) = &mut self.protocol else {
             return LinkWait::None;
         };
         expand(&op.query, vars, text);
@@ -589,8 +590,8 @@ impl Link {
 
     /// The payload of the last WebSocket message received, when the request asked to keep it.
     pub fn ws_payload(&self) -> &[u8] {
-        match &self.proto {
-            Proto::Ws(w) => w.frames.payload(),
+        match &self.protocol {
+            LinkProtocol::Ws(w) => w.frames.payload(),
             _ => &[],
         }
     }
@@ -605,7 +606,7 @@ impl Link {
         rng: &mut SmallRng,
         c: &mut Counters,
     ) -> LinkWait {
-        if let Proto::Ws(w) = &mut self.proto {
+        if let LinkProtocol::Ws(w) = &mut self.protocol {
             // Payloads are kept only for a reply a later step reads.
             w.frames.set_keep_payload(op.capture);
         }

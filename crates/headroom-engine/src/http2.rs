@@ -16,7 +16,7 @@ use headroom_core::{ErrorKind, HttpRequest, Plan, ProtoCounter};
 use headroom_metrics::Counters;
 use headroom_proto::h2::{self, ClientConn};
 
-use crate::proto::{Outcome, CAPTURE_LIMIT};
+use crate::outcome::{Outcome, CAPTURE_LIMIT};
 
 /// Headers a request may carry over HTTP/2 in a URL run (`-H`, plus user-agent and
 /// content-length); borrowed into a fixed array per send.
@@ -257,7 +257,7 @@ impl H2Conn {
         self.next < self.events.len() || self.failed
     }
 
-    /// The protocol's `feed` (see [`crate::proto`]): the codec takes a whole read at once, so
+    /// The protocol's `feed` (the calling convention of proto.rs): the codec takes a whole read at once, so
     /// the first call uses all of `input` and later calls (with no input) hand out the rest of
     /// what it completed. A connection error (the codec wrote its GOAWAY) comes after them.
     /// `capture`, when given, gets each response as HTTP/1.1 text (status line, headers, blank

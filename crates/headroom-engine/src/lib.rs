@@ -27,6 +27,7 @@ use headroom_metrics::{Recorder, Snapshot};
 mod browser;
 mod http2;
 mod link;
+mod outcome;
 pub mod pacer;
 mod poller;
 mod proto;

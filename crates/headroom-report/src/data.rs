@@ -472,7 +472,7 @@ fn scenario_from(o: &Map<String, Value>) -> Scenario {
 fn plain(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         let sign = if v < 0.0 { "-" } else { "" };
-        format!("{sign}{}", crate::html::thousands(v.abs() as u64))
+        format!("{sign}{}", crate::numbers::thousands(v.abs() as u64))
     } else {
         format!("{v}")
     }

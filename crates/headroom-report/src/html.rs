@@ -216,21 +216,10 @@ pub(crate) fn tiles(out: &mut String, tiles: &[Tile]) {
 
 /// A figure for a tile or a verdict: three significant digits, thousands separated.
 pub(crate) fn short(v: f64) -> String {
-    crate::lab::fmt_value(v)
+    crate::numbers::fmt_value(v)
 }
 
-/// A count with thousands separators: 1234567 -> "1,234,567".
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
+pub(crate) use crate::numbers::thousands;
 
 /// Microseconds as milliseconds for a tile: "1.23", "412".
 pub(crate) fn short_ms(us: f64) -> String {

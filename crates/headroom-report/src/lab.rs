@@ -576,32 +576,7 @@ fn parse_samples(c: &Csv) -> Result<Vec<LabSample>, ReportError> {
 // ---------------------------------------------------------------------------------------------
 // Formatting
 
-/// Three significant digits, every digit of the integer part from 100 on, thousands
-/// separators: 12345 -> "12,345", 12.345 -> "12.3", 0.01234 -> "0.0123" (as tables.md).
-pub fn fmt_value(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".to_string();
-    }
-    if x == 0.0 {
-        return "0".to_string();
-    }
-    let mut e = x.abs().log10().floor() as i32;
-    let scale = 10f64.powi(e - 2);
-    if ((x.abs() / scale).round() * scale) >= 10f64.powi(e + 1) {
-        e += 1;
-    }
-    if e >= 18 {
-        return format!("{x:.2e}");
-    }
-    if e >= 2 {
-        let out = html::thousands(x.abs().round() as u64);
-        return if x < 0.0 { format!("-{out}") } else { out };
-    }
-    if e < -6 {
-        return format!("{x:.2e}");
-    }
-    format!("{:.*}", (2 - e) as usize, x)
-}
+pub use crate::numbers::fmt_value;
 
 impl LabTable {
     /// "mean ± ci", "mean" with one run, " (1 failed)" when some runs failed, "failed 2/3"
@@ -967,7 +942,7 @@ fn ratio_words(r: f64) -> String {
         let t = format!("{r:.1}");
         t.strip_suffix(".0").map_or(t.clone(), str::to_string)
     } else {
-        html::thousands(r.round() as u64)
+        crate::numbers::thousands(r.round() as u64)
     }
 }
 

@@ -41,6 +41,7 @@ pub mod lab;
 pub mod live;
 pub mod live_server;
 pub mod noise;
+mod numbers;
 pub mod repeats;
 pub mod svg;
 

@@ -2,33 +2,15 @@
 //! more allocations. Counted with a global allocator over the whole process, which includes the
 //! in-process reference server, so it holds that server to the same rule.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
 use headroom_core::{LoadModel, Plan};
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: headroom_testkit::CountingAlloc = headroom_testkit::CountingAlloc;
 
 /// The counter is process-wide: the tests take turns so one's allocations never land in the
 /// other's count.
@@ -60,9 +42,9 @@ fn run_counted(plan: Plan, requests: u64) -> (u64, u64) {
 }
 
 fn run_counters(plan: Plan, requests: u64) -> (u64, headroom_metrics::Counters) {
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = headroom_testkit::process_allocs();
     let out = headroom_engine::run(&plan, Arc::new(AtomicBool::new(false)), &mut |_| {}).unwrap();
-    let after = ALLOCS.load(Ordering::Relaxed);
+    let after = headroom_testkit::process_allocs();
     assert_eq!(out.total.counters.responses, requests);
     assert_eq!(out.total.counters.errors_total(), 0);
     (after - before, out.total.counters)

@@ -4,45 +4,12 @@
 //! with responses that insert a Huffman-coded `date` into the HPACK table each time (so the
 //! table evicts and compacts) and frames cut across reads (so the partial-frame buffer is used).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use headroom_proto::h2::{ClientConfig, ClientConn, Event, Request};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use headroom_testkit::thread_allocs as allocs;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(Cell::get)
-}
+static GLOBAL: headroom_testkit::CountingAlloc = headroom_testkit::CountingAlloc;
 
 fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
     out.extend_from_slice(&(len as u32).to_be_bytes()[1..]);

@@ -4,48 +4,15 @@
 //! request's `Cookie` and `Authorization` headers — allocates nothing. A counting global
 //! allocator (per thread, so the test harness does not disturb it) watches 10,000 rounds.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use headroom_proto::auth::{write_basic, DigestState};
 use headroom_proto::cookie::{Jar, Stored};
 use headroom_proto::http1::{Decoded, HeaderId, HeaderSet, ResponseDecoder, DEFAULT_CAPTURE_BYTES};
 use headroom_proto::redirect::{resolve, Base, Scheme, Target};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use headroom_testkit::thread_allocs as allocs;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(Cell::get)
-}
+static GLOBAL: headroom_testkit::CountingAlloc = headroom_testkit::CountingAlloc;
 
 /// A login-ish response: a session cookie refreshed every time, a cookie deleted and one
 /// re-created (so buffers go to the spare list and come back), a redirect and a challenge.

@@ -206,6 +206,43 @@ impl Severity {
     }
 }
 
+/// An ErrorResponse (or NoticeResponse) body: its severity and SQLSTATE, and its message text
+/// (empty if it has none). [`PgError::Malformed`] when a field is unterminated or the code or
+/// severity is missing.
+pub fn parse_error_response(body: &[u8]) -> Result<(ServerError, &[u8]), PgError> {
+    const BAD: PgError = PgError::Malformed(b'E');
+    let (mut localized, mut severity, mut code, mut message) = (None, None, None, None);
+    let mut rest = body;
+    loop {
+        let (&field, after) = rest.split_first().ok_or(BAD)?;
+        if field == 0 {
+            break;
+        }
+        let end = after.iter().position(|&b| b == 0).ok_or(BAD)?;
+        let value = after.get(..end).unwrap_or_default();
+        match field {
+            b'S' => localized = Some(value),
+            b'V' => severity = Some(value),
+            b'C' => code = Some(value),
+            b'M' => message = Some(value),
+            _ => {}
+        }
+        rest = after.get(end + 1..).unwrap_or_default();
+    }
+    let code: [u8; 5] = code.and_then(|c| c.try_into().ok()).ok_or(BAD)?;
+    if !code.iter().all(u8::is_ascii_alphanumeric) {
+        return Err(BAD);
+    }
+    let severity = Severity::parse(severity.or(localized).ok_or(BAD)?);
+    Ok((
+        ServerError {
+            severity,
+            code: SqlState(code),
+        },
+        message.unwrap_or_default(),
+    ))
+}
+
 /// A five-character SQLSTATE code, e.g. `42P01` (undefined table), `28P01` (invalid password).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SqlState(pub [u8; 5]);

@@ -267,29 +267,20 @@ fn be_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-/// An ErrorResponse's fields: SQLSTATE, message, fatal.
+/// An ErrorResponse, through the codec's parser; one it cannot parse is an internal error
+/// (`XX000`) that leaves the connection open.
 fn parse_error(body: &[u8]) -> Error {
-    let (mut code, mut message, mut severity) = (None, String::new(), Vec::new());
-    let mut rest = body;
-    while let Some((&field, after)) = rest.split_first() {
-        if field == 0 {
-            break;
-        }
-        let end = after.iter().position(|&b| b == 0).unwrap_or(after.len());
-        let value = &after[..end];
-        match field {
-            b'C' => code = <[u8; 5]>::try_from(value).ok(),
-            b'M' => message = String::from_utf8_lossy(value).into_owned(),
-            b'V' => severity = value.to_vec(),
-            b'S' if severity.is_empty() => severity = value.to_vec(),
-            _ => {}
-        }
-        rest = after.get(end + 1..).unwrap_or_default();
-    }
-    Error::Db {
-        code: SqlState(code.unwrap_or(*b"XX000")),
-        message,
-        fatal: severity == b"FATAL" || severity == b"PANIC",
+    match headroom_proto::pg::parse_error_response(body) {
+        Ok((e, message)) => Error::Db {
+            code: e.code,
+            message: String::from_utf8_lossy(message).into_owned(),
+            fatal: e.severity.ends_connection(),
+        },
+        Err(e) => Error::Db {
+            code: SqlState(*b"XX000"),
+            message: e.to_string(),
+            fatal: false,
+        },
     }
 }
 

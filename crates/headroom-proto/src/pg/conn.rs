@@ -4,7 +4,7 @@
 use super::backend::{Message, MessageDecoder};
 use super::frontend;
 use super::scram::{ScramClient, SCRAM_SHA_256};
-use super::{PgError, ServerError, Severity, SqlState};
+use super::{PgError, ServerError};
 
 /// Longest error message text kept for [`Connection::last_error_message`], in bytes.
 pub const MAX_ERROR_MESSAGE_LEN: usize = 1024;
@@ -519,41 +519,15 @@ impl State {
 
     /// Parses an ErrorResponse: severity and SQLSTATE out, message text into `err_msg`.
     fn server_error(&mut self, body: &[u8]) -> Result<ServerError, PgError> {
-        const BAD: PgError = PgError::Malformed(b'E');
-        let (mut localized, mut severity, mut code, mut message) = (None, None, None, None);
-        let mut rest = body;
-        loop {
-            let (&field, after) = rest.split_first().ok_or(BAD)?;
-            if field == 0 {
-                break;
-            }
-            let end = after.iter().position(|&b| b == 0).ok_or(BAD)?;
-            let value = after.get(..end).unwrap_or_default();
-            match field {
-                b'S' => localized = Some(value),
-                b'V' => severity = Some(value),
-                b'C' => code = Some(value),
-                b'M' => message = Some(value),
-                _ => {}
-            }
-            rest = after.get(end + 1..).unwrap_or_default();
-        }
-        let code: [u8; 5] = code.and_then(|c| c.try_into().ok()).ok_or(BAD)?;
-        if !code.iter().all(u8::is_ascii_alphanumeric) {
-            return Err(BAD);
-        }
-        let severity = Severity::parse(severity.or(localized).ok_or(BAD)?);
+        let (e, message) = super::parse_error_response(body)?;
         self.err_msg.clear();
-        let text = String::from_utf8_lossy(message.unwrap_or_default());
+        let text = String::from_utf8_lossy(message);
         let mut cut = text.len().min(MAX_ERROR_MESSAGE_LEN);
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
         self.err_msg.push_str(text.get(..cut).unwrap_or_default());
-        Ok(ServerError {
-            severity,
-            code: SqlState(code),
-        })
+        Ok(e)
     }
 }
 

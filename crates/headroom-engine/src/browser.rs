@@ -1,4 +1,4 @@
-//! What an HTTP/1.1 user does besides sending its requests, as a browser would: keep cookies
+//! What an HTTP user does besides sending its requests, as a browser would: keep cookies
 //! (RFC 6265), follow redirects (RFC 9110 §15.4) and answer Digest challenges (RFC 7616).
 //!
 //! Sans I/O like the rest of the engine's protocol code: the worker hands a reply's captured
@@ -139,6 +139,21 @@ impl Browser {
         self.hops = 0;
         self.answered = false;
         self.chain_start = None;
+    }
+
+    /// The user's `Cookie` field value for a request to `target` (`None`: no cookie applies),
+    /// written by the jar into a buffer the browser keeps: what an HTTP/2 stream sends as its
+    /// `cookie` field.
+    pub fn cookie_value(&mut self, cfg: &BrowserConfig, target: &str, now: u64) -> Option<&[u8]> {
+        if !cfg.cookies || self.jar.is_empty() {
+            return None;
+        }
+        self.scratch.clear();
+        let secure = cfg.scheme == Scheme::Https;
+        let n = self
+            .jar
+            .write_value(&cfg.host, target, secure, now, &mut self.scratch);
+        (n > 0).then_some(&self.scratch[..])
     }
 
     /// Something to add to a request: cookies, or a Digest answer to give.

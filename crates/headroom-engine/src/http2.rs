@@ -1,22 +1,26 @@
-//! HTTP/2 for URL loads: a connection's codec state and its streams in flight, for the worker.
+//! HTTP/2: a connection's codec state, the run's request in the parts a stream sends, and the
+//! response heads the browser reads.
 //!
-//! A user of an HTTP/2 run owns one connection and keeps up to `--streams` requests in flight on
-//! it, each a stream with its own intended and sent instants, so every response's latency is
-//! measured from when *its* request was meant to go (coordinated omission, as for HTTP/1.1). The
-//! codec ([`headroom_proto::h2::ClientConn`]) is sans-I/O: the worker feeds it what the transport
-//! read and writes what it put in [`H2Conn::out`].
+//! A user of an HTTP/2 URL run owns one connection and keeps up to `--streams` requests in
+//! flight on it (the user's in-flight table, `flight.rs`), each a stream with its own intended
+//! and sent instants, so every response's latency is measured from when *its* request was meant
+//! to go (coordinated omission, as for HTTP/1.1). The codec ([`headroom_proto::h2::ClientConn`])
+//! is sans-I/O: the worker feeds it what the transport read and writes what it put in
+//! [`H2Conn::out`].
 //!
 //! The request is the same on every stream; its parts are kept once per run ([`H2Request`]) and
 //! borrowed for each send, so a warm send allocates nothing (the codec's HPACK encoder indexes
-//! every field after the first request).
-
-use std::time::Instant;
+//! every field after the first request). The user's cookies, when it has any, go as one more
+//! field written by the jar itself (`Browser::cookie_value`). Each stream's response head is
+//! captured for the browser (cookies, a redirect's `Location`, a Digest challenge) and its body
+//! decoded for `--compressed`, per stream, as HTTP/1.1's decoder does per connection.
 
 use headroom_core::{ErrorKind, HttpRequest, Plan, ProtoCounter};
 use headroom_metrics::Counters;
 use headroom_proto::h2::{self, ClientConn};
+use headroom_proto::http1::{Capture, Captured, HeaderSet, DEFAULT_CAPTURE_BYTES};
 
-use crate::outcome::{Outcome, CAPTURE_LIMIT};
+use crate::outcome::{count_encoded, Outcome, CAPTURE_LIMIT};
 
 /// Headers a request may carry over HTTP/2 in a URL run (`-H`, plus user-agent and
 /// content-length); borrowed into a fixed array per send.
@@ -81,22 +85,38 @@ impl H2Request {
         })
     }
 
-    /// Send it on `conn` (the frames go to `out`): the new stream's id.
-    pub fn send(&self, conn: &mut ClientConn, out: &mut Vec<u8>) -> Result<u32, h2::SendError> {
+    /// Send it on `conn` (the frames go to `out`), with the user's `cookie` field when it has
+    /// one: the new stream's id.
+    pub fn send(
+        &self,
+        conn: &mut ClientConn,
+        out: &mut Vec<u8>,
+        cookie: Option<&[u8]>,
+    ) -> Result<u32, h2::SendError> {
         let empty: &[u8] = &[];
-        let mut hs: [(&[u8], &[u8]); MAX_HEADERS] = [(empty, empty); MAX_HEADERS];
+        let mut hs: [(&[u8], &[u8]); MAX_HEADERS + 1] = [(empty, empty); MAX_HEADERS + 1];
         for (slot, (k, v)) in hs.iter_mut().zip(&self.headers) {
             *slot = (k.as_slice(), v.as_slice());
+        }
+        let mut n = self.headers.len();
+        if let Some(v) = cookie {
+            hs[n] = (b"cookie", v);
+            n += 1;
         }
         let req = h2::Request {
             method: &self.method,
             scheme: self.scheme,
             authority: &self.authority,
             path: &self.path,
-            headers: &hs[..self.headers.len()],
+            headers: &hs[..n],
             body: &self.body,
         };
         conn.send_request(&req, out)
+    }
+
+    /// The request's path (the cookies sent with it are the ones whose path it is under).
+    pub fn path(&self) -> &str {
+        std::str::from_utf8(&self.path).unwrap_or("/")
     }
 }
 
@@ -172,36 +192,12 @@ pub(crate) fn send_http1_batch(
     Ok(())
 }
 
-/// One request in flight on a stream.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Slot {
-    pub stream: u32,
-    /// When it was meant to be sent (corrected latency) and when it was (uncorrected).
-    pub intended: Instant,
-    pub sent: Instant,
-    /// Its index in a session's batch (0 for URL runs).
-    pub index: u32,
-    /// This is the request's second go: the server refused its first unprocessed (GOAWAY,
-    /// REFUSED_STREAM). Refused again, it fails.
-    pub again: bool,
-}
-
-/// A request the server refused unprocessed, waiting to go again: when it was meant to go, and
-/// its index in a session's batch (0 for URL runs).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Refused {
-    pub intended: Instant,
-    pub index: u32,
-}
-
 /// A user's HTTP/2 connection state.
 pub(crate) struct H2Conn {
     pub conn: ClientConn,
     /// Frames to write, and how many of them are written.
     pub out: Vec<u8>,
     pub written: usize,
-    /// Requests in flight.
-    pub slots: Vec<Slot>,
     /// What the last read completed, handed out one per `feed` call from `next`.
     events: Vec<Outcome>,
     next: usize,
@@ -209,10 +205,31 @@ pub(crate) struct H2Conn {
     failed: bool,
     /// Capturing a session's reply: its body began (the head's blank line is written).
     in_body: bool,
+    /// Response headers the browser reads (cookies, redirects, a Digest challenge) and whether
+    /// bodies are decoded (`--compressed`): empty for a run that needs none.
+    wanted: HeaderSet,
+    /// The captured head (and body decoder) of each stream whose reply is not yet taken:
+    /// streams interleave, so each keeps its own. At most one per stream in flight; `spare`
+    /// keeps released ones, so a warm connection captures without allocating.
+    heads: Vec<StreamHead>,
+    spare: Vec<Capture>,
+    /// The stream whose reply `feed` handed out last: its head is readable ([`H2Conn::captured`])
+    /// until the next `feed`.
+    shown: Option<u32>,
+}
+
+/// One stream's captured response head.
+struct StreamHead {
+    stream: u32,
+    cap: Capture,
+    /// The body began (its decoder started on the head's coding).
+    body: bool,
 }
 
 impl H2Conn {
-    pub fn new(streams: u32) -> H2Conn {
+    /// A connection for up to `streams` requests at once that captures the `wanted` response
+    /// headers of each (and decodes bodies if `Content-Encoding` is among them).
+    pub fn new(streams: u32, wanted: HeaderSet) -> H2Conn {
         let cfg = h2::ClientConfig {
             max_concurrent_streams_cap: streams,
             ..Default::default()
@@ -223,23 +240,31 @@ impl H2Conn {
             conn,
             out,
             written: 0,
-            slots: Vec::with_capacity(streams.min(1024) as usize),
             events: Vec::with_capacity(streams.min(1024) as usize),
             next: 0,
             failed: false,
             in_body: false,
+            wanted,
+            heads: Vec::new(),
+            spare: Vec::new(),
+            shown: None,
         }
     }
 
-    /// When the oldest request in flight was sent: its response deadline is the connection's.
-    pub fn oldest_sent(&self) -> Option<Instant> {
-        self.slots.iter().map(|s| s.sent).min()
+    /// The captured head of the reply `feed` handed out last, and how many of its
+    /// `Set-Cookie`s were too big to keep; nothing when no header is wanted.
+    pub fn captured(&self) -> (Captured<'_>, u32) {
+        match self.heads.iter().find(|h| Some(h.stream) == self.shown) {
+            Some(h) => (h.cap.iter(), h.cap.dropped_cookies()),
+            None => (Captured::empty(), 0),
+        }
     }
 
-    /// Take the slot of `stream` out of the in-flight list.
-    pub fn take(&mut self, stream: u32) -> Option<Slot> {
-        let i = self.slots.iter().position(|s| s.stream == stream)?;
-        Some(self.slots.swap_remove(i))
+    /// The reply handed out last is taken: its head goes back to the spares.
+    fn release_shown(&mut self) {
+        if let Some(stream) = self.shown.take() {
+            release(&mut self.heads, &mut self.spare, stream);
+        }
     }
 
     /// The error kind of the codec's connection error: `flood` for a server that made us queue
@@ -268,8 +293,10 @@ impl H2Conn {
         c: &mut Counters,
         mut capture: Option<&mut Vec<u8>>,
     ) -> Result<(usize, Option<Outcome>), ErrorKind> {
+        self.release_shown();
         if let Some(&e) = self.events.get(self.next) {
             self.next += 1;
+            self.shown = shown(e);
             return Ok((0, Some(e)));
         }
         if self.failed {
@@ -284,8 +311,14 @@ impl H2Conn {
         }
         let events = &mut self.events;
         let in_body = &mut self.in_body;
+        let wanted = self.wanted;
+        let heads = &mut self.heads;
+        let spare = &mut self.spare;
         let fed = self.conn.feed(input, &mut self.out, &mut |e| match e {
-            h2::Event::Status { status, .. } => {
+            h2::Event::Status { stream, status } => {
+                if !wanted.is_empty() {
+                    head_of(heads, spare, wanted, stream).cap.begin();
+                }
                 *in_body = false;
                 if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
                     cap.extend_from_slice(b"HTTP/1.1 ");
@@ -293,7 +326,16 @@ impl H2Conn {
                     cap.extend_from_slice(b" \r\n");
                 }
             }
-            h2::Event::Header { name, value, .. } => {
+            h2::Event::Header {
+                stream,
+                name,
+                value,
+            } => {
+                if !wanted.is_empty() && name.first() != Some(&b':') {
+                    if let Some(h) = heads.iter_mut().find(|h| h.stream == stream) {
+                        h.cap.field(name, value);
+                    }
+                }
                 if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
                     if !*in_body && name.first() != Some(&b':') {
                         cap.extend_from_slice(name);
@@ -303,7 +345,16 @@ impl H2Conn {
                     }
                 }
             }
-            h2::Event::Data { data, .. } => {
+            h2::Event::Data { stream, data } => {
+                if let Some(h) = heads.iter_mut().find(|h| h.stream == stream) {
+                    if !h.body {
+                        h.body = true;
+                        h.cap.start_body();
+                    }
+                    if let Some(d) = h.cap.content() {
+                        d.feed(data);
+                    }
+                }
                 if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
                     if !*in_body {
                         cap.extend_from_slice(b"\r\n");
@@ -319,20 +370,34 @@ impl H2Conn {
                     }
                 }
                 *in_body = false;
-                events.push(Outcome::Reply {
-                    stream,
-                    status: Some(status),
-                    keep_alive: true,
-                    ok: true,
-                })
+                // `--compressed`: the body's sizes counted; one that did not decode fails its
+                // request, as over HTTP/1.1 (but not the connection: the others are fine).
+                let decoded = heads
+                    .iter_mut()
+                    .find(|h| h.stream == stream)
+                    .and_then(|h| h.cap.content())
+                    .and_then(|d| d.finish());
+                match decoded.map(|s| count_encoded(c, s)) {
+                    Some(Err(kind)) => events.push(Outcome::Failed { stream, kind }),
+                    _ => events.push(Outcome::Reply {
+                        stream,
+                        status: Some(status),
+                        keep_alive: true,
+                        ok: true,
+                    }),
+                }
             }
-            h2::Event::Reset { stream, code } => events.push(Outcome::Reset { stream, code }),
+            h2::Event::Reset { stream, code } => {
+                release(heads, spare, stream);
+                events.push(Outcome::Reset { stream, code })
+            }
             h2::Event::GoAway { code, .. } => events.push(Outcome::GoAway { code }),
         });
         self.failed = fed.is_err();
         match self.events.first() {
             Some(&e) => {
                 self.next = 1;
+                self.shown = shown(e);
                 Ok((input.len(), Some(e)))
             }
             None if self.failed => {
@@ -342,5 +407,47 @@ impl H2Conn {
             }
             None => Ok((input.len(), None)),
         }
+    }
+}
+
+/// The stream whose head an outcome makes readable (a reply's, or a failed one's).
+fn shown(e: Outcome) -> Option<u32> {
+    match e {
+        Outcome::Reply { stream, .. } | Outcome::Failed { stream, .. } => Some(stream),
+        _ => None,
+    }
+}
+
+/// The captured head of `stream`, begun now if it has none (from a spare when there is one).
+fn head_of<'a>(
+    heads: &'a mut Vec<StreamHead>,
+    spare: &mut Vec<Capture>,
+    wanted: HeaderSet,
+    stream: u32,
+) -> &'a mut StreamHead {
+    let i = match heads.iter().position(|h| h.stream == stream) {
+        Some(i) => i,
+        None => {
+            let cap = spare
+                .pop()
+                .unwrap_or_else(|| Capture::new(wanted, DEFAULT_CAPTURE_BYTES));
+            heads.push(StreamHead {
+                stream,
+                cap,
+                body: false,
+            });
+            heads.len() - 1
+        }
+    };
+    let h = &mut heads[i];
+    h.body = false;
+    h
+}
+
+/// `stream`'s head is no longer needed: back to the spares.
+fn release(heads: &mut Vec<StreamHead>, spare: &mut Vec<Capture>, stream: u32) {
+    if let Some(i) = heads.iter().position(|h| h.stream == stream) {
+        let h = heads.swap_remove(i);
+        spare.push(h.cap);
     }
 }

@@ -25,6 +25,7 @@ use headroom_core::{Plan, PlanError};
 use headroom_metrics::{Recorder, Snapshot};
 
 mod browser;
+mod flight;
 mod http2;
 mod link;
 mod outcome;
@@ -143,9 +144,17 @@ pub fn run(
         Some(o) => Some(tls::TlsClient::new(o).map_err(EngineError::Tls)?),
         None => None,
     };
-    // URL runs send one request on every stream; scenario sessions send their own requests.
+    // URL runs send one request on every stream; scenario sessions send their own requests,
+    // and so does a URL run whose requests may take several hops (a redirect followed, a
+    // Digest challenge answered): one request at a time per connection, as over HTTP/1.1.
+    let hops = plan.agent.follow > 0
+        || plan
+            .agent
+            .credentials
+            .as_ref()
+            .is_some_and(|c| c.scheme == headroom_core::AuthScheme::Digest);
     let h2req = match plan.http2 {
-        Some(_) if plan.workload.is_none() => Some(Arc::new(
+        Some(_) if plan.workload.is_none() && !hops => Some(Arc::new(
             http2::H2Request::new(&plan).map_err(EngineError::Request)?,
         )),
         _ => None,

@@ -20,15 +20,14 @@
 
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::Counters;
-use headroom_proto::encoding::BodyStats;
-use headroom_proto::http1::{Decoded, ResponseDecoder};
+use headroom_proto::http1::{Captured, Decoded, ResponseDecoder};
 use headroom_proto::raw;
 
-use crate::http2::H2Conn;
+use crate::http2::{H2Conn, H2Request};
 use crate::link::{self, Link};
 use crate::session::{Awaiting, Program, SessionState};
 
-pub(crate) use crate::outcome::{Outcome, CAPTURE_LIMIT};
+pub(crate) use crate::outcome::{count_encoded, Outcome, CAPTURE_LIMIT};
 
 /// The protocol state of one connection.
 pub(crate) enum Proto {
@@ -76,6 +75,61 @@ impl Proto {
         }
     }
 
+    /// The connection carries nothing but the requests (no setup, no streams, no session
+    /// state): a request that found it closed by the server may go again on a new one.
+    pub fn stateless(&self) -> bool {
+        matches!(self, Proto::Plain)
+    }
+
+    /// Requests go as the protocol's own frames (HTTP/2 streams), not as the bytes the
+    /// session or the run encoded: [`submit`](Proto::submit) takes them.
+    pub fn frames_requests(&self) -> bool {
+        matches!(self, Proto::H2(_))
+    }
+
+    /// Another request may open a stream of its own on this connection now (below the
+    /// server's limit, no GOAWAY); false for protocols that answer in order.
+    pub fn can_open(&self) -> bool {
+        match self {
+            Proto::H2(h) => h.conn.can_open(),
+            _ => false,
+        }
+    }
+
+    /// The server said it is going away (HTTP/2 GOAWAY): no new stream will be opened.
+    pub fn going_away(&self) -> bool {
+        match self {
+            Proto::H2(h) => h.conn.goaway().is_some(),
+            _ => false,
+        }
+    }
+
+    /// Opens a stream for the run's request (with the user's cookies): its id.
+    pub fn open(&mut self, req: &H2Request, cookie: Option<&[u8]>) -> Option<u32> {
+        match self {
+            Proto::H2(h) => req.send(&mut h.conn, &mut h.out, cookie).ok(),
+            _ => None,
+        }
+    }
+
+    /// Sends the HTTP/1.1 requests of `batch` (encoded back to back) as the protocol's own
+    /// requests, those `pick` chooses by their index; `opened` gets each one's index and
+    /// stream. An error kind if one does not parse or could not be opened.
+    pub fn submit(
+        &mut self,
+        batch: &[u8],
+        scheme: &[u8],
+        pick: &dyn Fn(usize) -> bool,
+        opened: &mut dyn FnMut(usize, u32),
+    ) -> Result<(), ErrorKind> {
+        match self {
+            Proto::H2(h) => {
+                crate::http2::send_http1_batch(&mut h.conn, &mut h.out, batch, scheme, pick, opened)
+            }
+            _ => Err(ErrorKind::Other),
+        }
+    }
+
     pub fn link(&self) -> Option<&Link> {
         match self {
             Proto::Link(l) => Some(l),
@@ -90,15 +144,32 @@ impl Proto {
         }
     }
 
-    pub fn h2(&mut self) -> Option<&mut H2Conn> {
+    /// Bytes of [`Proto::out`] should go at once, not at the end of the read: a link's
+    /// answers (a pong, a login step); HTTP/2's frames wait for the requests the read makes
+    /// room for, to go in one write.
+    pub fn urgent(&self) -> bool {
         match self {
-            Proto::H2(h) => Some(h),
-            _ => None,
+            Proto::Link(l) => l.pending(),
+            _ => false,
         }
     }
 
-    pub fn is_h2(&self) -> bool {
-        matches!(self, Proto::H2(_))
+    /// The connection is closed: give back what the protocol holds beyond it (a link's
+    /// shared XMPP state). Leaves no protocol state behind.
+    pub fn release(&mut self, xmpp: Option<&crate::link::XmppShared>) {
+        if let Proto::Link(mut link) = std::mem::replace(self, Proto::Plain) {
+            link.release(xmpp);
+        }
+    }
+
+    /// The captured head of the reply the last `feed` completed (cookies, a redirect's
+    /// `Location`, a challenge), and how many `Set-Cookie`s were too big to keep: HTTP/2 keeps
+    /// one per stream, HTTP/1.1 the user's decoder the last one.
+    pub fn captured<'a>(&'a self, decoder: &'a ResponseDecoder) -> (Captured<'a>, u32) {
+        match self {
+            Proto::H2(h) => h.captured(),
+            _ => (decoder.captured(), decoder.cookies_dropped()),
+        }
     }
 
     /// A close was sent on a link: the connection ends once it is answered.
@@ -214,19 +285,6 @@ fn feed_plain(cx: FeedCx<'_>, buf: &[u8]) -> Result<(usize, Option<Outcome>), Er
     })
 }
 
-/// Counts one encoded response body; one that did not decode (corrupt, truncated, a bad gzip
-/// checksum) fails its request as a `protocol` error, as curl's `--compressed` fails it: the
-/// reply is not what the server meant to send.
-fn count_encoded(c: &mut Counters, s: BodyStats) -> Result<(), ErrorKind> {
-    c.proto(ProtoCounter::HttpCompressedResponses, 1);
-    c.proto(ProtoCounter::HttpBodyBytesEncoded, s.encoded);
-    c.proto(ProtoCounter::HttpBodyBytesDecoded, s.decoded);
-    match s.error {
-        None => Ok(()),
-        Some(_) => Err(ErrorKind::Protocol),
-    }
-}
-
 fn reply(status: Option<u16>, keep_alive: bool) -> Outcome {
     Outcome::Reply {
         stream: 0,
@@ -238,7 +296,7 @@ fn reply(status: Option<u16>, keep_alive: bool) -> Outcome {
 
 /// The server closed a plain connection while a reply was awaited: the reply that completes by
 /// the close (an HTTP body delimited by it), or the error.
-pub(crate) fn eof_plain(
+fn eof_plain(
     decoder: &mut ResponseDecoder,
     sess: Option<&mut SessionState>,
 ) -> Result<Outcome, ErrorKind> {
@@ -252,6 +310,33 @@ pub(crate) fn eof_plain(
     match decoder.eof() {
         Ok(Some(meta)) => Ok(reply(Some(meta.status), false)),
         _ => Err(ErrorKind::Closed),
+    }
+}
+
+/// What the server's close of a connection means.
+pub(crate) enum Eof {
+    /// It completed the awaited reply (an HTTP/1.1 body delimited by the close).
+    Reply(Outcome),
+    /// The request(s) in flight failed with this kind.
+    Failed(ErrorKind),
+    /// A link's close: what it means depends on whether the link said goodbye (`link_eof`).
+    Link,
+    /// Nothing was in flight: an idle or keep-alive timeout, not a failure. `go_on`: the user
+    /// may be between requests without a timer (a connection of streams idles so): it goes on.
+    Idle { go_on: bool },
+}
+
+/// The server closed the connection; `in_flight`: streams were in flight on it.
+pub(crate) fn eof(proto: &Proto, cx: FeedCx<'_>, in_flight: bool) -> Eof {
+    match proto {
+        Proto::Link(_) => Eof::Link,
+        Proto::H2(_) if in_flight => Eof::Failed(ErrorKind::Closed),
+        Proto::H2(_) => Eof::Idle { go_on: true },
+        Proto::Plain if !cx.reading => Eof::Idle { go_on: false },
+        Proto::Plain => match eof_plain(cx.decoder, cx.sess) {
+            Ok(o) => Eof::Reply(o),
+            Err(kind) => Eof::Failed(kind),
+        },
     }
 }
 

@@ -54,8 +54,7 @@ use crate::encoding::{BodyStats, ContentDecoder};
 
 mod capture;
 
-use capture::Capture;
-pub use capture::{Captured, HeaderId, HeaderSet, DEFAULT_CAPTURE_BYTES};
+pub use capture::{Capture, Captured, HeaderId, HeaderSet, DEFAULT_CAPTURE_BYTES};
 
 /// Largest response head (status line + headers + empty line) accepted, in bytes.
 pub const MAX_HEAD_LEN: usize = 64 * 1024;

@@ -766,9 +766,14 @@ fn user_agent(s: &RunSpec, url: &Url) -> Result<headroom_core::UserAgent, UsageE
             headroom_core::MAX_FOLLOW
         ));
     }
-    let h2 = s.http2 || s.h2c;
-    if h2 && s.follow > 0 {
-        return usage("--follow works over HTTP/1.1 only: drop --http2/--h2c or --follow");
+    // Over HTTP/2 a request that takes several hops (a redirect, a Digest answer) is sent one
+    // at a time per connection, as over HTTP/1.1: more streams could not apply.
+    let streams = s.streams.unwrap_or(1);
+    if s.follow > 0 && streams > 1 {
+        return usage(format!(
+            "--follow sends each request's hops one at a time per connection: --streams {streams} \
+             cannot apply (drop --streams, or use more connections with -c)"
+        ));
     }
     let creds = match (&s.auth, &url.userinfo) {
         (Some(_), Some(_)) => {
@@ -791,11 +796,12 @@ fn user_agent(s: &RunSpec, url: &Url) -> Result<headroom_core::UserAgent, UsageE
     if s.digest && creds.is_none() {
         return usage("--digest needs credentials: add -a USER:PASS");
     }
-    if s.digest && h2 {
-        return usage("--digest works over HTTP/1.1 only: drop --http2/--h2c or --digest");
-    }
-    if s.compressed && h2 {
-        return usage("--compressed works over HTTP/1.1 only: drop --http2/--h2c or --compressed");
+    if s.digest && streams > 1 {
+        return usage(format!(
+            "--digest answers each challenge before the request goes on, one at a time per \
+             connection: --streams {streams} cannot apply (drop --streams, or use more \
+             connections with -c)"
+        ));
     }
     Ok(headroom_core::UserAgent {
         cookies: !s.no_cookies,

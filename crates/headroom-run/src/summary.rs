@@ -50,7 +50,8 @@ pub struct RunSummary {
     pub streams: Option<u32>,
     /// HTTP/2 frames that matter; `null` unless HTTP/2.
     pub http2: Option<Http2Section>,
-    /// What users did besides their requests; `null` for HTTP/2.
+    /// What users did besides their requests, over HTTP/1.1 and HTTP/2 alike (older files
+    /// have `null` for HTTP/2).
     pub http: Option<HttpSection>,
     /// TLS settings and handshake counts; `null` for a plain run.
     pub tls: Option<TlsSection>,
@@ -755,11 +756,8 @@ pub fn protocol_name(plan: &Plan) -> &'static str {
 }
 
 impl HttpSection {
-    /// `None` for HTTP/2 runs, where none of it applies.
+    /// Every HTTP run's, over HTTP/1.1 and HTTP/2 alike (the browser is the same).
     pub fn of(plan: &Plan, c: &Counters) -> Option<HttpSection> {
-        if plan.http2.is_some() {
-            return None;
-        }
         let a = &plan.agent;
         let config = [
             ("cookies", serde_json::json!(a.cookies)),

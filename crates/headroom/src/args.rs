@@ -234,7 +234,8 @@ pub struct RunArgs {
     /// Ask for compressed replies, as a browser does: send `Accept-Encoding: gzip, br` (unless
     /// -H gives one), decode gzip, deflate and br bodies as they arrive (without keeping them)
     /// and count compressed responses and body bytes as sent and as decoded. A body that does
-    /// not decode fails its request as a `protocol` error. HTTP/1.1 only.
+    /// not decode fails its request as a `protocol` error. Over HTTP/2 each stream's body is
+    /// decoded on its own.
     #[arg(long, help_heading = "HTTP")]
     pub compressed: bool,
 

@@ -261,7 +261,7 @@ fn summary_and_interval_keys_match_the_golden() {
     golden.push_str(&section("tls", &d("tls")));
     tls.stop();
 
-    // HTTP/2 in clear text against nginx: the http2 section, no http section.
+    // HTTP/2 in clear text against nginx: the http2 section, and the http one (the browser).
     let ng = Nginx::builder().h2c(true).start();
     run(
         &ng.url("/"),

@@ -141,6 +141,7 @@ impl Worker {
             own_request: false,
             ramp: NO_RAMP,
             tls_sessions: None,
+            flight: Vec::new(),
             refused: Vec::new(),
         });
         if let Some(cfg) = &self.browser_cfg {
@@ -173,7 +174,7 @@ impl Worker {
         }));
     }
 
-    /// HTTP/2 at a rate: the user's next pace tick, at `at`, whatever its state.
+    /// Streams at a rate: the user's next pace tick, at `at`, whatever its state.
     pub(super) fn schedule_pace(&mut self, key: usize, at: Instant) {
         self.timers.push(Reverse(Timer {
             at,

@@ -9,13 +9,15 @@ use std::time::Instant;
 use headroom_core::{ErrorKind, Plan, ProtoCounter};
 use headroom_metrics::micros;
 use headroom_proto::h2;
+use headroom_proto::http1::HeaderSet;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::{token, Net, State, Wake, Worker, READ_BUDGET};
+use crate::flight::take;
 use crate::http2::{H2Conn, SESSION_STREAMS};
 use crate::link::Link;
 use crate::poller;
-use crate::proto::{self, Outcome, Proto};
+use crate::proto::{self, Eof, Outcome, Proto};
 use crate::session::Awaiting;
 use crate::transport::{Conn, IoErr};
 
@@ -195,6 +197,11 @@ impl Worker {
     /// The connection (and its TLS) is up: start the protocol's setup, or go on with the step
     /// that asked for the connection.
     fn connected(&mut self, key: usize, now: Instant) {
+        let wanted = self
+            .browser_cfg
+            .as_deref()
+            .map_or(HeaderSet::NONE, |c| c.capture());
+        let fills = self.fills();
         let u = &mut self.users[key];
         if let Some(h) = self.s.plan.http2 {
             if u.conn
@@ -205,15 +212,15 @@ impl Worker {
                 self.fail(key, ErrorKind::Protocol, now);
                 return;
             }
-            if u.sess.is_some() {
-                // A session's requests go out as streams when its steps send them.
-                u.proto = Proto::H2(Box::new(H2Conn::new(SESSION_STREAMS)));
+            if !fills {
+                // A batch's requests go out as streams when it is sent.
+                u.proto = Proto::H2(Box::new(H2Conn::new(SESSION_STREAMS, wanted)));
                 self.after_connect(key, now);
                 return;
             }
-            u.proto = Proto::H2(Box::new(H2Conn::new(h.streams)));
+            u.proto = Proto::H2(Box::new(H2Conn::new(h.streams, wanted)));
             let intended = u.intended;
-            self.h2_fill(key, intended);
+            self.fill(key, intended);
             return;
         }
         if let Some(prog) = &self.s.program {
@@ -243,14 +250,15 @@ impl Worker {
     }
 
     pub(super) fn write_request(&mut self, key: usize) {
-        if let Some(h) = self.users[key].proto.h2() {
-            if !h.conn.can_open() {
+        let proto = &self.users[key].proto;
+        if proto.frames_requests() {
+            if !proto.can_open() {
                 // A GOAWAY (or spent stream ids) on the kept connection: a new one.
                 self.close(key);
                 self.connect(key);
                 return;
             }
-            self.h2_send_session(key);
+            self.submit_batch(key);
             return;
         }
         let u = &mut self.users[key];
@@ -421,7 +429,7 @@ impl Worker {
                 }
             };
             buf = buf.get(used..).unwrap_or(&[]);
-            if u.proto.link().is_some_and(|l| l.pending()) && u.state != State::Writing {
+            if u.proto.urgent() && u.state != State::Writing {
                 // A link's answer (a pong, a login step) goes out at once; HTTP/2's frames wait
                 // for the end of the read, with the requests it makes room for.
                 self.flush_proto(key);
@@ -435,82 +443,89 @@ impl Worker {
                 Some(o) => self.on_outcome(key, o),
             }
         }
-        if self.users[key].proto.is_h2() {
-            self.h2_after_read(key);
+        if self.users[key].conn.is_some() {
+            self.after_read(key);
         }
     }
 
     /// Acts on what the protocol completed.
     fn on_outcome(&mut self, key: usize, o: Outcome) {
+        let fills = self.fills();
         let u = &mut self.users[key];
-        let session = u.sess.is_some();
         let c = &mut self.rec.counters;
-        match (o, u.proto.h2()) {
-            (Outcome::GoAway { code }, _) => {
+        match o {
+            Outcome::GoAway { code } => {
                 // The streams above its last id follow as `Reset`s (REFUSED_STREAM).
                 c.proto(ProtoCounter::H2GoAway, 1);
                 if code != h2::error_code::NO_ERROR {
                     c.proto(ProtoCounter::H2ConnectionErrors, 1);
                 }
             }
-            (Outcome::Reset { stream, code }, Some(h)) => {
-                let slot = h.take(stream);
+            Outcome::Reset { stream, code } => {
+                let slot = take(&mut u.flight, stream);
                 if let Some(slot) =
                     slot.filter(|s| !s.again && code == h2::error_code::REFUSED_STREAM)
                 {
                     // Not processed (RFC 9113 §8.7): it goes again, once, its intended time
                     // kept, counted as a request when it goes — on this connection if it still
-                    // opens streams, else on a new one. URL runs: first in `h2_fill`; a
-                    // session's: once the rest of its batch is answered (`h2_after_read`).
+                    // opens streams, else on a new one. Streams of a URL run: first in `fill`;
+                    // a batch's: once the rest of it is answered (`after_read`).
                     c.proto(ProtoCounter::h2_rst(code), 1);
                     c.requests -= 1;
-                    u.refused.push(crate::http2::Refused {
+                    u.refused.push(crate::flight::Refused {
                         intended: slot.intended,
                         index: slot.index,
                     });
                     return;
                 }
                 let in_flight = slot.is_some();
-                proto::count_reset(c, code, in_flight && !session);
-                if in_flight && session {
-                    // A session's request failed: the session goes on as after any failure.
+                proto::count_reset(c, code, in_flight && fills);
+                if in_flight && !fills {
+                    // A request of the batch failed: the user goes on as after any failure.
                     self.fail(key, ErrorKind::StreamReset, Instant::now());
                 }
             }
-            (Outcome::Reply { stream, status, .. }, Some(h)) if !session => {
-                // A URL run's stream: counted here; `h2_after_read` refills.
-                if let Some(slot) = h.take(stream) {
+            Outcome::Failed { stream, kind } => {
+                let in_flight = take(&mut u.flight, stream).is_some();
+                if in_flight && fills {
+                    c.error(kind);
+                } else if in_flight {
+                    self.fail(key, kind, Instant::now());
+                }
+            }
+            Outcome::Reply { stream, status, .. } if fills => {
+                // A stream of a URL run: counted here; `after_read` refills.
+                if let Some(slot) = take(&mut u.flight, stream) {
                     let now = Instant::now();
                     c.responses += 1;
                     c.reply_status(status.unwrap_or(0), &self.s.plan.expect_status);
                     self.rec
                         .record_latency(micros(now - slot.intended), micros(now - slot.sent));
+                    if let Some(code) = status {
+                        // Cookies only: a stream's redirect or challenge is not followed
+                        // (`--follow` and `--digest` run one request at a time).
+                        self.browser_reply(key, code, 0);
+                    }
                 }
             }
-            (Outcome::Reply { stream, status, .. }, Some(h)) => {
-                // A session's stream completes a request of its batch, as over HTTP/1.1.
-                if h.take(stream).is_some() && u.state == State::Reading {
-                    self.complete_reply(key, status, true, false);
-                }
-            }
-            (Outcome::Ready, _) => self.link_ready(key),
-            (
-                Outcome::Reply {
-                    status,
-                    keep_alive,
-                    ok,
-                    ..
-                },
-                None,
-            ) => {
-                if u.state == State::Reading {
+            Outcome::Reply {
+                stream,
+                status,
+                keep_alive,
+                ok,
+            } => {
+                // One request of the batch: in order over HTTP/1.1 and the links, by its
+                // stream over HTTP/2.
+                let mine = stream == 0 || take(&mut u.flight, stream).is_some();
+                if mine && u.state == State::Reading {
                     if !ok {
                         c.error(ErrorKind::ErrorReply);
                     }
                     self.complete_reply(key, status, keep_alive, !ok);
                 }
             }
-            (Outcome::Closed, _) => {
+            Outcome::Ready => self.link_ready(key),
+            Outcome::Closed => {
                 // The server ended the session unasked: a user waiting on a reply failed; an
                 // idle one just loses its connection (and reconnects when next due).
                 if matches!(u.state, State::Reading | State::Writing) {
@@ -520,71 +535,74 @@ impl Worker {
                     self.close(key);
                 }
             }
-            (Outcome::Unexpected, _) => {
+            Outcome::Unexpected => {
                 // The user keeps its schedule and reconnects when next due.
                 c.error(ErrorKind::Protocol);
                 self.close(key);
             }
-            (Outcome::Reset { .. }, None) => {}
         }
     }
 
     /// The server closed the connection.
     fn on_eof(&mut self, key: usize) {
         let now = Instant::now();
-        let u = &self.users[key];
-        if matches!(u.proto, Proto::Plain) && u.state == State::Reading && self.resend(key) {
+        let u = &mut self.users[key];
+        let reading = u.state == State::Reading;
+        if reading && self.resend(key) {
             return;
         }
         let u = &mut self.users[key];
-        match &mut u.proto {
-            Proto::Link(_) => self.link_eof(key),
-            Proto::H2(h) => {
-                // A close with nothing in flight (after a GOAWAY, or an idle timeout) is not a
-                // failure; otherwise whatever was in flight failed.
-                if h.slots.is_empty() && !u.refused.is_empty() {
-                    // Refused requests wait to go again: on a new connection, now.
-                    self.close(key);
-                    self.connect(key);
-                } else if h.slots.is_empty() {
-                    let waiting = u.state == State::Waiting;
-                    self.idle_closed(key);
-                    if !waiting {
-                        self.next_request(key, now);
-                    }
-                } else {
-                    self.fail(key, ErrorKind::Closed, now);
+        let cx = proto::FeedCx {
+            decoder: &mut u.decoder,
+            sess: u.sess.as_deref_mut(),
+            reading,
+            program: self.s.program.as_deref(),
+            counters: &mut self.rec.counters,
+        };
+        match proto::eof(&u.proto, cx, !u.flight.is_empty()) {
+            // A body delimited by the close: complete. If more responses of a pipelined
+            // batch were expected, those failed.
+            Eof::Reply(o) => self.on_outcome(key, o),
+            Eof::Failed(kind) => self.fail(key, kind, now),
+            Eof::Link => self.link_eof(key),
+            Eof::Idle { .. } if !u.refused.is_empty() => {
+                // Refused requests wait to go again: on a new connection, now.
+                self.close(key);
+                self.connect(key);
+            }
+            Eof::Idle { go_on } => {
+                // Not a failure (a keep-alive or idle timeout, or the close after a GOAWAY).
+                let waiting = u.state == State::Waiting;
+                self.idle_closed(key);
+                if go_on && !waiting {
+                    self.next_request(key, now);
                 }
             }
-            Proto::Plain if u.state != State::Reading => self.idle_closed(key),
-            Proto::Plain => match proto::eof_plain(&mut u.decoder, u.sess.as_deref_mut()) {
-                // A body delimited by the close: complete. If more responses of a pipelined
-                // batch were expected, those failed.
-                Ok(o) => self.on_outcome(key, o),
-                Err(kind) => self.fail(key, kind, now),
-            },
         }
     }
 
     /// The connection failed (bad bytes, a refused login, a dead socket).
     fn proto_failed(&mut self, key: usize, kind: ErrorKind) {
-        let u = &self.users[key];
-        match &u.proto {
-            Proto::Link(_) => self.link_failed(key, kind),
-            Proto::H2(_) => {
-                // The codec may have written its GOAWAY: send it before the connection goes.
-                self.flush_proto(key);
-                if self.users.get(key).is_some_and(|u| u.conn.is_some()) {
-                    self.fail(key, kind, Instant::now());
-                }
-            }
-            Proto::Plain if matches!(u.state, State::Reading | State::Writing) => {
+        // The protocol may have written its last words (HTTP/2's GOAWAY): send them first.
+        let gen = self.users[key].gen;
+        if self.users[key].proto.stateless() {
+            let u = &self.users[key];
+            if matches!(u.state, State::Reading | State::Writing) {
                 if !self.resend(key) {
                     self.fail(key, kind, Instant::now())
                 }
+            } else {
+                // Lost while idle (reset by the server): nobody waited; reconnect when next
+                // needed.
+                self.idle_closed(key);
             }
-            // Lost while idle (reset by the server): nobody waited; reconnect when next needed.
-            Proto::Plain => self.idle_closed(key),
+            return;
+        }
+        if self.users[key].state != State::Writing && !self.flush_proto(key) {
+            return;
+        }
+        if self.users.get(key).is_some_and(|u| u.gen == gen) {
+            self.conn_failed(key, kind);
         }
     }
 
@@ -616,11 +634,7 @@ impl Worker {
                 Ok(n) => *written += n,
                 Err(IoErr::WouldBlock) => return true,
                 Err(IoErr::Failed(kind)) => {
-                    if u.proto.is_h2() {
-                        self.fail(key, kind, Instant::now());
-                    } else {
-                        self.link_failed(key, kind);
-                    }
+                    self.conn_failed(key, kind);
                     return false;
                 }
             }
@@ -645,9 +659,8 @@ impl Worker {
 
     pub(super) fn close(&mut self, key: usize) {
         let u = &mut self.users[key];
-        if let Proto::Link(mut link) = std::mem::replace(&mut u.proto, Proto::Plain) {
-            link.release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
-        }
+        u.proto
+            .release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
         if let Some(conn) = u.conn.take() {
             drop(conn);
             self.rec.counters.disconnects += 1;
@@ -661,6 +674,7 @@ impl Worker {
             Net::None => {}
         }
         u.reused = false;
+        u.flight.clear();
         self.next_gen = self.next_gen.wrapping_add(1);
         u.gen = self.next_gen;
         u.decoder.reset();

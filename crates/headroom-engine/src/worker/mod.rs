@@ -12,7 +12,8 @@
 //!   each waits on;
 //! - `conn.rs`: connections: connect, TLS, socket events, the write path and the one read path,
 //!   the protocol's outcomes, the server's close, closing;
-//! - `h2.rs`: HTTP/2 streams, and the pace of sends at a rate;
+//! - `streams.rs`: requests as streams of one connection (a URL run's `--streams`, a batch's
+//!   requests as HTTP/2 streams), the pace of sends at a rate, and what follows a read;
 //! - `users.rs`: what a user does next: requests, replies (the browser), sessions, failures,
 //!   retries and resends.
 //!
@@ -60,7 +61,7 @@ use users::browser_config;
 
 mod arrivals;
 mod conn;
-mod h2;
+mod streams;
 mod users;
 
 /// Size of the per-worker receive buffer. Every connection reads into it, so an idle connection
@@ -158,14 +159,14 @@ struct User {
     remaining: Option<u64>,
     /// Global user index (pacing slot in rate mode).
     global: u64,
-    /// Paced sends done (rate mode); for HTTP/2, paced sends that fell due.
+    /// Paced sends done (rate mode); for streams, paced sends that fell due.
     seq: u64,
-    /// HTTP/2 at a rate: sends that fell due and wait for a free stream, and how many paced
+    /// Streams at a rate: sends that fell due and wait for a free stream, and how many paced
     /// sends went out (the next one's intended time is the pace slot `sent_seq`).
     due: u32,
     sent_seq: u64,
-    /// HTTP/2 at a rate: the user's pace timers carry this (never changed by a reconnect, unlike
-    /// `gen`: the pace goes on whatever happens to the connection).
+    /// Streams at a rate: the user's pace timers carry this (never changed by a reconnect,
+    /// unlike `gen`: the pace goes on whatever happens to the connection).
     pace_gen: u32,
     /// When the current request was meant to be sent: the origin of corrected latency.
     intended: Instant,
@@ -197,10 +198,13 @@ struct User {
     ramp: u32,
     /// The user's own TLS sessions to resume, made at its first TLS connect (`tls.rs`).
     tls_sessions: Option<UserSessions>,
-    /// HTTP/2: requests the server refused unprocessed (a GOAWAY's unprocessed streams,
-    /// REFUSED_STREAM), to go again once: first in `h2_fill` (URL runs), or once the rest of
-    /// the session's batch is answered (`h2_send_session`).
-    refused: Vec<crate::http2::Refused>,
+    /// The requests in flight as streams of the connection (`flight.rs`); empty for protocols
+    /// that answer in order (they count their batch in `outstanding`).
+    flight: Vec<crate::flight::Slot>,
+    /// Requests the server refused unprocessed (a GOAWAY's unprocessed streams,
+    /// REFUSED_STREAM), to go again once: first in `fill` (URL runs), or once the rest of the
+    /// batch is answered (`submit_batch`).
+    refused: Vec<crate::flight::Refused>,
 }
 
 /// How far a user's connection got: the server holds it once it has sent a byte on it.
@@ -233,8 +237,8 @@ struct Timer {
     key: u32,
     /// The user's `tgen` when scheduled (`pace_gen` for a pace tick).
     gen: u32,
-    /// A pace tick of an HTTP/2 user at a rate (checked against `pace_gen`, whatever the
-    /// user's state), not the user's one wake.
+    /// A pace tick of a user whose streams go at a rate (checked against `pace_gen`, whatever
+    /// the user's state), not the user's one wake.
     pace: bool,
 }
 
@@ -292,7 +296,7 @@ pub(crate) struct Worker {
     tls: Option<TlsClient>,
     /// The HTTP version the run's connections speak, as [`headroom_metrics::Negotiated::http`].
     http: u8,
-    /// HTTP/1.1 users' cookies, redirects and credentials; `None` when none apply.
+    /// HTTP users' cookies, redirects, credentials and decoding; `None` when none apply.
     browser_cfg: Option<Arc<BrowserConfig>>,
     /// A ramped closed population (`Plan::ramp`): which of its users are wanted now.
     ramp: Option<Box<RampState>>,
@@ -512,7 +516,7 @@ impl Worker {
             };
             if t.pace {
                 if u.pace_gen == t.gen {
-                    self.h2_pace(key);
+                    self.pace_tick(key);
                 }
                 continue;
             }

@@ -10,26 +10,25 @@ use rand::Rng;
 
 use super::{State, Wake, Worker, SESSIONS_PER_TURN};
 use crate::browser::{self, Browser, BrowserConfig, Next};
-use crate::proto::Proto;
 use crate::session::{Action, Env, Program};
 
 impl Worker {
     /// Begin a request (or a pipelined batch) meant to go at `intended`.
     pub(super) fn start_request(&mut self, key: usize, intended: Instant) {
-        if self.s.h2req.is_some() {
-            // HTTP/2: streams are opened (and counted against quotas) one by one by `h2_fill`.
+        if self.fills() {
+            // Streams are opened (and counted against quotas) one by one by `fill`.
             if self.pace().is_some() {
                 // The first pace tick: later ones come from the pace timer.
                 self.users[key].state = State::Idle;
-                self.h2_pace(key);
+                self.pace_tick(key);
                 return;
             }
             let u = &mut self.users[key];
             u.intended = intended;
             u.batch = 0;
-            if u.proto.is_h2() {
-                self.h2_fill(key, intended);
-            } else if u.conn.is_none() {
+            if u.conn.is_some() {
+                self.fill(key, intended);
+            } else {
                 self.connect(key);
             }
             return;
@@ -122,9 +121,9 @@ impl Worker {
         self.after_connect(key, now);
     }
 
-    /// The link failed (bad bytes, a refused login, a dead socket): count it against the
-    /// request in flight or the setup, and drop the connection.
-    pub(super) fn link_failed(&mut self, key: usize, kind: ErrorKind) {
+    /// The connection failed (bad bytes, a refused login, a dead socket): count it against
+    /// the request in flight or the setup, and drop the connection.
+    pub(super) fn conn_failed(&mut self, key: usize, kind: ErrorKind) {
         let u = &self.users[key];
         match u.state {
             State::Reading | State::Writing | State::Handshake => {
@@ -156,7 +155,7 @@ impl Worker {
                     // Our close, answered by the close of the connection.
                     self.complete_reply(key, None, false, false);
                 } else {
-                    self.link_failed(key, ErrorKind::Closed);
+                    self.conn_failed(key, ErrorKind::Closed);
                 }
             }
             _ if clean => {
@@ -165,7 +164,7 @@ impl Worker {
                 self.abort_session(key);
                 self.close(key);
             }
-            _ => self.link_failed(key, ErrorKind::Closed),
+            _ => self.conn_failed(key, ErrorKind::Closed),
         }
     }
 
@@ -184,8 +183,8 @@ impl Worker {
         let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
         let next = match status {
-            Some(code) if !u.proto.is_h2() => self.browser_reply(key, code, answered),
-            _ => Next::Done,
+            Some(code) => self.browser_reply(key, code, answered),
+            None => Next::Done,
         };
         let u = &mut self.users[key];
         let c = &mut self.rec.counters;
@@ -261,24 +260,23 @@ impl Worker {
         }
     }
 
-    /// The browser's view of a complete HTTP/1.1 reply: cookies stored, and whether a redirect
-    /// or a Digest challenge makes it a hop of the request rather than its end.
-    fn browser_reply(&mut self, key: usize, status: u16, answered: usize) -> Next {
+    /// The browser's view of a complete HTTP reply: cookies stored, and whether a redirect or
+    /// a Digest challenge makes it a hop of the request rather than its end.
+    pub(super) fn browser_reply(&mut self, key: usize, status: u16, answered: usize) -> Next {
         let Some(cfg) = self.browser_cfg.as_deref() else {
             return Next::Done;
         };
         let u = &mut self.users[key];
+        let (captured, dropped) = u.proto.captured(&u.decoder);
         // A Set-Cookie too big to capture never reaches the jar, which would refuse it too.
-        let dropped = u.decoder.cookies_dropped();
         if cfg.cookies && dropped > 0 {
             let rejected = headroom_core::ProtoCounter::HttpCookiesRejected;
             self.rec.counters.proto(rejected, u64::from(dropped));
         }
         let redirect = cfg.follow > 0 && (300..400).contains(&status);
         // Content-Encoding alone (`--compressed`) is the decoder's business, not the browser's.
-        let for_agent = u
-            .decoder
-            .captured()
+        let for_agent = captured
+            .clone()
             .any(|(id, _)| id != headroom_proto::http1::HeaderId::ContentEncoding);
         if u.browser.is_none() && !for_agent && !redirect {
             return Next::Done;
@@ -298,7 +296,7 @@ impl Worker {
         let next = a.after_reply(
             cfg,
             status,
-            u.decoder.captured(),
+            captured,
             request,
             single,
             digest,
@@ -360,9 +358,9 @@ impl Worker {
             return;
         }
         if paced {
-            // HTTP/2 at a rate: the pace timer makes sends due; go on with those.
+            // Streams at a rate: the pace timer makes sends due; go on with those.
             u.state = State::Idle;
-            self.h2_kick(key);
+            self.kick(key);
             return;
         }
         match self.s.plan.model {
@@ -505,9 +503,10 @@ impl Worker {
 
     /// Count the failed batch against the user's quota and park the user on a due-now timer.
     pub(super) fn retry_later(&mut self, key: usize, now: Instant) {
+        let fills = self.fills();
         let u = &mut self.users[key];
-        let batch = if self.s.h2req.is_some() {
-            // HTTP/2 streams took their quota when sent; a failure with none in flight (a
+        let batch = if fills {
+            // Streams took their quota when sent; a failure with none in flight (a
             // connect or handshake) counts as one request, so a dead target still ends a run
             // bounded by -n.
             let none_sent = u.outstanding == 0;
@@ -552,7 +551,7 @@ impl Worker {
         let may = u.reused
             && !u.replied
             && !u.resent
-            && matches!(u.proto, Proto::Plain)
+            && u.proto.stateless()
             && u.outstanding == u.batch
             && idempotent(self.batch_bytes(key));
         if !may {
@@ -629,13 +628,10 @@ fn idempotent(bytes: &[u8]) -> bool {
     any
 }
 
-/// The agent settings of a run, or `None` when no user needs one (HTTP/2, raw TCP, session
-/// protocols, or cookies off with no redirects and no Digest credentials).
+/// The browser settings of a run, or `None` when no user needs one (raw TCP, session
+/// protocols, or cookies off with no redirects, no Digest credentials and no decoding).
 pub(super) fn browser_config(plan: &Plan, program: Option<&Program>) -> Option<BrowserConfig> {
     use headroom_core::session::{LinkSpec, Op, SessionBody};
-    if plan.http2.is_some() {
-        return None;
-    }
     let ua = &plan.agent;
     let digest = ua
         .credentials

@@ -48,7 +48,7 @@ impl HeaderId {
     }
 
     /// The id of a field name (case-insensitive), if it is one of ours.
-    fn of(name: &[u8]) -> Option<HeaderId> {
+    pub fn of(name: &[u8]) -> Option<HeaderId> {
         HeaderId::ALL
             .into_iter()
             .find(|id| name.eq_ignore_ascii_case(id.name().as_bytes()))
@@ -103,7 +103,7 @@ struct Entry {
 
 /// The capture state of a decoder (boxed, so a decoder without it stays small).
 #[derive(Debug)]
-pub(super) struct Capture {
+pub struct Capture {
     wanted: HeaderSet,
     /// Bound on `bytes.len()`; also the most capacity `bytes` is ever given.
     max_bytes: usize,
@@ -119,10 +119,12 @@ pub(super) struct Capture {
     /// The coding the current head's `Content-Encoding` names (`None`: none, one headroom does
     /// not decode, or several codings).
     coding: Option<Coding>,
+    /// `Content-Encoding` fields of the head begun by [`Capture::begin`] so far.
+    codings: u32,
 }
 
 impl Capture {
-    pub(super) fn new(wanted: HeaderSet, max_bytes: usize) -> Capture {
+    pub fn new(wanted: HeaderSet, max_bytes: usize) -> Capture {
         // u32 offsets: a bound past 4 GiB would be meaningless for a response head anyway.
         let max_bytes = max_bytes.min(u32::MAX as usize);
         Capture {
@@ -136,6 +138,7 @@ impl Capture {
                 .contains(HeaderId::ContentEncoding)
                 .then(ContentDecoder::new),
             coding: None,
+            codings: 0,
         }
     }
 
@@ -176,8 +179,36 @@ impl Capture {
         }
     }
 
+    /// Begins a new response head whose fields come one at a time ([`field`](Self::field)),
+    /// as HTTP/2's HPACK decoder hands them out: what was captured before is forgotten.
+    pub fn begin(&mut self) {
+        self.clear();
+        self.coding = None;
+        self.codings = 0;
+    }
+
+    /// One field of the head begun by [`begin`](Self::begin): kept if wanted (and it fits).
+    pub fn field(&mut self, name: &[u8], value: &[u8]) {
+        let Some(id) = HeaderId::of(name) else {
+            return;
+        };
+        if self.wanted.contains(id) {
+            self.push(id, value);
+            if id == HeaderId::ContentEncoding {
+                self.codings = self.codings.saturating_add(1);
+                self.coding = Coding::parse(value).filter(|_| self.codings == 1);
+            }
+        }
+    }
+
+    /// The body's decoder, when `Content-Encoding` is wanted: [`start_body`](Self::start_body)
+    /// starts it on the head's coding; feed it the body and finish it at the body's end.
+    pub fn content(&mut self) -> Option<&mut ContentDecoder> {
+        self.content.as_mut()
+    }
+
     /// A final response's body begins: the content decoder (if any) starts on its coding.
-    pub(super) fn start_body(&mut self) {
+    pub fn start_body(&mut self) {
         if let Some(d) = self.content.as_mut() {
             d.start(self.coding);
         }
@@ -208,7 +239,7 @@ impl Capture {
         });
     }
 
-    pub(super) fn iter(&self) -> Captured<'_> {
+    pub fn iter(&self) -> Captured<'_> {
         Captured {
             bytes: &self.bytes,
             entries: self.entries.iter(),
@@ -219,7 +250,7 @@ impl Capture {
         self.dropped
     }
 
-    pub(super) fn dropped_cookies(&self) -> u32 {
+    pub fn dropped_cookies(&self) -> u32 {
         self.dropped_cookies
     }
 
@@ -239,7 +270,7 @@ pub struct Captured<'a> {
 
 impl<'a> Captured<'a> {
     /// An iterator over nothing (capture off).
-    pub(super) fn empty() -> Captured<'a> {
+    pub fn empty() -> Captured<'a> {
         Captured {
             bytes: &[],
             entries: [].iter(),
@@ -261,5 +292,41 @@ impl<'a> Iterator for Captured<'a> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.entries.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod field_tests {
+    use super::*;
+
+    #[test]
+    fn fields_one_at_a_time_are_captured_bounded_and_forgotten_at_the_next_head() {
+        let wanted = HeaderSet::NONE
+            .with(HeaderId::SetCookie)
+            .with(HeaderId::ContentEncoding);
+        let mut c = Capture::new(wanted, 16);
+        c.begin();
+        c.field(b"set-cookie", b"a=1");
+        c.field(b"location", b"/not-wanted");
+        c.field(b"SET-COOKIE", b"toolong=0123456789");
+        c.field(b"content-encoding", b"gzip");
+        let got: Vec<_> = c.iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                (HeaderId::SetCookie, &b"a=1"[..]),
+                (HeaderId::ContentEncoding, &b"gzip"[..])
+            ]
+        );
+        assert_eq!(c.dropped_cookies(), 1);
+        c.start_body();
+        assert!(c.content().is_some(), "Content-Encoding wanted: a decoder");
+        c.begin();
+        assert_eq!(c.iter().count(), 0);
+        assert_eq!(c.dropped_cookies(), 0);
+        // Two codings: not decoded (as for HTTP/1.1 heads).
+        c.field(b"content-encoding", b"gzip");
+        c.field(b"content-encoding", b"br");
+        assert_eq!(c.coding, None);
     }
 }

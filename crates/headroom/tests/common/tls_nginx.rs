@@ -62,6 +62,9 @@ pub struct NginxBuilder {
     max_concurrent_streams: u32,
     session_resumption: bool,
     upstream: Option<std::net::SocketAddr>,
+    /// More `server` directives (`{dir}` and `{port}` replaced) and the format of a second
+    /// access log, `site.log`, for the requests they serve.
+    site: Option<(String, String)>,
 }
 
 impl Nginx {
@@ -76,6 +79,7 @@ impl Nginx {
             max_concurrent_streams: 128,
             session_resumption: true,
             upstream: None,
+            site: None,
         }
     }
 }
@@ -130,6 +134,14 @@ impl NginxBuilder {
         self
     }
 
+    /// More `server` directives (`{dir}` and `{port}` become the instance's directory and
+    /// port), logged to `site.log` in `log_format` ([`TlsNginx::site_log`]): a small site
+    /// (a login, a cookie-protected page, redirects) behind this nginx's TLS or HTTP/2.
+    pub fn site(mut self, directives: &str, log_format: &str) -> Self {
+        self.site = Some((directives.into(), log_format.into()));
+        self
+    }
+
     /// Start it on a free loopback port (5 tries on port clashes), killed on drop.
     pub fn start(&self) -> TlsNginx {
         let mut last = String::new();
@@ -169,6 +181,18 @@ impl NginxBuilder {
             ),
             None => String::new(),
         };
+        let (site, site_log) = match &self.site {
+            Some((directives, format)) => (
+                directives
+                    .replace("{dir}", &d.display().to_string())
+                    .replace("{port}", &port.to_string()),
+                format!(
+                    "log_format site '{format}'; access_log {}/site.log site;",
+                    d.display()
+                ),
+            ),
+            None => (String::new(), String::new()),
+        };
         let d = d.display();
         format!(
             r#"daemon off;
@@ -182,6 +206,7 @@ http {{
   access_log {d}/access.log tls;
   log_format negotiated '$connection $ssl_protocol $ssl_cipher $ssl_curve $server_protocol';
   access_log {d}/negotiated.log negotiated;
+  {site_log}
   keepalive_requests {kr};
   keepalive_timeout 120s;
   http2_max_concurrent_streams {mcs};
@@ -199,6 +224,7 @@ http {{
     location /rst {{ return 444; }}
     location /static/ {{ root {d}/www; }}
     {upstream}
+    {site}
   }}
   server {{
     listen 127.0.0.1:{ready_port};
@@ -315,6 +341,24 @@ impl TlsNginx {
     /// The master process's pid: a test checks it is gone after drop.
     pub fn pid(&self) -> u32 {
         self.nginx.child.id()
+    }
+
+    /// Lines of `site.log` ([`NginxBuilder::site`]), once nginx has written them all.
+    pub fn site_log(&self) -> Vec<String> {
+        let path = self.dir.path().join("site.log");
+        let mut last = None;
+        for _ in 0..50 {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if last.as_ref() == Some(&text) {
+                break;
+            }
+            last = Some(text);
+            thread::sleep(Duration::from_millis(40));
+        }
+        last.unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// nginx's error log (handshake failures are logged there at `info`).

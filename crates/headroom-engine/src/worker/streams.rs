@@ -1,18 +1,28 @@
-//! HTTP/2: streams opened up to `--streams` (URL runs), a session's batch sent as streams, the
-//! pace of sends at a rate, and what follows a read.
+//! Requests as streams of one connection: a URL run's streams kept up to `--streams` (`fill`),
+//! a batch's requests sent as the protocol's own (`submit_batch`), the pace of sends at a rate,
+//! and what follows a read. Every request in flight is a slot of the user's in-flight table
+//! (`flight.rs`); what a protocol does with it is behind `Proto`'s `open` and `submit`.
 
 use std::time::Instant;
 
 use headroom_core::{LoadModel, ProtoCounter};
 
 use super::{State, Wake, Worker};
+use crate::browser;
+use crate::flight::{self, Slot};
 use crate::pacer;
 
 impl Worker {
-    /// HTTP/2: open streams up to `--streams` (and the server's limit) while the user's quota
-    /// and the run's budget allow; `intended` is when these requests were meant to go. A user
-    /// left with nothing in flight and nothing to send is done.
-    pub(super) fn h2_fill(&mut self, key: usize, intended: Instant) {
+    /// This run keeps `--streams` requests in flight per user, each answered and timed on its
+    /// own (URL runs over HTTP/2). Otherwise a user sends a batch and waits for all of it.
+    pub(super) fn fills(&self) -> bool {
+        self.s.h2req.is_some()
+    }
+
+    /// Open streams up to `--streams` (and the server's limit) while the user's quota and the
+    /// run's budget allow; `intended` is when these requests were meant to go. A user left with
+    /// nothing in flight and nothing to send is done.
+    pub(super) fn fill(&mut self, key: usize, intended: Instant) {
         let streams = self.s.plan.http2.map_or(1, |h| h.streams) as usize;
         // Borrowed, not cloned: an Arc clone per send would bounce its count between workers.
         let Some(req) = self.s.h2req.as_deref() else {
@@ -20,15 +30,21 @@ impl Worker {
         };
         let now = Instant::now();
         let pace = self.pace();
+        let cfg = self.browser_cfg.as_deref();
         let u = &mut self.users[key];
-        let Some(h) = u.proto.h2() else { return };
+        // The cookies' clock, read once per fill and only by a user that has a jar.
+        let unix = u.browser.as_ref().map_or(0, |_| browser::unix_now());
         // Refused requests first: they were counted against quotas and the pace when they
         // first went, and keep their intended time.
-        while !u.refused.is_empty() && h.slots.len() < streams && h.conn.can_open() {
-            let Ok(stream) = req.send(&mut h.conn, &mut h.out) else {
+        while !u.refused.is_empty() && u.flight.len() < streams && u.proto.can_open() {
+            let cookie = match (cfg, u.browser.as_deref_mut()) {
+                (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
+                _ => None,
+            };
+            let Some(stream) = u.proto.open(req, cookie) else {
                 break;
             };
-            h.slots.push(crate::http2::Slot {
+            u.flight.push(Slot {
                 stream,
                 intended: u.refused.pop().map_or(now, |r| r.intended),
                 sent: now,
@@ -38,14 +54,18 @@ impl Worker {
             self.rec.counters.requests += 1;
             self.rec.counters.proto(ProtoCounter::H2Resent, 1);
         }
-        while h.slots.len() < streams && h.conn.can_open() {
+        while u.flight.len() < streams && u.proto.can_open() {
             if u.remaining == Some(0) || self.budget == Some(0) {
                 break;
             }
             if pace.is_some() && u.due == 0 {
                 break;
             }
-            let Ok(stream) = req.send(&mut h.conn, &mut h.out) else {
+            let cookie = match (cfg, u.browser.as_deref_mut()) {
+                (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
+                _ => None,
+            };
+            let Some(stream) = u.proto.open(req, cookie) else {
                 break;
             };
             let intended = match pace {
@@ -59,7 +79,7 @@ impl Worker {
                 }
                 None => intended,
             };
-            h.slots.push(crate::http2::Slot {
+            u.flight.push(Slot {
                 stream,
                 intended,
                 sent: now,
@@ -74,8 +94,8 @@ impl Worker {
             }
             self.rec.counters.requests += 1;
         }
-        u.outstanding = h.slots.len() as u32;
-        if h.slots.is_empty() {
+        u.outstanding = u.flight.len() as u32;
+        if u.flight.is_empty() {
             let refused = !u.refused.is_empty();
             if !refused && (u.remaining == Some(0) || self.budget == Some(0)) {
                 self.user_done(key);
@@ -101,13 +121,13 @@ impl Worker {
         }
         // From the oldest stream's send, however much the server sends meanwhile (PINGs kept
         // a request alive for ever before issue 26).
-        u.deadline = h.oldest_sent().map(|t| t + self.s.plan.timeout);
+        u.deadline = flight::oldest_sent(&u.flight).map(|t| t + self.s.plan.timeout);
         self.flush_proto(key);
     }
 
-    /// HTTP/2 in a scenario: the session's batch (encoded as HTTP/1.1) goes out as one stream
-    /// per request, all in flight at once.
-    pub(super) fn h2_send_session(&mut self, key: usize) {
+    /// The batch (a session's requests, a URL run's request or the browser's hop, encoded as
+    /// HTTP/1.1) goes out as the protocol's own requests, all in flight at once.
+    pub(super) fn submit_batch(&mut self, key: usize) {
         let now = Instant::now();
         let scheme: &[u8] = if self.s.plan.tls.is_some() {
             b"https"
@@ -115,22 +135,22 @@ impl Worker {
             b"http"
         };
         let u = &mut self.users[key];
-        let (Some(st), Some(h)) = (u.sess.as_deref(), u.proto.h2()) else {
-            return;
+        let bytes: &[u8] = match (&u.sess, &u.browser) {
+            (Some(st), _) => &st.out,
+            (None, Some(a)) if u.own_request => &a.hop,
+            (None, _) => &self.s.request[..self.s.request_len * u.batch as usize],
         };
         let intended = u.intended;
         // The batch's requests the server refused unprocessed go again, alone; otherwise all.
         let again = !u.refused.is_empty();
         let refused = &u.refused;
-        let slots = &mut h.slots;
-        let sent = crate::http2::send_http1_batch(
-            &mut h.conn,
-            &mut h.out,
-            &st.out,
+        let flight = &mut u.flight;
+        let sent = u.proto.submit(
+            bytes,
             scheme,
             &|i| !again || refused.iter().any(|r| r.index as usize == i),
             &mut |index, stream| {
-                slots.push(crate::http2::Slot {
+                flight.push(Slot {
                     stream,
                     intended,
                     sent: now,
@@ -141,7 +161,7 @@ impl Worker {
         );
         u.refused.clear();
         u.sent = now;
-        u.outstanding = h.slots.len() as u32;
+        u.outstanding = u.flight.len() as u32;
         self.rec.counters.requests += u64::from(u.outstanding);
         if again {
             self.rec
@@ -158,21 +178,21 @@ impl Worker {
         self.flush_proto(key);
     }
 
-    /// HTTP/2 at a rate (`--rate`): the pace's start and parameters; `None` otherwise. Each
+    /// Streams at a rate (`--rate`): the pace's start and parameters; `None` otherwise. Each
     /// user keeps its own pace of sends whatever its streams are doing, so up to `--streams` of
     /// its requests are in flight at once and a late reply delays no later send.
     pub(super) fn pace(&self) -> Option<(Instant, u64, f64)> {
         match self.s.plan.model {
-            LoadModel::Rate { connections, rate } if self.s.h2req.is_some() => {
+            LoadModel::Rate { connections, rate } if self.fills() => {
                 Some((self.s.start, u64::from(connections), rate))
             }
             _ => None,
         }
     }
 
-    /// HTTP/2 at a rate: one more send of this user fell due; schedule the next tick and send
+    /// Streams at a rate: one more send of this user fell due; schedule the next tick and send
     /// what a free stream allows.
-    pub(super) fn h2_pace(&mut self, key: usize) {
+    pub(super) fn pace_tick(&mut self, key: usize) {
         let Some((start, conns, rate)) = self.pace() else {
             return;
         };
@@ -189,57 +209,56 @@ impl Worker {
             let at = start + pacer::rate_offset(u.global, u.seq, conns, rate);
             self.schedule_pace(key, at);
         }
-        self.h2_kick(key);
+        self.kick(key);
     }
 
-    /// HTTP/2 at a rate: send what fell due, connecting first if needed. A user waiting on a
-    /// timer (a retry) or a connect in progress is left alone: it goes on from there.
-    pub(super) fn h2_kick(&mut self, key: usize) {
+    /// Streams at a rate: send what fell due, connecting first if needed. A user waiting on a
+    /// timer (a retry) or a connection being set up is left alone: it goes on from there.
+    pub(super) fn kick(&mut self, key: usize) {
         let u = &mut self.users[key];
-        if u.state == State::Waiting {
-            return;
-        }
-        if u.proto.is_h2() {
-            self.h2_fill(key, Instant::now());
-        } else if u.conn.is_none() && (u.due > 0 || !u.refused.is_empty()) {
-            self.connect(key);
+        match u.state {
+            State::Waiting | State::Connecting | State::Tls | State::Handshake => {}
+            _ if u.conn.is_some() => self.fill(key, Instant::now()),
+            _ if u.due > 0 || !u.refused.is_empty() => self.connect(key),
+            _ => {}
         }
     }
 
-    /// HTTP/2, after a read's outcomes: keep the streams going, and write what the codec and
-    /// the new streams put out in one go.
-    pub(super) fn h2_after_read(&mut self, key: usize) {
+    /// After a read's outcomes: keep the streams going, and write what the protocol and the
+    /// new requests put out in one go (a link's answers went out as they came, in `feed`).
+    pub(super) fn after_read(&mut self, key: usize) {
         let now = Instant::now();
         let refill = self.pace().is_some();
+        let fills = self.fills();
         let u = &mut self.users[key];
-        if u.sess.is_some() {
-            // Sessions go on from each reply (complete_reply): only the codec's frames to send,
-            // and the batch's refused requests once the rest of it is answered.
-            if !u.refused.is_empty()
-                && u.state == State::Reading
-                && u.proto.h2().is_some_and(|h| h.slots.is_empty())
-            {
+        let gen = u.gen;
+        if !fills {
+            // A batch goes on from each reply (complete_reply): only the protocol's own bytes
+            // to send, and the batch's refused requests once the rest of it is answered.
+            if !u.refused.is_empty() && u.state == State::Reading && u.flight.is_empty() {
                 // On this connection if it still opens streams (`write_request`).
                 self.write_request(key);
-                if self.users.get(key).is_none_or(|u| !u.proto.is_h2()) {
-                    return;
-                }
             }
-            self.flush_proto(key);
+            if self
+                .users
+                .get(key)
+                .is_some_and(|u| u.gen == gen && u.state != State::Writing)
+            {
+                self.flush_proto(key);
+            }
             return;
         }
-        let Some(h) = u.proto.h2() else { return };
-        u.outstanding = h.slots.len() as u32;
-        let idle = h.slots.is_empty();
-        let goaway = h.conn.goaway().is_some();
-        let oldest = h.oldest_sent();
+        u.outstanding = u.flight.len() as u32;
+        let idle = u.flight.is_empty();
+        let goaway = u.proto.going_away();
+        let oldest = flight::oldest_sent(&u.flight);
         if refill || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
             // Each answered stream is replaced at once (the closed model's next request), or
             // by a send that fell due meanwhile (at a rate).
-            self.h2_fill(key, now);
+            self.fill(key, now);
         } else if idle && !u.refused.is_empty() {
             // Refused requests go again at once, not after a think time.
-            self.h2_fill(key, now);
+            self.fill(key, now);
         } else if idle {
             u.state = State::Idle;
             u.deadline = None;
@@ -250,7 +269,7 @@ impl Worker {
         } else {
             u.deadline = oldest.map(|t| t + self.s.plan.timeout);
         }
-        if self.users.get(key).is_some_and(|u| u.proto.is_h2()) {
+        if self.users.get(key).is_some_and(|u| u.gen == gen) {
             self.flush_proto(key);
         }
     }

@@ -1,0 +1,67 @@
+//! The requests in flight on a user's connection, each with its own timing: HTTP/2's streams
+//! (up to `--streams` of a URL run, or a batch's requests), each answered by its stream id.
+//! Kept on the user, not in a protocol's state, so every protocol that multiplexes fills and
+//! settles the same table; HTTP/1.1 and the links answer in order and track their batch by
+//! count.
+
+use std::time::Instant;
+
+/// One request in flight.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    /// Its stream (the protocol's id of the request).
+    pub stream: u32,
+    /// When it was meant to be sent (corrected latency) and when it was (uncorrected).
+    pub intended: Instant,
+    pub sent: Instant,
+    /// Its index in the batch (0 for a URL run's streams).
+    pub index: u32,
+    /// This is the request's second go: the server refused its first unprocessed (GOAWAY,
+    /// REFUSED_STREAM). Refused again, it fails.
+    pub again: bool,
+}
+
+/// A request the server refused unprocessed, waiting to go again: when it was meant to go, and
+/// its index in the batch (0 for a URL run's streams).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Refused {
+    pub intended: Instant,
+    pub index: u32,
+}
+
+/// Takes the request of `stream` out of the table, if it is in flight.
+pub(crate) fn take(flight: &mut Vec<Slot>, stream: u32) -> Option<Slot> {
+    let i = flight.iter().position(|s| s.stream == stream)?;
+    Some(flight.swap_remove(i))
+}
+
+/// When the oldest request in flight was sent: its response deadline is the connection's.
+pub(crate) fn oldest_sent(flight: &[Slot]) -> Option<Instant> {
+    flight.iter().map(|s| s.sent).min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn requests_settle_by_stream_and_the_oldest_send_sets_the_deadline() {
+        let t = Instant::now();
+        let slot = |stream, after| Slot {
+            stream,
+            intended: t,
+            sent: t + Duration::from_millis(after),
+            index: 0,
+            again: false,
+        };
+        let mut f = vec![slot(1, 5), slot(3, 1), slot(5, 9)];
+        assert_eq!(oldest_sent(&f), Some(t + Duration::from_millis(1)));
+        assert_eq!(take(&mut f, 3).map(|s| s.stream), Some(3));
+        assert!(take(&mut f, 3).is_none(), "answered once");
+        assert!(take(&mut f, 7).is_none(), "never sent");
+        assert_eq!(oldest_sent(&f), Some(t + Duration::from_millis(5)));
+        f.clear();
+        assert_eq!(oldest_sent(&f), None);
+    }
+}

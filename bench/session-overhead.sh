@@ -15,7 +15,9 @@
 #
 # Output: a table on stdout; bench/runs/<YYYY-MM-DD>-<host>/session-overhead.{csv,txt,commands}.
 # Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (5), PIN (1), PORT,
-# COOKIES (1).
+# COOKIES (1), HEADROOM_BEFORE (another headroom binary, e.g. built from an earlier commit: both
+# modes run with it too in every round, as `url-before` and `session-before`, and the paired
+# ratios new/before of each mode are printed: a change's cost to sessions, and to URL mode).
 
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -72,9 +74,18 @@ one() { # TOOL ROUND CMD...
     log "  $tool: $(jget .http.cookies_stored) cookies stored, $(jget .requests) requests"
 }
 
+if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+    cp "$HEADROOM_BEFORE" "$WORK/headroom-before" || die "no binary at HEADROOM_BEFORE=$HEADROOM_BEFORE"
+    echo "# before: $HEADROOM_BEFORE ($("$WORK/headroom-before" --version))" >>"$OUT/session-overhead.commands"
+fi
+
 for round in $(seq 1 "$ROUNDS"); do
     one url "$round" "${URL_CMD[@]}"
     one session "$round" "${SES_CMD[@]}"
+    if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+        one url-before "$round" "$WORK/headroom-before" "${URL_CMD[@]:1}"
+        one session-before "$round" "$WORK/headroom-before" "${SES_CMD[@]:1}"
+    fi
 done
 
 {
@@ -84,6 +95,12 @@ done
         "$DURATION per run, $ROUNDS rounds, nginx 1 worker, cookies $cookies; $(date -Is) on $(hostname -s)"
     echo "(session = the session scenario; url = plain URL mode)"
     summarize "$CSV" url
+    if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+        echo "ratio session/session-before (requests per generator CPU-second, paired by round):" \
+            "$(paired_ratios "$CSV" session session-before)"
+        echo "ratio url/url-before (requests per generator CPU-second, paired by round):" \
+            "$(paired_ratios "$CSV" url url-before)"
+    fi
 } | tee "$OUT/session-overhead.txt"
 echo
 echo "run dir: $OUT"

@@ -26,7 +26,9 @@
 # versions} and raw tool outputs in vs-h2load.raw/.
 #
 # Environment: HEADROOM (binary), ROUNDS (5), MODES ("h2 h2c"), TOOLS ("h2load headroom"),
-# PIN (1), NICE (none), PORT, PORT_H2C. Needs h2load (Debian's nghttp2-client; installed here if missing).
+# PIN (1), NICE (none), PORT, PORT_H2C, HEADROOM_BEFORE (another headroom binary, e.g. built
+# from an earlier commit: it runs after headroom in every round as tool "before", and the paired
+# ratio headroom/before per mode is printed: a change's cost). Needs h2load (Debian's nghttp2-client; installed here if missing).
 
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -91,6 +93,12 @@ mode_cmds() {
     done
 } >>"$OUT/$NAME.commands"
 
+if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+    cp "$HEADROOM_BEFORE" "$WORK/headroom-before" || die "no binary at HEADROOM_BEFORE=$HEADROOM_BEFORE"
+    echo "# before: $HEADROOM_BEFORE ($("$WORK/headroom-before" --version))" >>"$OUT/$NAME.commands"
+    TOOLS="$TOOLS before"
+fi
+
 want() { [[ " $TOOLS " == *" $1 "* ]]; }
 HR_OK=true
 if want headroom && ! have_headroom; then
@@ -127,6 +135,13 @@ for m in $MODES; do
                 fi
             fi
         fi
+        if want before; then
+            log "$m round $round/$ROUNDS: headroom (before) -c $CONNS --streams $STREAMS -d $DURATION"
+            j=$RAW/$m-before-$round.json
+            measure "$WORK/nginx" "$j" "$WORK/headroom-before" "${HR_CMD[@]:1}"
+            jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
+            row "$m" before "$round" "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)"
+        fi
     done
 done
 
@@ -155,6 +170,10 @@ done
         awk -F, -v m="$m" 'NR == 1 || $1 == m' "$CSV" | cut -d, -f2- >"$WORK/mode.csv"
         echo "ratio headroom/h2load, $m (requests per generator CPU-second, paired by round):" \
             "$(paired_ratios "$WORK/mode.csv" headroom h2load)"
+        if want before; then
+            echo "ratio headroom/before, $m (requests per generator CPU-second, paired by round):" \
+                "$(paired_ratios "$WORK/mode.csv" headroom before)"
+        fi
         # How busy each generator was (CPU-s per wall-s, median): below ~0.9 it waited on nginx,
         # and a generator that waits finds more replies per wake-up, so its requests per
         # CPU-second grow with the server's slowness (on a shared machine: with other load).

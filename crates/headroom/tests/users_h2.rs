@@ -251,3 +251,81 @@ fn issue28_streams_of_a_url_run_carry_the_users_cookie() {
     assert_eq!(num(&v, &["http", "cookies_stored"]), 0, "{v:#}");
     assert!(log(&ng)[before..].iter().all(|(_, _, c)| c == "-"));
 }
+
+/// MD5 of `data` by md5sum (the test's own, independent of headroom's Digest code).
+fn md5_hex(data: &[u8]) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut c = Command::new("md5sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("md5sum");
+    c.stdin.take().unwrap().write_all(data).unwrap();
+    let out = c.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn issue28_digest_challenges_are_answered_over_http2_by_apache() {
+    // Debian's Apache with mod_http2 speaking h2c (prior knowledge) and Digest on /digest/.
+    let conf = r#"Protocols h2c http/1.1
+<Location /digest/>
+  AuthType Digest
+  AuthName "headroom"
+  AuthDigestProvider file
+  AuthUserFile {dir}/digest
+  Require valid-user
+</Location>"#;
+    let ap = common::apache::Apache::start(
+        &[
+            "http2",
+            "authn_core",
+            "authn_file",
+            "authz_user",
+            "auth_digest",
+        ],
+        conf,
+        "%U %>s u=%u %H",
+    );
+    let dir = ap.dir.path();
+    std::fs::create_dir_all(dir.join("www/digest")).unwrap();
+    std::fs::write(dir.join("www/digest/index.html"), "digest ok\n").unwrap();
+    let ha1 = md5_hex(b"bob:headroom:s3cret");
+    std::fs::write(dir.join("digest"), format!("bob:headroom:{ha1}\n")).unwrap();
+    let _ = std::process::Command::new("chmod")
+        .args(["-R", "a+rX", &dir.display().to_string()])
+        .status();
+    let (n, users) = (100u64, 3u64);
+    let (v, out) = run_json(
+        &ap.url("/digest/"),
+        &[
+            "--h2c",
+            "-a",
+            "bob:s3cret",
+            "--digest",
+            "-c",
+            &users.to_string(),
+            "-n",
+            &n.to_string(),
+            "-d",
+            BOUND,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    // Each user is challenged once, answers, then answers every later request at once.
+    assert_eq!(v["status_codes"]["200"], n, "{v:#}");
+    assert_eq!(v["status_codes"]["401"], users, "{v:#}");
+    assert_eq!(num(&v, &["http", "auth_challenges"]), users, "{v:#}");
+    assert_eq!(num(&v, &["errors_total"]), 0, "{v:#}");
+    let text = ap.log_text();
+    let ok = text
+        .lines()
+        .filter(|l| l.starts_with("/digest/") && l.ends_with(" 200 u=bob HTTP/2.0"))
+        .count();
+    assert_eq!(ok, n as usize, "{text}");
+}

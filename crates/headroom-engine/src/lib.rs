@@ -11,7 +11,11 @@
 //! carrying one protocol with one calling convention (`proto.rs`: encode into an output buffer,
 //! feed received bytes, get outcomes): HTTP/1.1 and raw replies, the session links (`link.rs`:
 //! XMPP, PostgreSQL, WebSocket) and HTTP/2 (`http2.rs`). The worker has one read path and one
-//! write path for protocol bytes whatever the protocol.
+//! write path for protocol bytes whatever the protocol, and asks the protocol what it can do
+//! (open a stream, say what a close means) rather than which one it is: adding a protocol is one
+//! module and one variant of `proto::Proto` (see `proto.rs`). Requests in flight as streams are
+//! one table on the user (`flight.rs`); the browser (`browser.rs`: cookies, redirects, Digest)
+//! is the same over HTTP/1.1 and HTTP/2.
 //!
 //! The engine knows nothing of the command line, JSON or files: sinks do.
 

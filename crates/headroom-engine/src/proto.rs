@@ -16,7 +16,21 @@
 //!   the connection is unusable.
 //!
 //! The worker therefore has one read path, one write path for protocol bytes and one place that
-//! acts on outcomes; adding a protocol means a variant here, not a new path through the worker.
+//! acts on outcomes. It never asks *which* protocol a connection speaks, only what it can do:
+//! - sending: [`Proto::frames_requests`] (requests go as the protocol's own frames through
+//!   [`Proto::submit`], or as the encoded bytes themselves), [`Proto::can_open`] and
+//!   [`Proto::open`] (another request as a stream of its own, up to `--streams`),
+//!   [`Proto::urgent`] (its own bytes go at once), [`Proto::going_away`];
+//! - the requests in flight: streams are settled by id in the user's table (`flight.rs`), the
+//!   others answer in order;
+//! - replies: [`Proto::captured`] (the head the browser reads: cookies, `Location`, a challenge);
+//! - the end: [`eof`] (what the server's close means), [`Proto::stateless`] (a request that
+//!   found the connection closed may go again), [`Proto::release`].
+//!
+//! Adding a protocol is one module behind this interface (a sans-I/O codec in `headroom-proto`,
+//! its connection state here or in `link.rs`) and one variant of [`Proto`] with its answers to
+//! the questions above; the worker does not change. The links entered so (XMPP, PostgreSQL,
+//! WebSocket: `link.rs`, one `Link` variant each), as did HTTP/2.
 
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::Counters;

@@ -2,9 +2,10 @@
 //! (RFC 6265), follow redirects (RFC 9110 §15.4) and answer Digest challenges (RFC 7616).
 //!
 //! Sans I/O like the rest of the engine's protocol code: the worker hands a reply's captured
-//! headers to [`Browser::after_reply`], which says what to do next ([`Next`]), and before a batch
-//! is written [`Browser::decorate`] adds the user's own headers (`Cookie`, a Digest
-//! `Authorization`) to the encoded requests.
+//! headers to [`Browser::after_reply`], which says what to do next ([`Next`]); the encoders ask
+//! [`Browser::fields`] for the user's own fields (`Cookie`, a Digest `Authorization`) and write
+//! them with the request's others (an HTTP/2 stream's `cookie` comes from
+//! [`Browser::cookie_value`]); the browser's own hops get theirs from [`Browser::decorate`].
 //!
 //! Cost when nothing is used: a user gets a `Browser` only once the server sets a cookie, a
 //! redirect is to be followed or a challenge answered; until then the decoder's header capture
@@ -112,9 +113,12 @@ pub(crate) struct Browser {
     answered: bool,
     /// When the current request's first hop was meant to go (its whole time is from there).
     pub chain_start: Option<std::time::Instant>,
-    /// The next hop's request, or a URL run's decorated request.
+    /// The next hop's request, or a URL run's own request (the run's with this user's fields).
     pub hop: Vec<u8>,
     scratch: Vec<u8>,
+    /// The values [`Browser::fields`] wrote last: `Cookie` and `Authorization`.
+    cookie_field: Vec<u8>,
+    auth_field: Vec<u8>,
     spare: Vec<u8>,
     target: redirect::Target,
     cnonce: u64,
@@ -156,14 +160,62 @@ impl Browser {
         (n > 0).then_some(&self.scratch[..])
     }
 
+    /// The fields this user adds to a request of `method` to `target`, for the encoder to write
+    /// with the request's others: its `Cookie` (the jar's cookies that apply) and, with Digest
+    /// `creds` once a challenge is taken, its `Authorization` (the nonce count goes up). Written
+    /// by the jar and the Digest state into buffers the browser keeps: nothing allocates once
+    /// warm, and nothing re-reads the request.
+    pub fn fields(
+        &mut self,
+        cfg: &BrowserConfig,
+        method: &str,
+        target: &str,
+        creds: Option<(&str, &str)>,
+        now: u64,
+    ) -> (Option<&[u8]>, Option<&[u8]>) {
+        self.cookie_field.clear();
+        self.auth_field.clear();
+        if cfg.cookies && !self.jar.is_empty() {
+            let secure = cfg.scheme == Scheme::Https;
+            self.jar
+                .write_value(&cfg.host, target, secure, now, &mut self.cookie_field);
+        }
+        if let Some((user, password)) = creds.filter(|_| self.digest.is_ready()) {
+            self.next_cnonce();
+            let _ = self.digest.write_value(
+                user,
+                password,
+                method,
+                target,
+                &self.cnonce_text,
+                &mut self.auth_field,
+            );
+        }
+        (nonempty(&self.cookie_field), nonempty(&self.auth_field))
+    }
+
+    /// A fresh client nonce for a Digest answer, in `cnonce_text`.
+    fn next_cnonce(&mut self) {
+        use std::fmt::Write as _;
+        self.cnonce = self.cnonce.wrapping_add(1);
+        self.cnonce_text.clear();
+        let _ = write!(
+            self.cnonce_text,
+            "{:016x}",
+            self.cnonce ^ 0x6865_6164_726f_6f6d
+        );
+    }
+
     /// Something to add to a request: cookies, or a Digest answer to give.
     pub fn decorates(&self, digest: bool) -> bool {
         !self.jar.is_empty() || (digest && self.digest.is_ready())
     }
 
-    /// Rewrites `batch` (requests back to back, encoded by headroom) with the user's `Cookie`
-    /// header and, when `digest` holds credentials, a Digest `Authorization`, right after
-    /// each request line. Requests that match no cookie are copied unchanged.
+    /// Rewrites `batch` (requests back to back) with the user's `Cookie` header and, when
+    /// `digest` holds credentials, a Digest `Authorization`, right after each request line.
+    /// Requests that match no cookie are copied unchanged. For the browser's own hops (a
+    /// redirect, a challenge answered), which it built from the request before; a request the
+    /// run or a session encodes gets its fields from the encoder ([`Browser::fields`]).
     pub fn decorate(
         &mut self,
         cfg: &BrowserConfig,
@@ -199,14 +251,7 @@ impl Browser {
             }
             if let Some((user, password)) = digest {
                 if self.digest.is_ready() {
-                    self.cnonce = self.cnonce.wrapping_add(1);
-                    self.cnonce_text.clear();
-                    use std::fmt::Write as _;
-                    let _ = write!(
-                        self.cnonce_text,
-                        "{:016x}",
-                        self.cnonce ^ 0x6865_6164_726f_6f6d
-                    );
+                    self.next_cnonce();
                     let _ = self.digest.write_header(
                         user,
                         password,
@@ -368,6 +413,10 @@ impl Browser {
         self.hop = hop;
         Next::Hop { challenge: false }
     }
+}
+
+fn nonempty(v: &[u8]) -> Option<&[u8]> {
+    (!v.is_empty()).then_some(v)
 }
 
 /// The `i`th request of a batch encoded by headroom (the whole batch if it cannot be split).
@@ -648,6 +697,34 @@ mod tests {
             Next::Done
         );
         assert_eq!(c.proto[ProtoCounter::HttpAuthFailed.index()], 2);
+    }
+
+    #[test]
+    fn fields_are_the_jars_cookies_for_the_path_and_a_digest_answer_once_challenged() {
+        let cfg = cfg(0);
+        let mut a = Browser::new();
+        let mut c = Counters::default();
+        assert_eq!(
+            a.fields(&cfg, "GET", "/", Some(("u", "p")), 0),
+            (None, None)
+        );
+        let req = b"GET /app/x HTTP/1.1\r\nHost: x\r\n\r\n";
+        let got = [
+            (HeaderId::SetCookie, &b"sid=1; Path=/app"[..]),
+            (
+                HeaderId::WwwAuthenticate,
+                &br#"Digest realm="r", nonce="n", qop="auth""#[..],
+            ),
+        ];
+        let n = a.after_reply(&cfg, 401, caps(&got), Some(req), true, true, &mut c, 0);
+        assert_eq!(n, Next::Hop { challenge: true });
+        let (cookie, auth) = a.fields(&cfg, "GET", "/app/y", Some(("u", "p")), 0);
+        assert_eq!(cookie, Some(&b"sid=1"[..]));
+        let auth = String::from_utf8(auth.unwrap().to_vec()).unwrap();
+        assert!(auth.starts_with("Digest username=\"u\""), "{auth}");
+        assert!(auth.contains("uri=\"/app/y\""), "{auth}");
+        // Outside the cookie's path, and without credentials: neither.
+        assert_eq!(a.fields(&cfg, "GET", "/other", None, 0), (None, None));
     }
 
     #[test]

@@ -190,6 +190,10 @@ pub fn run(
             plan: plan.clone(),
             request: request.clone(),
             request_len: one.len(),
+            request_line: headroom_proto::http1::request_line_len(
+                &plan.request.method,
+                &plan.request.path,
+            ),
             head_request,
             start,
             stop: stop.clone(),

@@ -20,12 +20,14 @@ use headroom_core::session::{
 };
 use headroom_core::surge::{Page, Zipf};
 use headroom_metrics::{micros, Recorder};
-use headroom_proto::http1::{encode_parts, Decoded, RawResponse, ResponseDecoder};
+use headroom_proto::http1::{
+    encode_parts, encode_parts_with, Decoded, RawResponse, ResponseDecoder,
+};
 use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use crate::browser::{self, Browser};
+use crate::browser::{self, Browser, BrowserConfig};
 use crate::link::{Link, LinkWait, XmppShared};
 
 /// Ops run per `advance` call at most before yielding to the event loop, so a session of only
@@ -296,6 +298,8 @@ pub(crate) struct Env<'a> {
     pub link: Option<&'a mut Link>,
     /// The user's browser (cookie jar, redirects, credentials), made on first need.
     pub browser: &'a mut Option<Box<Browser>>,
+    /// The run's browser settings (`None`: no user needs a browser).
+    pub browser_cfg: Option<&'a BrowserConfig>,
 }
 
 impl SessionState {
@@ -393,7 +397,7 @@ impl SessionState {
                 params,
                 page,
                 object,
-            } => self.run_surge(prog, params, *page, *object),
+            } => self.run_surge(prog, params, *page, *object, env),
         }
     }
 
@@ -436,9 +440,15 @@ impl SessionState {
                     // Only a pipeline's last request captures (an extract reads the last reply).
                     self.capture |= r.capture;
                     self.credentials(r.auth.as_ref());
+                    // The pre-encoded bytes serve while the browser adds nothing to them.
+                    let adds = env.browser_cfg.is_some()
+                        && env
+                            .browser
+                            .as_deref()
+                            .is_some_and(|a| a.decorates(self.digest));
                     match &prog.extra[self.session][pc] {
-                        Extra::Encoded(b) => self.out.extend_from_slice(b),
-                        _ => self.encode(prog, r),
+                        Extra::Encoded(b) if !adds => self.out.extend_from_slice(b),
+                        _ => self.encode(prog, r, env),
                     }
                     if r.pipeline_next && matches!(ops.get(pc + 1), Some(Op::Request(_))) {
                         continue;
@@ -680,6 +690,7 @@ impl SessionState {
         params: &headroom_core::surge::SurgeParams,
         page_name: NameId,
         object_name: NameId,
+        env: &mut Env<'_>,
     ) -> Action {
         loop {
             let Some(page) = self.pages.front() else {
@@ -692,7 +703,7 @@ impl SessionState {
                     self.head = false;
                     self.capture = false;
                     let rank = page.base;
-                    self.push_get(prog, params, rank, page_name);
+                    self.push_get(prog, params, rank, page_name, env);
                     self.surge_at = SurgeAt::Embedded(0);
                     return Action::Send;
                 }
@@ -702,7 +713,7 @@ impl SessionState {
                     let end = (i + params.pipeline.max(1) as usize).min(page.embedded.len());
                     for k in i..end {
                         let rank = self.pages[0].embedded[k];
-                        self.push_get(prog, params, rank, object_name);
+                        self.push_get(prog, params, rank, object_name, env);
                     }
                     self.surge_at = SurgeAt::Embedded(end);
                     return Action::Send;
@@ -726,14 +737,17 @@ impl SessionState {
         params: &headroom_core::surge::SurgeParams,
         rank: u64,
         name: NameId,
+        env: &mut Env<'_>,
     ) {
         self.path.clear();
         params.push_file_name(rank, &mut self.path);
-        encode_parts(
+        let (cookie, auth) = browser_fields(env, "GET", &self.path, None);
+        encode_parts_with(
             "GET",
             &self.path,
             &prog.host,
             std::iter::empty(),
+            &[("Cookie", cookie), ("Authorization", auth)],
             &[],
             prog.keepalive,
             &mut self.out,
@@ -803,7 +817,8 @@ impl SessionState {
         }
     }
 
-    fn encode(&mut self, prog: &Program, r: &session::RequestOp) {
+    /// Encodes the request of `r` into `out`, with the fields the user's browser adds.
+    fn encode(&mut self, prog: &Program, r: &session::RequestOp, env: &mut Env<'_>) {
         self.path.clear();
         r.path.expand_into(&self.vars, &mut self.path);
         self.hvals.resize(r.headers.len(), String::new());
@@ -822,11 +837,16 @@ impl SessionState {
             .zip(self.hvals.iter())
             .map(|((n, _), v)| (n.as_str(), v.as_str()))
             .chain((!basic.is_empty()).then_some(("Authorization", basic)));
-        encode_parts(
+        let creds = self
+            .digest
+            .then_some((&*self.auth_user, &*self.auth_password));
+        let (cookie, auth) = browser_fields(env, &r.method, &self.path, creds);
+        encode_parts_with(
             &r.method,
             &self.path,
             &prog.host,
             headers,
+            &[("Cookie", cookie), ("Authorization", auth)],
             self.body.as_bytes(),
             prog.keepalive,
             &mut self.out,
@@ -930,6 +950,25 @@ impl SessionState {
             ExtractOp::JsonPointer(ptr) => headroom_proto::json::pointer(&reply.body(), ptr),
         }
     }
+}
+
+/// The `Cookie` and Digest `Authorization` values the user's browser adds to a request of
+/// `method` to `path` (empty when it adds none, or there is no browser).
+fn browser_fields<'e>(
+    env: &'e mut Env<'_>,
+    method: &str,
+    path: &str,
+    creds: Option<(&str, &str)>,
+) -> (&'e [u8], &'e [u8]) {
+    let (Some(cfg), Some(a)) = (env.browser_cfg, env.browser.as_deref_mut()) else {
+        return (&[], &[]);
+    };
+    if !a.decorates(creds.is_some()) {
+        return (&[], &[]);
+    }
+    let target = if path.is_empty() { "/" } else { path };
+    let (cookie, auth) = a.fields(cfg, method, target, creds, browser::unix_now());
+    (cookie.unwrap_or_default(), auth.unwrap_or_default())
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -137,6 +137,25 @@ pub fn encode_parts<'a, H>(
 ) where
     H: Iterator<Item = (&'a str, &'a str)> + Clone,
 {
+    encode_parts_with(method, path, host, headers, &[], body, keep_alive, out)
+}
+
+/// [`encode_parts`] with `fields` written after the user's headers, their values as bytes: the
+/// fields a browser adds per request (`Cookie`, whose value the server chose and may hold any
+/// byte but a control, and a Digest `Authorization`). A field with an empty value is skipped.
+#[allow(clippy::too_many_arguments)]
+pub fn encode_parts_with<'a, H>(
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: H,
+    fields: &[(&str, &[u8])],
+    body: &[u8],
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+) where
+    H: Iterator<Item = (&'a str, &'a str)> + Clone,
+{
     let user_has = |name: &str| {
         headers
             .clone()
@@ -173,8 +192,21 @@ pub fn encode_parts<'a, H>(
     if !keep_alive && !user_has("connection") {
         put_header(out, "Connection", "close");
     }
+    for (name, value) in fields.iter().filter(|(_, v)| !v.is_empty()) {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
+}
+
+/// The length of the request line [`encode_parts`] writes for `method` and `path`
+/// (`METHOD path HTTP/1.1\r\n`, an empty path sent as `/`): where the header fields begin.
+pub fn request_line_len(method: &str, path: &str) -> usize {
+    let path = if path.is_empty() { "/" } else { path };
+    method.len() + 1 + path.len() + b" HTTP/1.1\r\n".len()
 }
 
 fn put_header(out: &mut Vec<u8>, name: &str, value: &str) {

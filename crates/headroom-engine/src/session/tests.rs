@@ -48,6 +48,7 @@ impl Harness {
             now: self.now,
             link: None,
             browser: &mut self.browser,
+            browser_cfg: None,
         };
         self.st.advance(&self.prog, &mut env)
     }
@@ -306,6 +307,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
             now: Instant::now(),
             link: None,
             browser: &mut agent,
+            browser_cfg: None,
         };
         assert_eq!(st.advance(&prog, &mut env), Action::Send);
         lines.push(

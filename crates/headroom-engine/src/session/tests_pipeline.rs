@@ -41,6 +41,7 @@ impl H {
             now: Instant::now(),
             link: None,
             browser: &mut None,
+            browser_cfg: None,
         };
         self.st.advance(&self.prog, &mut env)
     }

@@ -99,6 +99,9 @@ pub(crate) struct WorkerSetup {
     /// The encoded request, repeated `plan.pipeline` times back to back.
     pub request: Arc<[u8]>,
     pub request_len: usize,
+    /// The length of its request line (`METHOD target HTTP/1.1\r\n`): a user's own fields go
+    /// right after it.
+    pub request_line: usize,
     pub head_request: bool,
     pub start: Instant,
     pub stop: Arc<AtomicBool>,

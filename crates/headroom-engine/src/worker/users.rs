@@ -63,7 +63,7 @@ impl Worker {
         u.own_request = false;
         u.resent = false;
         u.refused.clear();
-        self.decorate(key);
+        self.own_request(key);
         let u = &mut self.users[key];
         if u.conn.is_some() {
             self.write_request(key);
@@ -72,8 +72,48 @@ impl Worker {
         }
     }
 
-    /// Adds the user's cookies and Digest answer to the batch about to be written (HTTP/1.1).
-    fn decorate(&mut self, key: usize) {
+    /// URL runs: a user whose browser adds fields (cookies, a Digest answer) sends its own copy
+    /// of the run's requests, each with them written after the request line the run's encoder
+    /// wrote (`request_line` long: nothing re-reads the request). Sessions' encoders write them
+    /// as they encode (`session.rs`).
+    fn own_request(&mut self, key: usize) {
+        let Some(cfg) = self.browser_cfg.as_deref() else {
+            return;
+        };
+        let u = &mut self.users[key];
+        let Some(a) = u.browser.as_deref_mut().filter(|_| u.sess.is_none()) else {
+            return;
+        };
+        let digest = cfg.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+        if !a.decorates(digest.is_some()) {
+            return;
+        }
+        let r = &self.s.plan.request;
+        let target = if r.path.is_empty() { "/" } else { &r.path };
+        let (one, line) = (self.s.request_len, self.s.request_line);
+        let now = browser::unix_now();
+        let mut own = std::mem::take(&mut a.hop);
+        own.clear();
+        for _ in 0..u.batch {
+            own.extend_from_slice(&self.s.request[..line]);
+            let (cookie, auth) = a.fields(cfg, &r.method, target, digest, now);
+            for (name, value) in [(&b"Cookie"[..], cookie), (b"Authorization", auth)] {
+                if let Some(v) = value {
+                    own.extend_from_slice(name);
+                    own.extend_from_slice(b": ");
+                    own.extend_from_slice(v);
+                    own.extend_from_slice(b"\r\n");
+                }
+            }
+            own.extend_from_slice(&self.s.request[line..one]);
+        }
+        a.hop = own;
+        u.own_request = true;
+    }
+
+    /// Adds the user's cookies and Digest answer to the browser's own hop (a redirect, a
+    /// challenge answered), which it built from the request before.
+    fn decorate_hop(&mut self, key: usize) {
         let Some(cfg) = self.browser_cfg.as_deref() else {
             return;
         };
@@ -81,25 +121,19 @@ impl Worker {
         let Some(a) = u.browser.as_deref_mut() else {
             return;
         };
+        let now = browser::unix_now();
         match u.sess.as_deref_mut() {
             Some(st) => {
                 if a.decorates(st.digest) {
                     let creds = st.digest.then_some((&*st.auth_user, &*st.auth_password));
-                    a.decorate(cfg, &mut st.out, creds, browser::unix_now());
+                    a.decorate(cfg, &mut st.out, creds, now);
                 }
             }
             None => {
                 let digest = cfg.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
-                if !u.own_request && a.decorates(digest.is_some()) {
-                    // The shared request becomes this user's own.
-                    let total = self.s.request_len * u.batch as usize;
-                    a.hop.clear();
-                    a.hop.extend_from_slice(&self.s.request[..total]);
-                    u.own_request = true;
-                }
-                if u.own_request {
+                if a.decorates(digest.is_some()) {
                     let mut own = std::mem::take(&mut a.hop);
-                    a.decorate(cfg, &mut own, digest, browser::unix_now());
+                    a.decorate(cfg, &mut own, digest, now);
                     a.hop = own;
                 }
             }
@@ -336,7 +370,7 @@ impl Worker {
         u.resent = false;
         u.deadline = None;
         u.state = State::Idle;
-        self.decorate(key);
+        self.decorate_hop(key);
         if self.users[key].conn.is_some() {
             self.write_request(key);
         } else {
@@ -400,6 +434,7 @@ impl Worker {
                 now,
                 link: u.proto.link_mut(),
                 browser: &mut u.browser,
+                browser_cfg: self.browser_cfg.as_deref(),
             };
             match st.advance(&prog, &mut env) {
                 Action::Send => {

@@ -901,3 +901,35 @@ fn warm_capture_does_not_allocate() {
     assert_eq!(allocs() - before, 0, "allocations in warm capture");
     assert!(seen > 0);
 }
+
+#[test]
+fn request_line_len_is_where_encode_parts_puts_the_first_field() {
+    for (method, path) in [("GET", "/"), ("POST", "/login?next=/a"), ("HEAD", "")] {
+        let mut out = Vec::new();
+        encode_parts(method, path, "h", std::iter::empty(), b"", true, &mut out);
+        let n = request_line_len(method, path);
+        assert!(out[..n].ends_with(b" HTTP/1.1\r\n"), "{method} {path:?}");
+        assert!(out[n..].starts_with(b"Host: h\r\n"), "{method} {path:?}");
+    }
+}
+
+#[test]
+fn extra_fields_are_written_as_bytes_and_empty_ones_skipped() {
+    let mut out = Vec::new();
+    let fields: [(&str, &[u8]); 2] = [("Cookie", b"a=\xe9t\xe9"), ("Authorization", b"")];
+    encode_parts_with(
+        "GET",
+        "/",
+        "h",
+        std::iter::empty(),
+        &fields,
+        b"",
+        true,
+        &mut out,
+    );
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let want: &[u8] = b"Cookie: a=\xe9t\xe9\r\n";
+    assert!(out.windows(want.len()).any(|w| w == want), "{text}");
+    assert!(!text.contains("Authorization"), "{text}");
+    assert!(out.ends_with(b"\r\n\r\n"), "{text}");
+}

@@ -65,3 +65,6 @@ unsafe impl GlobalAlloc for CountingAlloc {
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
+
+#[cfg(feature = "servers")]
+pub mod servers;

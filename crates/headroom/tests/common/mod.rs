@@ -1,24 +1,17 @@
-//! Shared test harness: run the real `headroom` binary, a real nginx started on loopback, and
-//! small purpose-built servers that misbehave in exactly one way each.
+//! Shared test harness of the CLI's tests: run the real `headroom` binary, agents, and the
+//! services scripts/test starts. The real servers a test starts on loopback (nginx, Apache,
+//! h2o, the PKI, a misbehaving server) are `headroom_testkit::servers`, re-exported here.
+// Each test binary includes this module and uses a part of it, re-exports included.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
-use std::thread;
-use std::time::{Duration, Instant};
 
-pub mod access_log;
-pub mod apache;
 pub mod chromium;
-pub mod h2o;
 pub mod netns_lock;
-pub mod pki;
 pub mod source_server;
-pub mod tls_nginx;
 pub mod tls_services;
 
 /// headroom serve (reactor, one worker) in this process on 127.0.0.1, any free port.
@@ -164,298 +157,15 @@ pub fn err(v: &serde_json::Value, kind: &str) -> u64 {
         .unwrap_or_else(|| panic!("no errors.{kind} in {v}"))
 }
 
-/// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-pub fn wait_port(addr: SocketAddr, within: Duration) {
-    let t = Instant::now();
-    while t.elapsed() < within {
-        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-            // A connect to a free port in the ephemeral range can pick that very port as its
-            // source and "succeed" by connecting to itself: that is nobody listening.
-            if s.local_addr().ok() != s.peer_addr().ok() {
-                return;
-            }
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing listening on {addr} after {within:?}");
-}
-
-/// GET /__headroom_ready on `addr` with a fresh connection; the whole reply, if any.
-fn probe_token(addr: SocketAddr) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
-    // A connect to a free port can pick that very port as its source and connect to itself.
-    if s.local_addr().ok() == s.peer_addr().ok() {
-        return None;
-    }
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(b"GET /__headroom_ready HTTP/1.0\r\nHost: t\r\n\r\n")
-        .ok()?;
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).ok()?;
-    Some(reply)
-}
-
-/// nginx (Debian's) with one worker on 127.0.0.1, its own prefix and access log, killed on drop.
-pub struct Nginx {
-    pub addr: SocketAddr,
-    pub dir: tempfile::TempDir,
-    child: Child,
-}
-
-fn find_nginx() -> PathBuf {
-    for p in ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"] {
-        if Path::new(p).exists() {
-            return PathBuf::from(p);
-        }
-    }
-    panic!(
-        "nginx is not installed. Run scripts/test (it installs Debian's nginx-light), \
-         or: apt-get install -y nginx-light"
-    );
-}
-
-impl Nginx {
-    /// Start nginx on a free loopback port. The port comes from `free_port`, so another test
-    /// (or a client's ephemeral source port) can take it before nginx binds: nginx then exits,
-    /// or another server answers there. Readiness is therefore proved by asking
-    /// `/__headroom_ready` for a token only this instance knows; on a clash it retries on a new
-    /// port.
-    pub fn start() -> Nginx {
-        Nginx::start_with("", "$remote_addr $request $status")
-    }
-
-    /// Like [`start`](Nginx::start), with more `server` directives (`{dir}` and `{port}` in
-    /// them become the instance's directory and port) and the access log's format.
-    pub fn start_with(server: &str, log_format: &str) -> Nginx {
-        let mut last = String::new();
-        for _ in 0..5 {
-            match Nginx::try_start(server, log_format) {
-                Ok(ng) => return ng,
-                Err(e) => last = e,
-            }
-        }
-        panic!("nginx did not start after 5 tries: {last}");
-    }
-
-    fn try_start(server: &str, log_format: &str) -> Result<Nginx, String> {
-        let bin = find_nginx();
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let d = dir.path().display();
-        let token = format!("ready-{}-{port}", std::process::id());
-        let server = server
-            .replace("{dir}", &d.to_string())
-            .replace("{port}", &port.to_string());
-        let conf = format!(
-            r#"daemon off;
-worker_processes 1;
-worker_rlimit_nofile 20000;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 20000; }}
-http {{
-  log_format plain '{log_format}';
-  access_log {d}/access.log plain;
-  keepalive_requests 1000000;
-  keepalive_timeout 120s;
-  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
-  uwsgi_temp_path {d}; scgi_temp_path {d};
-  server {{
-    listen 127.0.0.1:{port} backlog=4096;
-    location / {{ return 200 "hello from nginx\n"; }}
-    location /missing {{ return 404; }}
-    location /fail {{ return 503; }}
-    location = /__headroom_ready {{ access_log off; return 200 "{token}"; }}
-    {server}
-  }}
-}}
-"#
-        );
-        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-        let mut child = Command::new(bin)
-            .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start nginx");
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(status)) = child.try_wait() {
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                return Err(format!("nginx exited at start on {addr} ({status}): {err}"));
-            }
-            match probe_token(addr) {
-                Some(body) if body.contains(&token) => {
-                    // The probe is not logged (access_log off): the log counts only load.
-                    return Ok(Nginx { addr, dir, child });
-                }
-                _ => thread::sleep(Duration::from_millis(20)),
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        Err(format!(
-            "nginx on {addr} did not answer its ready token within 10 s"
-        ))
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// Lines in the access log (requests nginx answered). nginx writes each line when the
-    /// request completes; give it a moment to settle.
-    pub fn logged(&self) -> usize {
-        let path = self.dir.path().join("access.log");
-        let mut last = usize::MAX;
-        for _ in 0..50 {
-            let n = std::fs::read_to_string(&path)
-                .map(|s| s.lines().count())
-                .unwrap_or(0);
-            if n == last {
-                return n;
-            }
-            last = n;
-            thread::sleep(Duration::from_millis(50));
-        }
-        last
-    }
-}
-
-impl Nginx {
-    /// The instance's directory (config, logs, files it serves).
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// The access log's lines, once settled.
-    pub fn log_lines(&self) -> Vec<String> {
-        self.logged();
-        std::fs::read_to_string(self.dir.path().join("access.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
-    /// The client address of every logged request.
-    pub fn logged_sources(&self) -> Vec<String> {
-        self.logged();
-        let log = std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
-        log.lines()
-            .filter_map(|l| l.split(' ').next())
-            .map(str::to_string)
-            .collect()
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        // SIGTERM, not SIGKILL: the master must live long enough to stop its workers, or they
-        // outlive the test as orphans.
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A tiny server on 127.0.0.1 running `handler` on a thread per accepted connection, until
-/// dropped. The handler gets the stream after its first request has been read.
-pub struct TestServer {
-    pub addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-}
-
-impl TestServer {
-    pub fn start<F>(handler: F) -> TestServer
-    where
-        F: Fn(TcpStream) + Send + Sync + 'static,
-    {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let addr = l.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let handler = Arc::new(handler);
-        thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                match l.accept() {
-                    Ok((c, _)) => {
-                        c.set_nonblocking(false).unwrap();
-                        let h = handler.clone();
-                        thread::spawn(move || h(c));
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        TestServer { addr, stop }
-    }
-
-    /// A keep-alive server answering every request with a 2-byte 200.
-    pub fn ok() -> TestServer {
-        TestServer::start(|mut c| {
-            while read_request(&mut c) {
-                if !write_all(&mut c, OK) {
-                    return;
-                }
-            }
-        })
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://{}/", self.addr)
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Read one request head (up to the blank line); false if the peer closed first.
-pub fn read_request(c: &mut TcpStream) -> bool {
-    let mut buf = Vec::new();
-    let mut b = [0u8; 1024];
-    loop {
-        match c.read(&mut b) {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => {
-                buf.extend_from_slice(&b[..n]);
-                if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    return true;
-                }
-            }
-        }
-    }
-}
-
-pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-
-pub fn write_all(c: &mut TcpStream, b: &[u8]) -> bool {
-    c.write_all(b).is_ok()
-}
+// Each test binary uses some of these.
+#[allow(unused_imports)]
+pub use headroom_testkit::servers::net::{free_port, wait_port};
+#[allow(unused_imports)]
+pub use headroom_testkit::servers::nginx::Nginx;
+#[allow(unused_imports)]
+pub use headroom_testkit::servers::test_server::{read_request, write_all, TestServer, OK};
+#[allow(unused_imports)]
+pub use headroom_testkit::servers::{access_log, apache, h2o, pki, tls_nginx};
 
 // ---- the protocol servers scripts/test starts (ejabberd, PostgreSQL, websockets echo) ----
 

@@ -19,9 +19,9 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::access_log::{read_settled, AccessLog, LogLine};
-use super::pki::CertFiles;
-use super::{free_port, probe_token};
+use crate::servers::access_log::{read_settled, AccessLog, LogLine};
+use crate::servers::net::{free_port, probe_token};
+use crate::servers::pki::CertFiles;
 
 /// A running h2o, killed on drop.
 pub struct H2o {

@@ -41,7 +41,7 @@ impl Apache {
     ) -> Result<Apache, String> {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display().to_string();
-        let port = super::free_port();
+        let port = crate::servers::net::free_port();
         std::fs::create_dir_all(dir.path().join("www")).unwrap();
         std::fs::write(dir.path().join("www/index.html"), "hello from apache\n").unwrap();
         let m = "/usr/lib/apache2/modules";

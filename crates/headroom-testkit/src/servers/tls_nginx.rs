@@ -47,9 +47,10 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::access_log::{read_settled, AccessLog, LogLine};
-use super::pki::CertFiles;
-use super::{find_nginx, free_port, probe_token, Nginx};
+use crate::servers::access_log::{read_settled, AccessLog, LogLine};
+use crate::servers::net::{free_port, probe_token};
+use crate::servers::nginx::{find_nginx, Nginx};
+use crate::servers::pki::CertFiles;
 
 /// What the next [`TlsNginx`] will be; see the module doc.
 #[derive(Clone, Debug)]

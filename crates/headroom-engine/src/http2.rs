@@ -282,7 +282,7 @@ impl H2Conn {
         self.next < self.events.len() || self.failed
     }
 
-    /// The protocol's `feed` (the calling convention of proto.rs): the codec takes a whole read at once, so
+    /// The protocol's `feed` (the calling convention of protocol.rs): the codec takes a whole read at once, so
     /// the first call uses all of `input` and later calls (with no input) hand out the rest of
     /// what it completed. A connection error (the codec wrote its GOAWAY) comes after them.
     /// `capture`, when given, gets each response as HTTP/1.1 text (status line, headers, blank

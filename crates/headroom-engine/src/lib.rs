@@ -8,12 +8,12 @@
 //! worker still running has reported it. Reporting therefore never reads live worker state.
 //!
 //! Beneath the worker, every connection is a transport (`transport.rs`: plain TCP or rustls)
-//! carrying one protocol with one calling convention (`proto.rs`: encode into an output buffer,
+//! carrying one protocol with one calling convention (`protocol.rs`: encode into an output buffer,
 //! feed received bytes, get outcomes): HTTP/1.1 and raw replies, the session links (`link.rs`:
 //! XMPP, PostgreSQL, WebSocket) and HTTP/2 (`http2.rs`). The worker has one read path and one
 //! write path for protocol bytes whatever the protocol, and asks the protocol what it can do
 //! (open a stream, say what a close means) rather than which one it is: adding a protocol is one
-//! module and one variant of `proto::Proto` (see `proto.rs`). Requests in flight as streams are
+//! module and one variant of `protocol::Protocol` (see `protocol.rs`). Requests in flight as streams are
 //! one table on the user (`flight.rs`); the browser (`browser.rs`: cookies, redirects, Digest)
 //! is the same over HTTP/1.1 and HTTP/2.
 //!
@@ -35,7 +35,7 @@ mod link;
 mod outcome;
 pub mod pacer;
 mod poller;
-mod proto;
+mod protocol;
 pub mod ramp;
 mod session;
 pub mod tls;

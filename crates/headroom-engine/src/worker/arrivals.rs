@@ -11,7 +11,7 @@ use rand::Rng;
 
 use super::{Net, State, Timer, User, Wake, Worker, NO_RAMP, TIMER_BATCH};
 use crate::pacer;
-use crate::proto::Proto;
+use crate::protocol::Protocol;
 use crate::ramp::{Change, RampState};
 use crate::session::SessionState;
 
@@ -136,7 +136,7 @@ impl Worker {
             written: 0,
             sess: None,
             arrived: false,
-            proto: Proto::Plain,
+            protocol: Protocol::Plain,
             browser: None,
             own_request: false,
             ramp: NO_RAMP,

@@ -10,14 +10,14 @@ use headroom_core::{ErrorKind, Plan, ProtoCounter};
 use headroom_metrics::micros;
 use headroom_proto::h2;
 use headroom_proto::http1::HeaderSet;
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
 
 use super::{token, Net, State, Wake, Worker, READ_BUDGET};
 use crate::flight::take;
 use crate::http2::{H2Conn, SESSION_STREAMS};
 use crate::link::Link;
 use crate::poller;
-use crate::proto::{self, Eof, Outcome, Proto};
+use crate::protocol::{self, Eof, Outcome, Protocol};
 use crate::session::Awaiting;
 use crate::transport::{Conn, IoErr};
 
@@ -89,7 +89,7 @@ impl Worker {
             };
             if u.state == State::Writing {
                 self.write_request(key);
-            } else if u.proto.pending() && !self.flush_proto(key) {
+            } else if u.protocol.pending() && !self.flush_proto(key) {
                 return;
             }
         }
@@ -185,7 +185,7 @@ impl Worker {
                 // Plaintext that came with the handshake's last flight raises no new edge:
                 // read it now if anybody listens.
                 if self.users.get(key).is_some_and(|u| {
-                    u.gen == gen && (u.proto.reads_always() || u.state == State::Reading)
+                    u.gen == gen && (u.protocol.reads_always() || u.state == State::Reading)
                 }) {
                     self.read(key, 0);
                 }
@@ -214,11 +214,11 @@ impl Worker {
             }
             if !fills {
                 // A batch's requests go out as streams when it is sent.
-                u.proto = Proto::H2(Box::new(H2Conn::new(SESSION_STREAMS, wanted)));
+                u.protocol = Protocol::H2(Box::new(H2Conn::new(SESSION_STREAMS, wanted)));
                 self.after_connect(key, now);
                 return;
             }
-            u.proto = Proto::H2(Box::new(H2Conn::new(h.streams, wanted)));
+            u.protocol = Protocol::H2(Box::new(H2Conn::new(h.streams, wanted)));
             let intended = u.intended;
             self.fill(key, intended);
             return;
@@ -226,7 +226,7 @@ impl Worker {
         if let Some(prog) = &self.s.program {
             if let Some(link) = Link::start(&prog.w.link, &prog.host, u.global, &mut self.rng) {
                 // The protocol's setup runs first; `link_ready` goes on from here after it.
-                u.proto = Proto::Link(Box::new(link));
+                u.protocol = Protocol::Link(Box::new(link));
                 u.state = State::Handshake;
                 u.deadline = Some(now + self.s.plan.timeout);
                 self.flush_proto(key);
@@ -250,9 +250,9 @@ impl Worker {
     }
 
     pub(super) fn write_request(&mut self, key: usize) {
-        let proto = &self.users[key].proto;
-        if proto.frames_requests() {
-            if !proto.can_open() {
+        let protocol = &self.users[key].protocol;
+        if protocol.frames_requests() {
+            if !protocol.can_open() {
                 // A GOAWAY (or spent stream ids) on the kept connection: a new one.
                 self.close(key);
                 self.connect(key);
@@ -310,7 +310,7 @@ impl Worker {
         } else {
             State::Reading
         };
-        if u.state == State::Reading && u.proto.pending() {
+        if u.state == State::Reading && u.protocol.pending() {
             // Protocol bytes (a pong, say) that waited for the request to be written.
             self.flush_proto(key);
             let Some(u) = self.users.get(key).filter(|u| u.gen == gen) else {
@@ -334,13 +334,13 @@ impl Worker {
     }
 
     /// Reads the connection until it is drained, handing every byte to the protocol (see
-    /// [`crate::proto`]): one read path for every protocol and transport.
+    /// [`crate::protocol`]): one read path for every protocol and transport.
     fn read(&mut self, key: usize, flags: u32) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let gen = self.users[key].gen;
         let mut budget = READ_BUDGET;
         while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
-            let reads = u.proto.reads_always() || u.state != State::Writing;
+            let reads = u.protocol.reads_always() || u.state != State::Writing;
             let Some(conn) = u.conn.as_mut().filter(|_| reads) else {
                 break;
             };
@@ -363,7 +363,7 @@ impl Worker {
                             && self.users.get(key).is_some_and(|u| {
                                 u.gen == gen
                                     && u.conn.is_some()
-                                    && (u.proto.reads_always() || u.state != State::Writing)
+                                    && (u.protocol.reads_always() || u.state != State::Writing)
                             })
                         {
                             self.on_eof(key);
@@ -411,17 +411,17 @@ impl Worker {
             let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) else {
                 return;
             };
-            if u.conn.is_none() || (buf.is_empty() && !u.proto.queued()) {
+            if u.conn.is_none() || (buf.is_empty() && !u.protocol.queued()) {
                 break;
             }
-            let cx = proto::FeedCx {
+            let cx = protocol::FeedCx {
                 decoder: &mut u.decoder,
                 sess: u.sess.as_deref_mut(),
                 reading: u.state == State::Reading,
                 program: self.s.program.as_deref(),
                 counters: &mut self.rec.counters,
             };
-            let (used, outcome) = match proto::feed(&mut u.proto, cx, buf) {
+            let (used, outcome) = match protocol::feed(&mut u.protocol, cx, buf) {
                 Ok(x) => x,
                 Err(kind) => {
                     self.proto_failed(key, kind);
@@ -429,7 +429,7 @@ impl Worker {
                 }
             };
             buf = buf.get(used..).unwrap_or(&[]);
-            if u.proto.urgent() && u.state != State::Writing {
+            if u.protocol.urgent() && u.state != State::Writing {
                 // A link's answer (a pong, a login step) goes out at once; HTTP/2's frames wait
                 // for the end of the read, with the requests it makes room for.
                 self.flush_proto(key);
@@ -479,7 +479,7 @@ impl Worker {
                     return;
                 }
                 let in_flight = slot.is_some();
-                proto::count_reset(c, code, in_flight && fills);
+                protocol::count_reset(c, code, in_flight && fills);
                 if in_flight && !fills {
                     // A request of the batch failed: the user goes on as after any failure.
                     self.fail(key, ErrorKind::StreamReset, Instant::now());
@@ -552,14 +552,14 @@ impl Worker {
             return;
         }
         let u = &mut self.users[key];
-        let cx = proto::FeedCx {
+        let cx = protocol::FeedCx {
             decoder: &mut u.decoder,
             sess: u.sess.as_deref_mut(),
             reading,
             program: self.s.program.as_deref(),
             counters: &mut self.rec.counters,
         };
-        match proto::eof(&u.proto, cx, !u.flight.is_empty()) {
+        match protocol::eof(&u.protocol, cx, !u.flight.is_empty()) {
             // A body delimited by the close: complete. If more responses of a pipelined
             // batch were expected, those failed.
             Eof::Reply(o) => self.on_outcome(key, o),
@@ -585,7 +585,7 @@ impl Worker {
     fn proto_failed(&mut self, key: usize, kind: ErrorKind) {
         // The protocol may have written its last words (HTTP/2's GOAWAY): send them first.
         let gen = self.users[key].gen;
-        if self.users[key].proto.stateless() {
+        if self.users[key].protocol.stateless() {
             let u = &self.users[key];
             if matches!(u.state, State::Reading | State::Writing) {
                 if !self.resend(key) {
@@ -626,7 +626,7 @@ impl Worker {
     /// user.
     pub(super) fn flush_proto(&mut self, key: usize) -> bool {
         let u = &mut self.users[key];
-        let (Some(conn), Some((out, written))) = (u.conn.as_mut(), u.proto.out()) else {
+        let (Some(conn), Some((out, written))) = (u.conn.as_mut(), u.protocol.out()) else {
             return true;
         };
         while *written < out.len() {
@@ -659,7 +659,7 @@ impl Worker {
 
     pub(super) fn close(&mut self, key: usize) {
         let u = &mut self.users[key];
-        u.proto
+        u.protocol
             .release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
         if let Some(conn) = u.conn.take() {
             drop(conn);
@@ -692,7 +692,7 @@ pub(super) fn open_socket(plan: &Plan, bind: Option<std::net::IpAddr>) -> io::Re
     let sock = Socket::new(
         domain,
         Type::STREAM.nonblocking().cloexec(),
-        Some(Protocol::TCP),
+        Some(IpProtocol::TCP),
     )?;
     let o = &plan.socket;
     if o.nodelay {

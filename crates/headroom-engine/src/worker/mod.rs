@@ -52,7 +52,7 @@ use crate::browser::{Browser, BrowserConfig};
 use crate::http2::H2Request;
 use crate::pacer;
 use crate::poller::{Epoll, Event};
-use crate::proto::Proto;
+use crate::protocol::Protocol;
 use crate::ramp::RampState;
 use crate::session::{Program, SessionState};
 use crate::tls::{TlsClient, UserSessions};
@@ -192,7 +192,7 @@ struct User {
     /// Arrived in an open phase: leaves after one session and counts against `max_users`.
     arrived: bool,
     /// The connection's protocol above its transport (`Plain` while there is none).
-    proto: Proto,
+    protocol: Protocol,
     /// Cookies, redirects, Digest answers (HTTP/1.1), made on first need.
     browser: Option<Box<Browser>>,
     /// URL runs: the request to write is the browser's (`Browser::hop`), not the run's shared one.

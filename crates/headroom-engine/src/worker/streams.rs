@@ -1,7 +1,7 @@
 //! Requests as streams of one connection: a URL run's streams kept up to `--streams` (`fill`),
 //! a batch's requests sent as the protocol's own (`submit_batch`), the pace of sends at a rate,
 //! and what follows a read. Every request in flight is a slot of the user's in-flight table
-//! (`flight.rs`); what a protocol does with it is behind `Proto`'s `open` and `submit`.
+//! (`flight.rs`); what a protocol does with it is behind `Protocol`'s `open` and `submit`.
 
 use std::time::Instant;
 
@@ -36,12 +36,12 @@ impl Worker {
         let unix = u.browser.as_ref().map_or(0, |_| browser::unix_now());
         // Refused requests first: they were counted against quotas and the pace when they
         // first went, and keep their intended time.
-        while !u.refused.is_empty() && u.flight.len() < streams && u.proto.can_open() {
+        while !u.refused.is_empty() && u.flight.len() < streams && u.protocol.can_open() {
             let cookie = match (cfg, u.browser.as_deref_mut()) {
                 (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
                 _ => None,
             };
-            let Some(stream) = u.proto.open(req, cookie) else {
+            let Some(stream) = u.protocol.open(req, cookie) else {
                 break;
             };
             u.flight.push(Slot {
@@ -54,7 +54,7 @@ impl Worker {
             self.rec.counters.requests += 1;
             self.rec.counters.proto(ProtoCounter::H2Resent, 1);
         }
-        while u.flight.len() < streams && u.proto.can_open() {
+        while u.flight.len() < streams && u.protocol.can_open() {
             if u.remaining == Some(0) || self.budget == Some(0) {
                 break;
             }
@@ -65,7 +65,7 @@ impl Worker {
                 (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
                 _ => None,
             };
-            let Some(stream) = u.proto.open(req, cookie) else {
+            let Some(stream) = u.protocol.open(req, cookie) else {
                 break;
             };
             let intended = match pace {
@@ -145,7 +145,7 @@ impl Worker {
         let again = !u.refused.is_empty();
         let refused = &u.refused;
         let flight = &mut u.flight;
-        let sent = u.proto.submit(
+        let sent = u.protocol.submit(
             bytes,
             scheme,
             &|i| !again || refused.iter().any(|r| r.index as usize == i),
@@ -250,7 +250,7 @@ impl Worker {
         }
         u.outstanding = u.flight.len() as u32;
         let idle = u.flight.is_empty();
-        let goaway = u.proto.going_away();
+        let goaway = u.protocol.going_away();
         let oldest = flight::oldest_sent(&u.flight);
         if refill || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
             // Each answered stream is replaced at once (the closed model's next request), or

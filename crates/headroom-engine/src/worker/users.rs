@@ -144,7 +144,7 @@ impl Worker {
     pub(super) fn link_ready(&mut self, key: usize) {
         let now = Instant::now();
         let u = &mut self.users[key];
-        if let (Some(link), Some(prog)) = (u.proto.link(), self.s.program.as_ref()) {
+        if let (Some(link), Some(prog)) = (u.protocol.link(), self.s.program.as_ref()) {
             if let Some(id) = prog.w.handshake {
                 self.rec
                     .record_name(id as usize, micros(now - link.started), false);
@@ -182,10 +182,10 @@ impl Worker {
     /// The server closed a protocol link's connection.
     pub(super) fn link_eof(&mut self, key: usize) {
         let u = &self.users[key];
-        let clean = u.proto.link().is_some_and(|l| l.eof_is_clean());
+        let clean = u.protocol.link().is_some_and(|l| l.eof_is_clean());
         match u.state {
             State::Reading | State::Writing | State::Handshake => {
-                if u.proto.closing() && u.state == State::Reading && clean {
+                if u.protocol.closing() && u.state == State::Reading && clean {
                     // Our close, answered by the close of the connection.
                     self.complete_reply(key, None, false, false);
                 } else {
@@ -213,7 +213,7 @@ impl Worker {
         let now = Instant::now();
         let u = &mut self.users[key];
         // A protocol close that was answered (or written) ends the connection.
-        let keep_alive = keep_alive && !u.proto.closing();
+        let keep_alive = keep_alive && !u.protocol.closing();
         let answered = u.batch.saturating_sub(u.outstanding) as usize;
         u.outstanding = u.outstanding.saturating_sub(1);
         let next = match status {
@@ -301,7 +301,7 @@ impl Worker {
             return Next::Done;
         };
         let u = &mut self.users[key];
-        let (captured, dropped) = u.proto.captured(&u.decoder);
+        let (captured, dropped) = u.protocol.captured(&u.decoder);
         // A Set-Cookie too big to capture never reaches the jar, which would refuse it too.
         if cfg.cookies && dropped > 0 {
             let rejected = headroom_core::ProtoCounter::HttpCookiesRejected;
@@ -346,7 +346,7 @@ impl Worker {
     /// Sends the browser's next hop of the current request (a redirect, or the request again
     /// with a Digest answer), timed from now, on this connection if it may be reused.
     fn send_hop(&mut self, key: usize, keep_alive: bool, now: Instant) {
-        let reuse = keep_alive && self.s.plan.keepalive && !self.users[key].proto.closing();
+        let reuse = keep_alive && self.s.plan.keepalive && !self.users[key].protocol.closing();
         if !reuse {
             self.close(key);
         }
@@ -432,7 +432,7 @@ impl Worker {
                 rec: &mut self.rec,
                 cursors: &mut self.cursors,
                 now,
-                link: u.proto.link_mut(),
+                link: u.protocol.link_mut(),
                 browser: &mut u.browser,
                 browser_cfg: self.browser_cfg.as_deref(),
             };
@@ -453,13 +453,13 @@ impl Worker {
                         self.connect(key);
                         return;
                     }
-                    if u.proto.link().is_some_and(|l| !l.ready) {
+                    if u.protocol.link().is_some_and(|l| !l.ready) {
                         // A protocol step on a connection whose setup is not done: cannot
                         // happen (steps run only once it is), but never spin on it.
                         self.fail(key, ErrorKind::Protocol, now);
                         return;
                     }
-                    if u.proto.link().is_none()
+                    if u.protocol.link().is_none()
                         && prog.w.link != headroom_core::session::LinkSpec::Plain
                     {
                         // A protocol step on a connection without its link: reconnect.
@@ -586,7 +586,7 @@ impl Worker {
         let may = u.reused
             && !u.replied
             && !u.resent
-            && u.proto.stateless()
+            && u.protocol.stateless()
             && u.outstanding == u.batch
             && idempotent(self.batch_bytes(key));
         if !may {

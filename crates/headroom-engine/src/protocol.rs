@@ -5,7 +5,7 @@
 //! `headroom-proto` already do:
 //! - **encode** into an output buffer: a request into the session's or the run's bytes, and the
 //!   protocol's own bytes (login steps, pongs, SETTINGS acks, window updates) into
-//!   [`Proto::out`], which the worker writes whenever no request is half written;
+//!   [`Protocol::out`], which the worker writes whenever no request is half written;
 //! - **feed** received bytes: [`feed`] takes what the socket gave and returns how much it used
 //!   and at most one [`Outcome`]; the worker calls it again with the rest until it returns
 //!   `(0, None)`;
@@ -17,18 +17,18 @@
 //!
 //! The worker therefore has one read path, one write path for protocol bytes and one place that
 //! acts on outcomes. It never asks *which* protocol a connection speaks, only what it can do:
-//! - sending: [`Proto::frames_requests`] (requests go as the protocol's own frames through
-//!   [`Proto::submit`], or as the encoded bytes themselves), [`Proto::can_open`] and
-//!   [`Proto::open`] (another request as a stream of its own, up to `--streams`),
-//!   [`Proto::urgent`] (its own bytes go at once), [`Proto::going_away`];
+//! - sending: [`Protocol::frames_requests`] (requests go as the protocol's own frames through
+//!   [`Protocol::submit`], or as the encoded bytes themselves), [`Protocol::can_open`] and
+//!   [`Protocol::open`] (another request as a stream of its own, up to `--streams`),
+//!   [`Protocol::urgent`] (its own bytes go at once), [`Protocol::going_away`];
 //! - the requests in flight: streams are settled by id in the user's table (`flight.rs`), the
 //!   others answer in order;
-//! - replies: [`Proto::captured`] (the head the browser reads: cookies, `Location`, a challenge);
-//! - the end: [`eof`] (what the server's close means), [`Proto::stateless`] (a request that
-//!   found the connection closed may go again), [`Proto::release`].
+//! - replies: [`Protocol::captured`] (the head the browser reads: cookies, `Location`, a challenge);
+//! - the end: [`eof`] (what the server's close means), [`Protocol::stateless`] (a request that
+//!   found the connection closed may go again), [`Protocol::release`].
 //!
 //! Adding a protocol is one module behind this interface (a sans-I/O codec in `headroom-proto`,
-//! its connection state here or in `link.rs`) and one variant of [`Proto`] with its answers to
+//! its connection state here or in `link.rs`) and one variant of [`Protocol`] with its answers to
 //! the questions above; the worker does not change. The links entered so (XMPP, PostgreSQL,
 //! WebSocket: `link.rs`, one `Link` variant each), as did HTTP/2.
 
@@ -44,7 +44,7 @@ use crate::session::{Awaiting, Program, SessionState};
 pub(crate) use crate::outcome::{count_encoded, Outcome, CAPTURE_LIMIT};
 
 /// The protocol state of one connection.
-pub(crate) enum Proto {
+pub(crate) enum Protocol {
     /// HTTP/1.1 (the user's response decoder) and raw TCP (the session's reply matcher): both
     /// keep their state on the user, because it outlives a connection's setup.
     Plain,
@@ -54,29 +54,29 @@ pub(crate) enum Proto {
     H2(Box<H2Conn>),
 }
 
-impl Proto {
+impl Protocol {
     /// Reads whatever the user's state: the server speaks unasked (presence, chats, pings,
     /// SETTINGS), so every byte goes through the protocol's decoder. Plain HTTP reads only while
     /// a reply is awaited or the connection idles.
     pub fn reads_always(&self) -> bool {
-        !matches!(self, Proto::Plain)
+        !matches!(self, Protocol::Plain)
     }
 
     /// The protocol's own bytes still to write, and how many of them are written.
     pub fn out(&mut self) -> Option<(&mut Vec<u8>, &mut usize)> {
         match self {
-            Proto::Plain => None,
-            Proto::Link(l) => Some((&mut l.out, &mut l.written)),
-            Proto::H2(h) => Some((&mut h.out, &mut h.written)),
+            Protocol::Plain => None,
+            Protocol::Link(l) => Some((&mut l.out, &mut l.written)),
+            Protocol::H2(h) => Some((&mut h.out, &mut h.written)),
         }
     }
 
-    /// Bytes of [`Proto::out`] are waiting.
+    /// Bytes of [`Protocol::out`] are waiting.
     pub fn pending(&self) -> bool {
         match self {
-            Proto::Plain => false,
-            Proto::Link(l) => l.pending(),
-            Proto::H2(h) => h.written < h.out.len(),
+            Protocol::Plain => false,
+            Protocol::Link(l) => l.pending(),
+            Protocol::H2(h) => h.written < h.out.len(),
         }
     }
 
@@ -84,7 +84,7 @@ impl Proto {
     /// at once, and hands them out one per call).
     pub fn queued(&self) -> bool {
         match self {
-            Proto::H2(h) => h.queued(),
+            Protocol::H2(h) => h.queued(),
             _ => false,
         }
     }
@@ -92,20 +92,20 @@ impl Proto {
     /// The connection carries nothing but the requests (no setup, no streams, no session
     /// state): a request that found it closed by the server may go again on a new one.
     pub fn stateless(&self) -> bool {
-        matches!(self, Proto::Plain)
+        matches!(self, Protocol::Plain)
     }
 
     /// Requests go as the protocol's own frames (HTTP/2 streams), not as the bytes the
-    /// session or the run encoded: [`submit`](Proto::submit) takes them.
+    /// session or the run encoded: [`submit`](Protocol::submit) takes them.
     pub fn frames_requests(&self) -> bool {
-        matches!(self, Proto::H2(_))
+        matches!(self, Protocol::H2(_))
     }
 
     /// Another request may open a stream of its own on this connection now (below the
     /// server's limit, no GOAWAY); false for protocols that answer in order.
     pub fn can_open(&self) -> bool {
         match self {
-            Proto::H2(h) => h.conn.can_open(),
+            Protocol::H2(h) => h.conn.can_open(),
             _ => false,
         }
     }
@@ -113,7 +113,7 @@ impl Proto {
     /// The server said it is going away (HTTP/2 GOAWAY): no new stream will be opened.
     pub fn going_away(&self) -> bool {
         match self {
-            Proto::H2(h) => h.conn.goaway().is_some(),
+            Protocol::H2(h) => h.conn.goaway().is_some(),
             _ => false,
         }
     }
@@ -121,7 +121,7 @@ impl Proto {
     /// Opens a stream for the run's request (with the user's cookies): its id.
     pub fn open(&mut self, req: &H2Request, cookie: Option<&[u8]>) -> Option<u32> {
         match self {
-            Proto::H2(h) => req.send(&mut h.conn, &mut h.out, cookie).ok(),
+            Protocol::H2(h) => req.send(&mut h.conn, &mut h.out, cookie).ok(),
             _ => None,
         }
     }
@@ -137,7 +137,7 @@ impl Proto {
         opened: &mut dyn FnMut(usize, u32),
     ) -> Result<(), ErrorKind> {
         match self {
-            Proto::H2(h) => {
+            Protocol::H2(h) => {
                 crate::http2::send_http1_batch(&mut h.conn, &mut h.out, batch, scheme, pick, opened)
             }
             _ => Err(ErrorKind::Other),
@@ -146,24 +146,24 @@ impl Proto {
 
     pub fn link(&self) -> Option<&Link> {
         match self {
-            Proto::Link(l) => Some(l),
+            Protocol::Link(l) => Some(l),
             _ => None,
         }
     }
 
     pub fn link_mut(&mut self) -> Option<&mut Link> {
         match self {
-            Proto::Link(l) => Some(l),
+            Protocol::Link(l) => Some(l),
             _ => None,
         }
     }
 
-    /// Bytes of [`Proto::out`] should go at once, not at the end of the read: a link's
+    /// Bytes of [`Protocol::out`] should go at once, not at the end of the read: a link's
     /// answers (a pong, a login step); HTTP/2's frames wait for the requests the read makes
     /// room for, to go in one write.
     pub fn urgent(&self) -> bool {
         match self {
-            Proto::Link(l) => l.pending(),
+            Protocol::Link(l) => l.pending(),
             _ => false,
         }
     }
@@ -171,7 +171,7 @@ impl Proto {
     /// The connection is closed: give back what the protocol holds beyond it (a link's
     /// shared XMPP state). Leaves no protocol state behind.
     pub fn release(&mut self, xmpp: Option<&crate::link::XmppShared>) {
-        if let Proto::Link(mut link) = std::mem::replace(self, Proto::Plain) {
+        if let Protocol::Link(mut link) = std::mem::replace(self, Protocol::Plain) {
             link.release(xmpp);
         }
     }
@@ -181,7 +181,7 @@ impl Proto {
     /// one per stream, HTTP/1.1 the user's decoder the last one.
     pub fn captured<'a>(&'a self, decoder: &'a ResponseDecoder) -> (Captured<'a>, u32) {
         match self {
-            Proto::H2(h) => h.captured(),
+            Protocol::H2(h) => h.captured(),
             _ => (decoder.captured(), decoder.cookies_dropped()),
         }
     }
@@ -206,13 +206,13 @@ pub(crate) struct FeedCx<'a> {
 /// with the rest; `(0, None)` means the protocol needs more bytes. An error means the
 /// connection is unusable.
 pub(crate) fn feed(
-    proto: &mut Proto,
+    proto: &mut Protocol,
     cx: FeedCx<'_>,
     buf: &[u8],
 ) -> Result<(usize, Option<Outcome>), ErrorKind> {
     match proto {
-        Proto::Plain => feed_plain(cx, buf),
-        Proto::Link(l) => {
+        Protocol::Plain => feed_plain(cx, buf),
+        Protocol::Link(l) => {
             if buf.is_empty() {
                 return Ok((0, None));
             }
@@ -240,7 +240,7 @@ pub(crate) fn feed(
             });
             Ok((used, o))
         }
-        Proto::H2(h) => {
+        Protocol::H2(h) => {
             let capture = cx.sess.filter(|st| st.capture).map(|st| &mut st.reply);
             h.feed(buf, cx.counters, capture)
         }
@@ -341,13 +341,13 @@ pub(crate) enum Eof {
 }
 
 /// The server closed the connection; `in_flight`: streams were in flight on it.
-pub(crate) fn eof(proto: &Proto, cx: FeedCx<'_>, in_flight: bool) -> Eof {
+pub(crate) fn eof(proto: &Protocol, cx: FeedCx<'_>, in_flight: bool) -> Eof {
     match proto {
-        Proto::Link(_) => Eof::Link,
-        Proto::H2(_) if in_flight => Eof::Failed(ErrorKind::Closed),
-        Proto::H2(_) => Eof::Idle { go_on: true },
-        Proto::Plain if !cx.reading => Eof::Idle { go_on: false },
-        Proto::Plain => match eof_plain(cx.decoder, cx.sess) {
+        Protocol::Link(_) => Eof::Link,
+        Protocol::H2(_) if in_flight => Eof::Failed(ErrorKind::Closed),
+        Protocol::H2(_) => Eof::Idle { go_on: true },
+        Protocol::Plain if !cx.reading => Eof::Idle { go_on: false },
+        Protocol::Plain => match eof_plain(cx.decoder, cx.sess) {
             Ok(o) => Eof::Reply(o),
             Err(kind) => Eof::Failed(kind),
         },

@@ -304,12 +304,16 @@ fn describe_arch(c: &ServerConfig) -> String {
 pub fn cmd_serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     let config = a.to_config()?;
     let what = describe(&config);
-    let server = headroom_serve::start(config.clone())
-        .map_err(|e| anyhow::anyhow!("cannot start the server on {}: {e}", config.listen))?;
+    // The handler first: the server answers from its own threads as soon as it is started, so
+    // a SIGTERM sent right after its first answer (a lab stopping it at once) must find the
+    // handler there, not the default action that kills without a drain (seen under load in
+    // tests/edges.rs).
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let _ = ctrlc::set_handler(move || {
         let _ = tx.send(());
     });
+    let server = headroom_serve::start(config.clone())
+        .map_err(|e| anyhow::anyhow!("cannot start the server on {}: {e}", config.listen))?;
     // A closed stdout (`| head -1`, a lab that stopped reading) is no reason to stop serving:
     // these lines go out through `outln!`, which ends quietly on a broken pipe.
     outln!(

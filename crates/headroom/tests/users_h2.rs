@@ -329,3 +329,33 @@ fn issue28_digest_challenges_are_answered_over_http2_by_apache() {
         .count();
     assert_eq!(ok, n as usize, "{text}");
 }
+
+#[test]
+fn issue28_a_pipelines_streams_are_counted_under_their_own_names_whatever_order_they_finish_in() {
+    // Over HTTP/2 a pipeline's requests are concurrent streams: the slow one (300 ms behind
+    // nginx, from headroom serve's /sleep/) finishes after the fast one that was sent after it.
+    let upstream = serve();
+    let ng = Nginx::builder().h2c(true).upstream(upstream.local_addr()).start();
+    let yaml = format!(
+        r#"
+servers: [{{host: 127.0.0.1, port: {port}, http: 2}}]
+load: {{users: [{{count: 2}}]}}
+sessions:
+  - name: s
+    steps:
+      - pipeline:
+          - request: {{name: slow, path: /sleep/300}}
+          - request: {{name: fast, path: /}}
+"#,
+        port = ng.addr.port()
+    );
+    let (v, out) = run_scenario(&yaml, &[], &["-n", "8", "-d", BOUND]);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    let by = &v["scenario"]["by_request"];
+    assert_eq!(by["slow"]["count"], 4, "{v:#}");
+    assert_eq!(by["fast"]["count"], 4, "{v:#}");
+    let slow_min = num(by, &["slow", "latency_us", "min"]);
+    let fast_max = num(by, &["fast", "latency_us", "max"]);
+    assert!(slow_min >= 300_000, "the slow request's own time: {v:#}");
+    assert!(fast_max < 200_000, "the fast request's own time: {v:#}");
+}

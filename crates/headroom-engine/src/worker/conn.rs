@@ -493,35 +493,22 @@ impl Worker {
                     self.fail(key, kind, Instant::now());
                 }
             }
-            Outcome::Reply { stream, status, .. } if fills => {
-                // A stream of a URL run: counted here; `after_read` refills.
-                if let Some(slot) = take(&mut u.flight, stream) {
-                    let now = Instant::now();
-                    c.responses += 1;
-                    c.reply_status(status.unwrap_or(0), &self.s.plan.expect_status);
-                    self.rec
-                        .record_latency(micros(now - slot.intended), micros(now - slot.sent));
-                    if let Some(code) = status {
-                        // Cookies only: a stream's redirect or challenge is not followed
-                        // (`--follow` and `--digest` run one request at a time).
-                        self.browser_reply(key, code, 0);
-                    }
-                }
-            }
             Outcome::Reply {
                 stream,
                 status,
                 keep_alive,
                 ok,
             } => {
-                // One request of the batch: in order over HTTP/1.1 and the links, by its
-                // stream over HTTP/2.
-                let mine = stream == 0 || take(&mut u.flight, stream).is_some();
-                if mine && u.state == State::Reading {
+                // A stream answers its own request, by id; the others answer in order.
+                let slot = (stream != 0).then(|| take(&mut u.flight, stream));
+                let mine = slot.is_none_or(|s| s.is_some());
+                // A URL run's stream is answered whatever the user is doing (its streams go
+                // on); a batch's reply only while the user reads it.
+                if mine && (fills || u.state == State::Reading) {
                     if !ok {
                         c.error(ErrorKind::ErrorReply);
                     }
-                    self.complete_reply(key, status, keep_alive, !ok);
+                    self.complete_reply(key, status, keep_alive, !ok, slot.flatten());
                 }
             }
             Outcome::Ready => self.link_ready(key),

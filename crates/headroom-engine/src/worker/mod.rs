@@ -530,7 +530,7 @@ impl Worker {
                 Wake::Send => self.start_request(key, t.at),
                 Wake::Next if u.sess.is_some() => self.session_next(key, t.at),
                 Wake::Next => self.next_request(key, Instant::now()),
-                Wake::Written => self.complete_reply(key, None, true, false),
+                Wake::Written => self.complete_reply(key, None, true, false, None),
             }
         }
     }

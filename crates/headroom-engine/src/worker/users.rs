@@ -10,6 +10,7 @@ use rand::Rng;
 
 use super::{State, Wake, Worker, SESSIONS_PER_TURN};
 use crate::browser::{self, Browser, BrowserConfig, Next};
+use crate::flight::Slot;
 use crate::session::{Action, Env, Program};
 
 impl Worker {
@@ -187,7 +188,7 @@ impl Worker {
             State::Reading | State::Writing | State::Handshake => {
                 if u.protocol.closing() && u.state == State::Reading && clean {
                     // Our close, answered by the close of the connection.
-                    self.complete_reply(key, None, false, false);
+                    self.complete_reply(key, None, false, false, None);
                 } else {
                     self.conn_failed(key, ErrorKind::Closed);
                 }
@@ -202,20 +203,31 @@ impl Worker {
         }
     }
 
-    /// A reply completed; `failed` marks a protocol error reply (iq error, SQL error).
+    /// A reply completed: the one place a reply is recorded, whatever the protocol. `failed`
+    /// marks a protocol error reply (iq error, SQL error); `slot` is the request's own entry
+    /// of the in-flight table when it went as a stream (its timing and its index in the
+    /// batch), `None` for a reply in order (HTTP/1.1, the links), timed as the batch.
     pub(super) fn complete_reply(
         &mut self,
         key: usize,
         status: Option<u16>,
         keep_alive: bool,
         failed: bool,
+        slot: Option<Slot>,
     ) {
         let now = Instant::now();
+        let fills = self.fills();
         let u = &mut self.users[key];
         // A protocol close that was answered (or written) ends the connection.
         let keep_alive = keep_alive && !u.protocol.closing();
-        let answered = u.batch.saturating_sub(u.outstanding) as usize;
-        u.outstanding = u.outstanding.saturating_sub(1);
+        let answered = slot.map_or(u.batch.saturating_sub(u.outstanding) as usize, |s| {
+            s.index as usize
+        });
+        u.outstanding = if fills {
+            u.flight.len() as u32
+        } else {
+            u.outstanding.saturating_sub(1)
+        };
         let next = match status {
             Some(code) => self.browser_reply(key, code, answered),
             None => Next::Done,
@@ -236,8 +248,9 @@ impl Worker {
             }
             (_, None) => {}
         }
-        let corrected = micros(now - u.intended);
-        self.rec.record_latency(corrected, micros(now - u.sent));
+        let (intended, sent) = slot.map_or((u.intended, u.sent), |s| (s.intended, s.sent));
+        let corrected = micros(now - intended);
+        self.rec.record_latency(corrected, micros(now - sent));
         if let Next::Hop { .. } = next {
             self.send_hop(key, keep_alive, now);
             return;
@@ -262,6 +275,10 @@ impl Worker {
             if let Some(&id) = st.names.get(answered) {
                 self.rec.record_name(id as usize, whole, bad);
             }
+        }
+        if fills {
+            // A URL run's streams took their quota when sent, and `after_read` refills.
+            return;
         }
         let reuse = keep_alive && self.s.plan.keepalive;
         u.reused = reuse;

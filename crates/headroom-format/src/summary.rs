@@ -48,7 +48,8 @@ pub struct RunSummary {
     pub streams: Option<u32>,
     /// HTTP/2 frames that matter; `null` unless HTTP/2.
     pub http2: Option<Http2Section>,
-    /// What users did besides their requests; `null` for HTTP/2.
+    /// What users did besides their requests, over HTTP/1.1 and HTTP/2 alike (older files
+    /// have `null` for HTTP/2).
     pub http: Option<HttpSection>,
     /// TLS settings and handshake counts; `null` for a plain run.
     pub tls: Option<TlsSection>,

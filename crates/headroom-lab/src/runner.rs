@@ -16,9 +16,10 @@ use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
 use headroom_monitor::prom::Scraper;
 use headroom_monitor::{Sample, Sampler};
+use headroom_run::interval::{IntervalLine, IntervalLineExt};
 use headroom_run::pipeline::Driver as _;
 use headroom_run::rundir::{finish_run_dir, RunDir};
-use headroom_run::summary::{self_usage, SelfUsage};
+use headroom_run::summary::{self_usage, RunSummaryExt, SelfUsage};
 use headroom_run::RunSummary;
 
 use crate::experiment::{expand_known, Loaded, RateSearch};
@@ -629,7 +630,7 @@ fn measure(
     let mut intervals = Vec::new();
     let outcome = drive(driver, load, start, stop, &mut |iv| {
         if let Some(d) = run_dir.as_mut() {
-            let line = headroom_run::interval::interval_json(iv, load.0, None);
+            let line = IntervalLine::of(iv, load.0, None);
             // A file that cannot be written (a full disk) says so once and keeps its whole
             // lines; the directory stays, so summary.json still goes into its reserved space.
             if let Err(e) = d.interval(iv, &line) {

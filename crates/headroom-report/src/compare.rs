@@ -940,7 +940,7 @@ mod tests {
              \"model\":\"closed\",\"threads\":1,\"keepalive\":true,\"pipeline\":1,\
              \"started_at\":\"2026-01-0{k}T00:00:00Z\",\"duration_s\":2.0,\
              \"throughput_rps\":{t}.0,\"requests\":{r},\"responses\":{r},\"errors_total\":{e},\
-             \"latency_us\":{{\"mean\":1000,\"p50\":800,\"p90\":1500,\"p99\":{p99},\
+             \"latency_us\":{{\"count\":{r},\"mean\":1000,\"p50\":800,\"p90\":1500,\"p99\":{p99},\
              \"p999\":6000,\"max\":9000}},\"connect_us\":{{\"p99\":500}},\
              \"connections_peak\":{c},\"cpu_user_s\":0.25,\"cpu_sys_s\":0.75,\
              \"max_rss_kb\":{rss}{extra}}}",
@@ -1244,7 +1244,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let short = run_dir(tmp.path(), "short", None, Some(&intervals(1)));
         // 1800 s: charted in minutes.
-        let long_line = "{\"index\":0,\"t_s\":0.0,\"length_s\":1800.0,\"responses\":10,\
+        let long_line = "{\"index\":0,\"t_s\":0.0,\"length_s\":1800.0,\"responses\":0,\
                          \"users_active\":3}\n";
         let long = run_dir(tmp.path(), "long", None, Some(long_line));
         let runs = [load_run(&short).unwrap(), load_run(&long).unwrap()];
@@ -1260,7 +1260,8 @@ mod tests {
         // The axis spans the longer run, in its unit; the percentile axis is not a time.
         assert_eq!(users.x_max, Some(30.0));
         assert_eq!(of("percentiles").chart.x_max, None);
-        // The long run has no latency: an empty series keeps its colour and legend entry.
+        // The long run has no response, so no latency: an empty series keeps its colour and
+        // legend entry.
         let latency = &of("latency").chart;
         assert_eq!(latency.series[1].points, []);
         // A note of one run goes under the chart with its label; a note of all runs in it.

@@ -1,17 +1,23 @@
 //! Reading a run directory into plain types.
 //!
-//! The files are parsed into `serde_json::Value` first and picked apart field by field, rather
-//! than deserialized into strict structs: a report must come out of a run written by an older or
-//! newer headroom, so an unknown field is ignored and a missing (or oddly typed) one becomes
-//! `None`, shown as "–". Only text that is not JSON at all is an error, and it names the file
-//! and line.
+//! The files are read as the format's types, headroom-format's [`RunSummary`] and
+//! [`IntervalLine`] (the types the run library writes them from), then mapped into the plain
+//! types the charts and tables use. The format reads tolerantly: a field an older headroom did
+//! not write is its default (0, empty), an unknown field (a newer headroom's) is ignored, and a
+//! load model this headroom does not know is shown as such. Text that is not JSON, or a field of
+//! the wrong type, is an error that names the file, line and column.
+//!
+//! The fields of [`Summary`] and [`Interval`] stay optional: a run killed before summary.json
+//! has only what its intervals add up to ([`Summary::from_intervals`]), and the rest is "–".
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use headroom_format::{IntervalLatency, IntervalLine, Latency, Load, RunSummary, Stage};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::ReportError;
 
@@ -191,9 +197,8 @@ pub struct Interval {
     pub rps: Option<f64>,
     pub errors: BTreeMap<String, u64>,
     pub status: BTreeMap<String, u64>,
-    /// Responses by exact code, the codes seen only; `None` when the line has no
-    /// `status_codes` (written by a headroom that did not count them), so a code not seen in
-    /// an interval that counted codes is a known 0.
+    /// Responses by exact code, the codes seen only (empty in a line of a headroom that did not
+    /// count them); `None` only for an interval that was not read from a line.
     pub status_codes: Option<BTreeMap<String, u64>>,
     pub latency_us: Figures,
     pub latency_uncorrected_us: Figures,
@@ -313,18 +318,10 @@ fn json_error(path: &Path, first_line: usize, e: &serde_json::Error) -> ReportEr
     }
 }
 
-/// Parses summary.json's text.
+/// Parses summary.json's text as the format's [`RunSummary`].
 pub fn parse_summary(text: &str, path: &Path) -> Result<Summary, ReportError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| json_error(path, 1, &e))?;
-    let Value::Object(o) = v else {
-        return Err(ReportError::Json {
-            path: path.to_path_buf(),
-            line: 1,
-            column: 1,
-            message: "expected a JSON object".to_string(),
-        });
-    };
-    Ok(summary_from(&o))
+    let s: RunSummary = serde_json::from_str(text).map_err(|e| json_error(path, 1, &e))?;
+    Ok(summary_from(&s))
 }
 
 /// Parses intervals.jsonl's text. Blank lines are skipped. A last line without its newline that
@@ -341,16 +338,8 @@ pub fn parse_intervals(
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(o)) => out.push(interval_from(&o, number)),
-            Ok(_) => {
-                return Err(ReportError::Json {
-                    path: path.to_path_buf(),
-                    line: number,
-                    column: 1,
-                    message: "expected a JSON object".to_string(),
-                })
-            }
+        match serde_json::from_str::<IntervalLine>(line) {
+            Ok(l) => out.push(interval_from_line(&l, number)),
             // `split` yields a final piece after the last newline; only that piece can be torn.
             Err(e) if number == last && e.is_eof() => return Ok((out, Some(number))),
             Err(e) => return Err(json_error(path, number, &e)),
@@ -359,112 +348,163 @@ pub fn parse_intervals(
     Ok((out, None))
 }
 
-fn summary_from(o: &Map<String, Value>) -> Summary {
+fn summary_from(s: &RunSummary) -> Summary {
+    // A load model this headroom does not know (or none in the file) is unknown, shown as "–"
+    // and never "different" from another run's. The parameters are listed by the names the
+    // file gives them.
+    let load = match s.load {
+        Load::Other => Value::Null,
+        _ => json_of(&s.load),
+    };
     Summary {
-        format_version: u64_of(o.get("format_version")),
-        headroom_version: str_of(o.get("headroom_version")),
-        command: str_of(o.get("command")),
-        target: str_of(o.get("target")),
-        model: str_of(o.get("model")),
-        load: pairs_of(o.get("load")),
-        load_text: o.get("load").and_then(load_words),
-        environment: pairs_of(o.get("environment")),
-        threads: u64_of(o.get("threads")),
-        keepalive: o.get("keepalive").and_then(Value::as_bool),
-        pipeline: u64_of(o.get("pipeline")),
-        started_at: str_of(o.get("started_at")),
-        duration_s: f64_of(o.get("duration_s")),
-        interrupted: o.get("interrupted").and_then(Value::as_bool),
-        stopped: str_of(o.get("stopped")),
-        requests: u64_of(o.get("requests")),
-        responses: u64_of(o.get("responses")),
-        in_flight: u64_of(o.get("in_flight")),
-        errors: counts_of(o.get("errors")),
-        errors_total: u64_of(o.get("errors_total")),
-        error_rate: f64_of(o.get("error_rate")),
-        status: counts_of(o.get("status")),
-        status_codes: counts_of(o.get("status_codes")),
-        expect_status: str_of(o.get("expect_status")),
-        users_started: u64_of(o.get("users_started")),
-        users_finished: u64_of(o.get("users_finished")),
-        throughput_rps: f64_of(o.get("throughput_rps")),
-        latency_us: figures_of(o.get("latency_us")),
-        latency_uncorrected_us: figures_of(o.get("latency_uncorrected_us")),
-        connect_us: figures_of(o.get("connect_us")),
-        tls_us: figures_of(o.get("tls_us")),
-        tls: o.get("tls").and_then(Value::as_object).map(|t| TlsSummary {
-            handshakes: u64_of(t.get("handshakes")),
-            resumed: u64_of(t.get("resumed")),
-            settings: pairs_of(Some(&Value::Object(t.clone())))
+        format_version: Some(u64::from(s.format_version)),
+        headroom_version: Some(s.headroom_version.clone()),
+        command: Some(s.command.clone()),
+        target: Some(s.target.clone()),
+        model: Some(s.model.clone()),
+        load: pairs_of(Some(&load)),
+        load_text: load_words(&s.load),
+        environment: pairs_of(Some(&json_of(&s.environment))),
+        threads: Some(s.threads),
+        keepalive: Some(s.keepalive),
+        pipeline: Some(u64::from(s.pipeline)),
+        started_at: Some(s.started_at.clone()),
+        duration_s: finite(s.duration_s),
+        interrupted: Some(s.interrupted),
+        stopped: s.stopped.clone(),
+        requests: Some(s.requests),
+        responses: Some(s.responses),
+        in_flight: Some(s.in_flight),
+        errors: counts(&s.errors),
+        errors_total: Some(s.errors_total),
+        error_rate: finite(s.error_rate),
+        status: counts(&s.status),
+        status_codes: codes(&s.status_codes),
+        expect_status: s.expect_status.clone(),
+        users_started: Some(s.users_started),
+        users_finished: Some(s.users_finished),
+        throughput_rps: finite(s.throughput_rps),
+        latency_us: figures(&s.latency_us),
+        latency_uncorrected_us: figures(&s.latency_uncorrected_us),
+        connect_us: figures(&s.connect_us),
+        tls_us: figures(&s.tls_us),
+        tls: s.tls.as_ref().map(|t| TlsSummary {
+            handshakes: Some(t.handshakes),
+            resumed: Some(t.resumed),
+            settings: pairs_of(Some(&json_of(t)))
                 .into_iter()
                 .filter(|(k, _)| {
                     !["handshakes", "resumed", "negotiated", "negotiated_other"]
                         .contains(&k.as_str())
                 })
                 .collect(),
-            negotiated: negotiated_of(t.get("negotiated")),
-            negotiated_other: u64_of(t.get("negotiated_other")),
+            negotiated: t
+                .negotiated
+                .iter()
+                .map(|n| (n.words(), n.handshakes))
+                .collect(),
+            negotiated_other: Some(t.negotiated_other),
         }),
-        protocol: str_of(o.get("protocol")),
-        streams: u64_of(o.get("streams")),
-        http2: counts_of(o.get("http2")),
-        connects: u64_of(o.get("connects")),
-        connections_peak: u64_of(o.get("connections_peak")),
-        tcp_connected_peak: u64_of(o.get("tcp_connected_peak")),
-        served_us: figures_of(o.get("served_us")),
-        idle_closed: u64_of(o.get("idle_closed")),
-        reconnects: u64_of(o.get("reconnects")),
-        bytes_sent: u64_of(o.get("bytes_sent")),
-        bytes_received: u64_of(o.get("bytes_received")),
-        cpu_user_s: f64_of(o.get("cpu_user_s")),
-        cpu_sys_s: f64_of(o.get("cpu_sys_s")),
-        max_rss_kb: u64_of(o.get("max_rss_kb")),
-        scenario: o
-            .get("scenario")
-            .and_then(Value::as_object)
-            .map(scenario_from),
-        thresholds: o
-            .get("thresholds")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(threshold_from).collect())
-            .unwrap_or_default(),
-        thresholds_ok: o.get("thresholds_ok").and_then(Value::as_bool),
-    }
-}
-
-fn threshold_from(v: &Value) -> Threshold {
-    Threshold {
-        threshold: str_of(v.get("threshold")).unwrap_or_default(),
-        condition: str_of(v.get("condition")).unwrap_or_default(),
-        value: f64_of(v.get("value")),
-        unit: str_of(v.get("unit")),
-        ok: v.get("ok").and_then(Value::as_bool),
-    }
-}
-
-fn scenario_from(o: &Map<String, Value>) -> Scenario {
-    let names = |v: Option<&Value>| -> Vec<NameStats> {
-        let Some(Value::Object(m)) = v else {
-            return Vec::new();
-        };
-        m.iter()
-            .map(|(name, v)| NameStats {
-                name: name.clone(),
-                count: u64_of(v.get("count")),
-                errors: u64_of(v.get("errors")),
-                latency_us: figures_of(v.get("latency_us")),
+        protocol: Some(s.protocol.clone()),
+        streams: s.streams.map(u64::from),
+        http2: s.http2.as_ref().map(counts).unwrap_or_default(),
+        connects: Some(s.connects),
+        connections_peak: Some(s.connections_peak),
+        tcp_connected_peak: Some(s.tcp_connected_peak),
+        served_us: figures(&s.served_us),
+        idle_closed: Some(s.idle_closed),
+        reconnects: Some(s.reconnects),
+        bytes_sent: Some(s.bytes_sent),
+        bytes_received: Some(s.bytes_received),
+        cpu_user_s: finite(s.cpu_user_s),
+        cpu_sys_s: finite(s.cpu_sys_s),
+        max_rss_kb: Some(s.max_rss_kb),
+        scenario: s.scenario.as_ref().map(|sc| {
+            let names = |m: &BTreeMap<String, headroom_format::NameFigures>| -> Vec<NameStats> {
+                m.iter()
+                    .map(|(name, f)| NameStats {
+                        name: name.clone(),
+                        count: Some(f.count),
+                        errors: Some(f.errors),
+                        latency_us: figures(&f.latency_us),
+                    })
+                    .collect()
+            };
+            Scenario {
+                by_request: names(&sc.by_request),
+                by_transaction: names(&sc.by_transaction),
+                matches: sc
+                    .matches
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect(),
+                sessions: pairs_of(Some(&json_of(&sc.sessions)))
+                    .into_iter()
+                    .filter(|(k, _)| k != "duration")
+                    .collect(),
+                session_length_us: figures(&sc.sessions.duration),
+            }
+        }),
+        thresholds: s
+            .thresholds
+            .iter()
+            .flatten()
+            .map(|t| Threshold {
+                threshold: t.threshold.clone(),
+                condition: t.condition.clone(),
+                value: t.value.and_then(finite),
+                unit: json_of(&t.unit).as_str().map(str::to_string),
+                ok: Some(t.ok),
             })
-            .collect()
-    };
-    Scenario {
-        by_request: names(o.get("by_request")),
-        by_transaction: names(o.get("by_transaction")),
-        matches: pairs_of(o.get("matches")),
-        sessions: pairs_of(o.get("sessions"))
-            .into_iter()
-            .filter(|(k, _)| k != "duration")
             .collect(),
-        session_length_us: figures_of(o.get("sessions").and_then(|s| s.get("duration"))),
+        thresholds_ok: s.thresholds_ok,
+    }
+}
+
+/// A section of the format as JSON, keys sorted: the report lists some sections by the names
+/// the file gives their members (errors by kind, TLS settings, the load's parameters), so a
+/// member added to the format shows up without a change here.
+fn json_of<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).expect("the format's types are plain data")
+}
+
+/// A counter section (every member a count) by member name.
+fn counts<T: Serialize>(t: &T) -> BTreeMap<String, u64> {
+    counts_of(Some(&json_of(t)))
+}
+
+/// Responses by exact code, the code as text (`"404"`), as the file's keys read.
+fn codes(m: &BTreeMap<u16, u64>) -> BTreeMap<String, u64> {
+    m.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+fn figures(l: &Latency) -> Figures {
+    Figures {
+        count: Some(l.count),
+        mean: finite(l.mean),
+        stdev: finite(l.stdev),
+        min: Some(l.min as f64),
+        p50: Some(l.p50 as f64),
+        p90: Some(l.p90 as f64),
+        p99: Some(l.p99 as f64),
+        p999: Some(l.p999 as f64),
+        max: Some(l.max as f64),
+    }
+}
+
+/// An interval line's figures: `count`, `stdev`, `min` and `p999` exist in summary.json only.
+fn interval_figures(l: &IntervalLatency) -> Figures {
+    Figures {
+        mean: finite(l.mean),
+        p50: Some(l.p50 as f64),
+        p90: Some(l.p90 as f64),
+        p99: Some(l.p99 as f64),
+        max: Some(l.max as f64),
+        ..Figures::default()
     }
 }
 
@@ -525,11 +565,11 @@ fn think_words(t: &str) -> String {
 }
 
 /// An arrival process name with a capital: `poisson` -> "Poisson".
-fn arrivals(v: Option<&Value>) -> String {
-    match v.and_then(Value::as_str) {
-        Some("poisson") | None => "Poisson arrivals".to_string(),
-        Some("constant") => "evenly spaced arrivals".to_string(),
-        Some(other) => format!("{other} arrivals"),
+fn arrivals(v: &str) -> String {
+    match v {
+        "poisson" | "" => "Poisson arrivals".to_string(),
+        "constant" => "evenly spaced arrivals".to_string(),
+        other => format!("{other} arrivals"),
     }
 }
 
@@ -537,35 +577,28 @@ fn arrivals(v: Option<&Value>) -> String {
 /// " ramped up over 10 s" (one stage: `--ramp-up`), or every stage (`--stage`,
 /// `load.stages`): " in stages: 0 → 100 over 10 s, 100 for 30 s, 100 → 0 over 10 s". Empty
 /// without a ramp (every user at once, or a summary from before issue 27).
-fn ramp_words(ramp: Option<&Value>) -> String {
-    let stages: Vec<(Option<f64>, Option<f64>)> = ramp
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|s| {
-            (
-                s.get("duration_s").and_then(Value::as_f64),
-                s.get("users").and_then(Value::as_f64),
-            )
-        })
-        .collect();
-    let secs = |d: Option<f64>| d.map_or("?".to_string(), |d| format!("{} s", plain(d)));
-    match stages.as_slice() {
+fn ramp_words(ramp: &[Stage]) -> String {
+    let secs = |d: f64| format!("{} s", plain(d));
+    match ramp {
         [] => String::new(),
-        [(d, _)] => format!(" ramped up over {}", secs(*d)),
+        [s] => format!(" ramped up over {}", secs(s.duration_s)),
         _ => {
-            let mut from = Some(0.0);
-            let steps: Vec<String> = stages
+            let mut from = 0;
+            let steps: Vec<String> = ramp
                 .iter()
-                .map(|(d, users)| {
-                    let to = users.map_or("?".to_string(), plain);
-                    let t = if from == *users {
-                        format!("{to} for {}", secs(*d))
+                .map(|s| {
+                    let to = s.users;
+                    let t = if from == to {
+                        format!("{} for {}", plain(to.into()), secs(s.duration_s))
                     } else {
-                        let f = from.map_or("?".to_string(), plain);
-                        format!("{f} → {to} over {}", secs(*d))
+                        format!(
+                            "{} → {} over {}",
+                            plain(from.into()),
+                            plain(to.into()),
+                            secs(s.duration_s)
+                        )
                     };
-                    from = *users;
+                    from = to;
                     t
                 })
                 .collect();
@@ -576,73 +609,89 @@ fn ramp_words(ramp: Option<&Value>) -> String {
 
 /// summary.json's `load` in words, for the report: "50 closed users, back to back", "500
 /// closed users ramped up over 10 s, back to back", "constant rate 1,000 requests/s over 10
-/// connections", "Poisson arrivals, 3 → 10 users/s over 3 s".
-/// A load of a kind this headroom does not know is shown as its fields, `key value`.
-pub fn load_words(v: &Value) -> Option<String> {
-    let o = v.as_object()?;
-    let num = |k: &str| o.get(k).and_then(Value::as_f64);
-    let ramp = ramp_words(o.get("ramp"));
-    let think = || {
-        o.get("think")
-            .and_then(Value::as_str)
+/// connections", "Poisson arrivals, 3 → 10 users/s over 3 s". `None` for a load model this
+/// headroom does not know ([`Load::Other`]).
+pub fn load_words(load: &Load) -> Option<String> {
+    let think = |t: &Option<String>| {
+        t.as_deref()
             .map(|t| format!(", think time {}", think_words(t)))
             .unwrap_or_default()
     };
-    let text = match o.get("name").and_then(Value::as_str) {
-        Some("closed") => {
-            let users = num("users").map_or("?".to_string(), plain);
-            let each = match num("per_user") {
-                Some(n) => format!(", {} each", count_of(n, "request")),
+    let text = match load {
+        Load::Closed {
+            users,
+            per_user,
+            think: t,
+            ramp,
+        } => {
+            let each = match per_user {
+                Some(n) => format!(", {} each", count_of(*n as f64, "request")),
                 None => ", back to back".to_string(),
             };
-            format!("{users} closed users{ramp}{each}{}", think())
+            format!(
+                "{} closed users{}{each}{}",
+                plain((*users).into()),
+                ramp_words(ramp),
+                think(t)
+            )
         }
-        Some("rate") => format!(
+        Load::Rate { connections, rate } => format!(
             "constant rate {} requests/s over {} connections",
-            num("rate").map_or("?".to_string(), plain),
-            num("connections").map_or("?".to_string(), plain)
+            plain(*rate),
+            plain((*connections).into())
         ),
-        Some("open") => {
-            let mut t = format!(
+        Load::Open {
+            arrival_rate,
+            arrival,
+            per_user,
+            think: t,
+            max_users,
+        } => {
+            let mut text = format!(
                 "{}, {} users/s, {} each{}",
-                arrivals(o.get("arrival")),
-                num("arrival_rate").map_or("?".to_string(), plain),
-                num("per_user").map_or("? requests".to_string(), |n| count_of(n, "request")),
-                think()
+                arrivals(arrival),
+                plain(*arrival_rate),
+                count_of(*per_user as f64, "request"),
+                think(t)
             );
-            if let Some(m) = num("max_users") {
-                t.push_str(&format!(", at most {} users", plain(m)));
+            if let Some(m) = max_users {
+                text.push_str(&format!(", at most {} users", plain(*m as f64)));
             }
-            t
+            text
         }
-        Some("sessions") => {
-            let mut parts = Vec::new();
-            for p in o
-                .get("phases")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let f = |k: &str| p.get(k).and_then(Value::as_f64);
-                let rate = match (f("from"), f("to")) {
-                    (Some(a), Some(b)) if a != b => format!("{} → {}", plain(a), plain(b)),
-                    (Some(a), _) => plain(a),
-                    _ => "?".to_string(),
-                };
-                let mut t = format!(
-                    "{}, {rate} users/s over {} s",
-                    arrivals(p.get("arrival")),
-                    f("duration_s").map_or("?".to_string(), plain)
-                );
-                if let Some(m) = f("max_users") {
-                    t.push_str(&format!(" (at most {} users)", plain(m)));
-                }
-                parts.push(t);
-            }
+        Load::Sessions {
+            users,
+            phases,
+            sessions,
+            ramp,
+        } => {
+            let parts: Vec<String> = phases
+                .iter()
+                .map(|p| {
+                    let rate = if p.from != p.to {
+                        format!("{} → {}", plain(p.from), plain(p.to))
+                    } else {
+                        plain(p.from)
+                    };
+                    let mut t = format!(
+                        "{}, {rate} users/s over {} s",
+                        arrivals(&p.arrival),
+                        plain(p.duration_s)
+                    );
+                    if let Some(m) = p.max_users {
+                        t.push_str(&format!(" (at most {} users)", plain(m as f64)));
+                    }
+                    t
+                })
+                .collect();
             // Closed users run beside the phases, which follow one another.
-            let users = num("users")
-                .filter(|u| *u > 0.0)
-                .map(|u| format!("{} closed users{ramp}", plain(u)));
+            let users = (*users > 0).then(|| {
+                format!(
+                    "{} closed users{}",
+                    plain((*users).into()),
+                    ramp_words(ramp)
+                )
+            });
             let phases = (!parts.is_empty()).then(|| parts.join("; then "));
             let mut t = match (users, phases) {
                 (Some(u), Some(p)) => format!("{u}, beside {p}"),
@@ -650,82 +699,51 @@ pub fn load_words(v: &Value) -> Option<String> {
                 (None, Some(p)) => p,
                 (None, None) => "no users".to_string(),
             };
-            if let Some(names) = o.get("sessions").and_then(Value::as_array) {
-                let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
-                if !names.is_empty() {
-                    t.push_str(&format!(", running session(s) {}", names.join(", ")));
-                }
+            if let Some(names) = sessions.as_ref().filter(|n| !n.is_empty()) {
+                t.push_str(&format!(", running session(s) {}", names.join(", ")));
             }
             t
         }
-        _ => pairs_of(Some(v))
-            .into_iter()
-            .map(|(k, v)| format!("{} {v}", k.replace('_', " ")))
-            .collect::<Vec<_>>()
-            .join(", "),
+        Load::Other => return None,
     };
     Some(text)
 }
 
-/// One interval line already parsed as JSON (as `headroom run` writes it to intervals.jsonl),
-/// numbered `line`; a value that is not an object gives an interval with every field missing.
-pub fn interval_from_value(v: &Value, line: usize) -> Interval {
-    match v {
-        Value::Object(o) => interval_from(o, line),
-        _ => Interval {
-            line,
-            ..Interval::default()
-        },
-    }
-}
-
-fn interval_from(o: &Map<String, Value>, line: usize) -> Interval {
+/// One interval line (as `headroom run` writes it to intervals.jsonl and pushes it to the live
+/// page), numbered `line`.
+pub fn interval_from_line(l: &IntervalLine, line: usize) -> Interval {
     Interval {
         line,
-        index: u64_of(o.get("index")),
-        t_s: f64_of(o.get("t_s")),
-        length_s: f64_of(o.get("length_s")),
-        requests: u64_of(o.get("requests")),
-        responses: u64_of(o.get("responses")),
-        rps: f64_of(o.get("rps")),
-        errors: counts_of(o.get("errors")),
-        status: counts_of(o.get("status")),
-        status_codes: o
-            .get("status_codes")
-            .filter(|v| v.is_object())
-            .map(|v| counts_of(Some(v))),
-        latency_us: figures_of(o.get("latency_us")),
-        latency_uncorrected_us: figures_of(o.get("latency_uncorrected_us")),
-        connect_us: figures_of(o.get("connect_us")),
-        tls_us: figures_of(o.get("tls_us")),
-        connects: u64_of(o.get("connects")),
-        disconnects: u64_of(o.get("disconnects")),
-        connections_open: u64_of(o.get("connections_open")),
-        connections_peak: u64_of(o.get("connections_peak")),
-        users_active: u64_of(o.get("users_active")),
-        users_started: u64_of(o.get("users_started")),
-        users_finished: u64_of(o.get("users_finished")),
-        bytes_sent: u64_of(o.get("bytes_sent")),
-        bytes_received: u64_of(o.get("bytes_received")),
-        server: match o.get("server") {
-            Some(Value::Object(m)) => Some(ServerSample {
-                cpu_user_pct: f64_of(m.get("cpu_user_pct")),
-                cpu_sys_pct: f64_of(m.get("cpu_sys_pct")),
-                rss_bytes: u64_of(m.get("rss_bytes")),
-                threads: u64_of(m.get("threads")),
-                fds: u64_of(m.get("fds")),
-            }),
-            _ => None,
-        },
+        index: Some(l.index),
+        t_s: finite(l.t_s),
+        length_s: finite(l.length_s),
+        requests: Some(l.requests),
+        responses: Some(l.responses),
+        rps: finite(l.rps),
+        errors: counts(&l.errors),
+        status: counts(&l.status),
+        status_codes: Some(codes(&l.status_codes)),
+        latency_us: interval_figures(&l.latency_us),
+        latency_uncorrected_us: interval_figures(&l.latency_uncorrected_us),
+        connect_us: interval_figures(&l.connect_us),
+        tls_us: interval_figures(&l.tls_us),
+        connects: Some(l.connects),
+        disconnects: Some(l.disconnects),
+        connections_open: Some(l.connections_open),
+        connections_peak: Some(l.connections_peak),
+        users_active: Some(l.users_active),
+        users_started: Some(l.users_started),
+        users_finished: Some(l.users_finished),
+        bytes_sent: Some(l.bytes_sent),
+        bytes_received: Some(l.bytes_received),
+        server: l.server.as_ref().map(|m| ServerSample {
+            cpu_user_pct: finite(m.cpu_user_pct),
+            cpu_sys_pct: finite(m.cpu_sys_pct),
+            rss_bytes: Some(m.rss_bytes),
+            threads: Some(m.threads),
+            fds: Some(m.fds),
+        }),
     }
-}
-
-fn str_of(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str).map(str::to_string)
-}
-
-fn f64_of(v: Option<&Value>) -> Option<f64> {
-    v.and_then(Value::as_f64).filter(|x| x.is_finite())
 }
 
 /// A count; a whole non-negative float (`5.0`) is accepted too.
@@ -747,43 +765,8 @@ fn counts_of(v: Option<&Value>) -> BTreeMap<String, u64> {
         .collect()
 }
 
-fn figures_of(v: Option<&Value>) -> Figures {
-    let Some(Value::Object(m)) = v else {
-        return Figures::default();
-    };
-    Figures {
-        count: u64_of(m.get("count")),
-        mean: f64_of(m.get("mean")),
-        stdev: f64_of(m.get("stdev")),
-        min: f64_of(m.get("min")),
-        p50: f64_of(m.get("p50")),
-        p90: f64_of(m.get("p90")),
-        p99: f64_of(m.get("p99")),
-        p999: f64_of(m.get("p999")),
-        max: f64_of(m.get("max")),
-    }
-}
-
 /// An object's members as (key, value text); nulls are left out, strings shown bare, anything
 /// else as compact JSON.
-/// `tls.negotiated`: each entry's values in words, and its handshakes (an entry without a
-/// protocol is left out).
-fn negotiated_of(v: Option<&Value>) -> Vec<(String, u64)> {
-    let Some(Value::Array(a)) = v else {
-        return Vec::new();
-    };
-    a.iter()
-        .filter_map(|e| {
-            let words: Vec<String> = ["protocol", "cipher_suite", "key_exchange", "alpn", "http"]
-                .iter()
-                .filter_map(|k| str_of(e.get(k)))
-                .collect();
-            let protocol_given = e.get("protocol").is_some_and(Value::is_string);
-            protocol_given.then(|| (words.join(" "), u64_of(e.get("handshakes")).unwrap_or(0)))
-        })
-        .collect()
-}
-
 fn pairs_of(v: Option<&Value>) -> Vec<(String, String)> {
     let Some(Value::Object(m)) = v else {
         return Vec::new();
@@ -862,7 +845,9 @@ impl Summary {
 mod tests {
     #[test]
     fn every_load_reads_as_words() {
-        let w = |j: &str| super::load_words(&serde_json::from_str(j).unwrap()).unwrap();
+        // Each as summary.json holds it, read as the format's type.
+        let load = |j: &str| serde_json::from_str::<headroom_format::Load>(j).unwrap();
+        let w = |j: &str| super::load_words(&load(j)).unwrap();
         assert_eq!(
             w(r#"{"name":"closed","users":50,"per_user":null,"think":null}"#),
             "50 closed users, back to back"
@@ -917,27 +902,187 @@ mod tests {
             "8 closed users ramped up over 2.5 s, beside Poisson arrivals, 1 users/s over 3 s, \
              running session(s) s"
         );
-        // A kind this headroom does not know: its fields, never braces.
-        assert_eq!(
-            w(r#"{"name":"future","speed":3,"shape":"wave"}"#),
-            "name future, shape wave, speed 3"
-        );
+        // A kind this headroom does not know: unknown, not a guess.
+        let future = r#"{"name":"future","speed":3,"shape":"wave"}"#;
+        assert_eq!(load(future), headroom_format::Load::Other);
+        assert_eq!(super::load_words(&load(future)), None);
     }
 
     use super::*;
 
     #[test]
-    fn unknown_fields_ignored_and_missing_are_none() {
+    fn unknown_fields_ignored_missing_are_defaults_and_a_wrong_type_is_an_error() {
         let s = parse_summary(
-            r#"{"requests": 5, "brand_new": [1,2], "threads": "two", "latency_us": {"p50": 7}}"#,
+            r#"{"requests": 5, "brand_new": [1,2], "latency_us": {"p50": 7}}"#,
             Path::new("summary.json"),
         )
         .unwrap();
         assert_eq!(s.requests, Some(5));
-        assert_eq!(s.threads, None, "a mistyped field is missing, not an error");
         assert_eq!(s.latency_us.p50, Some(7.0));
-        assert_eq!(s.latency_us.p99, None);
-        assert_eq!(s.responses, None);
+        // A key an older headroom did not write reads as the format's default.
+        assert_eq!(s.latency_us.p99, Some(0.0));
+        assert_eq!(s.responses, Some(0));
+        let e = parse_summary(
+            r#"{"requests": 5, "threads": "two"}"#,
+            Path::new("/x/summary.json"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("summary.json:1:") && e.contains("expected u64"),
+            "{e}"
+        );
+    }
+
+    /// Issue 28: the report reads what the run library writes, through the same type. A
+    /// summary with every section filled, serialized as the writer does (a JSON value, keys
+    /// sorted), reads back into the figures it was made of.
+    #[test]
+    fn a_summary_written_by_this_code_reads_back_equal() {
+        use headroom_format as f;
+        let lat = |p99: u64| f::Latency {
+            count: 1000,
+            mean: 812.5,
+            stdev: 40.25,
+            min: 100,
+            p50: 800,
+            p90: 900,
+            p99,
+            p999: 2000,
+            max: 3000,
+        };
+        let mut by_request = BTreeMap::new();
+        by_request.insert(
+            "home".to_string(),
+            f::NameFigures {
+                count: 7,
+                errors: 1,
+                latency_us: lat(950),
+            },
+        );
+        let written = f::RunSummary {
+            format_version: f::FORMAT_VERSION,
+            headroom_version: "9.9.9".into(),
+            command: "headroom run x".into(),
+            target: "https://h/".into(),
+            model: "closed".into(),
+            load: f::Load::Closed {
+                users: 50,
+                per_user: None,
+                think: None,
+                ramp: vec![f::Stage {
+                    duration_s: 10.0,
+                    users: 50,
+                }],
+            },
+            threads: 2,
+            keepalive: true,
+            pipeline: 1,
+            protocol: "h2".into(),
+            streams: Some(8),
+            http2: Some(f::Http2Section {
+                goaway: 1,
+                rst_cancel: 3,
+                ..Default::default()
+            }),
+            tls: Some(f::TlsSection {
+                server_name: "h".into(),
+                min_version: "1.2".into(),
+                max_version: "1.3".into(),
+                alpn: vec!["h2".into()],
+                handshakes: 4,
+                resumed: 1,
+                negotiated: vec![f::NegotiatedFigures {
+                    protocol: "TLSv1.3".into(),
+                    cipher_suite: "TLS_AES_128_GCM_SHA256".into(),
+                    key_exchange: Some("X25519".into()),
+                    alpn: Some("h2".into()),
+                    http: Some("HTTP/2".into()),
+                    handshakes: 4,
+                }],
+                ..Default::default()
+            }),
+            started_at: "2026-11-28T06:00:00.000Z".into(),
+            duration_s: 2.5,
+            requests: 1010,
+            responses: 1000,
+            errors: f::Errors {
+                reset: 3,
+                ..Default::default()
+            },
+            errors_total: 3,
+            error_rate: 0.002997,
+            status: f::StatusClasses {
+                s2xx: 990,
+                s4xx: 10,
+                ..Default::default()
+            },
+            status_codes: [(200, 990), (404, 10)].into_iter().collect(),
+            expect_status: Some("200".into()),
+            throughput_rps: 400.0,
+            latency_us: lat(1200),
+            tls_us: lat(5000),
+            served_us: lat(90),
+            tcp_connected_peak: 51,
+            environment: f::Environment {
+                cores: Some(2),
+                ..Default::default()
+            },
+            scenario: Some(f::ScenarioSection {
+                by_request,
+                ..Default::default()
+            }),
+            thresholds: Some(vec![f::Checked {
+                threshold: "p99".into(),
+                condition: "< 1s".into(),
+                value: Some(1200.0),
+                unit: f::Unit::Micros,
+                ok: true,
+            }]),
+            thresholds_ok: Some(true),
+            ..Default::default()
+        };
+        let text = serde_json::to_string_pretty(&serde_json::to_value(&written).unwrap()).unwrap();
+        let s = parse_summary(&text, Path::new("summary.json")).unwrap();
+        assert_eq!(
+            s,
+            summary_from(&written),
+            "the file reads as the type it was written from"
+        );
+        assert_eq!(s.format_version, Some(1));
+        assert_eq!(s.responses, Some(1000));
+        assert_eq!(s.status_codes.get("404"), Some(&10));
+        assert_eq!(s.errors.get("reset"), Some(&3));
+        assert_eq!(s.errors.len(), 25, "every kind, zeros included");
+        assert_eq!(s.latency_us.p99, Some(1200.0));
+        assert_eq!(s.latency_us.count, Some(1000));
+        assert_eq!(s.served_us.p99, Some(90.0));
+        assert_eq!(s.tcp_connected_peak, Some(51));
+        assert_eq!(s.streams, Some(8));
+        assert_eq!(s.http2.get("rst_cancel"), Some(&3));
+        assert_eq!(
+            s.load_text.as_deref(),
+            Some("50 closed users ramped up over 10 s, back to back")
+        );
+        assert!(s
+            .environment
+            .contains(&("cores".to_string(), "2".to_string())));
+        let tls = s.tls.as_ref().unwrap();
+        assert_eq!(
+            tls.negotiated,
+            [(
+                "TLSv1.3 TLS_AES_128_GCM_SHA256 X25519 h2 HTTP/2".to_string(),
+                4
+            )]
+        );
+        assert!(tls
+            .settings
+            .contains(&("alpn".to_string(), "[\"h2\"]".to_string())));
+        let sc = s.scenario.as_ref().unwrap();
+        assert_eq!(sc.by_request[0].name, "home");
+        assert_eq!(sc.by_request[0].latency_us.p99, Some(950.0));
+        assert_eq!(s.thresholds[0].unit.as_deref(), Some("us"));
+        assert_eq!(s.thresholds_ok, Some(true));
     }
 
     #[test]
@@ -968,7 +1113,8 @@ mod tests {
         assert_eq!(s.errors_total, Some(3));
         assert_eq!(s.duration_s, Some(2.0));
         assert_eq!(s.throughput_rps, Some(20.0));
-        assert_eq!(s.requests, None);
+        // Lines without `requests` (an older headroom's, or cut down by hand) count none.
+        assert_eq!(s.requests, Some(0));
     }
 
     #[test]
@@ -984,7 +1130,11 @@ mod tests {
         let text = "{\"status_codes\":{\"200\":3}}\n{\"status_codes\":{\"200\":4,\"503\":1}}\n\
                     {\"status\":{\"2xx\":1}}\n";
         let (ivs, _) = parse_intervals(text, Path::new("intervals.jsonl")).unwrap();
-        assert_eq!(ivs[2].status_codes, None, "a line of an older headroom");
+        assert_eq!(
+            ivs[2].status_codes,
+            Some(BTreeMap::new()),
+            "a line of an older headroom"
+        );
         let s = Summary::from_intervals(&ivs);
         assert_eq!(
             s.status_codes.into_iter().collect::<Vec<_>>(),

@@ -26,8 +26,12 @@
 //!
 //! Beside the reports, [`live_server`] serves a run while it goes: the live dashboard (the
 //! page of [`live`], fed interval by interval) and a Prometheus `/metrics` endpoint. It takes
-//! interval lines as JSON, the same lines `intervals.jsonl` holds, so it too never sees the
-//! engine.
+//! the typed interval lines of headroom-format, the lines `intervals.jsonl` holds, so it too
+//! never sees the engine.
+//!
+//! The files are read through headroom-format's types (`RunSummary`, `IntervalLine`), the ones
+//! the run library writes them from: this crate depends on core and format (metrics in its
+//! tests), never on the run library or the engine.
 
 pub mod bars;
 pub mod charts;

@@ -31,7 +31,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use headroom_format::IntervalLine;
 
 use crate::data::Interval;
 use crate::live::Live;
@@ -345,7 +345,7 @@ impl Shared {
 /// [`finish`]: LiveServer::finish
 pub struct LiveServer {
     shared: Arc<Shared>,
-    tx: Option<mpsc::Sender<Value>>,
+    tx: Option<mpsc::Sender<IntervalLine>>,
     render: Option<JoinHandle<()>>,
     listeners: Vec<(SocketAddr, JoinHandle<()>)>,
     /// `http://HOST:PORT/` of the dashboard, if any.
@@ -492,7 +492,7 @@ impl LiveServer {
                 .spawn(move || accept_loop(listener, routes, sh))?;
             server.listeners.push((shown, handle));
         }
-        let (tx, rx) = mpsc::channel::<Value>();
+        let (tx, rx) = mpsc::channel::<IntervalLine>();
         let sh = shared.clone();
         server.render = Some(
             thread::Builder::new()
@@ -504,8 +504,8 @@ impl LiveServer {
     }
 
     /// Hands one interval line (as written to intervals.jsonl) to the render thread. Cheap:
-    /// a clone and a channel send, on the engine's collector thread.
-    pub fn push(&self, line: &Value) {
+    /// a clone of the typed line and a channel send, on the engine's collector thread.
+    pub fn push(&self, line: &IntervalLine) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(line.clone());
         }
@@ -597,7 +597,7 @@ impl Drop for LiveServer {
     }
 }
 
-fn render_loop(rx: mpsc::Receiver<Value>, shared: Arc<Shared>) {
+fn render_loop(rx: mpsc::Receiver<IntervalLine>, shared: Arc<Shared>) {
     let mut live = Live::new();
     while let Ok(first) = rx.recv() {
         // Several lines waiting (a slow render): take them all, render once.
@@ -931,7 +931,10 @@ mod tests {
                 "connections_open": 3, "users_active": 4,
                 "bytes_sent": 100, "bytes_received": 1000,
             });
-            m.add(&crate::data::interval_from_value(&v, 1));
+            m.add(&crate::data::interval_from_line(
+                &serde_json::from_value(v).unwrap(),
+                1,
+            ));
         }
         let text = m.render(false, "http://h/\"x\"\\");
         for want in [
@@ -959,7 +962,10 @@ mod tests {
         // An interval without a response: NaN quantiles.
         let v = serde_json::json!({"t_s": 2, "length_s": 1, "responses": 0,
             "latency_us": {"p50": 0, "p90": 0, "p99": 0, "max": 0}});
-        m.add(&crate::data::interval_from_value(&v, 3));
+        m.add(&crate::data::interval_from_line(
+            &serde_json::from_value(v).unwrap(),
+            3,
+        ));
         let text = m.render(true, "");
         assert!(text.contains("headroom_interval_latency_seconds{quantile=\"0.5\"} NaN\n"));
         assert!(text.contains("headroom_run_finished 1\n"));

@@ -299,7 +299,7 @@ pub fn human_summary(plan: &Plan, out: &RunOutcome, usage: &SelfUsage) -> String
         );
         // What was negotiated: one line per combination, the most frequent first.
         let label = |i: usize| if i == 0 { "Negotiated" } else { "" };
-        let figures = crate::summary::NegotiatedFigures::of(&t.negotiated);
+        let figures = crate::summary::negotiated_of(&t.negotiated);
         for (i, f) in figures.iter().enumerate() {
             let _ = writeln!(
                 w,

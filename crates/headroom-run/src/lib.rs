@@ -5,15 +5,17 @@
 //! - a driver runs the plan: this process's engine, or a controller over agents;
 //! - sinks see every merged interval, then the finish: the progress line, the run directory,
 //!   the server sampler, the live dashboard and the Prometheus endpoint;
-//! - the result is a typed `RunSummary`, which *is* summary.json.
+//! - the result is a typed `RunSummary`, which *is* summary.json; it and `IntervalLine` (a line
+//!   of intervals.jsonl) are headroom-format's types, re-exported here, which the report and
+//!   the live page read.
 //!
 //! Modules: [`spec`] (the one builder from a `RunSpec` to a plan), [`files`] (reading the
 //! user's scenario and its files into a spec: the CLI's and the lab's side, never an agent's),
 //! [`agent`] (what an agent does with a job), [`preflight`] (checks before the load),
-//! [`summary`] (the typed summary.json, [`summary::RunSummary`]), [`thresholds`] (a scenario's
-//! thresholds checked), [`interval`] (a line of intervals.jsonl), [`rundir`] (the run
-//! directory), [`human`] (the progress line and the human summary) and [`repeats`] (the
-//! spread of `run --repeat N`).
+//! [`summary`] (building the typed summary.json, [`summary::RunSummary`]), [`thresholds`] (a
+//! scenario's thresholds checked), [`interval`] (building a line of intervals.jsonl),
+//! [`rundir`] (the run directory), [`human`] (the progress line and the human summary) and
+//! [`repeats`] (the spread of `run --repeat N`).
 
 pub mod agent;
 pub mod files;

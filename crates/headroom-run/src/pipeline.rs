@@ -19,9 +19,9 @@ use headroom_metrics::Counters;
 use headroom_scenario::model::Threshold;
 
 use crate::human::{thousands, Progress};
-use crate::interval::interval_json;
+use crate::interval::{IntervalLine, IntervalLineExt};
 use crate::rundir::{finish_run_dir, RunDir};
-use crate::summary::{self_usage, Agents, RunSummary, SelfUsage};
+use crate::summary::{agents_of, self_usage, Agents, RunSummary, RunSummaryExt, SelfUsage};
 use crate::thresholds::{check, Checked};
 use crate::UsageError;
 
@@ -88,7 +88,7 @@ impl Driver for OnAgents<'_> {
             sink,
         )?;
         let warnings = out.lost.iter().map(lost_line).collect();
-        let agents = Agents::of(&out, plan.threads, self.opts.on_loss);
+        let agents = agents_of(&out, plan.threads, self.opts.on_loss);
         Ok(Driven {
             outcome: out.outcome,
             agents: Some(agents),
@@ -114,7 +114,7 @@ pub fn lost_line(l: &headroom_dist::LostAgent) -> String {
 pub trait Sink {
     /// One merged interval and its line. An error is warned at once and kept for the end; the
     /// run goes on. A sink reports each failing file once.
-    fn interval(&mut self, iv: &Interval<'_>, line: &serde_json::Value) -> std::io::Result<()>;
+    fn interval(&mut self, iv: &Interval<'_>, line: &IntervalLine) -> std::io::Result<()>;
     /// The run's end. An error is one of [`Finished::write_errors`] (after every sink has
     /// finished).
     fn finish(&mut self, _summary: &RunSummary) -> anyhow::Result<()> {
@@ -130,7 +130,7 @@ pub trait Sink {
 pub struct ProgressSink(pub Progress);
 
 impl Sink for ProgressSink {
-    fn interval(&mut self, iv: &Interval<'_>, _: &serde_json::Value) -> std::io::Result<()> {
+    fn interval(&mut self, iv: &Interval<'_>, _: &IntervalLine) -> std::io::Result<()> {
         self.0.interval(iv);
         Ok(())
     }
@@ -172,7 +172,7 @@ impl DirSink {
 }
 
 impl Sink for DirSink {
-    fn interval(&mut self, iv: &Interval<'_>, line: &serde_json::Value) -> std::io::Result<()> {
+    fn interval(&mut self, iv: &Interval<'_>, line: &IntervalLine) -> std::io::Result<()> {
         self.dir.interval(iv, line)
     }
     fn finish(&mut self, summary: &RunSummary) -> anyhow::Result<()> {
@@ -192,7 +192,7 @@ impl Sink for DirSink {
 pub struct LiveSink<'a>(pub &'a headroom_report::live_server::LiveServer);
 
 impl Sink for LiveSink<'_> {
-    fn interval(&mut self, _: &Interval<'_>, line: &serde_json::Value) -> std::io::Result<()> {
+    fn interval(&mut self, _: &Interval<'_>, line: &IntervalLine) -> std::io::Result<()> {
         self.0.push(line);
         Ok(())
     }
@@ -281,10 +281,12 @@ pub fn execute(
             }
         }
         let server = sampler.as_mut().and_then(|s| s.sample());
+        // No sink reads the line when none wants it: an empty one stands in, as cheap as
+        // `null` was.
         let line = if lines {
-            interval_json(iv, plan, server.as_ref())
+            IntervalLine::of(iv, plan, server.as_ref())
         } else {
-            serde_json::Value::Null
+            IntervalLine::default()
         };
         for s in sinks.iter_mut() {
             if let Err(e) = s.interval(iv, &line) {

@@ -11,7 +11,8 @@ use headroom_engine::Interval;
 use headroom_metrics::hlog::HlogWriter;
 use headroom_metrics::Recorder;
 
-use crate::summary::RunSummary;
+use crate::interval::{IntervalLine, IntervalLineExt};
+use crate::summary::{RunSummary, RunSummaryExt};
 
 /// Derived files of a finished run directory: intervals.csv always, report.html when `report`
 /// (returns its path). Both are made from the files on disk, as `headroom report` would, and
@@ -140,11 +141,12 @@ impl RunDir {
         })
     }
 
-    /// Append one interval: its line (from [`crate::interval::interval_json`]) and its
+    /// Append one interval: its line (from [`crate::interval::IntervalLineExt::of`]) and its
     /// histograms. A file that cannot take them says so once (its first failure is the error)
     /// and takes nothing more; the other file goes on.
-    pub fn interval(&mut self, iv: &Interval<'_>, line: &serde_json::Value) -> std::io::Result<()> {
-        let jsonl = serde_json::to_writer(&mut self.intervals, line)
+    pub fn interval(&mut self, iv: &Interval<'_>, line: &IntervalLine) -> std::io::Result<()> {
+        // Through a JSON value, whose map sorts the keys as they have always been written.
+        let jsonl = serde_json::to_writer(&mut self.intervals, &line.to_json())
             .map_err(std::io::Error::other)
             .and_then(|()| self.intervals.write_all(b"\n"))
             .and_then(|()| self.intervals.flush());

@@ -6,38 +6,8 @@ use headroom_core::Plan;
 use headroom_engine::RunOutcome;
 use headroom_metrics::Recorder;
 use headroom_scenario::model::{CmpOp, Metric, Threshold, ThresholdValue};
-use serde::{Deserialize, Serialize};
 
-/// The unit of a checked value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub enum Unit {
-    /// Microseconds (percentiles, means).
-    #[serde(rename = "us")]
-    Micros,
-    /// A fraction of attempts (error_rate).
-    #[serde(rename = "fraction")]
-    Fraction,
-    /// Per second (rps).
-    #[serde(rename = "per_s")]
-    PerSecond,
-}
-
-/// One checked threshold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Checked {
-    /// The metric as the scenario wrote it, e.g. `p99(sign-in)`.
-    pub threshold: String,
-    /// E.g. `< 300ms`.
-    pub condition: String,
-    /// The measured value (µs for latencies, a fraction for error_rate, per second for rps),
-    /// rounded to 1e-6; `null` when nothing was measured (which breaks the threshold).
-    pub value: Option<f64>,
-    pub unit: Unit,
-    pub ok: bool,
-}
+pub use headroom_format::summary::{Checked, Unit};
 
 fn histogram_of<'a>(
     plan: &Plan,

@@ -8,7 +8,7 @@
 //! - docs/summary-json.md names every field the schemas have.
 //!
 //! crates/headroom/tests/summary_keys.rs adds the CLI's side: nine `headroom run --out`
-//! directories read back into `RunSummary` strictly and unchanged.
+//! directories read back into `RunSummary` and written out unchanged.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use headroom_core::{HttpRequest, LoadModel, Plan, SocketOptions, StopCondition};
-use headroom_run::summary::{self, Agents, LostAgent, RunSummary};
+use headroom_run::summary::{self, Agents, LostAgent, RunSummary, RunSummaryExt};
 use headroom_run::thresholds::{Checked, Unit};
 use serde_json::Value;
 

@@ -41,6 +41,7 @@ use args::{Cli, Command, DemoArgs, RunArgs};
 use parse::UsageError;
 // The live server lives in headroom-report; the run code below names it `live::LiveServer`.
 use headroom_report::live_server as live;
+use headroom_run::summary::RunSummaryExt;
 use headroom_run::{human, pipeline};
 
 /// Exit code of a usage error (like clap's own).

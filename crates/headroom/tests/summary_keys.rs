@@ -10,9 +10,11 @@
 //! and a number in another shows both types in their runs. `HEADROOM_BLESS=1` rewrites the
 //! golden (for a deliberate change of the format: say so in docs/summary-json.md too).
 //!
-//! Each summary.json also reads back into `headroom_run::RunSummary` (which denies unknown
-//! fields) and writes out unchanged, and each interval line into `IntervalLine`, so every run
-//! here conforms to the types the schemas (schema/) are made from.
+//! Each summary.json also reads back into `headroom_run::RunSummary` (headroom-format's) and
+//! writes out unchanged, and each interval line into `IntervalLine`, so every run here conforms
+//! to the types the schemas (schema/) are made from. The types read tolerantly (a missing key is
+//! its default, an unknown one ignored), so it is the round trip that catches a key the types do
+//! not have or one the writer left out.
 
 mod common;
 
@@ -20,6 +22,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::{headroom, service, Nginx};
+use headroom_run::interval::IntervalLineExt;
+use headroom_run::summary::RunSummaryExt;
 use serde_json::Value;
 
 /// Object paths whose keys are data (a status code, a name), not field names.
@@ -75,8 +79,8 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 fn section(name: &str, dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     let summary: Value = serde_json::from_str(&text).unwrap();
-    // The typed summary reads it strictly (no unknown key, none missing) and writes it back
-    // unchanged: summary.json is exactly headroom_run::RunSummary.
+    // The typed summary reads it and writes it back unchanged (an unknown key would be dropped,
+    // a missing one written): summary.json is exactly headroom_run::RunSummary.
     let typed = headroom_run::RunSummary::from_json(&text)
         .unwrap_or_else(|e| panic!("{name}: summary.json is not a RunSummary: {e}"));
     assert_eq!(typed.to_json(), summary, "{name}: RunSummary round trip");

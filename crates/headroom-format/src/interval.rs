@@ -1,0 +1,116 @@
+//! One line of intervals.jsonl as a type, [`IntervalLine`]: the merged figures of one reporting
+//! interval (what the run directory, the live dashboard and the Prometheus endpoint get each
+//! interval). Written by headroom-run with sorted keys, as summary.json;
+//! schema/interval.schema.json is generated from it. Read as tolerantly as the summary: a key
+//! missing from an older line is its default, an unknown key is ignored.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::summary::{Errors, ProtocolSection, StatusClasses};
+
+/// One line of intervals.jsonl. Counters are the interval's own (they add up to the summary's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct IntervalLine {
+    /// 0, 1, 2, ... in order.
+    pub index: u64,
+    /// The interval's start, seconds from the run's start.
+    pub t_s: f64,
+    pub length_s: f64,
+    pub requests: u64,
+    pub responses: u64,
+    /// responses / length_s.
+    pub rps: f64,
+    pub errors: Errors,
+    pub status: StatusClasses,
+    /// The interval's codes seen.
+    pub status_codes: BTreeMap<u16, u64>,
+    pub latency_us: IntervalLatency,
+    pub latency_uncorrected_us: IntervalLatency,
+    pub connect_us: IntervalLatency,
+    pub tls_us: IntervalLatency,
+    pub connects: u64,
+    pub disconnects: u64,
+    /// Served connections (the server sent a byte on them) open at the interval's end.
+    pub connections_open: u64,
+    pub connections_peak: u64,
+    /// TCP connections established, served or not (accept queue included): open at the
+    /// interval's end, and their peak.
+    #[serde(default)]
+    pub tcp_connected_open: u64,
+    #[serde(default)]
+    pub tcp_connected_peak: u64,
+    /// Connections the server closed while idle, and reconnects after them.
+    #[serde(default)]
+    pub idle_closed: u64,
+    #[serde(default)]
+    pub reconnects: u64,
+    pub users_active: u64,
+    pub users_started: u64,
+    pub users_finished: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Scenario runs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<IntervalScenario>,
+    /// The sampled server (`--server-pid`), while it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerFigures>,
+}
+
+/// An interval's latency figures in microseconds (mean rounded to 0.1 µs; 0 without samples).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct IntervalLatency {
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// Compact per-name figures of a scenario run's interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct IntervalScenario {
+    /// By request name, and `tx:NAME` for a transaction.
+    pub names: BTreeMap<String, IntervalName>,
+    pub sessions_completed: u64,
+    pub sessions_aborted: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolSection>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct IntervalName {
+    pub count: u64,
+    pub errors: u64,
+    pub p50: u64,
+    pub p99: u64,
+}
+
+/// The server's process tree over the interval (see headroom-monitor).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct ServerFigures {
+    /// Percent of one core (200 = two cores busy).
+    pub cpu_user_pct: f64,
+    pub cpu_sys_pct: f64,
+    pub rss_bytes: u64,
+    pub threads: u64,
+    pub fds: u64,
+    pub processes: u32,
+}

@@ -14,6 +14,7 @@ pub mod spec;
 pub mod stats;
 pub mod status;
 pub mod surge;
+pub mod url;
 pub use random::{secs_saturating, Distribution};
 pub use status::{StatusSet, STATUS_CODES, STATUS_MAX, STATUS_MIN};
 

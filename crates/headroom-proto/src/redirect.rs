@@ -12,11 +12,15 @@
 //! - Userinfo (`http://user:pass@h/`) is dropped: credentials come from the run's auth options.
 //! - Spaces, non-ASCII bytes and `"<>\^`{|}` in the path and query are percent-encoded; a
 //!   control character (CR, LF, NUL, tab, …) anywhere refuses the value, so a `Location` can
-//!   never inject a request line. A host must be ASCII (no IDNA here).
+//!   never inject a request line. An authority (host, port, user info) is read by core's one
+//!   URL parser, [`headroom_core::url`], by its rules: a host is an ASCII name or an IP
+//!   address (no IDNA here).
 //!
 //! Every failure is a [`LocationError`], counted as `bad_location`; nothing panics.
 
 use std::fmt;
+
+use headroom_core::url;
 
 /// Longest `Location` value accepted, in bytes.
 pub const MAX_LOCATION_LEN: usize = 8 * 1024;
@@ -43,14 +47,13 @@ impl Scheme {
             Scheme::Https => "https",
         }
     }
+}
 
-    fn parse(s: &[u8]) -> Option<Scheme> {
-        if s.eq_ignore_ascii_case(b"http") {
-            Some(Scheme::Http)
-        } else if s.eq_ignore_ascii_case(b"https") {
-            Some(Scheme::Https)
-        } else {
-            None
+impl From<Scheme> for url::Scheme {
+    fn from(s: Scheme) -> url::Scheme {
+        match s {
+            Scheme::Http => url::Scheme::Http,
+            Scheme::Https => url::Scheme::Https,
         }
     }
 }
@@ -164,58 +167,11 @@ pub fn follow_method(status: u16, method: &str) -> Option<FollowMethod> {
     }
 }
 
-/// The parts of a URI reference (RFC 3986 Appendix B), fragment dropped.
-struct Reference<'a> {
-    scheme: Option<&'a [u8]>,
-    authority: Option<&'a [u8]>,
-    path: &'a [u8],
-    query: Option<&'a [u8]>,
-}
-
-fn split_reference(r: &[u8]) -> Reference<'_> {
-    let r = match r.iter().position(|&b| b == b'#') {
-        Some(i) => r.get(..i).unwrap_or_default(),
-        None => r,
-    };
-    let mut rest = r;
-    let mut scheme = None;
-    if let Some(i) = r.iter().position(|&b| matches!(b, b':' | b'/' | b'?')) {
-        let candidate = r.get(..i).unwrap_or_default();
-        if r.get(i) == Some(&b':') && is_scheme(candidate) {
-            scheme = Some(candidate);
-            rest = r.get(i + 1..).unwrap_or_default();
-        }
-    }
-    let mut authority = None;
-    if let Some(after) = rest.strip_prefix(b"//") {
-        let end = after
-            .iter()
-            .position(|&b| matches!(b, b'/' | b'?'))
-            .unwrap_or(after.len());
-        authority = after.get(..end);
-        rest = after.get(end..).unwrap_or_default();
-    }
-    let (path, query) = match rest.iter().position(|&b| b == b'?') {
-        Some(i) => (rest.get(..i).unwrap_or_default(), rest.get(i + 1..)),
-        None => (rest, None),
-    };
-    Reference {
-        scheme,
-        authority,
-        path,
-        query,
-    }
-}
-
-/// `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`
-fn is_scheme(s: &[u8]) -> bool {
-    s.first().is_some_and(u8::is_ascii_alphabetic)
-        && s.iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-}
-
 /// Resolves `location` against `base` into `out` (whose buffers are reused). On error `out`
 /// holds something unspecified.
+///
+/// An absolute or scheme-relative `Location` is taken apart by core's one URL parser
+/// ([`url::Url`]); what is left here is reference resolution itself.
 pub fn resolve(base: &Base<'_>, location: &[u8], out: &mut Target) -> Result<(), LocationError> {
     let location = trim_ows(location);
     if location.is_empty() {
@@ -227,123 +183,77 @@ pub fn resolve(base: &Base<'_>, location: &[u8], out: &mut Target) -> Result<(),
     if location.iter().any(|&b| b < 0x20 || b == 0x7f) {
         return Err(LocationError::ControlChar);
     }
-    let mut r = split_reference(location);
-    if let Some(s) = r.scheme {
-        let scheme = Scheme::parse(s).ok_or(LocationError::UnsupportedScheme)?;
-        if r.authority.is_none() {
-            if scheme != base.scheme {
-                return Err(LocationError::NoHost);
-            }
-            // `http:g` against an http base: the relative `g`.
-            r.scheme = None;
+    let (scheme, rest) = match url::split_scheme(location) {
+        Some((name, rest)) => {
+            let scheme = match url::Scheme::parse(name) {
+                Some(url::Scheme::Http) => Scheme::Http,
+                Some(url::Scheme::Https) => Scheme::Https,
+                _ => return Err(LocationError::UnsupportedScheme),
+            };
+            (Some(scheme), rest)
         }
-        out.scheme = scheme;
-    } else {
-        out.scheme = base.scheme;
-    }
+        None => (None, location),
+    };
     out.target.clear();
-    if let Some(authority) = r.authority {
-        parse_authority(authority, out)?;
-        push_path(&mut out.target, [].into_iter(), r.path);
-        push_query(&mut out.target, r.query);
+    if rest.starts_with(b"//") {
+        let scheme = scheme.unwrap_or(base.scheme);
+        let u = url::Url::with_scheme(scheme.into(), rest).map_err(location_error)?;
+        out.scheme = scheme;
+        out.port = u.port;
+        out.host.clear();
+        if u.is_ipv6() {
+            out.host.push('[');
+        }
+        out.host
+            .extend(u.host.chars().map(|c| c.to_ascii_lowercase()));
+        if u.is_ipv6() {
+            out.host.push(']');
+        }
+        push_path(&mut out.target, [].into_iter(), u.path);
+        push_query(&mut out.target, u.query);
         return Ok(());
     }
+    if scheme.is_some_and(|s| s != base.scheme) {
+        return Err(LocationError::NoHost);
+    }
+    // A relative reference (`http:g` against an http base is the relative `g`).
+    out.scheme = base.scheme;
+    let (path, query) = url::split_path_query(rest);
     out.host.clear();
     out.host
         .extend(base.host.chars().map(|c| c.to_ascii_lowercase()));
     out.port = base.port;
-    let base_target = base.target.as_bytes();
-    let base_target = match base_target.iter().position(|&b| b == b'#') {
-        Some(i) => base_target.get(..i).unwrap_or_default(),
-        None => base_target,
-    };
-    let (base_path, base_query) = match base_target.iter().position(|&b| b == b'?') {
-        Some(i) => (
-            base_target.get(..i).unwrap_or_default(),
-            base_target.get(i + 1..),
-        ),
-        None => (base_target, None),
-    };
-    if r.path.is_empty() {
+    let (base_path, base_query) = url::split_path_query(base.target.as_bytes());
+    if path.is_empty() {
         // Same path; the reference's query, else the base's.
         push_path(&mut out.target, [].into_iter(), base_path);
-        push_query(&mut out.target, r.query.or(base_query));
-    } else if r.path.first() == Some(&b'/') {
-        push_path(&mut out.target, [].into_iter(), r.path);
-        push_query(&mut out.target, r.query);
+        push_query(&mut out.target, query.or(base_query));
+    } else if path.first() == Some(&b'/') {
+        push_path(&mut out.target, [].into_iter(), path);
+        push_query(&mut out.target, query);
     } else {
         // Merge (§5.2.3): the base path up to its last '/', then the reference.
         let dir = match base_path.iter().rposition(|&b| b == b'/') {
             Some(i) => base_path.get(..i).unwrap_or_default(),
             None => &[][..],
         };
-        push_path(&mut out.target, dir.split(|&b| b == b'/').skip(1), r.path);
-        push_query(&mut out.target, r.query);
+        push_path(&mut out.target, dir.split(|&b| b == b'/').skip(1), path);
+        push_query(&mut out.target, query);
     }
     Ok(())
 }
 
-/// `[ userinfo "@" ] host [ ":" port ]` into `out.host` and `out.port` (the scheme's default
-/// when absent or empty).
-fn parse_authority(authority: &[u8], out: &mut Target) -> Result<(), LocationError> {
-    let hostport = match authority.iter().rposition(|&b| b == b'@') {
-        Some(i) => authority.get(i + 1..).unwrap_or_default(),
-        None => authority,
-    };
-    let (host, port) = if hostport.first() == Some(&b'[') {
-        let close = hostport
-            .iter()
-            .position(|&b| b == b']')
-            .ok_or(LocationError::BadHost)?;
-        let host = hostport.get(..=close).unwrap_or_default();
-        let inner = host.get(1..close).unwrap_or_default();
-        if inner.is_empty()
-            || !inner
-                .iter()
-                .all(|&b| b.is_ascii_hexdigit() || matches!(b, b':' | b'.'))
-        {
-            return Err(LocationError::BadHost);
-        }
-        let port = match hostport.get(close + 1..).unwrap_or_default() {
-            [] => None,
-            [b':', port @ ..] => Some(port),
-            _ => return Err(LocationError::BadHost),
-        };
-        (host, port)
-    } else {
-        match hostport.iter().rposition(|&b| b == b':') {
-            Some(i) => (hostport.get(..i).unwrap_or_default(), hostport.get(i + 1..)),
-            None => (hostport, None),
-        }
-    };
-    if host.is_empty() {
-        return Err(LocationError::NoHost);
+/// The parser's error as a `Location`'s (the bounds were checked before, and the scheme).
+fn location_error(e: url::UrlError) -> LocationError {
+    use url::UrlErrorKind as K;
+    match e.kind {
+        K::TooLong => LocationError::TooLong,
+        K::ControlChar => LocationError::ControlChar,
+        K::UnsupportedScheme => LocationError::UnsupportedScheme,
+        K::NoScheme | K::NoAuthority | K::NoHost => LocationError::NoHost,
+        K::BadHost | K::UnclosedBracket | K::AfterIpv6 | K::BadUserinfo => LocationError::BadHost,
+        K::BadPort => LocationError::BadPort,
     }
-    let reg_name_ok = host.first() == Some(&b'[')
-        || host
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b));
-    if !reg_name_ok {
-        return Err(LocationError::BadHost);
-    }
-    out.port = match port {
-        None | Some([]) => out.scheme.default_port(),
-        Some(digits) => parse_port(digits).ok_or(LocationError::BadPort)?,
-    };
-    out.host.clear();
-    out.host
-        .extend(host.iter().map(|&b| char::from(b.to_ascii_lowercase())));
-    Ok(())
-}
-
-fn parse_port(digits: &[u8]) -> Option<u16> {
-    if digits.len() > 5 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let n = digits
-        .iter()
-        .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
-    u16::try_from(n).ok().filter(|&p| p != 0)
 }
 
 /// Writes `prefix` segments (each without its leading '/') then the segments of `path`, with
@@ -392,16 +302,7 @@ fn push_query(out: &mut String, query: Option<&[u8]>) {
 /// Appends `bytes` (controls already refused), percent-encoding what may not stand in a
 /// request target.
 fn push_encoded(out: &mut String, bytes: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in bytes {
-        if b >= 0x80 || b" \"<>\\^`{|}".contains(&b) {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 15)]));
-        } else {
-            out.push(char::from(b));
-        }
-    }
+    url::percent_encode(out, bytes, b"\"<>\\^`{|}");
 }
 
 fn trim_ows(mut s: &[u8]) -> &[u8] {

@@ -393,7 +393,7 @@ pub struct Url {
     pub tls: bool,
     pub host: String,
     pub port: u16,
-    /// Path and query, starting with '/'.
+    /// Path and query, starting with '/'; non-ASCII characters percent-encoded as UTF-8.
     pub path: String,
     /// `user:password@` of the URL, percent-decoded.
     pub userinfo: Option<(String, String)>,
@@ -417,29 +417,51 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// The run's target URL, by core's one URL parser ([`headroom_core::url`]); what it refuses is
+/// said in the run's words, quoting the part at fault.
 pub fn parse_url(s: &str) -> Result<Url, UsageError> {
+    use headroom_core::url::{self, UrlErrorKind as K};
     let fix = "expected e.g. http://127.0.0.1:8080/path";
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return usage(format!("bad URL '{s}': no scheme; {fix}"));
+    let u = match url::Url::parse(s.as_bytes()) {
+        Ok(u) => u,
+        Err(e) => {
+            let part = e.part(s);
+            return usage(match e.kind {
+                K::NoScheme | K::NoAuthority => format!("bad URL '{s}': no scheme; {fix}"),
+                K::UnsupportedScheme => format!(
+                    "bad URL '{s}': scheme '{}' is not supported; {fix}",
+                    part.to_ascii_lowercase()
+                ),
+                K::UnclosedBracket => format!("bad URL '{s}': unclosed '[' in the host"),
+                K::AfterIpv6 => format!("bad URL '{s}': unexpected '{part}' after the host"),
+                K::NoHost => format!("bad URL '{s}': no host; {fix}"),
+                K::BadHost => format!(
+                    "bad URL '{s}': host '{part}' is not a name or an IP address; {fix}"
+                ),
+                K::BadPort => format!(
+                    "bad URL '{s}': port '{part}' is not a number from 1 to 65535; use e.g. http://127.0.0.1:8080/"
+                ),
+                K::ControlChar | K::BadUserinfo => format!(
+                    "bad URL '{s}': it contains spaces or control characters; percent-encode them"
+                ),
+                K::TooLong => format!("bad URL: longer than {} bytes", url::MAX_URL_LEN),
+            });
+        }
     };
-    let tls = match scheme.to_ascii_lowercase().as_str() {
-        "http" => false,
-        "https" => true,
+    let tls = match u.scheme {
+        url::Scheme::Http => false,
+        url::Scheme::Https => true,
         other => {
             return usage(format!(
-                "bad URL '{s}': scheme '{other}' is not supported; {fix}"
+                "bad URL '{s}': scheme '{}' is not supported; {fix}",
+                other.as_str()
             ))
         }
     };
-    let (authority, path) = match rest.find(['/', '?']) {
-        Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
-        Some(i) => (&rest[..i], rest[i..].to_string()),
-        None => (rest, "/".to_string()),
-    };
-    let path = path.split('#').next().unwrap_or("/").to_string();
-    let (userinfo, authority) = match authority.rsplit_once('@') {
-        Some((info, host)) => {
-            let (user, pass) = info.split_once(':').unwrap_or((info, ""));
+    let userinfo = match u.userinfo {
+        Some(info) => {
+            let info = String::from_utf8_lossy(info);
+            let (user, pass) = info.split_once(':').unwrap_or((&info, ""));
             let (Some(user), Some(pass)) = (percent_decode(user), percent_decode(pass)) else {
                 return usage(format!(
                     "bad URL '{s}': the user info is not valid percent-encoded UTF-8"
@@ -448,54 +470,21 @@ pub fn parse_url(s: &str) -> Result<Url, UsageError> {
             if user.is_empty() {
                 return usage(format!("bad URL '{s}': empty user name before '@'"));
             }
-            (Some((user, pass)), host)
+            Some((user, pass))
         }
-        None => (None, authority),
+        None => None,
     };
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let Some((h, after)) = v6.split_once(']') else {
-            return usage(format!("bad URL '{s}': unclosed '[' in the host"));
-        };
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p),
-            None if after.is_empty() => None,
-            None => {
-                return usage(format!(
-                    "bad URL '{s}': unexpected '{after}' after the host"
-                ))
-            }
-        };
-        (h.to_string(), port)
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    if host.is_empty() {
-        return usage(format!("bad URL '{s}': no host; {fix}"));
-    }
-    let port = match port {
-        None if tls => 443,
-        None => 80,
-        Some(p) => match p.parse::<u16>() {
-            Ok(p) if p > 0 => p,
-            _ => {
-                return usage(format!(
-                    "bad URL '{s}': port '{p}' is not a number from 1 to 65535; use e.g. http://127.0.0.1:8080/"
-                ))
-            }
-        },
-    };
-    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+    if u.path.contains(&b' ') || u.query.is_some_and(|q| q.contains(&b' ')) {
         return usage(format!(
             "bad URL '{s}': the path contains spaces or control characters; percent-encode them"
         ));
     }
+    let mut path = String::with_capacity(u.path.len() + u.query.map_or(0, <[u8]>::len) + 2);
+    u.push_target(&mut path, b"");
     Ok(Url {
         tls,
-        host,
-        port,
+        host: u.host.to_string(),
+        port: u.port,
         path,
         userinfo,
     })
@@ -1000,6 +989,30 @@ mod tests {
             let e = parse_url(bad).unwrap_err().0;
             assert!(e.contains("bad URL"), "{bad}: {e}");
         }
+        // Each refusal says what is wrong, quoting the part at fault.
+        for (bad, says) in [
+            ("localhost:8080", "no scheme"),
+            ("ws://h/", "scheme 'ws' is not supported"),
+            ("FTP://h/", "scheme 'ftp' is not supported"),
+            ("http://h:99999/", "port '99999' is not a number"),
+            ("http://a b/", "host 'a b' is not a name"),
+            ("http://[::1]x/", "unexpected 'x' after the host"),
+            ("http://[::1/", "unclosed '['"),
+            ("http:///p", "no host"),
+            ("http://h/a b", "the path contains spaces"),
+            ("http://h/?q=a b", "the path contains spaces"),
+            ("http://h/a\r\nX: 1", "control characters"),
+            ("http://:pw@h/", "empty user name"),
+            ("http://u:%zz@h/", "not valid percent-encoded UTF-8"),
+        ] {
+            let e = parse_url(bad).unwrap_err().0;
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let u = parse_url("http://Us%65r:p%40ss:x@H/\u{e9}#a b").unwrap();
+        assert_eq!(
+            (u.userinfo, u.host.as_str(), u.path.as_str()),
+            (Some(("User".into(), "p@ss:x".into())), "H", "/%C3%A9")
+        );
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The small text readers the HAR import needs and serde_json does not give: where each entry
 //! starts in the file (for located warnings), RFC 3339 timestamps, and `http(s)://` URLs.
+//! The URLs are taken apart by core's one URL parser ([`headroom_core::url`]).
 //!
 //! All three take any input without panicking: they index only through `get`, and give up
 //! (`None` / `Err`) on anything they do not expect.
+
+use headroom_core::url;
 
 /// Byte offsets (into `text`) of the elements of the array at `log.entries`, at most `limit` of
 /// them; `None` when the file is not laid out as expected (then warnings are not located).
@@ -253,7 +256,8 @@ pub(crate) struct Url {
     pub host: String,
     pub port: u16,
     /// Path and query as sent on the request line (`/` when empty); the fragment left out;
-    /// spaces, control and non-ASCII characters percent-encoded as UTF-8.
+    /// spaces and non-ASCII characters percent-encoded as UTF-8 (a control character refuses
+    /// the URL).
     pub target: String,
     /// The URL held `user:pass@`.
     pub userinfo: bool,
@@ -268,89 +272,41 @@ pub(crate) enum UrlError {
     Bad(&'static str),
 }
 
+/// `u` by core's one URL parser ([`headroom_core::url`]), with the words of the import's
+/// warnings. A scheme other than http(s) is named first, whatever else is wrong: a `data:` or
+/// `ws:` URL is skipped for what it is.
 pub(crate) fn parse_url(u: &str) -> Result<Url, UrlError> {
-    let colon = u.find(':').ok_or(UrlError::Bad("no scheme"))?;
-    let scheme = u[..colon].to_ascii_lowercase();
-    let valid_scheme = !scheme.is_empty()
-        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    if !valid_scheme {
-        return Err(UrlError::Bad("no scheme"));
-    }
-    let tls = match scheme.as_str() {
-        "http" => false,
-        "https" => true,
-        _ => return Err(UrlError::Scheme(scheme)),
-    };
-    let rest = u[colon + 1..]
-        .strip_prefix("//")
-        .ok_or(UrlError::Bad("no '//' after the scheme"))?;
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let (userinfo, hostport) = match authority.rfind('@') {
-        Some(at) => (true, &authority[at + 1..]),
-        None => (false, authority),
-    };
-    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
-        let close = v6
-            .find(']')
-            .ok_or(UrlError::Bad("an unclosed '[' in the host"))?;
-        let after = &v6[close + 1..];
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p),
-            None if after.is_empty() => None,
-            None => return Err(UrlError::Bad("text after the IPv6 address")),
-        };
-        (&v6[..close], port)
-    } else {
-        match hostport.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (hostport, None),
-        }
-    };
-    let port = match port {
-        None | Some("") => {
-            if tls {
-                443
-            } else {
-                80
-            }
-        }
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && p.bytes().all(|c| c.is_ascii_digit()) => n,
-            _ => return Err(UrlError::Bad("a port that is not 1-65535")),
-        },
-    };
-    let host_ok = !host.is_empty()
-        && host
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b':' | b'%'));
-    if !host_ok {
-        return Err(UrlError::Bad("an empty or malformed host"));
-    }
-    let tail = tail.split('#').next().unwrap_or("");
-    let mut target = String::with_capacity(tail.len() + 1);
-    if !tail.starts_with('/') {
-        target.push('/');
-    }
-    for c in tail.chars() {
-        if c.is_ascii_graphic() {
-            target.push(c);
-        } else {
-            let mut buf = [0u8; 4];
-            for byte in c.encode_utf8(&mut buf).bytes() {
-                target.push_str(&format!("%{byte:02X}"));
-            }
+    if let Some((name, _)) = url::split_scheme(u.as_bytes()) {
+        if !(name.eq_ignore_ascii_case(b"http") || name.eq_ignore_ascii_case(b"https")) {
+            return Err(UrlError::Scheme(
+                String::from_utf8_lossy(name).to_ascii_lowercase(),
+            ));
         }
     }
+    let parsed = url::Url::parse(u.as_bytes()).map_err(|e| {
+        use url::UrlErrorKind as K;
+        UrlError::Bad(match e.kind {
+            K::NoScheme => "no scheme",
+            K::NoAuthority => "no '//' after the scheme",
+            K::UnclosedBracket => "an unclosed '[' in the host",
+            K::AfterIpv6 => "text after the IPv6 address",
+            K::BadPort => "a port that is not 1-65535",
+            K::NoHost | K::BadHost => "an empty or malformed host",
+            K::ControlChar => "a control character",
+            K::TooLong => "more than 64 KiB",
+            K::BadUserinfo => "a space in the user info",
+            K::UnsupportedScheme => "a scheme other than http or https",
+        })
+    })?;
+    let mut target = String::with_capacity(u.len() + 1);
+    // Only what cannot be sent is encoded: the rest goes as the browser sent it.
+    parsed.push_target(&mut target, b"");
     Ok(Url {
-        tls,
-        host: host.to_ascii_lowercase(),
-        port,
+        tls: parsed.scheme.is_tls(),
+        host: parsed.host.to_ascii_lowercase(),
+        port: parsed.port,
         target,
-        userinfo,
+        userinfo: parsed.userinfo.is_some(),
     })
 }
 
@@ -439,6 +395,8 @@ mod tests {
             ("::1", 8080, "/?x")
         );
         assert_eq!(parse_url("http://h:/").unwrap().port, 80);
+        // What a browser sent goes as it was: only what cannot be sent is encoded.
+        assert_eq!(parse_url("http://h/{a}|b").unwrap().target, "/{a}|b");
         for (url, want) in [
             ("ws://h/", UrlError::Scheme("ws".into())),
             ("data:text/plain,hi", UrlError::Scheme("data".into())),
@@ -457,6 +415,8 @@ mod tests {
             ("http:/x", UrlError::Bad("no '//' after the scheme")),
             ("/relative", UrlError::Bad("no scheme")),
             ("http://[::1/", UrlError::Bad("an unclosed '[' in the host")),
+            ("http://h/a\nb", UrlError::Bad("a control character")),
+            ("wss://h:0/", UrlError::Scheme("wss".into())),
         ] {
             assert_eq!(parse_url(url), Err(want), "{url}");
         }

@@ -335,7 +335,10 @@ fn issue28_a_pipelines_streams_are_counted_under_their_own_names_whatever_order_
     // Over HTTP/2 a pipeline's requests are concurrent streams: the slow one (300 ms behind
     // nginx, from headroom serve's /sleep/) finishes after the fast one that was sent after it.
     let upstream = serve();
-    let ng = Nginx::builder().h2c(true).upstream(upstream.local_addr()).start();
+    let ng = Nginx::builder()
+        .h2c(true)
+        .upstream(upstream.local_addr())
+        .start();
     let yaml = format!(
         r#"
 servers: [{{host: 127.0.0.1, port: {port}, http: 2}}]

@@ -363,9 +363,12 @@ fn schemes_and_their_defaults() {
     }
 }
 
+/// An input and the (scheme, rest) it splits into, if it does.
+type SplitCase<'a> = (&'a [u8], Option<(&'a [u8], &'a [u8])>);
+
 #[test]
 fn schemes_split_only_before_any_slash_query_or_fragment() {
-    let cases: &[(&[u8], Option<(&[u8], &[u8])>)] = &[
+    let cases: &[SplitCase] = &[
         (b"g:h", Some((b"g", b"h"))),
         (b"http:", Some((b"http", b""))),
         (b"a+b-c.d://x", Some((b"a+b-c.d", b"//x"))),

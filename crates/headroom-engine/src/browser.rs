@@ -145,19 +145,11 @@ impl Browser {
         self.chain_start = None;
     }
 
-    /// The user's `Cookie` field value for a request to `target` (`None`: no cookie applies),
-    /// written by the jar into a buffer the browser keeps: what an HTTP/2 stream sends as its
-    /// `cookie` field.
+    /// The user's `Cookie` field value for a request to `target` (`None`: no cookie applies):
+    /// what an HTTP/2 stream sends as its `cookie` field ([`Browser::fields`] without a Digest
+    /// answer).
     pub fn cookie_value(&mut self, cfg: &BrowserConfig, target: &str, now: u64) -> Option<&[u8]> {
-        if !cfg.cookies || self.jar.is_empty() {
-            return None;
-        }
-        self.scratch.clear();
-        let secure = cfg.scheme == Scheme::Https;
-        let n = self
-            .jar
-            .write_value(&cfg.host, target, secure, now, &mut self.scratch);
-        (n > 0).then_some(&self.scratch[..])
+        self.fields(cfg, "", target, None, now).0
     }
 
     /// The fields this user adds to a request of `method` to `target`, for the encoder to write

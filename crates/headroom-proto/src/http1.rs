@@ -193,10 +193,7 @@ pub fn encode_parts_with<'a, H>(
         put_header(out, "Connection", "close");
     }
     for (name, value) in fields.iter().filter(|(_, v)| !v.is_empty()) {
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
+        put_field(out, name, value);
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
@@ -210,9 +207,14 @@ pub fn request_line_len(method: &str, path: &str) -> usize {
 }
 
 fn put_header(out: &mut Vec<u8>, name: &str, value: &str) {
+    put_field(out, name, value.as_bytes());
+}
+
+/// Appends one header field, `name: value\r\n`, its value as bytes.
+pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
-    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
 }
 

@@ -7,10 +7,23 @@ use std::time::Instant;
 
 use headroom_core::{LoadModel, ProtoCounter};
 
-use super::{State, Wake, Worker};
-use crate::browser;
+use super::{State, User, Wake, Worker};
+use crate::browser::{self, BrowserConfig};
 use crate::flight::{self, Slot};
+use crate::http2::H2Request;
 use crate::pacer;
+
+impl User {
+    /// Opens a stream for the run's request on this user's connection, with the cookies its
+    /// jar holds for the request's path: the stream's id.
+    fn open(&mut self, req: &H2Request, cfg: Option<&BrowserConfig>, unix: u64) -> Option<u32> {
+        let cookie = match (cfg, self.browser.as_deref_mut()) {
+            (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
+            _ => None,
+        };
+        self.protocol.open(req, cookie)
+    }
+}
 
 impl Worker {
     /// This run keeps `--streams` requests in flight per user, each answered and timed on its
@@ -37,11 +50,7 @@ impl Worker {
         // Refused requests first: they were counted against quotas and the pace when they
         // first went, and keep their intended time.
         while !u.refused.is_empty() && u.flight.len() < streams && u.protocol.can_open() {
-            let cookie = match (cfg, u.browser.as_deref_mut()) {
-                (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
-                _ => None,
-            };
-            let Some(stream) = u.protocol.open(req, cookie) else {
+            let Some(stream) = u.open(req, cfg, unix) else {
                 break;
             };
             u.flight.push(Slot {
@@ -61,11 +70,7 @@ impl Worker {
             if pace.is_some() && u.due == 0 {
                 break;
             }
-            let cookie = match (cfg, u.browser.as_deref_mut()) {
-                (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
-                _ => None,
-            };
-            let Some(stream) = u.protocol.open(req, cookie) else {
+            let Some(stream) = u.open(req, cfg, unix) else {
                 break;
             };
             let intended = match pace {

@@ -12,6 +12,7 @@ use super::{State, Wake, Worker, SESSIONS_PER_TURN};
 use crate::browser::{self, Browser, BrowserConfig, Next};
 use crate::flight::Slot;
 use crate::session::{Action, Env, Program};
+use headroom_proto::http1::put_field;
 
 impl Worker {
     /// Begin a request (or a pipelined batch) meant to go at `intended`.
@@ -98,12 +99,9 @@ impl Worker {
         for _ in 0..u.batch {
             own.extend_from_slice(&self.s.request[..line]);
             let (cookie, auth) = a.fields(cfg, &r.method, target, digest, now);
-            for (name, value) in [(&b"Cookie"[..], cookie), (b"Authorization", auth)] {
+            for (name, value) in [("Cookie", cookie), ("Authorization", auth)] {
                 if let Some(v) = value {
-                    own.extend_from_slice(name);
-                    own.extend_from_slice(b": ");
-                    own.extend_from_slice(v);
-                    own.extend_from_slice(b"\r\n");
+                    put_field(&mut own, name, v);
                 }
             }
             own.extend_from_slice(&self.s.request[line..one]);

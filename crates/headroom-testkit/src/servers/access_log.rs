@@ -56,10 +56,9 @@ pub fn parse_line(line: &str) -> Option<LogLine> {
     })
 }
 
-/// Every line of the log at `path`, once the file has stopped growing (the servers write a line
-/// when a request completes; give them a moment to settle). Lines that do not parse panic: the
-/// format is ours.
-pub fn read_settled(path: &Path) -> Vec<LogLine> {
+/// The text of the log at `path` once the file has stopped growing (read every 50 ms until two
+/// reads agree, 2.5 s at most): a server writes a line when a request completes.
+pub fn settled_text(path: &Path) -> String {
     let mut last = None;
     let mut text = String::new();
     for _ in 0..50 {
@@ -70,7 +69,15 @@ pub fn read_settled(path: &Path) -> Vec<LogLine> {
         last = Some(text.len());
         thread::sleep(Duration::from_millis(50));
     }
-    text.lines()
+    text
+}
+
+/// Every line of the log at `path`, once the file has stopped growing (the servers write a line
+/// when a request completes; give them a moment to settle). Lines that do not parse panic: the
+/// format is ours.
+pub fn read_settled(path: &Path) -> Vec<LogLine> {
+    settled_text(path)
+        .lines()
         .map(|l| parse_line(l).unwrap_or_else(|| panic!("unexpected access-log line: {l}")))
         .collect()
 }

@@ -183,16 +183,6 @@ impl AccessLog for H2o {
 
 impl Drop for H2o {
     fn drop(&mut self) {
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::servers::net::stop_child(&mut self.child);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -43,4 +44,20 @@ pub fn probe_token(addr: SocketAddr) -> Option<String> {
     let mut reply = String::new();
     s.read_to_string(&mut reply).ok()?;
     Some(reply)
+}
+
+/// Stops a server started by a test: SIGTERM first (a master process must live long enough to
+/// stop its workers, or they outlive the test as orphans), SIGKILL after 5 s.
+pub fn stop_child(child: &mut Child) {
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -47,7 +47,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::servers::access_log::{read_settled, AccessLog, LogLine};
+use crate::servers::access_log::{read_settled, settled_text, AccessLog, LogLine};
 use crate::servers::net::{free_port, probe_token};
 use crate::servers::nginx::{find_nginx, Nginx};
 use crate::servers::pki::CertFiles;
@@ -346,17 +346,7 @@ impl TlsNginx {
 
     /// Lines of `site.log` ([`NginxBuilder::site`]), once nginx has written them all.
     pub fn site_log(&self) -> Vec<String> {
-        let path = self.dir.path().join("site.log");
-        let mut last = None;
-        for _ in 0..50 {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            if last.as_ref() == Some(&text) {
-                break;
-            }
-            last = Some(text);
-            thread::sleep(Duration::from_millis(40));
-        }
-        last.unwrap_or_default()
+        settled_text(&self.dir.path().join("site.log"))
             .lines()
             .map(str::to_string)
             .collect()

@@ -33,6 +33,12 @@ pub struct IntervalLine {
     pub latency_uncorrected_us: IntervalLatency,
     pub connect_us: IntervalLatency,
     pub tls_us: IntervalLatency,
+    /// TLS handshakes finished in the interval, and how many of them resumed a session (0 in a
+    /// plain run; absent from older files, read as 0).
+    #[serde(default)]
+    pub tls_handshakes: u64,
+    #[serde(default)]
+    pub tls_resumed: u64,
     pub connects: u64,
     pub disconnects: u64,
     /// Served connections (the server sent a byte on them) open at the interval's end.

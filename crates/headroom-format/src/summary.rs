@@ -245,6 +245,68 @@ pub struct Errors {
     pub flood: u64,
 }
 
+impl Errors {
+    /// Every failure, whatever its kind (the run's `errors_total`).
+    pub fn total(&self) -> u64 {
+        let Errors {
+            connect_timeout,
+            refused,
+            reset,
+            closed,
+            timeout,
+            protocol,
+            http_4xx,
+            http_5xx,
+            local_resource,
+            other,
+            login,
+            error_reply,
+            tls_untrusted,
+            tls_expired,
+            tls_wrong_name,
+            tls_certificate,
+            tls_version,
+            tls_alert,
+            tls_malformed,
+            unexpected_status,
+            redirect_limit,
+            bad_location,
+            redirect_offsite,
+            stream_reset,
+            flood,
+        } = self;
+        [
+            *connect_timeout,
+            *refused,
+            *reset,
+            *closed,
+            *timeout,
+            *protocol,
+            *http_4xx,
+            *http_5xx,
+            *local_resource,
+            *other,
+            *login,
+            *error_reply,
+            *tls_untrusted,
+            *tls_expired,
+            *tls_wrong_name,
+            *tls_certificate,
+            *tls_version,
+            *tls_alert,
+            *tls_malformed,
+            *unexpected_status,
+            *redirect_limit,
+            *bad_location,
+            *redirect_offsite,
+            *stream_reset,
+            *flood,
+        ]
+        .iter()
+        .sum()
+    }
+}
+
 /// Responses by status class.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

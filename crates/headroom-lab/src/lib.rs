@@ -6,11 +6,16 @@
 //! - `store`: every run in SQLite; a lab started again skips the runs already stored.
 //! - `table`: pivot tables (factor levels as rows and columns, mean ± 95% CI).
 //! - `runner`: the experiment's runs. Each configuration's load is a `RunSpec` built into its
-//!   plan by the run library's one builder (`headroom_run::build`), driven by its drivers (this
-//!   process's engine, or agents), and written as a run directory of `headroom run --out`'s
-//!   format under `OUTPUT/runs/` with the typed `RunSummary`.
+//!   plan by the run library's one builder (`headroom_run::build`).
+//! - `measure`: one load through the run pipeline (`headroom_run::pipeline::execute`, with this
+//!   process's engine or agents as its driver), with three sinks: the run directory of `headroom
+//!   run --out`'s format under `OUTPUT/runs/`, the server's sampler and the kept intervals.
+//! - `intervals`: the intervals the lab stores (headroom-format's typed line, older stores' flat
+//!   line read too), the connection capacity and intervals.csv's rows.
 
 pub mod experiment;
+pub mod intervals;
+pub mod measure;
 pub mod runner;
 pub mod server;
 pub mod store;

@@ -15,14 +15,13 @@ use headroom_dist::launch::PortRange;
 use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
 use headroom_monitor::prom::Scraper;
-use headroom_monitor::{Sample, Sampler};
-use headroom_run::interval::{IntervalLine, IntervalLineExt};
-use headroom_run::pipeline::Driver as _;
-use headroom_run::rundir::{finish_run_dir, RunDir};
-use headroom_run::summary::{self_usage, RunSummaryExt, SelfUsage};
-use headroom_run::RunSummary;
+use headroom_monitor::Sample;
+use headroom_run::summary::RunSummaryExt;
 
 use crate::experiment::{expand_known, Loaded, RateSearch};
+use crate::intervals::{connection_capacity, kept, LabInterval, CSV_COLUMNS};
+use crate::measure::{measure, warm_up};
+pub use crate::measure::{LabAgents, PromSource, MAX_SERIES};
 use crate::server::{self, Factors, RunningServer};
 use crate::store::{RunRecord, RunStatus, Store};
 use crate::table::{csv_field, fmt_value, pivot, Table};
@@ -38,70 +37,11 @@ pub struct LabOptions {
     pub headroom_bin: PathBuf,
     /// Progress lines on stderr.
     pub progress: bool,
-    /// Where the loads run; this process's engine when `None`.
-    pub driver: Option<LoadDriver>,
+    /// The agents the loads run on; this process's engine when `None`.
+    pub agents: Option<LabAgents>,
     /// Where `{port}` is taken from (`--ports LO-HI`, `HEADROOM_PORTS`); any free port when
     /// `None`.
     pub ports: Option<PortRange>,
-}
-
-/// What a driver measured: the run library's (the merged outcome, the agents' section of the
-/// run's summary, warnings for the progress lines).
-pub use headroom_run::pipeline::Driven;
-
-/// Runs one load (`plan`, described by the spec) to start at the given instant, handing every
-/// interval to the sink. An error fails the run (the load could not run, or was cut short).
-pub type DriveFn = dyn Fn(
-        &Plan,
-        &RunSpec,
-        SystemTime,
-        Arc<AtomicBool>,
-        &mut dyn FnMut(&headroom_engine::Interval<'_>),
-    ) -> Result<Driven, String>
-    + Send
-    + Sync;
-
-/// Sends the lab's loads (warm-up, measured run, rate probes) somewhere other than this
-/// process's engine: `headroom lab --agents` runs them on agents.
-#[derive(Clone)]
-pub struct LoadDriver {
-    pub run: Arc<DriveFn>,
-    /// How long before the load's start the driver is called (agents build their plans in
-    /// it); the server's sampling starts with the load, not with the call.
-    pub lead: Duration,
-}
-
-impl std::fmt::Debug for LoadDriver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadDriver")
-            .field("lead", &self.lead)
-            .finish_non_exhaustive()
-    }
-}
-
-/// When a load called now starts: at once in this process, `lead` later with a driver.
-fn start_of(driver: Option<&LoadDriver>) -> Option<SystemTime> {
-    driver.map(|d| SystemTime::now() + d.lead)
-}
-
-/// Runs one load with the driver (to start at `start_at`, see [`start_of`]), or in this
-/// process, and returns when it ended.
-fn drive(
-    driver: Option<&LoadDriver>,
-    (plan, spec): (&Plan, &RunSpec),
-    start_at: Option<SystemTime>,
-    stop: &Arc<AtomicBool>,
-    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>),
-) -> Result<Driven, String> {
-    match driver {
-        None => headroom_run::pipeline::LocalEngine
-            .drive(plan, stop.clone(), sink)
-            .map_err(|e| e.to_string()),
-        Some(d) => {
-            let at = start_at.unwrap_or_else(|| SystemTime::now() + d.lead);
-            (d.run)(plan, spec, at, stop.clone(), sink)
-        }
-    }
 }
 
 /// What a lab produced.
@@ -359,128 +299,6 @@ fn metrics(plan: &Plan, out: &RunOutcome, samples: &[Sample]) -> BTreeMap<String
     m
 }
 
-fn interval_line(iv: &headroom_engine::Interval<'_>) -> serde_json::Value {
-    let c = &iv.merged.counters;
-    let lat = LatencyStats::of(&iv.merged.latency);
-    let tls = LatencyStats::of(&iv.merged.tls);
-    serde_json::json!({
-        "index": iv.index,
-        "t_s": iv.start.as_secs_f64(),
-        "length_s": iv.length.as_secs_f64(),
-        "responses": c.responses,
-        "errors": c.errors_total(),
-        "latency_p50_us": lat.p50,
-        "latency_p99_us": lat.p99,
-        "connections_open": c.connections_open,
-        "connections_peak": c.connections_peak,
-        "tcp_connected_peak": c.tcp_connected_peak,
-        "connect_timeouts": c.errors[ErrorKind::ConnectTimeout.index()],
-        "sessions_completed": c.sessions_completed,
-        // Zero in a plain run; the handshakes finished in this interval.
-        "tls_p50_us": tls.p50,
-        "tls_p99_us": tls.p99,
-        "tls_handshakes": c.proto[ProtoCounter::TlsHandshakes.index()],
-        "tls_resumed": c.proto[ProtoCounter::TlsResumed.index()],
-    })
-}
-
-/// Concurrent-connection capacity (seed 000): the most connections open at once before the first
-/// interval whose error rate passes `max_error_rate` or that has a connect timeout. Returns the
-/// capacity and whether such a break was reached (otherwise the load never found the limit and
-/// the figure is a lower bound).
-pub fn connection_capacity(intervals: &[serde_json::Value], max_error_rate: f64) -> (f64, bool) {
-    let mut best = 0u64;
-    for iv in intervals {
-        let n = |k: &str| iv[k].as_u64().unwrap_or(0);
-        let (ok, errors) = (n("responses"), n("errors"));
-        let rate = errors as f64 / (ok + errors).max(1) as f64;
-        if rate > max_error_rate || n("connect_timeouts") > 0 {
-            return (best as f64, true);
-        }
-        best = best.max(n("connections_peak"));
-    }
-    (best as f64, false)
-}
-
-/// Where to scrape extra series, and which to keep.
-#[derive(Debug, Clone)]
-pub struct PromSource {
-    pub scraper: Scraper,
-    /// Metric names to keep; every series when empty (at most [`MAX_SERIES`]).
-    pub keep: Vec<String>,
-}
-
-/// Series kept from one scrape at most, so a chatty endpoint cannot flood the store.
-pub const MAX_SERIES: usize = 64;
-
-/// What the sampler thread read: the process tree, and the scraped series at the same instants.
-#[derive(Debug, Default)]
-struct Readings {
-    samples: Vec<Sample>,
-    /// One map per sample (empty when there is no endpoint or the scrape failed).
-    prom: Vec<BTreeMap<String, f64>>,
-    /// The last scrape error, if any.
-    prom_error: Option<String>,
-}
-
-fn scrape_into(src: &Option<PromSource>, r: &mut Readings) {
-    let mut m = BTreeMap::new();
-    if let Some(src) = src {
-        match src.scraper.scrape() {
-            Ok(v) => {
-                for x in v {
-                    if (src.keep.is_empty() || src.keep.contains(&x.name)) && m.len() < MAX_SERIES {
-                        m.insert(x.key(), x.value);
-                    }
-                }
-            }
-            Err(e) => r.prom_error = Some(e),
-        }
-    }
-    r.prom.push(m);
-}
-
-/// Samples `pid`'s tree (and scrapes `prom`) every `every` on its own thread, from `start`
-/// (the load's start; now when `None`) until `stop` is set (or the process exits).
-fn sample_in_background(
-    pid: u32,
-    every: Duration,
-    stop: Arc<AtomicBool>,
-    prom: Option<PromSource>,
-    start: Option<SystemTime>,
-) -> std::thread::JoinHandle<Readings> {
-    std::thread::spawn(move || {
-        if let Some(wait) = start.and_then(|t| t.duration_since(SystemTime::now()).ok()) {
-            let until = Instant::now() + wait;
-            while Instant::now() < until {
-                if stop.load(Ordering::Relaxed) {
-                    // The load ended before it started (it could not start).
-                    return Readings::default();
-                }
-                std::thread::sleep(Duration::from_millis(5).min(until - Instant::now()));
-            }
-        }
-        let mut s = Sampler::new(pid);
-        let mut r = Readings::default();
-        while let Ok(x) = s.sample() {
-            r.samples.push(x);
-            scrape_into(&prom, &mut r);
-            let until = Instant::now() + every;
-            while Instant::now() < until {
-                if stop.load(Ordering::Relaxed) {
-                    if let Ok(x) = s.sample() {
-                        r.samples.push(x);
-                        scrape_into(&prom, &mut r);
-                    }
-                    return r;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        r
-    })
-}
-
 /// A scraped series key as part of a figure name: `prom_` + its name and label values, with
 /// every other character made `_`.
 fn prom_figure(key: &str) -> String {
@@ -537,23 +355,6 @@ fn label(f: &Factors) -> String {
         .join(" ")
 }
 
-/// One load against a running server: what the engine (or the agents) measured, its
-/// intervals, the server's samples on the same clock, and whether the server survived.
-struct Measured {
-    outcome: Result<Driven, String>,
-    /// The run directory being written (none without one, or after a write failed).
-    run_dir: Option<RunDir>,
-    /// Why the run directory is incomplete.
-    dir_error: Option<String>,
-    /// This process's CPU time over the load (the generator's, or the controller's with agents).
-    usage: SelfUsage,
-    intervals: Vec<serde_json::Value>,
-    samples: Vec<Sample>,
-    prom: Vec<BTreeMap<String, f64>>,
-    prom_error: Option<String>,
-    alive: Result<(), server::ServerFailure>,
-}
-
 /// A run's figures: the load's, the server's, and the scraped series'.
 fn figures(
     plan: &Plan,
@@ -564,101 +365,6 @@ fn figures(
     let mut m = metrics(plan, out, samples);
     prom_metrics(&mut m, samples, prom);
     m
-}
-
-impl Measured {
-    /// The samples as stored: each with its scraped series under `prom`, when there are any.
-    fn samples_json(&self) -> Vec<serde_json::Value> {
-        self.samples
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                let mut v = serde_json::to_value(s).ok()?;
-                if let Some(p) = self.prom.get(i).filter(|p| !p.is_empty()) {
-                    v["prom"] = serde_json::json!(p);
-                }
-                Some(v)
-            })
-            .collect()
-    }
-}
-
-/// A warm-up load; what it measured is dropped, but a driver's trouble is shown.
-fn warm_up(
-    driver: Option<&LoadDriver>,
-    load: (&Plan, &RunSpec),
-    stop: &Arc<AtomicBool>,
-    progress: bool,
-    tag: &str,
-) {
-    let r = drive(driver, load, start_of(driver), stop, &mut |_| {});
-    if progress && driver.is_some() {
-        match r {
-            Ok(d) => d
-                .warnings
-                .iter()
-                .for_each(|w| eprintln!("{tag}: warning: warm-up: {w}")),
-            Err(e) => eprintln!("{tag}: warning: warm-up: {e}"),
-        }
-    }
-}
-
-/// Runs the measured load, sampling the server beside it. With `dir`, the load is also written
-/// as a run directory (`headroom run --out`'s format: intervals.jsonl and latency.hlog as it
-/// goes; see [`finish_run_dir`] for its summary.json), so `headroom report DIR` reads each
-/// run of a lab as it reads any run.
-fn measure(
-    load: (&Plan, &RunSpec),
-    driver: Option<&LoadDriver>,
-    srv: &mut RunningServer,
-    stop: &Arc<AtomicBool>,
-    prom: Option<PromSource>,
-    dir: Option<&Path>,
-) -> Measured {
-    let sampling = Arc::new(AtomicBool::new(false));
-    let start = start_of(driver);
-    let mut run_dir = None;
-    let mut dir_error = None;
-    if let Some(path) = dir {
-        match RunDir::create(path, start.unwrap_or_else(SystemTime::now), "headroom lab") {
-            Ok(d) => run_dir = Some(d),
-            Err(e) => dir_error = Some(format!("cannot create {}: {e}", path.display())),
-        }
-    }
-    let sampler = sample_in_background(srv.pid(), load.0.interval, sampling.clone(), prom, start);
-    let before = self_usage();
-    let mut intervals = Vec::new();
-    let outcome = drive(driver, load, start, stop, &mut |iv| {
-        if let Some(d) = run_dir.as_mut() {
-            let line = IntervalLine::of(iv, load.0, None);
-            // A file that cannot be written (a full disk) says so once and keeps its whole
-            // lines; the directory stays, so summary.json still goes into its reserved space.
-            if let Err(e) = d.interval(iv, &line) {
-                dir_error.get_or_insert(format!("{}: {e}", d.path.display()));
-            }
-        }
-        intervals.push(interval_line(iv))
-    });
-    sampling.store(true, Ordering::Relaxed);
-    let r = sampler.join().unwrap_or_default();
-    let alive = srv.check_alive();
-    let after = self_usage();
-    let usage = SelfUsage {
-        cpu_user_s: after.cpu_user_s - before.cpu_user_s,
-        cpu_sys_s: after.cpu_sys_s - before.cpu_sys_s,
-        max_rss_kb: after.max_rss_kb,
-    };
-    Measured {
-        outcome,
-        run_dir,
-        dir_error,
-        usage,
-        intervals,
-        samples: r.samples,
-        prom: r.prom,
-        prom_error: r.prom_error,
-        alive,
-    }
 }
 
 /// The outcome of a max-sustainable-rate search (see [`search_rate`]).
@@ -957,7 +663,7 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
             } else {
                 let (plan, spec) = load_for(l, &values, l.duration, None)
                     .map_err(|e| format!("{}: {e}", label(config)))?;
-                let driver = opts.driver.as_ref();
+                let agents = opts.agents.as_ref();
                 match server::start_until(&l.server, &values, &stop) {
                     // Stopped while the server came up: not a run, redone on the next start.
                     Err(f) if f.kind == server::FailureKind::Interrupted => {
@@ -969,13 +675,13 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                         if !l.warmup.is_zero() {
                             let w = load_for(l, &values, Some(l.warmup), None)
                                 .map_err(|e| format!("{}: {e}", label(config)))?;
-                            warm_up(driver, (&w.0, &w.1), &stop, opts.progress, &tag);
+                            warm_up(agents, (&w.0, &w.1), &stop, opts.progress, &tag);
                         }
                         let prom = prom_source(l, &values)
                             .map_err(|e| format!("{}: {e}", label(config)))?;
                         let m = measure(
                             (&plan, &spec),
-                            driver,
+                            agents,
                             &mut srv,
                             &stop,
                             prom,
@@ -990,11 +696,12 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                             eprintln!("{tag}: warning: scraping {e}");
                         }
                         let sample_json = m.samples_json();
+                        let intervals = kept(m.intervals, None);
                         match (m.outcome, m.alive) {
                             (_, Err(f)) => server_failed(
                                 "server died during the run",
                                 f,
-                                m.intervals,
+                                intervals,
                                 sample_json,
                             ),
                             (Err(e), Ok(())) => {
@@ -1005,20 +712,16 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                     RunStatus::LoadFailed { reason: e },
                                     BTreeMap::new(),
                                     serde_json::Value::Null,
-                                    m.intervals,
+                                    intervals,
                                     sample_json,
                                 )
                             }
-                            (Ok(driven), Ok(())) => {
-                                let out = driven.outcome;
-                                if opts.progress {
-                                    for w in &driven.warnings {
-                                        eprintln!("{tag}: warning: {w}");
-                                    }
-                                }
-                                let mut mx = figures(&plan, &out, &m.samples, &m.prom);
-                                let (cap, reached) =
-                                    connection_capacity(&m.intervals, l.exp.capacity_error_rate());
+                            (Ok(done), Ok(())) => {
+                                let mut mx = figures(&plan, &done.outcome, &m.samples, &m.prom);
+                                let (cap, reached) = connection_capacity(
+                                    intervals.iter().map(|i| &i.line),
+                                    l.exp.capacity_error_rate(),
+                                );
                                 mx.insert("capacity_connections".into(), cap);
                                 mx.insert(
                                     "capacity_reached".into(),
@@ -1027,21 +730,12 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                 if opts.progress {
                                     eprintln!("{tag}: {} ({stopped})", brief(&mx));
                                 }
-                                let mut dir_error = m.dir_error;
-                                let mut summary = finish_run(
-                                    &plan,
-                                    &out,
-                                    driven.agents,
-                                    &m.usage,
-                                    m.run_dir.as_ref(),
-                                    &mut dir_error,
-                                )
-                                .to_json();
+                                let mut summary = done.summary.to_json();
                                 summary["server_stop"] = serde_json::json!(stopped);
-                                if let (Some(e), true) = (dir_error, opts.progress) {
+                                if let (Some(e), true) = (m.dir_error, opts.progress) {
                                     eprintln!("{tag}: warning: run directory: {e}");
                                 }
-                                record(RunStatus::Ok, mx, summary, m.intervals, sample_json)
+                                record(RunStatus::Ok, mx, summary, intervals, sample_json)
                             }
                         }
                     }
@@ -1167,38 +861,6 @@ pub fn run_dir_name(config: &Factors, rep: u32) -> String {
     parts.join("_")
 }
 
-/// A run's summary: `headroom run`'s typed summary.json, written into the run's directory (with
-/// its intervals.csv) when it has one. A write failure is kept in `dir_error`; the run counts.
-fn finish_run(
-    plan: &Plan,
-    out: &RunOutcome,
-    agents: Option<headroom_run::summary::Agents>,
-    usage: &SelfUsage,
-    run_dir: Option<&RunDir>,
-    dir_error: &mut Option<String>,
-) -> RunSummary {
-    let command = match run_dir {
-        Some(d) => format!("headroom lab ({})", d.path.display()),
-        None => "headroom lab".to_string(),
-    };
-    let mut summary = RunSummary::build(plan, out, usage, &command);
-    summary.agents = agents;
-    if let Some(d) = run_dir {
-        let written = d
-            .write_summary(&summary)
-            .map_err(|e| format!("{}/summary.json: {e}", d.path.display()))
-            .and_then(|()| {
-                finish_run_dir(&d.path, false)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(e) = written {
-            dir_error.get_or_insert(e);
-        }
-    }
-    summary
-}
-
 /// A run's headline figures for a progress line.
 fn brief(m: &BTreeMap<String, f64>) -> String {
     let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
@@ -1226,7 +888,7 @@ fn brief(m: &BTreeMap<String, f64>) -> String {
 struct SearchRun {
     metrics: BTreeMap<String, f64>,
     summary: serde_json::Value,
-    intervals: Vec<serde_json::Value>,
+    intervals: Vec<LabInterval>,
     samples: Vec<serde_json::Value>,
 }
 
@@ -1242,7 +904,7 @@ fn search_run(
     tag: &str,
     run_path: &Path,
 ) -> Result<SearchRun, Abort> {
-    let (progress, driver) = (opts.progress, opts.driver.as_ref());
+    let (progress, agents) = (opts.progress, opts.agents.as_ref());
     let probe_len = l.duration.unwrap_or(Duration::from_secs(10));
     let of = rs.slo.of.as_deref();
     if let Some(name) = of {
@@ -1282,12 +944,12 @@ fn search_run(
             // The warm-up is a probe at `from` as long as the warm-up.
             let w =
                 load_for(l, values, Some(l.warmup), Some((rs.from, rs))).map_err(Abort::Plan)?;
-            warm_up(driver, (&w.0, &w.1), stop, progress, tag);
+            warm_up(agents, (&w.0, &w.1), stop, progress, tag);
             warmed = true;
         }
         let prom = prom_source(l, values).map_err(Abort::Plan)?;
         let probe_dir = run_path.join(format!("probe-{index:02}"));
-        let m = measure((&plan, &spec), driver, s, stop, prom, Some(&probe_dir));
+        let m = measure((&plan, &spec), agents, s, stop, prom, Some(&probe_dir));
         if stop.load(Ordering::Relaxed) {
             return Err(Abort::Interrupted);
         }
@@ -1302,7 +964,7 @@ fn search_run(
             ),
             // Agents that could not run the probe, or were lost with `stop`: no verdict on the
             // server.
-            (Err(e), Ok(())) if driver.is_some() => {
+            (Err(e), Ok(())) if agents.is_some() => {
                 return Err(Abort::Load(format!("probe {index} at {rate:.1}/s: {e}")))
             }
             (Err(e), Ok(())) => (
@@ -1310,13 +972,8 @@ fn search_run(
                 BTreeMap::new(),
                 serde_json::Value::Null,
             ),
-            (Ok(driven), Ok(())) => {
-                let out = &driven.outcome;
-                if progress {
-                    for w in &driven.warnings {
-                        eprintln!("{tag}: probe {index}: warning: {w}");
-                    }
-                }
+            (Ok(done), Ok(())) => {
+                let out = &done.outcome;
                 let mut mx = figures(&plan, out, &m.samples, &m.prom);
                 if let Some(name) = of {
                     if let Some(n) = of_index(&plan, name).and_then(|i| out.total.names.get(i)) {
@@ -1328,17 +985,8 @@ fn search_run(
                         }
                     }
                 }
-                let mut dir_error = m.dir_error.clone();
-                let summary = finish_run(
-                    &plan,
-                    out,
-                    driven.agents.clone(),
-                    &m.usage,
-                    m.run_dir.as_ref(),
-                    &mut dir_error,
-                )
-                .to_json();
-                if let (Some(e), true) = (dir_error, progress) {
+                let summary = done.summary.to_json();
+                if let (Some(e), true) = (&m.dir_error, progress) {
                     eprintln!("{tag}: probe {index}: warning: run directory: {e}");
                 }
                 (judge(&plan, out, rs, rate), mx, summary)
@@ -1352,7 +1000,7 @@ fn search_run(
         }
         probes.push(probe_line(index, rate, &verdict, &mx, of));
         samples.extend(tagged(m.samples_json(), index));
-        intervals.extend(tagged(m.intervals, index));
+        intervals.extend(kept(m.intervals, Some(index)));
         let held = verdict.is_ok();
         if held {
             if best.as_ref().is_none_or(|(r, _, _)| rate > *r) {
@@ -1416,23 +1064,7 @@ enum Curve {
 /// A CSV of per-interval, per-probe or per-sample rows, one per line, with the factors first.
 fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
     let cols: &[&str] = match kind {
-        Curve::Intervals => &[
-            "probe",
-            "t_s",
-            // The interval's end is t_s + length_s: the report charts each at its end, on an
-            // axis that runs to the end of the run's last interval.
-            "length_s",
-            "responses",
-            "errors",
-            "latency_p99_us",
-            "connections_open",
-            "connections_peak",
-            "connect_timeouts",
-            "sessions_completed",
-            "tls_p99_us",
-            "tls_handshakes",
-            "tls_resumed",
-        ],
+        Curve::Intervals => &CSV_COLUMNS,
         Curve::Probes => &[
             "probe",
             "rate",
@@ -1472,20 +1104,35 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
         .iter()
         .filter(|r| kind == Curve::Samples || r.status.is_ok())
     {
-        let rows: Vec<&serde_json::Value> = match kind {
-            Curve::Intervals => r.intervals.iter().collect(),
-            Curve::Samples => r.samples.iter().collect(),
-            Curve::Probes => r.summary["probes"]
-                .as_array()
-                .map(|a| a.iter().collect())
-                .unwrap_or_default(),
-        };
-        for row in rows {
+        let prefix = || {
             let mut cells: Vec<String> = factors
                 .iter()
                 .map(|f| csv_field(r.factors.get(f).map(String::as_str).unwrap_or("")))
                 .collect();
             cells.push(r.repetition.to_string());
+            cells
+        };
+        let mut line = |cells: Vec<String>| {
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        };
+        if kind == Curve::Intervals {
+            for i in &r.intervals {
+                let mut cells = prefix();
+                cells.extend(i.csv_cells());
+                line(cells);
+            }
+            continue;
+        }
+        let rows: Vec<&serde_json::Value> = match kind {
+            Curve::Samples => r.samples.iter().collect(),
+            _ => r.summary["probes"]
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default(),
+        };
+        for row in rows {
+            let mut cells = prefix();
             for c in cols {
                 if *c == "run_ok" {
                     cells.push(r.status.is_ok().to_string());
@@ -1497,8 +1144,7 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
                     v => v.to_string(),
                 });
             }
-            out.push_str(&cells.join(","));
-            out.push('\n');
+            line(cells);
         }
     }
     out
@@ -1551,7 +1197,7 @@ fn indent(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{connection_capacity, search_rate, Abort};
+    use super::{search_rate, Abort};
     use crate::experiment::{RateSearch, Slo};
     use serde_json::json;
     use std::time::Duration;
@@ -1641,7 +1287,7 @@ mod tests {
             duration_s: 1.0,
             metrics: Default::default(),
             summary: serde_json::Value::Null,
-            intervals: vec![json!({"t_s": 0.0, "responses": 3})],
+            intervals: vec![crate::intervals::LabInterval::default()],
             samples,
         };
         let sample = |t: f64, sys: f64| json!({"t_s": t, "cpu_user_pct": 1.5, "cpu_sys_pct": sys, "rss_bytes": 4096, "fds": 7, "threads": 2, "machine": {}});
@@ -1668,22 +1314,5 @@ mod tests {
         // Intervals keep to the good runs.
         let iv = curve_csv(&runs, &["poller".to_string()], Curve::Intervals);
         assert_eq!(iv.lines().count(), 2, "{iv}");
-    }
-
-    #[test]
-    fn capacity_is_the_peak_before_the_first_bad_interval() {
-        let iv = |peak: u64, ok: u64, err: u64, ct: u64| json!({"connections_peak": peak, "responses": ok, "errors": err, "connect_timeouts": ct});
-        let good = [iv(100, 50, 0, 0), iv(250, 80, 0, 0), iv(240, 90, 0, 0)];
-        assert_eq!(connection_capacity(&good, 0.01), (250.0, false));
-        let errors = [
-            iv(100, 50, 0, 0),
-            iv(300, 80, 0, 0),
-            iv(350, 90, 10, 0),
-            iv(400, 1, 0, 0),
-        ];
-        assert_eq!(connection_capacity(&errors, 0.01), (300.0, true));
-        assert_eq!(connection_capacity(&errors, 0.2), (400.0, false));
-        let timeouts = [iv(100, 50, 0, 0), iv(200, 80, 0, 1)];
-        assert_eq!(connection_capacity(&timeouts, 0.5), (100.0, true));
     }
 }

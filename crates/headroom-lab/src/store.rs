@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use crate::intervals::LabInterval;
+
 /// A configuration: factor name -> level.
 pub type Factors = BTreeMap<String, String>;
 
@@ -62,8 +64,8 @@ pub struct RunRecord {
     pub metrics: BTreeMap<String, f64>,
     /// headroom's summary.json of the run (null for failed runs).
     pub summary: serde_json::Value,
-    /// One JSON object per load interval (intervals.jsonl lines).
-    pub intervals: Vec<serde_json::Value>,
+    /// Its load intervals (intervals.jsonl lines, each with its probe).
+    pub intervals: Vec<LabInterval>,
     /// One JSON object per server sample (headroom_monitor::Sample serialised), same clock.
     pub samples: Vec<serde_json::Value>,
 }
@@ -346,7 +348,8 @@ impl Store {
             ],
         )?;
         let run_id = tx.last_insert_rowid();
-        for (table, rows) in [("intervals", &run.intervals), ("samples", &run.samples)] {
+        let intervals: Vec<serde_json::Value> = run.intervals.iter().map(|i| i.to_json()).collect();
+        for (table, rows) in [("intervals", &intervals), ("samples", &run.samples)] {
             let mut stmt = tx.prepare_cached(&format!(
                 "INSERT INTO {table} (run_id, idx, json) VALUES (?1, ?2, ?3)"
             ))?;
@@ -396,7 +399,12 @@ impl Store {
                     .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
                     .collect(),
                 summary: serde_json::from_str(&summary)?,
-                intervals: self.children("intervals", id)?,
+                // A row that is no interval line (a store edited by hand) is left out.
+                intervals: self
+                    .children("intervals", id)?
+                    .into_iter()
+                    .filter_map(LabInterval::read)
+                    .collect(),
                 samples: self.children("samples", id)?,
             });
         }

@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use headroom_lab::intervals::LabInterval;
 use headroom_lab::store::{Factors, RunRecord, RunStatus, Store, StoreError};
 use headroom_lab::table::{fmt_cell, mean_ci, pivot, Cell};
+use headroom_run::interval::IntervalLine;
 use serde_json::json;
 
 fn factors(pairs: &[(&str, &str)]) -> Factors {
@@ -29,7 +31,20 @@ fn ok_run(f: &Factors, repetition: u32, throughput: f64) -> RunRecord {
         .collect(),
         summary: json!({"requests": 1000 * repetition, "latency_ms": {"p50": 0.25, "p99": 1.5}}),
         intervals: (0..3)
-            .map(|i| json!({"t_s": i as f64 + 1.0, "requests": 100 + i, "rps": 100.5}))
+            .map(|i| {
+                let mut line = IntervalLine {
+                    index: i,
+                    t_s: i as f64 + 1.0,
+                    requests: 100 + i,
+                    rps: 100.5,
+                    ..IntervalLine::default()
+                };
+                line.status_codes.insert(200, 100 + i);
+                LabInterval {
+                    probe: (repetition > 1).then_some(repetition),
+                    line,
+                }
+            })
             .collect(),
         samples: (0..4)
             .map(|i| json!({"t_s": 0.5 * i as f64, "cpu_user_pct": 12.5, "rss_bytes": 1 << 20}))
@@ -89,6 +104,44 @@ fn runs_round_trip_in_the_order_saved() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(store.runs(exp).unwrap(), runs);
     assert_eq!(store.count_runs(exp).unwrap(), 6);
+}
+
+/// A store written before the lab kept headroom-format's interval line holds its own flat line:
+/// it still reads, with the same figures in intervals.csv's cells.
+#[test]
+fn an_older_stores_flat_intervals_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lab.sqlite");
+    let mut store = open(&dir);
+    let exp = store.experiment("bufs", &spec()).unwrap();
+    let mut run = failed_run(&factors(&[("poller", "epoll")]), 1);
+    run.status = RunStatus::Ok;
+    let id = store.save_run(exp, &run).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let flat = [
+        r#"{"connect_timeouts":0,"connections_open":40,"connections_peak":41,"errors":0,"index":0,"latency_p50_us":900,"latency_p99_us":2100,"length_s":1.0,"responses":500,"sessions_completed":0,"t_s":0.000213,"tcp_connected_peak":41,"tls_handshakes":0,"tls_p50_us":0,"tls_p99_us":0,"tls_resumed":0}"#,
+        r#"{"connect_timeouts":3,"connections_open":70,"connections_peak":80,"errors":9,"index":1,"latency_p50_us":950,"latency_p99_us":5000,"length_s":1.0,"probe":2,"responses":480,"sessions_completed":12,"t_s":1.000198,"tcp_connected_peak":90,"tls_handshakes":20,"tls_p50_us":700,"tls_p99_us":1500,"tls_resumed":15}"#,
+    ];
+    for (i, text) in flat.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO intervals (run_id, idx, json) VALUES (?1, ?2, ?3)",
+            rusqlite::params![id, i as i64, text],
+        )
+        .unwrap();
+    }
+    let read = store.runs(exp).unwrap();
+    let ivs = &read[0].intervals;
+    assert_eq!(ivs.len(), 2);
+    assert_eq!(
+        ivs[0].csv_cells().join(","),
+        ",0.000213,1.0,500,0,2100,40,41,0,0,0,0,0"
+    );
+    assert_eq!(
+        ivs[1].csv_cells().join(","),
+        "2,1.000198,1.0,480,9,5000,70,80,3,12,1500,20,15"
+    );
+    assert_eq!(ivs[1].line.tcp_connected_peak, 90);
+    assert_eq!(ivs[1].line.latency_us.p50, 950);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! summary.json; schema/interval.schema.json is generated from it.
 
 use headroom_core::session::NameKind;
-use headroom_core::Plan;
+use headroom_core::{Plan, ProtoCounter};
 use headroom_engine::Interval;
 pub use headroom_format::interval::*;
 use headroom_metrics::{LatencyStats, Recorder};
@@ -58,6 +58,8 @@ impl IntervalLineExt for IntervalLine {
             latency_uncorrected_us: interval_latency_of(&r.latency_uncorrected),
             connect_us: interval_latency_of(&r.connect),
             tls_us: interval_latency_of(&r.tls),
+            tls_handshakes: c.proto[ProtoCounter::TlsHandshakes.index()],
+            tls_resumed: c.proto[ProtoCounter::TlsResumed.index()],
             connects: c.connects,
             disconnects: c.disconnects,
             connections_open: c.connections_open,

@@ -9,9 +9,9 @@
 //! drivers and write the same run directories.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use headroom_core::{ErrorKind, Plan};
 use headroom_engine::{Interval, RunOutcome};
@@ -26,7 +26,8 @@ use crate::thresholds::{check, Checked};
 use crate::UsageError;
 
 /// How a run's load is driven. Both drivers hand every merged interval to `sink`, in order, and
-/// return the merged outcome.
+/// return the merged outcome. A driver holds the instant its load starts (`None`: as soon as it
+/// can), so that whoever samples the server beside the load (the lab) starts on the same clock.
 pub trait Driver {
     fn drive(
         &mut self,
@@ -45,8 +46,30 @@ pub struct Driven {
     pub warnings: Vec<String>,
 }
 
-/// This process's engine.
-pub struct LocalEngine;
+/// This process's engine, starting its load at `start` (now when `None`, or when that instant
+/// has passed).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalEngine {
+    pub start: Option<SystemTime>,
+}
+
+impl LocalEngine {
+    /// The engine starting its load at once.
+    pub fn now() -> LocalEngine {
+        LocalEngine { start: None }
+    }
+}
+
+/// Sleeps until `at`, or until `stop` is set; false when stopped first.
+fn wait_until(at: SystemTime, stop: &AtomicBool) -> bool {
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(5)));
+    }
+    true
+}
 
 impl Driver for LocalEngine {
     fn drive(
@@ -55,6 +78,11 @@ impl Driver for LocalEngine {
         stop: Arc<AtomicBool>,
         sink: &mut dyn FnMut(&Interval<'_>),
     ) -> anyhow::Result<Driven> {
+        if let Some(at) = self.start {
+            // Stopped before the start: the engine still runs (and stops at once), so the
+            // outcome says the run was interrupted, as any stopped run does.
+            wait_until(at, &stop);
+        }
         Ok(Driven {
             outcome: headroom_engine::run(plan, stop, sink)?,
             agents: None,
@@ -64,12 +92,14 @@ impl Driver for LocalEngine {
 }
 
 /// A controller over agents: each runs its segment of `job` and streams its intervals; the
-/// controller merges them exactly.
+/// controller merges them exactly. The load starts `opts.start_delay` after the controller
+/// reached every agent, or at `start` when one is given (the lab's: its sampler starts then).
 pub struct OnAgents<'a> {
     pub addrs: &'a [headroom_dist::AgentAddr],
     pub token: &'a str,
     pub job: &'a headroom_dist::Job,
     pub opts: headroom_dist::ControllerOpts,
+    pub start: Option<SystemTime>,
 }
 
 impl Driver for OnAgents<'_> {
@@ -79,14 +109,14 @@ impl Driver for OnAgents<'_> {
         stop: Arc<AtomicBool>,
         sink: &mut dyn FnMut(&Interval<'_>),
     ) -> anyhow::Result<Driven> {
-        let out = headroom_dist::run_controller(
-            self.addrs,
-            self.token,
-            self.job,
-            self.opts.clone(),
-            stop,
-            sink,
-        )?;
+        let mut opts = self.opts.clone();
+        if let Some(at) = self.start {
+            opts.start_delay = at
+                .duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO);
+        }
+        let out =
+            headroom_dist::run_controller(self.addrs, self.token, self.job, opts, stop, sink)?;
         let warnings = out.lost.iter().map(lost_line).collect();
         let agents = agents_of(&out, plan.threads, self.opts.on_loss);
         Ok(Driven {
@@ -156,7 +186,17 @@ pub struct DirSink {
 
 impl DirSink {
     pub fn create(path: &Path, command: &str, report: bool) -> anyhow::Result<DirSink> {
-        let dir = RunDir::create(path, SystemTime::now(), command)
+        DirSink::create_at(path, SystemTime::now(), command, report)
+    }
+
+    /// As [`DirSink::create`], for a run that starts at `start` (latency.hlog's start time).
+    pub fn create_at(
+        path: &Path,
+        start: SystemTime,
+        command: &str,
+        report: bool,
+    ) -> anyhow::Result<DirSink> {
+        let dir = RunDir::create(path, start, command)
             .map_err(|e| anyhow::anyhow!("cannot create run directory {}: {e}", path.display()))?;
         Ok(DirSink {
             dir,
@@ -265,6 +305,8 @@ pub fn execute(
     command: &str,
 ) -> anyhow::Result<Finished> {
     let lines = sinks.iter().any(|s| s.wants_line());
+    // This process's CPU over the run alone: a lab (or `--repeat`) runs many in one process.
+    let before = self_usage();
     let mut write_errors: Vec<String> = Vec::new();
     // The first interval with an attempt in it: a plain run that got nothing but failures from
     // a TLS port stops there, with one line (`preflight::tls_port`).
@@ -296,7 +338,7 @@ pub fn execute(
             }
         }
     })?;
-    let usage = self_usage();
+    let usage = self_usage().since(&before);
     for w in &driven.warnings {
         eprintln!("headroom: warning: {w}");
     }

@@ -177,6 +177,18 @@ pub fn self_usage() -> SelfUsage {
     }
 }
 
+impl SelfUsage {
+    /// The CPU time used since `before` (a reading of this process earlier); the peak memory is
+    /// the process's, so far.
+    pub fn since(&self, before: &SelfUsage) -> SelfUsage {
+        SelfUsage {
+            cpu_user_s: (self.cpu_user_s - before.cpu_user_s).max(0.0),
+            cpu_sys_s: (self.cpu_sys_s - before.cpu_sys_s).max(0.0),
+            max_rss_kb: self.max_rss_kb,
+        }
+    }
+}
+
 fn process_name(p: ArrivalProcess) -> String {
     match p {
         ArrivalProcess::Poisson => "poisson",

@@ -3,16 +3,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use clap::Args;
 
 use crate::parse::UsageError;
-use headroom_core::spec::RunSpec;
-use headroom_lab::runner::Driven;
-use headroom_run::pipeline::{self, Driver as _};
+use headroom_lab::measure::LabAgents;
 
 pub(crate) const LAB_LONG: &str = "\
 Run an experiment: for each configuration of the factors (full factorial, or the listed
@@ -94,7 +90,7 @@ pub fn cmd_lab(
         fresh: a.fresh,
         headroom_bin: std::env::current_exe()?,
         progress: !a.quiet,
-        driver: agents.as_ref().map(|(_, d)| d.clone()),
+        agents: agents.as_ref().map(|(_, a)| a.clone()),
         ports,
     };
     if !a.quiet {
@@ -163,14 +159,13 @@ pub fn cmd_lab(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Parses `--agents`, starts (or lists) the agents and makes the driver that runs each of the
-/// lab's loads on them.
+/// Parses `--agents`, starts (or lists) the agents and says where the lab's loads run.
 fn start_agents(
     spec: crate::dist::AgentsSpec,
     token: String,
     dist: &crate::dist::AgentsArgs,
     ports: Option<crate::dist::PortRange>,
-) -> anyhow::Result<(crate::dist::Started, headroom_lab::runner::LoadDriver)> {
+) -> anyhow::Result<(crate::dist::Started, LabAgents)> {
     // Agents on this machine build a small plan in milliseconds; remote ones get the
     // controller's usual margin.
     let lead = match spec {
@@ -178,159 +173,12 @@ fn start_agents(
         _ => Duration::from_secs(2),
     };
     let started = crate::dist::start_agents(&spec, &token, ports)?;
-    let addrs = started.addrs.clone();
-    let dist = dist.clone();
-    let run = move |plan: &headroom_core::Plan,
-                    load: &RunSpec,
-                    start_at: SystemTime,
-                    stop: Arc<AtomicBool>,
-                    sink: &mut dyn FnMut(&headroom_engine::Interval<'_>)|
-          -> Result<Driven, String> {
-        let job = lab_job(load);
-        let opts = headroom_dist::ControllerOpts {
-            // The controller starts the load this long after it reached every agent.
-            start_delay: start_at
-                .duration_since(SystemTime::now())
-                .unwrap_or(Duration::ZERO),
-            ..dist.controller_opts(plan.interval)
-        };
-        let mut agents = pipeline::OnAgents {
-            addrs: &addrs,
-            token: &token,
-            job: &job,
-            opts,
-        };
-        let driven = agents.drive(plan, stop, sink).map_err(|e| e.to_string())?;
-        if driven.agents.as_ref().is_some_and(|a| a.stopped_by_loss) {
-            return Err(format!(
-                "{}; the load was stopped (--on-agent-loss stop)",
-                driven.warnings.join("; ")
-            ));
-        }
-        Ok(driven)
-    };
-    let driver = headroom_lab::runner::LoadDriver {
-        run: Arc::new(run),
+    let agents = LabAgents {
+        addrs: started.addrs.clone(),
+        token,
+        // Each load sets the interval its plan has.
+        opts: dist.controller_opts(Duration::from_secs(1)),
         lead,
     };
-    Ok((started, driver))
-}
-
-/// The job that makes every agent build the lab's plan of `load`: its spec, as the lab built
-/// its own plan from it (the scenario with this configuration's values, a probe's load in
-/// place, its CSV files inside). No preflight: the lab checked the server is ready, and the
-/// load must open no connection of its own.
-fn lab_job(load: &RunSpec) -> headroom_dist::Job {
-    headroom_dist::Job {
-        spec: load.clone(),
-        preflight: false,
-        segment_index: 0,
-        segment_count: 1,
-        start_at: SystemTime::now(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::lab_job;
-    use headroom_core::Plan;
-    use headroom_lab::runner::load_for;
-    use std::time::Duration;
-
-    /// Every field of the plan that decides the load, as text (Plan is not PartialEq).
-    fn load_fields(p: &Plan) -> Vec<(&'static str, String)> {
-        let w = p.workload.as_ref().expect("a scenario's workload");
-        vec![
-            ("model", format!("{:?}", p.model)),
-            ("stop", format!("{:?}", p.stop)),
-            ("threads", p.threads.to_string()),
-            ("target", p.target.to_string()),
-            ("timeout", format!("{:?}", p.timeout)),
-            ("connect_timeout", format!("{:?}", p.connect_timeout)),
-            ("interval", format!("{:?}", p.interval)),
-            ("keepalive", p.keepalive.to_string()),
-            ("pipeline", p.pipeline.to_string()),
-            ("socket", format!("{:?}", p.socket)),
-            ("request", format!("{:?}", p.request)),
-            ("names", format!("{:?}", w.names)),
-            ("sessions", format!("{:?}", w.sessions)),
-            ("cumulative", format!("{:?}", w.cumulative)),
-            ("vars", format!("{:?}", w.vars)),
-            ("feeders", format!("{:?}", w.feeders)),
-            ("link", format!("{:?}", w.link)),
-        ]
-    }
-
-    /// The plan an agent builds from the lab's job (as `headroom agent` does, segment 0 of 1)
-    /// is the lab's own plan: for closed users, arrival phases, a rate probe and its warm-up.
-    #[test]
-    fn an_agent_builds_the_labs_plan_from_its_job() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        std::fs::create_dir(d.join("data")).unwrap();
-        std::fs::write(d.join("data/users.csv"), "ann\nbob\ncid\n").unwrap();
-        std::fs::write(
-            d.join("s.yaml"),
-            "load: {users: [{count: {n}}], phases: [{phases}]}\n\
-             sessions:\n\
-             \x20 - name: one\n\
-             \x20   steps:\n\
-             \x20     - set: {var: user, csv: {file: data/users.csv, column: 0}}\n\
-             \x20     - transaction:\n\
-             \x20         name: tx\n\
-             \x20         steps:\n\
-             \x20           - request: GET /hello/${user}\n\
-             \x20           - think: 10ms\n",
-        )
-        .unwrap();
-        let experiment = |extra: &str| {
-            let e = d.join("e.yaml");
-            std::fs::write(
-                &e,
-                format!(
-                    "name: eq\n\
-                     server: {{command: \"exec {{headroom}} serve --listen 127.0.0.1:{{port}}\", ready: {{port: \"127.0.0.1:{{port}}\"}}}}\n\
-                     factors: {{n: [\"1\", \"3\"], phases: [\"\", \"{{duration: 1500ms, ramp: {{from: 2, to: 7.25}}}}\"]}}\n\
-                     load: {{scenario: s.yaml, duration: 2s, threads: 2, timeout: 3s}}\n{extra}"
-                ),
-            )
-            .unwrap();
-            headroom_lab::experiment::load(&e, false).unwrap()
-        };
-        let check = |l: &headroom_lab::experiment::Loaded,
-                     duration: Option<Duration>,
-                     rate: Option<f64>| {
-            for config in &l.configurations {
-                let mut values = config.clone();
-                values.insert("port".into(), "4711".into());
-                let what = format!("{config:?} {duration:?} {rate:?}");
-                let rate = rate.map(|r| (r, l.rate_search.as_ref().unwrap()));
-                let (plan, spec) = load_for(l, &values, duration, rate).expect(&what);
-                let job = lab_job(&spec);
-                let headroom_core::spec::Target::Scenario(sc) = &job.spec.target else {
-                    panic!("{what}: a scenario job")
-                };
-                assert_eq!(sc.files.len(), 1, "{what}: the CSV file, as bytes");
-                assert_eq!(sc.files[0].data, b"ann\nbob\ncid\n", "{what}");
-                let agent = headroom_run::agent::plan_from_job(&job).expect(&what);
-                let (ours, theirs) = (load_fields(&plan), load_fields(&agent));
-                for (a, b) in ours.iter().zip(&theirs) {
-                    assert_eq!(a, b, "{what}");
-                }
-            }
-        };
-        let plain = experiment("");
-        assert_eq!(plain.configurations.len(), 4);
-        check(&plain, plain.duration, None);
-        // The warm-up: the same load, shorter.
-        check(&plain, Some(Duration::from_millis(700)), None);
-        let search = experiment(
-            "capacity: {rate: {from: 10, to: 80, max_users: 50, arrival: constant, slo: {p99: 1s}}}\n",
-        );
-        // Probes (a rate from a bisection too) and the warm-up at `from`.
-        check(&search, search.duration, Some(56.25));
-        check(&search, Some(Duration::from_millis(500)), Some(10.0));
-        let poisson = experiment("capacity: {rate: {from: 3.3, to: 9, slo: {of: tx, mean: 1s}}}\n");
-        check(&poisson, Some(Duration::from_secs(3)), Some(3.3));
-    }
+    Ok((started, agents))
 }

@@ -311,7 +311,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 &plan,
                 &thresholds,
                 outputs,
-                &mut pipeline::LocalEngine,
+                &mut pipeline::LocalEngine::now(),
                 stop,
             )?,
             Some((spec, token)) => {
@@ -327,6 +327,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                     token: &token,
                     job: &job,
                     opts: a.dist.controller_opts(plan.interval),
+                    start: None,
                 };
                 run_plan(&plan, &thresholds, outputs, &mut driver, stop)?
             }
@@ -384,7 +385,7 @@ fn cmd_run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             &plan,
             &thresholds,
             outputs,
-            &mut pipeline::LocalEngine,
+            &mut pipeline::LocalEngine::now(),
             stop.clone(),
         )?;
         // A failed repeat fails the set (1); an incomplete directory is next (3).
@@ -647,7 +648,7 @@ fn cmd_demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             linger: Duration::ZERO,
             server_pid: None,
         },
-        &mut pipeline::LocalEngine,
+        &mut pipeline::LocalEngine::now(),
         stop_flag(),
     );
     let stats = server.stats();

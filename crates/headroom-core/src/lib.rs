@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub mod numbers;
 mod random;
 pub mod session;
 pub mod spec;

@@ -12,6 +12,7 @@ use crate::store::RunRecord;
 /// shared with the report's comparison of runs and repeats.
 pub type Cell = MeanCi;
 
+pub use headroom_core::numbers::fmt_value;
 pub use headroom_core::stats::{mean_ci, t_975, MeanCi};
 
 /// A pivot table of one metric. Serialised (in `tables.json`) with these field names; an empty
@@ -152,39 +153,6 @@ pub fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// Format a value with three significant digits, and every digit of its integer part from 100
-/// on, with thousands separators: 12345 -> "12,345", 12.345 -> "12.3", 0.01234 -> "0.0123".
-/// Below 1e-6 (in magnitude) it is written in scientific notation, e.g. "1.23e-7".
-pub fn fmt_value(x: f64) -> String {
-    if !x.is_finite() {
-        return format!("{x}");
-    }
-    if x == 0.0 {
-        return "0".to_string();
-    }
-    let mut e = x.abs().log10().floor() as i32;
-    // Rounding to three significant digits may carry into the next decade (9.996 -> 10.0).
-    let scale = 10f64.powi(e - 2);
-    if ((x.abs() / scale).round() * scale) >= 10f64.powi(e + 1) {
-        e += 1;
-    }
-    if e >= 2 {
-        let digits = format!("{:.0}", x.abs());
-        let mut out = String::new();
-        for (i, ch) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(ch);
-        }
-        return if x < 0.0 { format!("-{out}") } else { out };
-    }
-    if e < -6 {
-        return format!("{x:.2e}");
-    }
-    format!("{:.*}", (2 - e) as usize, x)
 }
 
 /// A cell as "mean ± ci" (each as [`fmt_value`]), or just the mean when there is one value.
@@ -352,33 +320,6 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fmt_value_significant_digits() {
-        let cases = [
-            (12345.0, "12,345"),
-            (1234567.8, "1,234,568"),
-            (-12345.0, "-12,345"),
-            (100.0, "100"),
-            (99.96, "100"),
-            (99.94, "99.9"),
-            (12.345, "12.3"),
-            (9.996, "10.0"),
-            (3.0, "3.00"),
-            (1.2345, "1.23"),
-            (0.5, "0.500"),
-            (0.01234, "0.0123"),
-            (-0.01234, "-0.0123"),
-            (0.0000012345, "0.00000123"),
-            (0.00000012345, "1.23e-7"),
-            (0.0, "0"),
-            (f64::NAN, "NaN"),
-            (f64::INFINITY, "inf"),
-        ];
-        for (x, want) in cases {
-            assert_eq!(fmt_value(x), want, "{x}");
-        }
-    }
 
     #[test]
     fn t_quantiles_past_the_table_approach_the_normal() {

@@ -12,6 +12,7 @@ use headroom_metrics::{Counters, LatencyStats, Recorder};
 
 use crate::summary::SelfUsage;
 use crate::thresholds::{Checked, Unit};
+pub use headroom_core::numbers::thousands;
 
 /// Live progress on stderr: one rewritten line on a terminal, one plain line per interval
 /// otherwise (so logs and CI output stay readable).
@@ -70,19 +71,6 @@ impl Progress {
             eprintln!();
         }
     }
-}
-
-/// 1234567 -> "1,234,567".
-pub fn thousands(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// Microseconds as a short human figure: 850µs, 1.25ms, 3.40s.

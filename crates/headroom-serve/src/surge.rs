@@ -18,6 +18,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use headroom_core::numbers::thousands;
 use headroom_core::surge::SurgeParams;
 
 /// Name of the manifest written next to the files.
@@ -291,19 +292,6 @@ fn write_file(path: &Path, rank: u64, size: u64, filler: &[u8]) -> io::Result<()
 /// The part of a core error message after "bad SURGE key value: ", for flag-specific messages.
 fn after_colon(e: &str) -> &str {
     e.split_once(": ").map_or(e, |(_, rest)| rest)
-}
-
-/// 1234567 -> "1,234,567".
-fn thousands(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// Bytes in binary units: 812 B, 11.3 KiB, 109.8 MiB.

@@ -368,9 +368,9 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
         plan.http2 = Some(headroom_core::Http2Options { streams: 1 });
     }
     // The file says how users behave; --no-cookies and --follow override it.
-    plan.agent.cookies = compiled.http.cookies && !a.no_cookies;
+    plan.browser.cookies = compiled.http.cookies && !a.no_cookies;
     if a.follow == 0 {
-        plan.agent.follow = compiled.http.follow;
+        plan.browser.follow = compiled.http.follow;
     }
     plan.workload = Some(Arc::new(compiled.workload));
     plan.validate().map_err(|e| UsageError(e.0))?;
@@ -691,7 +691,7 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
     if bind.iter().any(|ip| ip.is_ipv4() != target.is_ipv4()) {
         return usage("--bind addresses must be of the same family (IPv4/IPv6) as the target");
     }
-    let agent = user_agent(s, &url)?;
+    let browser = browser_options(s, &url)?;
     let plan = Plan {
         target,
         target_name: url_text.to_string(),
@@ -739,7 +739,7 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
             None
         },
         http2: http2_options(s, url.tls)?,
-        agent,
+        browser,
     };
     plan.validate().map_err(|e| UsageError(e.0))?;
     Ok(plan)
@@ -747,7 +747,7 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
 
 /// Cookies, redirects and credentials (`--no-cookies`, `--follow`, `-a`, `--digest`, the
 /// URL's user info).
-fn user_agent(s: &RunSpec, url: &Url) -> Result<headroom_core::UserAgent, UsageError> {
+fn browser_options(s: &RunSpec, url: &Url) -> Result<headroom_core::BrowserOptions, UsageError> {
     if s.follow > headroom_core::MAX_FOLLOW {
         return usage(format!(
             "bad --follow {}: allowed 0 to {}",
@@ -792,7 +792,7 @@ fn user_agent(s: &RunSpec, url: &Url) -> Result<headroom_core::UserAgent, UsageE
              connections with -c)"
         ));
     }
-    Ok(headroom_core::UserAgent {
+    Ok(headroom_core::BrowserOptions {
         cookies: !s.no_cookies,
         follow: s.follow,
         credentials: creds.map(|(user, password)| headroom_core::Credentials {

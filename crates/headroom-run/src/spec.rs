@@ -16,21 +16,9 @@ use headroom_core::{
 };
 use headroom_scenario::model::{Metric, Threshold};
 
-/// A spec (or a command line) that is well-formed but makes no sense: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
+use crate::usage::usage;
+// Where the CLI (and older callers) name them: `headroom_run::spec::UsageError`.
+pub use crate::usage::{errors_to_usage, UsageError};
 
 /// `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -378,12 +366,6 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
         plan,
         thresholds: scenario.thresholds,
     })
-}
-
-/// Every located error of a file, one `headroom: file:line:col: message` line each.
-pub fn errors_to_usage(errs: Vec<headroom_scenario::ScenarioError>) -> UsageError {
-    let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-    UsageError(lines.join("\nheadroom: "))
 }
 
 /// The parts of an http:// or https:// URL that matter to a client.

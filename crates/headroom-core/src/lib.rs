@@ -637,7 +637,7 @@ pub struct Plan {
     pub http2: Option<Http2Options>,
     /// How each HTTP/1.1 user behaves beyond sending its requests: cookies, redirects,
     /// credentials.
-    pub agent: UserAgent,
+    pub browser: BrowserOptions,
 }
 
 /// Most redirects a request may follow (`--follow`, `follow:`); browsers stop at 20.
@@ -666,7 +666,7 @@ impl RampStage {
 
 /// What an HTTP user does besides sending requests, as a browser would.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserAgent {
+pub struct BrowserOptions {
     /// A cookie jar per user (on by default, as in Tsung and k6; `--no-cookies`).
     pub cookies: bool,
     /// Redirects followed per request at most (0: none, as wrk).
@@ -679,9 +679,9 @@ pub struct UserAgent {
     pub compressed: bool,
 }
 
-impl Default for UserAgent {
+impl Default for BrowserOptions {
     fn default() -> Self {
-        UserAgent {
+        BrowserOptions {
             cookies: true,
             follow: 0,
             credentials: None,

@@ -106,7 +106,7 @@ pub fn run(
 ) -> Result<RunOutcome, EngineError> {
     plan.validate()?;
     let mut plan = plan.clone();
-    if let Some(c) = &plan.agent.credentials {
+    if let Some(c) = &plan.browser.credentials {
         if c.scheme == headroom_core::AuthScheme::Basic && plan.workload.is_none() {
             // Basic credentials are the same on every request: one static header.
             let mut v = Vec::new();
@@ -115,7 +115,7 @@ pub fn run(
             plan.request.headers.push(("Authorization".into(), v));
         }
     }
-    if plan.agent.compressed
+    if plan.browser.compressed
         && plan.workload.is_none()
         && !plan
             .request
@@ -151,9 +151,9 @@ pub fn run(
     // URL runs send one request on every stream; scenario sessions send their own requests,
     // and so does a URL run whose requests may take several hops (a redirect followed, a
     // Digest challenge answered): one request at a time per connection, as over HTTP/1.1.
-    let hops = plan.agent.follow > 0
+    let hops = plan.browser.follow > 0
         || plan
-            .agent
+            .browser
             .credentials
             .as_ref()
             .is_some_and(|c| c.scheme == headroom_core::AuthScheme::Digest);

@@ -24,7 +24,7 @@ fn run(addr: SocketAddr, requests: u64) -> (u64, headroom_metrics::Counters) {
     let mut p = common::plan(addr, model, 1);
     p.request.path = "/cookie".into();
     p.http2 = Some(Http2Options { streams: 4 });
-    p.agent.cookies = true;
+    p.browser.cookies = true;
     p.stop.duration = Some(Duration::from_secs(60));
     p.stop.requests = Some(requests);
     // One interval for the whole run: snapshots allocate, and they are not per request.

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use headroom_core::spec::{ScenarioSpec, SpecFile};
 use headroom_scenario::Scenario;
 
-use crate::spec::{errors_to_usage, UsageError};
+use crate::usage::{errors_to_usage, UsageError};
 
 /// True when the positional argument names a scenario file rather than a URL.
 pub fn is_scenario(arg: &str) -> bool {

@@ -14,8 +14,9 @@
 //! [`agent`] (what an agent does with a job), [`preflight`] (checks before the load),
 //! [`summary`] (building the typed summary.json, [`summary::RunSummary`]), [`thresholds`] (a
 //! scenario's thresholds checked), [`interval`] (building a line of intervals.jsonl),
-//! [`rundir`] (the run directory), [`human`] (the progress line and the human summary) and
-//! [`repeats`] (the spread of `run --repeat N`).
+//! [`rundir`] (the run directory), [`human`] (the progress line and the human summary),
+//! [`repeats`] (the spread of `run --repeat N`) and [`usage`] (the [`UsageError`] that the
+//! builder and the file reader report).
 
 pub mod agent;
 pub mod files;
@@ -28,6 +29,8 @@ pub mod rundir;
 pub mod spec;
 pub mod summary;
 pub mod thresholds;
+pub mod usage;
 
-pub use spec::{build, Built, UsageError};
+pub use spec::{build, Built};
 pub use summary::RunSummary;
+pub use usage::UsageError;

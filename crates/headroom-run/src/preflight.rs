@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use headroom_core::{LoadModel, Plan};
 
-use crate::spec::UsageError;
+use crate::usage::UsageError;
 
 /// This process's soft limit of open descriptors.
 pub fn soft_fd_limit() -> u64 {

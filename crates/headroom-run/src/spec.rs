@@ -16,21 +16,9 @@ use headroom_core::{
 };
 use headroom_scenario::model::{Metric, Threshold};
 
-/// A spec (or a command line) that is well-formed but makes no sense: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
+use crate::usage::usage;
+// Where the CLI (and older callers) name them: `headroom_run::spec::UsageError`.
+pub use crate::usage::{errors_to_usage, UsageError};
 
 /// `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -368,9 +356,9 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
         plan.http2 = Some(headroom_core::Http2Options { streams: 1 });
     }
     // The file says how users behave; --no-cookies and --follow override it.
-    plan.agent.cookies = compiled.http.cookies && !a.no_cookies;
+    plan.browser.cookies = compiled.http.cookies && !a.no_cookies;
     if a.follow == 0 {
-        plan.agent.follow = compiled.http.follow;
+        plan.browser.follow = compiled.http.follow;
     }
     plan.workload = Some(Arc::new(compiled.workload));
     plan.validate().map_err(|e| UsageError(e.0))?;
@@ -378,12 +366,6 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
         plan,
         thresholds: scenario.thresholds,
     })
-}
-
-/// Every located error of a file, one `headroom: file:line:col: message` line each.
-pub fn errors_to_usage(errs: Vec<headroom_scenario::ScenarioError>) -> UsageError {
-    let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-    UsageError(lines.join("\nheadroom: "))
 }
 
 /// The parts of an http:// or https:// URL that matter to a client.
@@ -691,7 +673,7 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
     if bind.iter().any(|ip| ip.is_ipv4() != target.is_ipv4()) {
         return usage("--bind addresses must be of the same family (IPv4/IPv6) as the target");
     }
-    let agent = user_agent(s, &url)?;
+    let browser = browser_options(s, &url)?;
     let plan = Plan {
         target,
         target_name: url_text.to_string(),
@@ -739,7 +721,7 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
             None
         },
         http2: http2_options(s, url.tls)?,
-        agent,
+        browser,
     };
     plan.validate().map_err(|e| UsageError(e.0))?;
     Ok(plan)
@@ -747,7 +729,7 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
 
 /// Cookies, redirects and credentials (`--no-cookies`, `--follow`, `-a`, `--digest`, the
 /// URL's user info).
-fn user_agent(s: &RunSpec, url: &Url) -> Result<headroom_core::UserAgent, UsageError> {
+fn browser_options(s: &RunSpec, url: &Url) -> Result<headroom_core::BrowserOptions, UsageError> {
     if s.follow > headroom_core::MAX_FOLLOW {
         return usage(format!(
             "bad --follow {}: allowed 0 to {}",
@@ -792,7 +774,7 @@ fn user_agent(s: &RunSpec, url: &Url) -> Result<headroom_core::UserAgent, UsageE
              connections with -c)"
         ));
     }
-    Ok(headroom_core::UserAgent {
+    Ok(headroom_core::BrowserOptions {
         cookies: !s.no_cookies,
         follow: s.follow,
         credentials: creds.map(|(user, password)| headroom_core::Credentials {

@@ -275,7 +275,7 @@ pub fn protocol_name(plan: &Plan) -> &'static str {
 /// The `http` section: every HTTP run's, over HTTP/1.1 and HTTP/2 alike (the browser is the
 /// same).
 pub fn http_of(plan: &Plan, c: &Counters) -> Option<HttpSection> {
-    let a = &plan.agent;
+    let a = &plan.browser;
     let config = [
         ("cookies", serde_json::json!(a.cookies)),
         ("follow", serde_json::json!(a.follow)),
@@ -525,7 +525,7 @@ pub(crate) fn test_plan() -> Plan {
         start_at: None,
         tls: None,
         http2: None,
-        agent: Default::default(),
+        browser: Default::default(),
     }
 }
 

@@ -98,7 +98,7 @@ fn plan(addr: std::net::SocketAddr, tls: bool) -> Plan {
             })
         }),
         http2: None,
-        agent: Default::default(),
+        browser: Default::default(),
     }
 }
 

@@ -95,9 +95,35 @@ pub enum Command {
     #[command(long_about = crate::dist::AGENT_LONG)]
     Agent(crate::dist::AgentArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions(crate::manpages::CompletionsArgs),
+    Completions(CompletionsArgs),
     /// Print the man page (or write every subcommand's page into a directory with --dir).
-    Man(crate::manpages::ManArgs),
+    Man(ManArgs),
+}
+
+// The arguments of `completions` and `man`, which manpages.rs runs (from `Cli::command()`).
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Examples:
+  source <(headroom completions bash)                   # this shell
+  headroom completions bash > /etc/bash_completion.d/headroom
+  headroom completions zsh > \"${fpath[1]}/_headroom\"
+  headroom completions fish > ~/.config/fish/completions/headroom.fish")]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Examples:
+  headroom man | man -l -                                # read it now
+  headroom man --dir /usr/local/share/man/man1           # headroom.1 and headroom-run.1, ...")]
+pub struct ManArgs {
+    /// Write headroom.1 and one page per subcommand (headroom-run.1, ...) into DIR instead of
+    /// printing headroom.1 on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -660,7 +660,7 @@ mod tests {
             start_at: None,
             tls: None,
             http2: None,
-            agent: Default::default(),
+            browser: Default::default(),
         }
     }
 

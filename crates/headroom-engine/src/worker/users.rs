@@ -682,8 +682,8 @@ fn idempotent(bytes: &[u8]) -> bool {
 /// protocols, or cookies off with no redirects, no Digest credentials and no decoding).
 pub(super) fn browser_config(plan: &Plan, program: Option<&Program>) -> Option<BrowserConfig> {
     use headroom_core::session::{LinkSpec, Op, SessionBody};
-    let ua = &plan.agent;
-    let digest = ua
+    let opts = &plan.browser;
+    let digest = opts
         .credentials
         .as_ref()
         .filter(|c| c.scheme == headroom_core::AuthScheme::Digest)
@@ -704,8 +704,8 @@ pub(super) fn browser_config(plan: &Plan, program: Option<&Program>) -> Option<B
         });
     }
     let cfg = BrowserConfig {
-        cookies: ua.cookies,
-        follow: ua.follow,
+        cookies: opts.cookies,
+        follow: opts.follow,
         host: browser::host_of(&plan.request.host).to_string(),
         port: plan.target.port(),
         scheme: if plan.tls.is_some() {
@@ -715,7 +715,7 @@ pub(super) fn browser_config(plan: &Plan, program: Option<&Program>) -> Option<B
         },
         any_digest: digest.is_some() || op_digest,
         digest,
-        compressed: ua.compressed,
+        compressed: opts.compressed,
     };
     (http && cfg.active()).then_some(cfg)
 }

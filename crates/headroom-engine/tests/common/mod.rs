@@ -41,7 +41,7 @@ pub fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
         start_at: None,
         tls: None,
         http2: None,
-        agent: Default::default(),
+        browser: Default::default(),
     }
 }
 

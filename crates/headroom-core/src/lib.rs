@@ -635,8 +635,8 @@ pub struct Plan {
     /// Speak HTTP/2 (over TLS by ALPN, or h2c with prior knowledge on plain TCP); `None` is
     /// HTTP/1.1.
     pub http2: Option<Http2Options>,
-    /// How each HTTP/1.1 user behaves beyond sending its requests: cookies, redirects,
-    /// credentials.
+    /// How each HTTP user (HTTP/1.1 or HTTP/2) behaves beyond sending its requests: cookies,
+    /// redirects, credentials, compression.
     pub browser: BrowserOptions,
 }
 

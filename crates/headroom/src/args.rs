@@ -14,8 +14,6 @@ use headroom_core::TlsVersion;
 use crate::parse::{
     parse_bind, parse_duration, parse_expect_status, parse_listen, parse_rate, parse_size,
 };
-// Re-exported for scenario.rs until its run-building part moves (issue 17): every other module
-// takes these from `crate::parse`.
 use crate::parse::UsageError;
 
 const ABOUT: &str = "Load generator and server-scalability lab.";

@@ -11,10 +11,10 @@ use clap::{Args, Parser, Subcommand};
 use headroom_core::spec::{RunSpec, SpecArrival, Target};
 use headroom_core::TlsVersion;
 
+use crate::parse::UsageError;
 use crate::parse::{
     parse_bind, parse_duration, parse_expect_status, parse_listen, parse_rate, parse_size,
 };
-use crate::parse::UsageError;
 
 const ABOUT: &str = "Load generator and server-scalability lab.";
 

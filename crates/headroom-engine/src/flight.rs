@@ -1,15 +1,17 @@
-//! The requests in flight on a user's connection, each with its own timing: HTTP/2's streams
-//! (up to `--streams` of a URL run, or a batch's requests), each answered by its stream id.
-//! Kept on the user, not in a protocol's state, so every protocol that multiplexes fills and
-//! settles the same table; HTTP/1.1 and the links answer in order and track their batch by
-//! count.
+//! The requests in flight on a user's connection, each with its own timing, for every
+//! protocol: HTTP/1.1's pipelined batch (N entries answered in order, the oldest first), raw
+//! TCP's and the links' one request, HTTP/2's streams (up to `--streams` of a URL run, or a
+//! batch's requests), each answered by its stream id. Kept on the user, not in a protocol's
+//! state, so every protocol fills and settles the same table, and a reply is timed from its own
+//! entry.
 
 use std::time::Instant;
 
 /// One request in flight.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
-    /// Its stream (the protocol's id of the request).
+    /// Its stream (the protocol's id of the request; its index in the batch for a protocol
+    /// that answers in order).
     pub stream: u32,
     /// When it was meant to be sent (corrected latency) and when it was (uncorrected).
     pub intended: Instant,

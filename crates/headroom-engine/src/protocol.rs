@@ -21,8 +21,8 @@
 //!   [`Protocol::submit`], or as the encoded bytes themselves), [`Protocol::can_open`] and
 //!   [`Protocol::open`] (another request as a stream of its own, up to `--streams`),
 //!   [`Protocol::urgent`] (its own bytes go at once), [`Protocol::going_away`];
-//! - the requests in flight: streams are settled by id in the user's table (`flight.rs`), the
-//!   others answer in order;
+//! - the requests in flight: every protocol's are entries of the user's one table
+//!   (`flight.rs`); streams are settled by id, the others answer in order (the oldest entry);
 //! - replies: [`Protocol::captured`] (the head the browser reads: cookies, `Location`, a challenge);
 //! - the end: [`eof`] (what the server's close means), [`Protocol::stateless`] (a request that
 //!   found the connection closed may go again), [`Protocol::release`].

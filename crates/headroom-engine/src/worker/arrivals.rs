@@ -132,7 +132,6 @@ impl Worker {
             tcp_at: now,
             deadline: None,
             batch: 0,
-            outstanding: 0,
             written: 0,
             sess: None,
             arrived: false,

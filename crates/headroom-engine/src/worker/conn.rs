@@ -13,7 +13,7 @@ use headroom_proto::http1::HeaderSet;
 use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
 
 use super::{token, Net, State, Wake, Worker, READ_BUDGET};
-use crate::flight::take;
+use crate::flight::{take, Slot};
 use crate::http2::{H2Conn, SESSION_STREAMS};
 use crate::link::Link;
 use crate::poller;
@@ -57,7 +57,7 @@ impl Worker {
             Err(e) => {
                 let kind = ErrorKind::from_io(&e, true);
                 self.count_failure(key, kind);
-                self.retry_later(key, now);
+                self.retry_later(key, now, true);
             }
         }
     }
@@ -284,9 +284,19 @@ impl Worker {
             match conn.send(&bytes[off..total], &mut self.rec.counters) {
                 Ok(n) => {
                     if off == 0 {
-                        // First bytes of the batch on the wire: the requests now exist.
-                        u.sent = Instant::now();
-                        u.outstanding = u.batch;
+                        // First bytes of the batch on the wire: the requests now exist, each
+                        // an entry of the in-flight table, answered in order.
+                        let now = Instant::now();
+                        u.sent = now;
+                        u.flight.clear();
+                        let intended = u.intended;
+                        u.flight.extend((0..u.batch).map(|i| Slot {
+                            stream: i,
+                            intended,
+                            sent: now,
+                            index: i,
+                            again: false,
+                        }));
                         self.rec.counters.requests += u64::from(u.batch);
                     }
                     off += n;
@@ -478,21 +488,22 @@ impl Worker {
                     });
                     return;
                 }
-                let in_flight = slot.is_some();
-                protocol::count_reset(c, code, in_flight && fills);
-                if in_flight && !fills {
-                    // A request of the batch failed: the user goes on as after any failure.
+                protocol::count_reset(c, code, slot.is_some() && fills);
+                if let (Some(slot), false) = (slot, fills) {
+                    // A request of the batch failed: the user goes on as after any failure,
+                    // this request counted with the rest of the batch.
+                    u.flight.push(slot);
                     self.fail(key, ErrorKind::StreamReset, Instant::now());
                 }
             }
-            Outcome::Failed { stream, kind } => {
-                let in_flight = take(&mut u.flight, stream).is_some();
-                if in_flight && fills {
-                    c.error(kind);
-                } else if in_flight {
+            Outcome::Failed { stream, kind } => match (take(&mut u.flight, stream), fills) {
+                (Some(_), true) => c.error(kind),
+                (Some(slot), false) => {
+                    u.flight.push(slot);
                     self.fail(key, kind, Instant::now());
                 }
-            }
+                (None, _) => {}
+            },
             Outcome::Reply {
                 stream,
                 status,

@@ -183,8 +183,6 @@ struct User {
     deadline: Option<Instant>,
     /// Requests in the current batch (pipeline depth, or less at the end of a quota).
     batch: u32,
-    /// Responses still expected in the current batch.
-    outstanding: u32,
     /// Bytes of the batch written so far.
     written: u32,
     /// The session being run (scenario runs); boxed so URL-mode users stay small.
@@ -201,13 +199,24 @@ struct User {
     ramp: u32,
     /// The user's own TLS sessions to resume, made at its first TLS connect (`tls.rs`).
     tls_sessions: Option<UserSessions>,
-    /// The requests in flight as streams of the connection (`flight.rs`); empty for protocols
-    /// that answer in order (they count their batch in `outstanding`).
+    /// The requests in flight on the connection (`flight.rs`), every protocol's: a batch's
+    /// requests answered in order (HTTP/1.1, raw TCP, the links) or its streams (HTTP/2).
     flight: Vec<crate::flight::Slot>,
     /// Requests the server refused unprocessed (a GOAWAY's unprocessed streams,
     /// REFUSED_STREAM), to go again once: first in `fill` (URL runs), or once the rest of the
     /// batch is answered (`submit_batch`).
     refused: Vec<crate::flight::Refused>,
+}
+
+impl User {
+    /// Requests of the current batch not yet answered: in flight, or refused by the server
+    /// unprocessed and waiting to go again with the rest of the batch. (A URL run's refused
+    /// streams are not its batch's: `fill` sends them again whatever happens to the
+    /// connection.)
+    fn unanswered(&self, fills: bool) -> u32 {
+        let refused = if fills { 0 } else { self.refused.len() };
+        (self.flight.len() + refused) as u32
+    }
 }
 
 /// How far a user's connection got: the server holds it once it has sent a byte on it.
@@ -605,7 +614,7 @@ impl Worker {
         for key in keys {
             let u = &self.users[key];
             if matches!(u.state, State::Reading | State::Writing) {
-                self.in_flight += u64::from(u.outstanding);
+                self.in_flight += u.flight.len() as u64;
             }
             self.close(key);
         }

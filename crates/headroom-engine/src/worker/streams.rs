@@ -99,7 +99,6 @@ impl Worker {
             }
             self.rec.counters.requests += 1;
         }
-        u.outstanding = u.flight.len() as u32;
         if u.flight.is_empty() {
             let refused = !u.refused.is_empty();
             if !refused && (u.remaining == Some(0) || self.budget == Some(0)) {
@@ -166,12 +165,10 @@ impl Worker {
         );
         u.refused.clear();
         u.sent = now;
-        u.outstanding = u.flight.len() as u32;
-        self.rec.counters.requests += u64::from(u.outstanding);
+        let went = u.flight.len() as u64;
+        self.rec.counters.requests += went;
         if again {
-            self.rec
-                .counters
-                .proto(ProtoCounter::H2Resent, u64::from(u.outstanding));
+            self.rec.counters.proto(ProtoCounter::H2Resent, went);
         }
         if let Err(kind) = sent {
             self.fail(key, kind, now);
@@ -253,7 +250,6 @@ impl Worker {
             }
             return;
         }
-        u.outstanding = u.flight.len() as u32;
         let idle = u.flight.is_empty();
         let goaway = u.protocol.going_away();
         let oldest = flight::oldest_sent(&u.flight);

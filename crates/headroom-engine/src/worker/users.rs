@@ -61,7 +61,7 @@ impl Worker {
         u.batch = batch as u32;
         u.intended = intended;
         u.written = 0;
-        u.outstanding = 0;
+        u.flight.clear();
         u.own_request = false;
         u.resent = false;
         u.refused.clear();
@@ -218,14 +218,9 @@ impl Worker {
         let u = &mut self.users[key];
         // A protocol close that was answered (or written) ends the connection.
         let keep_alive = keep_alive && !u.protocol.closing();
-        let answered = slot.map_or(u.batch.saturating_sub(u.outstanding) as usize, |s| {
-            s.index as usize
-        });
-        u.outstanding = if fills {
-            u.flight.len() as u32
-        } else {
-            u.outstanding.saturating_sub(1)
-        };
+        // A request answered in order is the oldest of the batch's in flight.
+        let slot = slot.or_else(|| (!u.flight.is_empty()).then(|| u.flight.remove(0)));
+        let answered = slot.map_or(u.batch as usize, |s| s.index as usize);
         let next = match status {
             Some(code) => self.browser_reply(key, code, answered),
             None => Next::Done,
@@ -281,10 +276,11 @@ impl Worker {
         let reuse = keep_alive && self.s.plan.keepalive;
         u.reused = reuse;
         if !reuse {
-            if u.outstanding > 0 {
+            let lost = u.unanswered(false);
+            if lost > 0 {
                 // The server closes with pipelined requests unanswered.
-                let lost = u.outstanding;
-                u.outstanding = 0;
+                u.flight.clear();
+                u.refused.clear();
                 for _ in 0..lost {
                     self.rec.counters.error(ErrorKind::Closed);
                 }
@@ -298,7 +294,7 @@ impl Worker {
             self.close(key);
         }
         let u = &mut self.users[key];
-        if u.outstanding == 0 {
+        if u.unanswered(false) == 0 {
             u.deadline = None;
             u.state = State::Idle;
             let batch = u64::from(u.batch);
@@ -381,7 +377,7 @@ impl Worker {
         u.batch = 1;
         u.intended = now;
         u.written = 0;
-        u.outstanding = 0;
+        u.flight.clear();
         u.resent = false;
         u.deadline = None;
         u.state = State::Idle;
@@ -464,7 +460,7 @@ impl Worker {
                     let u = &mut self.users[key];
                     if u.conn.is_none() {
                         u.batch = 0;
-                        u.outstanding = 0;
+                        u.flight.clear();
                         self.connect(key);
                         return;
                     }
@@ -524,16 +520,17 @@ impl Worker {
     }
 
     pub(super) fn count_failure(&mut self, key: usize, kind: ErrorKind) {
+        let fills = self.fills();
         let u = &mut self.users[key];
         // Every request of a pipelined batch that was sent and not answered failed.
-        let n = u.outstanding.max(1);
-        for _ in 0..n {
+        let open = u.unanswered(fills);
+        for _ in 0..open.max(1) {
             self.rec.counters.error(kind);
         }
         if let Some(st) = u.sess.as_mut() {
             // Unanswered requests of the batch (all of them if it was never written).
-            let lost = if u.outstanding > 0 {
-                u.outstanding as usize
+            let lost = if open > 0 {
+                open as usize
             } else {
                 st.names.len()
             };
@@ -546,20 +543,21 @@ impl Worker {
 
     /// A request (batch) failed: count it, drop the connection, and move on without recursing.
     pub(super) fn fail(&mut self, key: usize, kind: ErrorKind, now: Instant) {
+        let none_sent = self.users[key].flight.is_empty();
         self.count_failure(key, kind);
         self.close(key);
-        self.retry_later(key, now);
+        self.retry_later(key, now, none_sent);
     }
 
     /// Count the failed batch against the user's quota and park the user on a due-now timer.
-    pub(super) fn retry_later(&mut self, key: usize, now: Instant) {
+    /// `none_sent`: no request was in flight when it failed (a connect or a handshake).
+    pub(super) fn retry_later(&mut self, key: usize, now: Instant, none_sent: bool) {
         let fills = self.fills();
         let u = &mut self.users[key];
         let batch = if fills {
             // Streams took their quota when sent; a failure with none in flight (a
             // connect or handshake) counts as one request, so a dead target still ends a run
             // bounded by -n.
-            let none_sent = u.outstanding == 0;
             if none_sent {
                 if let Some(b) = self.budget.as_mut() {
                     *b = b.saturating_sub(1);
@@ -574,7 +572,7 @@ impl Worker {
         } else {
             u64::from(u.batch.max(1))
         };
-        u.outstanding = 0;
+        u.flight.clear();
         u.deadline = None;
         if let Some(r) = u.remaining.as_mut() {
             *r = r.saturating_sub(batch);
@@ -602,17 +600,16 @@ impl Worker {
             && !u.replied
             && !u.resent
             && u.protocol.stateless()
-            && u.outstanding == u.batch
+            && u.flight.len() == u.batch as usize
             && idempotent(self.batch_bytes(key));
         if !may {
             return false;
         }
         // Counted again when they go out.
-        self.rec.counters.requests -= u64::from(u.outstanding);
+        self.rec.counters.requests -= u.flight.len() as u64;
         self.idle_closed(key);
         let u = &mut self.users[key];
         u.resent = true;
-        u.outstanding = 0;
         u.written = 0;
         u.state = State::Idle;
         self.connect(key);

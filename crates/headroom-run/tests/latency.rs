@@ -7,6 +7,8 @@ use common::*;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use headroom_run::summary::Load;
+
 #[test]
 fn one_second_stall_shows_in_corrected_p99_only() {
     // Keep-alive server, thread per connection. 1.5 s after the first request, every request
@@ -30,18 +32,27 @@ fn one_second_stall_shows_in_corrected_p99_only() {
             }
         }
     });
-    let (v, out) = run_json(
-        &s.url(),
-        &["--rate", "1000", "-c", "10", "-d", "5s", "-t", "1"],
+    // --rate 1000 -c 10 -d 5s -t 1
+    let mut spec = url_spec(&s.url());
+    spec.rate = Some(1000.0);
+    spec.connections = Some(10);
+    spec.duration = secs(5);
+    spec.threads = Some(1);
+    let f = run(&spec);
+    assert_clean(&f);
+    let v = &f.summary;
+    assert_eq!(v.model, "rate");
+    assert!(
+        matches!(v.load, Load::Rate { connections: 10, rate } if rate == 1000.0),
+        "{:?}",
+        v.load
     );
-    assert!(out.status.success());
-    assert_eq!(v["model"], "rate");
-    assert_eq!(v["errors_total"], 0, "{}", v["errors"]);
-    let responses = v["responses"].as_u64().unwrap();
+    assert_eq!(v.errors_total, 0, "{:?}", v.errors);
+    let responses = v.responses;
     assert!(responses > 4_000, "the pace held: {responses} responses");
-    let corrected = v["latency_us"]["p99"].as_u64().unwrap();
-    let uncorrected = v["latency_uncorrected_us"]["p99"].as_u64().unwrap();
-    let max_uncorrected = v["latency_uncorrected_us"]["max"].as_u64().unwrap();
+    let corrected = v.latency_us.p99;
+    let uncorrected = v.latency_uncorrected_us.p99;
+    let max_uncorrected = v.latency_uncorrected_us.max;
     eprintln!(
         "stall: {responses} responses, corrected p99 {corrected}µs, uncorrected p99 \
          {uncorrected}µs, uncorrected max {max_uncorrected}µs"
@@ -63,10 +74,15 @@ fn one_second_stall_shows_in_corrected_p99_only() {
 #[test]
 fn paced_run_sends_at_the_requested_rate() {
     let s = TestServer::ok();
-    let (v, _) = run_json(&s.url(), &["--rate", "500", "-c", "5", "-d", "2s"]);
-    let r = v["requests"].as_u64().unwrap();
+    // --rate 500 -c 5 -d 2s
+    let mut spec = url_spec(&s.url());
+    spec.rate = Some(500.0);
+    spec.connections = Some(5);
+    spec.duration = secs(2);
+    let f = run(&spec);
+    let r = f.summary.requests;
     assert!((960..=1010).contains(&r), "500/s for 2 s gave {r} requests");
-    let p50 = v["latency_us"]["p50"].as_u64().unwrap();
+    let p50 = f.summary.latency_us.p50;
     assert!(
         p50 < 5_000,
         "an idle fast server answers paced requests quickly: p50 {p50}µs"

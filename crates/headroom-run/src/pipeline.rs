@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use headroom_core::{ErrorKind, Plan};
+use headroom_core::{ErrorKind, Plan, ProtoCounter};
 use headroom_engine::{Interval, RunOutcome};
 use headroom_metrics::Counters;
 use headroom_scenario::model::Threshold;
@@ -393,7 +393,12 @@ const REPLY_ERRORS: [ErrorKind; 7] = [
 /// run` exits 1 on it (local and distributed runs alike: `counters` is the merged total).
 pub fn nothing_succeeded(c: &Counters, in_flight: u64) -> Option<String> {
     let reply_errors: u64 = REPLY_ERRORS.iter().map(|k| c.errors[k.index()]).sum();
-    if c.responses > reply_errors {
+    // The browser's hops are replies but no request's end: a redirect it followed, a Digest
+    // challenge it answered. A run whose every answer was refused (a wrong password) got one
+    // 401 challenge and one 401 refusal per request, and nothing succeeded.
+    let hops = c.proto[ProtoCounter::HttpRedirects.index()]
+        + c.proto[ProtoCounter::HttpAuthChallenges.index()];
+    if c.responses > reply_errors + hops {
         return None;
     }
     let n = thousands;
@@ -530,6 +535,35 @@ mod tests {
         let mut c = replies(&[(302, 1)]);
         c.error(ErrorKind::Refused);
         assert_eq!(nothing_succeeded(&c, 0), None, "a 3xx is no error");
+    }
+
+    /// A hop (a challenge answered, a redirect followed) is a reply, but no request's end.
+    #[test]
+    fn the_browsers_hops_are_no_success() {
+        // A wrong Digest password: each request's challenge, then its refused answer.
+        let mut c = Counters::default();
+        for _ in 0..3 {
+            c.responses += 1;
+            c.status(401);
+            c.proto(ProtoCounter::HttpAuthChallenges, 1);
+            c.responses += 1;
+            c.reply_status(401, &StatusSet::EMPTY);
+        }
+        assert_eq!(
+            nothing_succeeded(&c, 0).unwrap(),
+            "no request succeeded: 6 replies, all 401 Unauthorized"
+        );
+        // Redirects followed to a failing page; then one that ends well.
+        let mut c = replies(&[(500, 2)]);
+        for _ in 0..2 {
+            c.responses += 1;
+            c.status(302);
+            c.proto(ProtoCounter::HttpRedirects, 1);
+        }
+        assert!(nothing_succeeded(&c, 0).is_some());
+        c.responses += 1;
+        c.reply_status(200, &StatusSet::EMPTY);
+        assert_eq!(nothing_succeeded(&c, 0), None);
     }
 
     #[test]

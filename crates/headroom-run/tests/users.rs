@@ -420,6 +420,8 @@ sessions:
     spec.auth = Some("bob:wrong".into());
     spec.digest = true;
     let f = run(&spec);
+    // Nothing succeeded (`headroom run` exits 1): the challenges were hops, not successes.
+    assert_nothing_succeeded(&f);
     let v = &f.summary;
     assert_eq!(http(v).auth_failed, 3, "{}", show(v));
     assert!(!v.status_codes.contains_key(&200), "{}", show(v));

@@ -53,7 +53,7 @@ fn issue16_the_human_summary_names_the_compressed_responses() {
 
 #[test]
 fn issue16_compressed_is_refused_with_a_scenario_file() {
-    // Over HTTP/2 it applies (tests/users_h2.rs decodes gzip per stream).
+    // Over HTTP/2 it applies (crates/headroom-run/tests/users_h2.rs decodes gzip per stream).
     // Scenario files do not decode bodies yet: refused, not ignored.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.yaml");

@@ -21,7 +21,7 @@ use headroom_run::summary::RunSummaryExt;
 use crate::experiment::{expand_known, Loaded, RateSearch};
 use crate::intervals::{connection_capacity, kept, LabInterval, CSV_COLUMNS};
 use crate::measure::{measure, warm_up};
-pub use crate::measure::{LabAgents, PromSource, MAX_SERIES};
+use crate::measure::{LabAgents, PromSource};
 use crate::server::{self, Factors, RunningServer};
 use crate::store::{RunRecord, RunStatus, Store};
 use crate::table::{csv_field, fmt_value, pivot, Table};

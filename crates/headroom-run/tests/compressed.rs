@@ -11,43 +11,18 @@ use std::io::Write;
 
 use common::*;
 use headroom_core::spec::RunSpec;
-
-/// Time bound of every load below: far above what each needs, so a hang fails the test.
-const BOUND: u64 = 30;
-
-/// nginx gzipping a text file of known size, logging each request's Accept-Encoding and the
-/// ratio nginx's gzip achieved (`-` when it sent the body as it is).
-fn site() -> (Nginx, u64) {
-    let ng = Nginx::start_with(
-        r#"
-    gzip on; gzip_types text/plain; gzip_min_length 0;
-    location = /body.txt { root {dir}; default_type text/plain; }
-    "#,
-        "$request [$http_accept_encoding] $gzip_ratio",
-    );
-    let mut text = String::new();
-    for i in 0..3000 {
-        text.push_str(&format!(
-            "{i:>6} the quick brown fox jumps over the lazy dog\n"
-        ));
-    }
-    std::fs::write(ng.dir().join("body.txt"), &text).unwrap();
-    (ng, text.len() as u64)
-}
+use headroom_testkit::servers::nginx::gzip_text_site;
 
 /// `URL [--compressed] -c C -n N -d BOUND`.
 fn load(url: &str, compressed: bool, c: u32, n: u64) -> RunSpec {
-    let mut spec = url_spec(url);
+    let mut spec = counted(url, c, n);
     spec.compressed = compressed;
-    spec.connections = Some(c);
-    spec.requests = Some(n);
-    spec.duration = secs(BOUND);
     spec
 }
 
 #[test]
 fn issue16_compressed_replies_are_decoded_and_their_sizes_counted() {
-    let (ng, size) = site();
+    let (ng, size) = gzip_text_site();
     let url = ng.url("/body.txt");
     let n = 300u64;
     let f = run(&load(&url, true, 3, n));

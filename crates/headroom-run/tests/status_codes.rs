@@ -9,20 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
-use headroom_core::spec::RunSpec;
 use headroom_run::interval::IntervalLine;
-
-/// Time bound of every load below: far above what each needs, so a hang fails the test.
-const BOUND: u64 = 20;
-
-/// `URL -c C -n N -d BOUND`.
-fn counted(url: &str, c: u32, n: u64) -> RunSpec {
-    let mut spec = url_spec(url);
-    spec.connections = Some(c);
-    spec.requests = Some(n);
-    spec.duration = secs(BOUND);
-    spec
-}
 
 #[test]
 fn issue16_exact_codes_in_summary_equal_the_requests_sent() {

@@ -11,45 +11,12 @@ use std::process::{Command, Stdio};
 
 use common::*;
 use headroom_core::spec::RunSpec;
-use headroom_run::summary::HttpSection;
-use headroom_run::RunSummary;
-
-/// Time bound of every load below: far above what each needs, so a hang fails the test.
-const BOUND: u64 = 30;
-
-/// `URL -c C -n N -d BOUND`.
-fn counted(url: &str, c: u32, n: u64) -> RunSpec {
-    let mut spec = url_spec(url);
-    spec.connections = Some(c);
-    spec.requests = Some(n);
-    spec.duration = secs(BOUND);
-    spec
-}
 
 /// `URL -c C -n N --follow F -d BOUND`.
 fn following(url: &str, c: u32, n: u64, follow: u32) -> RunSpec {
     let mut spec = counted(url, c, n);
     spec.follow = follow;
     spec
-}
-
-/// A scenario of `yaml` with `-d BOUND` (and `-n N` when given).
-fn scenario(yaml: &str, n: Option<u64>) -> RunSpec {
-    let mut spec = scenario_spec(yaml, None);
-    spec.duration = secs(BOUND);
-    spec.requests = n;
-    spec
-}
-
-fn http(v: &RunSummary) -> &HttpSection {
-    v.http
-        .as_ref()
-        .unwrap_or_else(|| panic!("no http section: {}", show(v)))
-}
-
-/// The count of responses with `code`, 0 when none.
-fn code(v: &RunSummary, code: u16) -> u64 {
-    v.status_codes.get(&code).copied().unwrap_or(0)
 }
 
 /// nginx with a login that sets a per-login session cookie, a page that needs it, a chain of

@@ -11,34 +11,12 @@ use std::collections::{BTreeMap, HashSet};
 use common::tls_nginx::TlsNginx;
 use common::*;
 use headroom_core::spec::RunSpec;
-use headroom_run::summary::HttpSection;
-use headroom_run::RunSummary;
-
-/// Time bound of every load below: far above what each needs, so a hang fails the test.
-const BOUND: u64 = 30;
 
 /// `URL --h2c -c C -n N -d BOUND`.
 fn h2c(url: &str, c: u32, n: u64) -> RunSpec {
-    let mut spec = url_spec(url);
+    let mut spec = counted(url, c, n);
     spec.h2c = true;
-    spec.connections = Some(c);
-    spec.requests = Some(n);
-    spec.duration = secs(BOUND);
     spec
-}
-
-/// A scenario of `yaml` with `-d BOUND` (and `-n N` when given).
-fn scenario(yaml: &str, n: Option<u64>) -> RunSpec {
-    let mut spec = scenario_spec(yaml, None);
-    spec.duration = secs(BOUND);
-    spec.requests = n;
-    spec
-}
-
-fn http(v: &RunSummary) -> &HttpSection {
-    v.http
-        .as_ref()
-        .unwrap_or_else(|| panic!("no http section: {}", show(v)))
 }
 
 /// A login that sets a per-login session cookie, a page that needs it, a chain of three

@@ -5,33 +5,14 @@
 mod common;
 
 use common::*;
+use headroom_testkit::servers::nginx::gzip_text_site;
 
 /// Time bound of every load below: far above what each needs, so a hang fails the test.
 const BOUND: &str = "30s";
 
-/// nginx gzipping a text file of known size, logging each request's Accept-Encoding and the
-/// ratio nginx's gzip achieved (`-` when it sent the body as it is).
-fn site() -> (Nginx, u64) {
-    let ng = Nginx::start_with(
-        r#"
-    gzip on; gzip_types text/plain; gzip_min_length 0;
-    location = /body.txt { root {dir}; default_type text/plain; }
-    "#,
-        "$request [$http_accept_encoding] $gzip_ratio",
-    );
-    let mut text = String::new();
-    for i in 0..3000 {
-        text.push_str(&format!(
-            "{i:>6} the quick brown fox jumps over the lazy dog\n"
-        ));
-    }
-    std::fs::write(ng.dir().join("body.txt"), &text).unwrap();
-    (ng, text.len() as u64)
-}
-
 #[test]
 fn issue16_the_human_summary_names_the_compressed_responses() {
-    let (ng, _) = site();
+    let (ng, _) = gzip_text_site();
     let out = headroom()
         .args([
             "run",

@@ -15,6 +15,7 @@ use headroom_core::spec::{RunSpec, Target};
 use headroom_engine::Interval;
 use headroom_run::interval::IntervalLine;
 use headroom_run::pipeline::{self, Finished, Sink};
+use headroom_run::summary::HttpSection;
 use headroom_run::RunSummary;
 
 #[allow(unused_imports)]
@@ -40,6 +41,39 @@ pub fn scenario_spec(yaml: &str, target: Option<String>) -> RunSpec {
     let sc = headroom_run::files::scenario_file(&file, target)
         .unwrap_or_else(|e| panic!("the scenario does not read: {e}\n{yaml}"));
     RunSpec::new(Target::Scenario(sc))
+}
+
+/// Time bound of every load the tests give a request count (`-n`): far above what each
+/// needs, so a hang fails the test.
+pub const BOUND: u64 = 30;
+
+/// `URL -c C -n N -d BOUND`.
+pub fn counted(url: &str, c: u32, n: u64) -> RunSpec {
+    let mut spec = url_spec(url);
+    spec.connections = Some(c);
+    spec.requests = Some(n);
+    spec.duration = secs(BOUND);
+    spec
+}
+
+/// A scenario of `yaml` with `-d BOUND` (and `-n N` when given).
+pub fn scenario(yaml: &str, n: Option<u64>) -> RunSpec {
+    let mut spec = scenario_spec(yaml, None);
+    spec.duration = secs(BOUND);
+    spec.requests = n;
+    spec
+}
+
+/// The summary's `http` section, which a run of HTTP users has.
+pub fn http(v: &RunSummary) -> &HttpSection {
+    v.http
+        .as_ref()
+        .unwrap_or_else(|| panic!("no http section: {}", show(v)))
+}
+
+/// The count of responses with `code`, 0 when none.
+pub fn code(v: &RunSummary, code: u16) -> u64 {
+    v.status_codes.get(&code).copied().unwrap_or(0)
 }
 
 /// `spec` built and run by this process's engine with no sink: the finished run.

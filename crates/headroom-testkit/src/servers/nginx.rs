@@ -173,3 +173,24 @@ impl Drop for Nginx {
         crate::servers::net::stop_child(&mut self.child);
     }
 }
+
+/// nginx gzipping a text file of known size at `/body.txt`, logging each request's
+/// Accept-Encoding and the ratio nginx's gzip achieved (`-` when it sent the body as it is):
+/// the server and the file's size (what a decoded body must come to).
+pub fn gzip_text_site() -> (Nginx, u64) {
+    let ng = Nginx::start_with(
+        r#"
+    gzip on; gzip_types text/plain; gzip_min_length 0;
+    location = /body.txt { root {dir}; default_type text/plain; }
+    "#,
+        "$request [$http_accept_encoding] $gzip_ratio",
+    );
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!(
+            "{i:>6} the quick brown fox jumps over the lazy dog\n"
+        ));
+    }
+    std::fs::write(ng.dir().join("body.txt"), &text).unwrap();
+    (ng, text.len() as u64)
+}

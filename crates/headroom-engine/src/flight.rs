@@ -7,6 +7,33 @@
 
 use std::time::Instant;
 
+/// How a user's in-flight table is topped up: one policy per run, from what its requests are.
+/// Either way quota (`-n`, a user's share) is taken when a request is committed to go (a
+/// batch when it starts, a stream when it opens), never when it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refill {
+    /// A batch at a time, refilled when empty: the next batch goes once every request of the
+    /// last is answered (and a think time or a pace slot passed). HTTP/1.1's `--pipeline`
+    /// requests (as wrk sends them), a session's batch (its steps are in order), a link's or
+    /// raw TCP's one request, a request of several hops (a redirect, a Digest answer); over
+    /// HTTP/2 the batch's requests go as streams. Requests the server refused unprocessed are
+    /// the batch's: they go again with it, or fail with it.
+    WhenEmpty,
+    /// Refilled per reply: each answered request is replaced at once (or at its pace slot),
+    /// up to the connection's capacity (`--streams` and the server's limit). Independent copies
+    /// of the run's one request, over HTTP/2. Refused requests are the run's, not the
+    /// connection's: they go again first on whatever connection the user has next.
+    PerReply,
+}
+
+impl Refill {
+    /// Requests the server refused and that wait to go again belong to the batch in flight
+    /// (they fail with it).
+    pub fn refused_are_the_batchs(self) -> bool {
+        self == Refill::WhenEmpty
+    }
+}
+
 /// One request in flight.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {

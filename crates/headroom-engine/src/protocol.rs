@@ -22,7 +22,11 @@
 //!   [`Protocol::open`] (another request as a stream of its own, up to `--streams`),
 //!   [`Protocol::urgent`] (its own bytes go at once), [`Protocol::going_away`];
 //! - the requests in flight: every protocol's are entries of the user's one table
-//!   (`flight.rs`); streams are settled by id, the others answer in order (the oldest entry);
+//!   (`flight.rs`); streams are settled by id, the others answer in order (the oldest entry).
+//!   The table is topped up by one policy per run (`flight::Refill`): a batch when it is
+//!   empty (HTTP/1.1's pipeline, sessions, links, raw TCP, hops) or per reply (HTTP/2 streams
+//!   of the run's one request); every request takes its quota when committed, whatever the
+//!   protocol;
 //! - replies: [`Protocol::captured`] (the head the browser reads: cookies, `Location`, a challenge);
 //! - the end: [`eof`] (what the server's close means), [`Protocol::stateless`] (a request that
 //!   found the connection closed may go again), [`Protocol::release`].

@@ -201,7 +201,7 @@ impl Worker {
             .browser_cfg
             .as_deref()
             .map_or(HeaderSet::NONE, |c| c.capture());
-        let fills = self.fills();
+        let per_reply = self.per_reply();
         let u = &mut self.users[key];
         if let Some(h) = self.s.plan.http2 {
             if u.conn
@@ -212,7 +212,7 @@ impl Worker {
                 self.fail(key, ErrorKind::Protocol, now);
                 return;
             }
-            if !fills {
+            if !per_reply {
                 // A batch's requests go out as streams when it is sent.
                 u.protocol = Protocol::H2(Box::new(H2Conn::new(SESSION_STREAMS, wanted)));
                 self.after_connect(key, now);
@@ -460,7 +460,7 @@ impl Worker {
 
     /// Acts on what the protocol completed.
     fn on_outcome(&mut self, key: usize, o: Outcome) {
-        let fills = self.fills();
+        let per_reply = self.per_reply();
         let u = &mut self.users[key];
         let c = &mut self.rec.counters;
         match o {
@@ -488,15 +488,15 @@ impl Worker {
                     });
                     return;
                 }
-                protocol::count_reset(c, code, slot.is_some() && fills);
-                if let (Some(slot), false) = (slot, fills) {
+                protocol::count_reset(c, code, slot.is_some() && per_reply);
+                if let (Some(slot), false) = (slot, per_reply) {
                     // A request of the batch failed: the user goes on as after any failure,
                     // this request counted with the rest of the batch.
                     u.flight.push(slot);
                     self.fail(key, ErrorKind::StreamReset, Instant::now());
                 }
             }
-            Outcome::Failed { stream, kind } => match (take(&mut u.flight, stream), fills) {
+            Outcome::Failed { stream, kind } => match (take(&mut u.flight, stream), per_reply) {
                 (Some(_), true) => c.error(kind),
                 (Some(slot), false) => {
                     u.flight.push(slot);
@@ -515,7 +515,7 @@ impl Worker {
                 let mine = slot.is_none_or(|s| s.is_some());
                 // A URL run's stream is answered whatever the user is doing (its streams go
                 // on); a batch's reply only while the user reads it.
-                if mine && (fills || u.state == State::Reading) {
+                if mine && (per_reply || u.state == State::Reading) {
                     if !ok {
                         c.error(ErrorKind::ErrorReply);
                     }

@@ -49,6 +49,7 @@ use rand::{Rng, SeedableRng};
 use slab::Slab;
 
 use crate::browser::{Browser, BrowserConfig};
+use crate::flight::Refill;
 use crate::http2::H2Request;
 use crate::pacer;
 use crate::poller::{Epoll, Event};
@@ -111,7 +112,8 @@ pub(crate) struct WorkerSetup {
     pub program: Option<Arc<Program>>,
     /// TLS on every connection (a copy per worker: its own session store).
     pub tls: Option<TlsClient>,
-    /// HTTP/2 runs: the request, in the parts a stream sends.
+    /// HTTP/2 URL runs whose every request is a copy of the run's one (no session, no hops):
+    /// the request, in the parts a stream sends; such a run refills per reply.
     pub h2req: Option<Arc<H2Request>>,
 }
 
@@ -213,8 +215,12 @@ impl User {
     /// unprocessed and waiting to go again with the rest of the batch. (A URL run's refused
     /// streams are not its batch's: `fill` sends them again whatever happens to the
     /// connection.)
-    fn unanswered(&self, fills: bool) -> u32 {
-        let refused = if fills { 0 } else { self.refused.len() };
+    fn unanswered(&self, refill: Refill) -> u32 {
+        let refused = if refill.refused_are_the_batchs() {
+            self.refused.len()
+        } else {
+            0
+        };
         (self.flight.len() + refused) as u32
     }
 }
@@ -265,6 +271,8 @@ pub(crate) struct Worker {
     rng: SmallRng,
     /// This worker's share of `--requests` still to start (`None` = unlimited).
     budget: Option<u64>,
+    /// How users' in-flight tables are topped up (`flight.rs`).
+    refill: Refill,
     /// Open model: when the next user arrives, and how many may still arrive.
     next_arrival: Option<Instant>,
     arrivals_left: Option<u64>,
@@ -394,6 +402,11 @@ impl Worker {
             browser_cfg: browser_config(&plan, s.program.as_deref()).map(Arc::new),
             ramp: None,
             ramp_keys: Vec::new(),
+            refill: if s.h2req.is_some() {
+                Refill::PerReply
+            } else {
+                Refill::WhenEmpty
+            },
             s,
         };
         if let Some(p) = w.s.program.clone() {

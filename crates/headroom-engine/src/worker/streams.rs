@@ -9,7 +9,7 @@ use headroom_core::{LoadModel, ProtoCounter};
 
 use super::{State, User, Wake, Worker};
 use crate::browser::{self, BrowserConfig};
-use crate::flight::{self, Slot};
+use crate::flight::{self, Refill, Slot};
 use crate::http2::H2Request;
 use crate::pacer;
 
@@ -26,10 +26,11 @@ impl User {
 }
 
 impl Worker {
-    /// This run keeps `--streams` requests in flight per user, each answered and timed on its
-    /// own (URL runs over HTTP/2). Otherwise a user sends a batch and waits for all of it.
-    pub(super) fn fills(&self) -> bool {
-        self.s.h2req.is_some()
+    /// Users refill per reply (`Refill::PerReply`): each keeps up to `--streams` requests in
+    /// flight, each answered and timed on its own. Otherwise a user sends a batch and waits for
+    /// all of it.
+    pub(super) fn per_reply(&self) -> bool {
+        self.refill == Refill::PerReply
     }
 
     /// Open streams up to `--streams` (and the server's limit) while the user's quota and the
@@ -185,7 +186,7 @@ impl Worker {
     /// its requests are in flight at once and a late reply delays no later send.
     pub(super) fn pace(&self) -> Option<(Instant, u64, f64)> {
         match self.s.plan.model {
-            LoadModel::Rate { connections, rate } if self.fills() => {
+            LoadModel::Rate { connections, rate } if self.per_reply() => {
                 Some((self.s.start, u64::from(connections), rate))
             }
             _ => None,
@@ -231,10 +232,10 @@ impl Worker {
     pub(super) fn after_read(&mut self, key: usize) {
         let now = Instant::now();
         let refill = self.pace().is_some();
-        let fills = self.fills();
+        let per_reply = self.per_reply();
         let u = &mut self.users[key];
         let gen = u.gen;
-        if !fills {
+        if !per_reply {
             // A batch goes on from each reply (complete_reply): only the protocol's own bytes
             // to send, and the batch's refused requests once the rest of it is answered.
             if !u.refused.is_empty() && u.state == State::Reading && u.flight.is_empty() {

@@ -17,8 +17,8 @@ use headroom_proto::http1::put_field;
 impl Worker {
     /// Begin a request (or a pipelined batch) meant to go at `intended`.
     pub(super) fn start_request(&mut self, key: usize, intended: Instant) {
-        if self.fills() {
-            // Streams are opened (and counted against quotas) one by one by `fill`.
+        if self.per_reply() {
+            // Streams are opened (and take their quota) one by one in `fill`.
             if self.pace().is_some() {
                 // The first pace tick: later ones come from the pace timer.
                 self.users[key].state = State::Idle;
@@ -55,8 +55,12 @@ impl Worker {
             self.user_done(key);
             return;
         }
+        // The batch is committed: it takes its quota now, answered or not.
         if let Some(b) = self.budget.as_mut() {
             *b -= batch;
+        }
+        if let Some(r) = u.remaining.as_mut() {
+            *r -= batch;
         }
         u.batch = batch as u32;
         u.intended = intended;
@@ -214,7 +218,7 @@ impl Worker {
         slot: Option<Slot>,
     ) {
         let now = Instant::now();
-        let fills = self.fills();
+        let per_reply = self.per_reply();
         let u = &mut self.users[key];
         // A protocol close that was answered (or written) ends the connection.
         let keep_alive = keep_alive && !u.protocol.closing();
@@ -269,14 +273,14 @@ impl Worker {
                 self.rec.record_name(id as usize, whole, bad);
             }
         }
-        if fills {
-            // A URL run's streams took their quota when sent, and `after_read` refills.
+        if per_reply {
+            // `after_read` refills.
             return;
         }
         let reuse = keep_alive && self.s.plan.keepalive;
         u.reused = reuse;
         if !reuse {
-            let lost = u.unanswered(false);
+            let lost = u.unanswered(self.refill);
             if lost > 0 {
                 // The server closes with pipelined requests unanswered.
                 u.flight.clear();
@@ -294,13 +298,9 @@ impl Worker {
             self.close(key);
         }
         let u = &mut self.users[key];
-        if u.unanswered(false) == 0 {
+        if u.unanswered(self.refill) == 0 {
             u.deadline = None;
             u.state = State::Idle;
-            let batch = u64::from(u.batch);
-            if let Some(r) = u.remaining.as_mut() {
-                *r = r.saturating_sub(batch);
-            }
             self.next_request(key, now);
         }
     }
@@ -520,10 +520,9 @@ impl Worker {
     }
 
     pub(super) fn count_failure(&mut self, key: usize, kind: ErrorKind) {
-        let fills = self.fills();
         let u = &mut self.users[key];
         // Every request of a pipelined batch that was sent and not answered failed.
-        let open = u.unanswered(fills);
+        let open = u.unanswered(self.refill);
         for _ in 0..open.max(1) {
             self.rec.counters.error(kind);
         }
@@ -549,34 +548,27 @@ impl Worker {
         self.retry_later(key, now, none_sent);
     }
 
-    /// Count the failed batch against the user's quota and park the user on a due-now timer.
-    /// `none_sent`: no request was in flight when it failed (a connect or a handshake).
+    /// Park the user on a due-now timer after a failure. Requests took their quota when
+    /// committed (`Refill`); a failure with none committed (a connect or a handshake before a
+    /// stream opened, a session's `connect` step) counts as one request, so a dead target
+    /// still ends a run bounded by `-n`. `none_sent`: nothing was in flight when it failed.
     pub(super) fn retry_later(&mut self, key: usize, now: Instant, none_sent: bool) {
-        let fills = self.fills();
         let u = &mut self.users[key];
-        let batch = if fills {
-            // Streams took their quota when sent; a failure with none in flight (a
-            // connect or handshake) counts as one request, so a dead target still ends a run
-            // bounded by -n.
-            if none_sent {
-                if let Some(b) = self.budget.as_mut() {
-                    *b = b.saturating_sub(1);
-                }
-                if u.due > 0 {
-                    // At a rate: the send that fell due is the one that failed.
-                    u.due -= 1;
-                    u.sent_seq += 1;
-                }
+        if none_sent && u.batch == 0 {
+            if let Some(b) = self.budget.as_mut() {
+                *b = b.saturating_sub(1);
             }
-            u64::from(none_sent)
-        } else {
-            u64::from(u.batch.max(1))
-        };
+            if let Some(r) = u.remaining.as_mut() {
+                *r = r.saturating_sub(1);
+            }
+            if u.due > 0 {
+                // At a rate: the send that fell due is the one that failed.
+                u.due -= 1;
+                u.sent_seq += 1;
+            }
+        }
         u.flight.clear();
         u.deadline = None;
-        if let Some(r) = u.remaining.as_mut() {
-            *r = r.saturating_sub(batch);
-        }
         self.schedule(key, now, Wake::Next);
     }
 

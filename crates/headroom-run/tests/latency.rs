@@ -88,3 +88,40 @@ fn paced_run_sends_at_the_requested_rate() {
         "an idle fast server answers paced requests quickly: p50 {p50}µs"
     );
 }
+
+/// A paced run bounded by `-n` ends by itself once the last request is answered, over HTTP/1.1
+/// and over HTTP/2 (h2c against nginx): a user whose pace has nothing left to send leaves at its
+/// next tick (one such user waited for ever once every user shared one pace, issue 28), and
+/// exactly `-n` requests went, each answered.
+#[test]
+fn a_paced_run_bounded_by_n_ends_with_exactly_n() {
+    let h1 = TestServer::ok();
+    let nginx = Nginx::builder()
+        .h2c(true)
+        .site("    location = /ok { return 200 \"ok\\n\"; }\n", "$status")
+        .start();
+    for (url, h2c) in [(h1.url(), false), (nginx.url("/ok"), true)] {
+        // --rate 400 -c 4 -n 100 -d BOUND (-t 1: one worker's budget)
+        let mut spec = counted(&url, 4, 100);
+        spec.rate = Some(400.0);
+        spec.threads = Some(1);
+        spec.h2c = h2c;
+        let t = std::time::Instant::now();
+        let f = run(&spec);
+        let v = &f.summary;
+        assert_clean(&f);
+        assert_eq!(
+            (v.requests, v.responses),
+            (100, 100),
+            "h2c {h2c}: {}",
+            show(v)
+        );
+        assert_eq!(code(v, 200), 100, "h2c {h2c}: {}", show(v));
+        // 100 requests at 400/s take 0.25 s: far below the run's time bound.
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_secs(BOUND / 3),
+            "h2c {h2c}: the run did not end by itself: {took:?}"
+        );
+    }
+}

@@ -173,7 +173,7 @@ impl Worker {
         }));
     }
 
-    /// Streams at a rate: the user's next pace tick, at `at`, whatever its state.
+    /// At a rate: the user's next pace tick, at `at`, whatever its state.
     pub(super) fn schedule_pace(&mut self, key: usize, at: Instant) {
         self.timers.push(Reverse(Timer {
             at,

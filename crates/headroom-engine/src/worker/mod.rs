@@ -164,13 +164,14 @@ struct User {
     remaining: Option<u64>,
     /// Global user index (pacing slot in rate mode).
     global: u64,
-    /// Paced sends done (rate mode); for streams, paced sends that fell due.
+    /// At a rate: paced sends that fell due so far.
     seq: u64,
-    /// Streams at a rate: sends that fell due and wait for a free stream, and how many paced
-    /// sends went out (the next one's intended time is the pace slot `sent_seq`).
+    /// At a rate: sends that fell due and wait for room in the in-flight table (a free
+    /// stream, an answered batch), and how many paced sends went out (the next one's intended
+    /// time is the pace slot `sent_seq`).
     due: u32,
     sent_seq: u64,
-    /// Streams at a rate: the user's pace timers carry this (never changed by a reconnect,
+    /// At a rate: the user's pace timers carry this (never changed by a reconnect,
     /// unlike `gen`: the pace goes on whatever happens to the connection).
     pace_gen: u32,
     /// When the current request was meant to be sent: the origin of corrected latency.
@@ -255,7 +256,7 @@ struct Timer {
     key: u32,
     /// The user's `tgen` when scheduled (`pace_gen` for a pace tick).
     gen: u32,
-    /// A pace tick of a user whose streams go at a rate (checked against `pace_gen`, whatever
+    /// A pace tick of a user at a rate (checked against `pace_gen`, whatever
     /// the user's state), not the user's one wake.
     pace: bool,
 }

@@ -181,19 +181,21 @@ impl Worker {
         self.flush_proto(key);
     }
 
-    /// Streams at a rate (`--rate`): the pace's start and parameters; `None` otherwise. Each
-    /// user keeps its own pace of sends whatever its streams are doing, so up to `--streams` of
-    /// its requests are in flight at once and a late reply delays no later send.
+    /// At a rate (`--rate`): the pace's start and parameters; `None` otherwise. Each user keeps
+    /// its own pace of sends whatever its requests are doing: a send falls due at its slot and
+    /// goes when the in-flight table has room (a free stream; an answered batch), timed from
+    /// its slot however late it goes (coordinated omission), so a late reply delays no later
+    /// slot.
     pub(super) fn pace(&self) -> Option<(Instant, u64, f64)> {
         match self.s.plan.model {
-            LoadModel::Rate { connections, rate } if self.per_reply() => {
+            LoadModel::Rate { connections, rate } => {
                 Some((self.s.start, u64::from(connections), rate))
             }
             _ => None,
         }
     }
 
-    /// Streams at a rate: one more send of this user fell due; schedule the next tick and send
+    /// At a rate: one more send of this user fell due; schedule the next tick and send
     /// what a free stream allows.
     pub(super) fn pace_tick(&mut self, key: usize) {
         let Some((start, conns, rate)) = self.pace() else {
@@ -204,6 +206,12 @@ impl Worker {
             .remaining
             .map_or(u64::MAX, |r| r.saturating_sub(u64::from(u.due)));
         if left == 0 || self.budget == Some(0) {
+            // Nothing more will fall due: a user with nothing under way and nothing due that
+            // can still go is done (one that is busy ends when its requests are answered).
+            let spent = self.budget == Some(0) || u.due == 0;
+            if spent && u.state == State::Idle && u.flight.is_empty() && u.refused.is_empty() {
+                self.user_done(key);
+            }
             return;
         }
         u.due += 1;
@@ -215,14 +223,26 @@ impl Worker {
         self.kick(key);
     }
 
-    /// Streams at a rate: send what fell due, connecting first if needed. A user waiting on a
-    /// timer (a retry) or a connection being set up is left alone: it goes on from there.
+    /// At a rate: send what fell due, connecting first if needed. A user waiting on a timer (a
+    /// retry) or a connection being set up is left alone: it goes on from there. Streams fill
+    /// the free ones; a batch goes once the last one is answered, timed from its own slot.
     pub(super) fn kick(&mut self, key: usize) {
+        let per_reply = self.per_reply();
+        let pace = self.pace();
         let u = &mut self.users[key];
         match u.state {
             State::Waiting | State::Connecting | State::Tls | State::Handshake => {}
-            _ if u.conn.is_some() => self.fill(key, Instant::now()),
-            _ if u.due > 0 || !u.refused.is_empty() => self.connect(key),
+            _ if per_reply && u.conn.is_some() => self.fill(key, Instant::now()),
+            _ if per_reply && (u.due > 0 || !u.refused.is_empty()) => self.connect(key),
+            State::Idle if !per_reply && u.due > 0 => {
+                let Some((start, conns, rate)) = pace else {
+                    return;
+                };
+                let at = start + pacer::rate_offset(u.global, u.sent_seq, conns, rate);
+                u.due -= 1;
+                u.sent_seq += 1;
+                self.start_batch(key, at);
+            }
             _ => {}
         }
     }

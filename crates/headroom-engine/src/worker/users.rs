@@ -15,16 +15,18 @@ use crate::session::{Action, Env, Program};
 use headroom_proto::http1::put_field;
 
 impl Worker {
-    /// Begin a request (or a pipelined batch) meant to go at `intended`.
+    /// Begin a request (or a pipelined batch) meant to go at `intended`: at a rate, start the
+    /// user's pace, whose ticks make sends due (`pace_tick`, `kick`); streams open one by one
+    /// in `fill`; otherwise the batch goes now.
     pub(super) fn start_request(&mut self, key: usize, intended: Instant) {
+        if self.pace().is_some() {
+            // The first pace tick: later ones come from the pace timer.
+            self.users[key].state = State::Idle;
+            self.pace_tick(key);
+            return;
+        }
         if self.per_reply() {
             // Streams are opened (and take their quota) one by one in `fill`.
-            if self.pace().is_some() {
-                // The first pace tick: later ones come from the pace timer.
-                self.users[key].state = State::Idle;
-                self.pace_tick(key);
-                return;
-            }
             let u = &mut self.users[key];
             u.intended = intended;
             u.batch = 0;
@@ -35,6 +37,12 @@ impl Worker {
             }
             return;
         }
+        self.start_batch(key, intended);
+    }
+
+    /// A batch (`--pipeline` requests, a session's, one request) meant to go at `intended`
+    /// takes its quota and goes: on the kept connection, or on a new one.
+    pub(super) fn start_batch(&mut self, key: usize, intended: Instant) {
         let pipeline = u64::from(self.s.plan.pipeline);
         let u = &mut self.users[key];
         let mut batch = pipeline;
@@ -403,22 +411,12 @@ impl Worker {
             return;
         }
         if paced {
-            // Streams at a rate: the pace timer makes sends due; go on with those.
+            // At a rate the pace timer makes sends due; go on with those.
             u.state = State::Idle;
             self.kick(key);
             return;
         }
         match self.s.plan.model {
-            LoadModel::Rate { .. } => {
-                u.seq += 1;
-                let (g, k) = (u.global, u.seq);
-                let at = self.s.start + self.rate_offset(g, k);
-                if at <= now {
-                    self.start_request(key, at);
-                } else {
-                    self.schedule(key, at, Wake::Send);
-                }
-            }
             LoadModel::Closed { think: Some(d), .. } | LoadModel::Open { think: Some(d), .. } => {
                 let at = now + d.sample(self.rng.gen::<f64>());
                 self.schedule(key, at, Wake::Send);

@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use headroom_core::spec::RunSpec;
-use headroom_run::summary::{NameFigures, ScenarioSection};
-use headroom_run::RunSummary;
 
 const MEMCACHED: &str = "/usr/bin/memcached";
 
@@ -104,21 +102,6 @@ fn load(scenario: &str, addr: SocketAddr) -> RunSpec {
     scenario_spec(scenario, Some(addr.to_string()))
 }
 
-/// The summary's scenario section, which a scenario's run has.
-fn section(v: &RunSummary) -> &ScenarioSection {
-    v.scenario
-        .as_ref()
-        .unwrap_or_else(|| panic!("no scenario section: {}", show(v)))
-}
-
-/// The figures of the request called `name`.
-fn named<'a>(v: &'a RunSummary, name: &str) -> &'a NameFigures {
-    section(v)
-        .by_request
-        .get(name)
-        .unwrap_or_else(|| panic!("no figures for {name}: {}", show(v)))
-}
-
 const CACHE: &str = r#"
 servers: [{host: 127.0.0.1, port: 1, protocol: raw}]
 load: {users: [{count: 4}]}
@@ -146,23 +129,18 @@ fn raw_sessions_run_against_memcached_with_every_reply_matched() {
     assert_clean(&f);
     let v = &f.summary;
     assert_eq!(v.errors_total, 0, "{}", show(v));
-    let sessions = section(v).sessions.completed;
+    let sessions = scenario_of(v).sessions.completed;
     assert!(sessions > 100, "{}", show(v));
-    assert_eq!(section(v).sessions.aborted, 0, "{}", show(v));
+    assert_eq!(scenario_of(v).sessions.aborted, 0, "{}", show(v));
     // Each name ran once per session (a session cut at the stop may hold one more).
     for name in ["set", "get", "copy", "touch", "version"] {
-        let n = named(v, name).count;
+        let n = by_request(v, name).count;
         assert!(
             n >= sessions && n <= sessions + 4,
             "{name}: {n} for {sessions} sessions"
         );
     }
-    assert_eq!(
-        section(v).matches.get("match STORED"),
-        Some(&0),
-        "{}",
-        show(v)
-    );
+    assert_eq!(matched(v, "match STORED"), 0, "{}", show(v));
     // No HTTP status on a raw reply.
     assert_eq!(v.status.other, 0, "{}", show(v));
     assert_eq!(v.status.s2xx, 0, "{}", show(v));
@@ -194,8 +172,8 @@ sessions:
     let f = run(&spec);
     let v = &f.summary;
     assert_eq!(v.errors.closed, 20, "{}", show(v));
-    assert_eq!(named(v, "quit").errors, 20, "{}", show(v));
-    assert_eq!(section(v).sessions.aborted, 20, "{}", show(v));
+    assert_eq!(by_request(v, "quit").errors, 20, "{}", show(v));
+    assert_eq!(scenario_of(v).sessions.aborted, 20, "{}", show(v));
 
     let window = r#"
 servers: [{host: 127.0.0.1, port: 1, protocol: raw}]
@@ -211,5 +189,5 @@ sessions:
     let f = run(&spec);
     let v = &f.summary;
     assert_eq!(v.errors.protocol, 5, "{}", show(v));
-    assert_eq!(named(v, "stats").errors, 5, "{}", show(v));
+    assert_eq!(by_request(v, "stats").errors, 5, "{}", show(v));
 }

@@ -259,3 +259,11 @@ pub fn pg() -> (String, String, String, String, String) {
         db.split('?').next().unwrap().into(),
     )
 }
+
+/// The spec of `headroom run FILE` for a scenario file already on disk (the files it names
+/// read beside it), `target` as `--target`.
+pub fn file_spec(file: &Path, target: Option<String>) -> RunSpec {
+    let sc = headroom_run::files::scenario_file(file, target)
+        .unwrap_or_else(|e| panic!("{} does not read: {e}", file.display()));
+    RunSpec::new(Target::Scenario(sc))
+}

@@ -1,7 +1,8 @@
 //! Raw TCP sessions against a real server: Debian's memcached (installed by scripts/test),
 //! started by the test on 127.0.0.1 with its text protocol, whose replies end with known
 //! delimiters. Every reply is matched by the scenario's `expect`; a reply that never ends right
-//! is an error, not a hang.
+//! is an error, not a hang. The scenarios run through the pipeline in this process and the
+//! figures are the typed `RunSummary`'s. (There is no CLI side: nothing here is the CLI's.)
 
 mod common;
 
@@ -11,7 +12,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, headroom};
+use common::*;
+use headroom_core::spec::RunSpec;
 
 const MEMCACHED: &str = "/usr/bin/memcached";
 
@@ -95,30 +97,9 @@ fn ask(addr: SocketAddr, request: &str) -> String {
     String::from_utf8_lossy(&out).to_string()
 }
 
-fn run(scenario: &str, addr: SocketAddr, extra: &[&str]) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.yaml");
-    std::fs::write(&file, scenario).unwrap();
-    let out = headroom()
-        .arg("run")
-        .arg(&file)
-        .args(["--target", &addr.to_string(), "--json", "-q"])
-        .args(extra)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "summary JSON ({e}); exit {:?}; stderr: {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn count(v: &serde_json::Value, name: &str) -> u64 {
-    v["scenario"]["by_request"][name]["count"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no count for {name}: {}", v["scenario"]))
+/// `headroom run s.yaml --target ADDR` with `scenario` as s.yaml.
+fn load(scenario: &str, addr: SocketAddr) -> RunSpec {
+    scenario_spec(scenario, Some(addr.to_string()))
 }
 
 const CACHE: &str = r#"
@@ -142,23 +123,27 @@ sessions:
 #[test]
 fn raw_sessions_run_against_memcached_with_every_reply_matched() {
     let mc = Memcached::start();
-    let v = run(CACHE, mc.addr, &["-d", "2s"]);
-    assert_eq!(v["errors_total"], 0, "{v}");
-    let sessions = v["scenario"]["sessions"]["completed"].as_u64().unwrap();
-    assert!(sessions > 100, "{}", v["scenario"]);
-    assert_eq!(v["scenario"]["sessions"]["aborted"], 0);
+    let mut spec = load(CACHE, mc.addr);
+    spec.duration = secs(2);
+    let f = run(&spec);
+    assert_clean(&f);
+    let v = &f.summary;
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    let sessions = scenario_of(v).sessions.completed;
+    assert!(sessions > 100, "{}", show(v));
+    assert_eq!(scenario_of(v).sessions.aborted, 0, "{}", show(v));
     // Each name ran once per session (a session cut at the stop may hold one more).
     for name in ["set", "get", "copy", "touch", "version"] {
-        let n = count(&v, name);
+        let n = by_request(v, name).count;
         assert!(
             n >= sessions && n <= sessions + 4,
             "{name}: {n} for {sessions} sessions"
         );
     }
-    assert_eq!(v["scenario"]["matches"]["match STORED"], 0);
+    assert_eq!(matched(v, "match STORED"), 0, "{}", show(v));
     // No HTTP status on a raw reply.
-    assert_eq!(v["status"]["other"], 0);
-    assert_eq!(v["status"]["2xx"], 0);
+    assert_eq!(v.status.other, 0, "{}", show(v));
+    assert_eq!(v.status.s2xx, 0, "{}", show(v));
     // The value extracted from `get` was sent back by `copy`.
     for user in 0..4 {
         let reply = ask(mc.addr, &format!("get copy{user}\r\n"));
@@ -181,10 +166,14 @@ sessions:
     steps:
       - send: {name: quit, data: "quit\r\n", expect: {delimiter: "\r\n"}}
 "#;
-    let v = run(quit, mc.addr, &["-n", "20"]);
-    assert_eq!(v["errors"]["closed"], 20, "{v}");
-    assert_eq!(v["scenario"]["by_request"]["quit"]["errors"], 20);
-    assert_eq!(v["scenario"]["sessions"]["aborted"], 20);
+    let mut spec = load(quit, mc.addr);
+    spec.requests = Some(20);
+    spec.duration = secs(BOUND);
+    let f = run(&spec);
+    let v = &f.summary;
+    assert_eq!(v.errors.closed, 20, "{}", show(v));
+    assert_eq!(by_request(v, "quit").errors, 20, "{}", show(v));
+    assert_eq!(scenario_of(v).sessions.aborted, 20, "{}", show(v));
 
     let window = r#"
 servers: [{host: 127.0.0.1, port: 1, protocol: raw}]
@@ -194,7 +183,11 @@ sessions:
     steps:
       - send: {name: stats, data: "stats\r\n", expect: {regex: "NEVER", window: 32}}
 "#;
-    let v = run(window, mc.addr, &["-n", "5"]);
-    assert_eq!(v["errors"]["protocol"], 5, "{v}");
-    assert_eq!(v["scenario"]["by_request"]["stats"]["errors"], 5);
+    let mut spec = load(window, mc.addr);
+    spec.requests = Some(5);
+    spec.duration = secs(BOUND);
+    let f = run(&spec);
+    let v = &f.summary;
+    assert_eq!(v.errors.protocol, 5, "{}", show(v));
+    assert_eq!(by_request(v, "stats").errors, 5, "{}", show(v));
 }

@@ -13,9 +13,10 @@
 //! XMPP, PostgreSQL, WebSocket) and HTTP/2 (`http2.rs`). The worker has one read path and one
 //! write path for protocol bytes whatever the protocol, and asks the protocol what it can do
 //! (open a stream, say what a close means) rather than which one it is: adding a protocol is one
-//! module and one variant of `protocol::Protocol` (see `protocol.rs`). Requests in flight as streams are
-//! one table on the user (`flight.rs`); the browser (`browser.rs`: cookies, redirects, Digest)
-//! is the same over HTTP/1.1 and HTTP/2.
+//! module and one variant of `protocol::Protocol` (see `protocol.rs`). Every protocol's requests
+//! in flight are one table on the user (`flight.rs`), topped up by one policy per run (a batch
+//! when empty, or per reply), with one quota rule and, at a rate, one pace for every protocol;
+//! the browser (`browser.rs`: cookies, redirects, Digest) is the same over HTTP/1.1 and HTTP/2.
 //!
 //! The engine knows nothing of the command line, JSON or files: sinks do.
 

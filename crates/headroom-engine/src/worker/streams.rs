@@ -33,10 +33,33 @@ impl Worker {
         self.refill == Refill::PerReply
     }
 
+    /// Tops up the user's in-flight table as the run's policy says (`Refill`), for every
+    /// protocol, closed, paced or open: per reply, open streams up to the connection's capacity
+    /// (connecting first); when empty, a batch goes if the user is between batches.
+    /// `intended` is when these requests were meant to go (at a rate: their pace slots).
+    pub(super) fn fill(&mut self, key: usize, intended: Instant) {
+        // At a rate a batch goes only when a send fell due.
+        let paced_idle = self.pace().is_some() && self.users[key].due == 0;
+        let u = &mut self.users[key];
+        match self.refill {
+            Refill::PerReply if u.conn.is_some() => self.fill_streams(key, intended),
+            Refill::PerReply => {
+                // Streams are opened (and take their quota) one by one once connected.
+                u.intended = intended;
+                u.batch = 0;
+                self.connect(key);
+            }
+            Refill::WhenEmpty if matches!(u.state, State::Idle | State::Waiting) && !paced_idle => {
+                self.start_batch(key, intended)
+            }
+            Refill::WhenEmpty => {}
+        }
+    }
+
     /// Open streams up to `--streams` (and the server's limit) while the user's quota and the
     /// run's budget allow; `intended` is when these requests were meant to go. A user left with
     /// nothing in flight and nothing to send is done.
-    pub(super) fn fill(&mut self, key: usize, intended: Instant) {
+    fn fill_streams(&mut self, key: usize, intended: Instant) {
         let streams = self.s.plan.http2.map_or(1, |h| h.streams) as usize;
         // Borrowed, not cloned: an Arc clone per send would bounce its count between workers.
         let Some(req) = self.s.h2req.as_deref() else {
@@ -223,25 +246,16 @@ impl Worker {
         self.kick(key);
     }
 
-    /// At a rate: send what fell due, connecting first if needed. A user waiting on a timer (a
-    /// retry) or a connection being set up is left alone: it goes on from there. Streams fill
-    /// the free ones; a batch goes once the last one is answered, timed from its own slot.
+    /// At a rate: send what fell due (`fill`), connecting first if needed. A user waiting on a
+    /// timer (a retry) or a connection being set up is left alone: it goes on from there.
+    /// Streams fill the free ones; a batch goes once the last one is answered, timed from its
+    /// own slot.
     pub(super) fn kick(&mut self, key: usize) {
-        let per_reply = self.per_reply();
-        let pace = self.pace();
         let u = &mut self.users[key];
         match u.state {
             State::Waiting | State::Connecting | State::Tls | State::Handshake => {}
-            _ if per_reply && u.conn.is_some() => self.fill(key, Instant::now()),
-            _ if per_reply && (u.due > 0 || !u.refused.is_empty()) => self.connect(key),
-            State::Idle if !per_reply && u.due > 0 => {
-                let Some((start, conns, rate)) = pace else {
-                    return;
-                };
-                let at = start + pacer::rate_offset(u.global, u.sent_seq, conns, rate);
-                u.due -= 1;
-                u.sent_seq += 1;
-                self.start_batch(key, at);
+            _ if u.conn.is_some() || u.due > 0 || !u.refused.is_empty() => {
+                self.fill(key, Instant::now())
             }
             _ => {}
         }

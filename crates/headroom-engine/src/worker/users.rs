@@ -16,8 +16,8 @@ use headroom_proto::http1::put_field;
 
 impl Worker {
     /// Begin a request (or a pipelined batch) meant to go at `intended`: at a rate, start the
-    /// user's pace, whose ticks make sends due (`pace_tick`, `kick`); streams open one by one
-    /// in `fill`; otherwise the batch goes now.
+    /// user's pace, whose ticks make sends due (`pace_tick`, `kick`); otherwise fill the
+    /// user's in-flight table now.
     pub(super) fn start_request(&mut self, key: usize, intended: Instant) {
         if self.pace().is_some() {
             // The first pace tick: later ones come from the pace timer.
@@ -25,26 +25,24 @@ impl Worker {
             self.pace_tick(key);
             return;
         }
-        if self.per_reply() {
-            // Streams are opened (and take their quota) one by one in `fill`.
-            let u = &mut self.users[key];
-            u.intended = intended;
-            u.batch = 0;
-            if u.conn.is_some() {
-                self.fill(key, intended);
-            } else {
-                self.connect(key);
-            }
-            return;
-        }
-        self.start_batch(key, intended);
+        self.fill(key, intended);
     }
 
     /// A batch (`--pipeline` requests, a session's, one request) meant to go at `intended`
-    /// takes its quota and goes: on the kept connection, or on a new one.
+    /// (at a rate: at its pace slot, however late) takes its quota and goes: on the kept
+    /// connection, or on a new one.
     pub(super) fn start_batch(&mut self, key: usize, intended: Instant) {
         let pipeline = u64::from(self.s.plan.pipeline);
+        let pace = self.pace();
         let u = &mut self.users[key];
+        let intended = match pace {
+            Some((start, conns, rate)) if u.due > 0 => {
+                u.due -= 1;
+                u.sent_seq += 1;
+                start + crate::pacer::rate_offset(u.global, u.sent_seq - 1, conns, rate)
+            }
+            _ => intended,
+        };
         let mut batch = pipeline;
         if let Some(st) = &u.sess {
             // A session batch is all or nothing: its bytes are already encoded.

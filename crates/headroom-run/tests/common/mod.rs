@@ -200,3 +200,18 @@ pub fn h2(v: &RunSummary) -> &headroom_run::summary::Http2Section {
         .as_ref()
         .unwrap_or_else(|| panic!("no http2 section: {}", show(v)))
 }
+
+/// The TLS listeners of the shared services scripts/test starts (wss://, XMPP, PostgreSQL).
+pub mod tls_services;
+
+/// `spec` as `headroom run` runs it without `--no-preflight`: the preflight (one connection,
+/// TLS handshake included) and the protocol probe first, then the load.
+pub fn run_preflighted(spec: &RunSpec) -> Finished {
+    let built =
+        headroom_run::build(spec).unwrap_or_else(|e| panic!("the spec does not build: {e}"));
+    headroom_run::preflight::preflight(&built.plan)
+        .unwrap_or_else(|e| panic!("the preflight failed: {e:#}"));
+    headroom_run::preflight::protocol_probe(&built.plan)
+        .unwrap_or_else(|e| panic!("the protocol probe failed: {e:#}"));
+    run(spec)
+}

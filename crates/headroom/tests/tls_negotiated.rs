@@ -1,9 +1,9 @@
-//! What the TLS handshakes negotiated (issue 27): the protocol version, cipher suite, key
-//! exchange group, ALPN protocol and HTTP version, checked against nginx's own log of each
-//! request's `$ssl_protocol $ssl_cipher $ssl_curve $server_protocol` (OpenSSL's names, turned
-//! into the IANA ones headroom prints), in the human summary, summary.json, the report, and a
-//! distributed run's summary, resumed handshakes included. And TLS failures in words: no Rust
-//! enum names, dates as dates.
+//! What the TLS handshakes negotiated (issue 27), the CLI's side: the human summary's
+//! `Negotiated` line and a distributed run's summary (agents as processes) against nginx's own
+//! log of each request's `$ssl_protocol $ssl_cipher $ssl_curve $server_protocol` (OpenSSL's
+//! names, turned into the IANA ones headroom prints). And TLS failures in words on stderr: no
+//! Rust enum names, dates as dates. (The figures, summary.json's and the report's against
+//! nginx's log, resumed handshakes included, are crates/headroom-run/tests/tls_negotiated.rs.)
 
 mod common;
 
@@ -63,8 +63,8 @@ fn nginx_says(ng: &common::tls_nginx::TlsNginx) -> (String, String, String, Stri
     set.into_iter().next().unwrap()
 }
 
-/// A run against `ng` with `args`: its human summary, summary.json and report agree with what
-/// nginx logged, for every handshake.
+/// A run against `ng` with `args`: its human summary's `Negotiated` line says what nginx
+/// logged, for every handshake.
 fn check(ng: &common::tls_nginx::TlsNginx, args: &[&str], alpn: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let all = [args, &["-c", "4", "-n", "200", "-d", BOUND]].concat();
@@ -73,36 +73,16 @@ fn check(ng: &common::tls_nginx::TlsNginx, args: &[&str], alpn: &str) -> String 
     assert!(out.status.success(), "{out:?}");
     let (protocol, suite, group, http) = nginx_says(ng);
     let words = format!("{protocol} {suite} {group} {alpn} {http}");
-
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
-    let handshakes = num(&v, &["tls", "handshakes"]);
-    assert_eq!(handshakes, 4, "{:#}", v["tls"]);
-    let n = &v["tls"]["negotiated"];
-    assert_eq!(n.as_array().map(Vec::len), Some(1), "{n:#}");
-    assert_eq!(n[0]["protocol"], protocol.as_str(), "{n:#}");
-    assert_eq!(n[0]["cipher_suite"], suite.as_str(), "{n:#}");
-    assert_eq!(n[0]["key_exchange"], group.as_str(), "{n:#}");
-    assert_eq!(n[0]["alpn"], alpn, "{n:#}");
-    assert_eq!(n[0]["http"], http.as_str(), "{n:#}");
-    assert_eq!(num(&n[0], &["handshakes"]), handshakes);
-    assert_eq!(num(&v, &["tls", "negotiated_other"]), 0);
-
     let line = human
         .lines()
         .find(|l| l.trim_start().starts_with("Negotiated"))
         .unwrap_or_else(|| panic!("no Negotiated line in:\n{human}"));
     assert!(line.contains(&format!("{words}  (4 handshakes)")), "{line}");
-    let report = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
-    assert!(
-        report.contains(&format!("{words} (4 handshakes)")),
-        "no '{words}' in the report"
-    );
     line.to_string()
 }
 
 #[test]
-fn negotiated_tls_h2_and_tls12_match_nginx_log() {
+fn the_human_summary_says_what_was_negotiated() {
     let pki = Pki::new();
     let ca = pki.ca.to_str().unwrap();
 
@@ -275,50 +255,4 @@ fn tls_failures_are_sentences_with_dates() {
     assert!(line.contains("version 1"), "{line}");
     assert_words(&line);
     assert_eq!(ng.log_lines().len(), 0);
-}
-
-#[test]
-fn resumed_handshakes_are_counted_with_what_they_negotiated() {
-    let pki = Pki::new();
-    let ca = pki.ca.to_str().unwrap();
-    let ng = Nginx::builder().tls(&pki.localhost).start();
-    for max in ["1.2", "1.3"] {
-        let (v, out) = common::run_json(
-            &ng.url("/"),
-            &[
-                "--cacert",
-                ca,
-                "--tls-max",
-                max,
-                "--no-keepalive",
-                "-c",
-                "4",
-                "--per-user",
-                "10",
-                "-d",
-                BOUND,
-            ],
-        );
-        assert!(out.status.success(), "{v:#}");
-        let t = &v["tls"];
-        eprintln!("--tls-max {max}: {:#}", t["negotiated"]);
-        assert_eq!(num(&v, &["tls", "handshakes"]), 40, "{t:#}");
-        assert_eq!(num(&v, &["tls", "resumed"]), 36, "{t:#}");
-        let n = t["negotiated"].as_array().unwrap();
-        let sum: u64 = n.iter().map(|e| num(e, &["handshakes"])).sum();
-        assert_eq!(sum, 40, "{t:#}");
-        assert!(
-            n.iter()
-                .all(|e| e["protocol"] == format!("TLSv{max}").as_str()),
-            "{t:#}"
-        );
-        // A resumed TLS 1.2 session makes no key exchange of its own (its 4 users' first
-        // handshakes do); TLS 1.3 resumes with a fresh (EC)DHE exchange (psk_dhe_ke).
-        let no_kx: u64 = n
-            .iter()
-            .filter(|e| e.get("key_exchange").is_none())
-            .map(|e| num(e, &["handshakes"]))
-            .sum();
-        assert_eq!(no_kx, if max == "1.2" { 36 } else { 0 }, "{t:#}");
-    }
 }

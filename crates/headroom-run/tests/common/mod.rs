@@ -267,3 +267,56 @@ pub fn file_spec(file: &Path, target: Option<String>) -> RunSpec {
         .unwrap_or_else(|e| panic!("{} does not read: {e}", file.display()));
     RunSpec::new(Target::Scenario(sc))
 }
+
+// http2, tls, nginx:
+
+/// The spec of `headroom run DIR/s.yaml -d BOUND`, with `files` (name, source) copied beside
+/// `yaml` first (a scenario names its files, a CA or a CSV, relative to itself).
+pub fn scenario_with_files(yaml: &str, files: &[(&str, &Path)]) -> RunSpec {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, src) in files {
+        std::fs::copy(src, dir.path().join(name))
+            .unwrap_or_else(|e| panic!("copy {} to {name}: {e}", src.display()));
+    }
+    let file = dir.path().join("s.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let sc = headroom_run::files::scenario_file(&file, None)
+        .unwrap_or_else(|e| panic!("the scenario does not read: {e}\n{yaml}"));
+    let mut spec = RunSpec::new(Target::Scenario(sc));
+    spec.duration = secs(BOUND);
+    spec
+}
+
+/// The bytes of a PEM file, as `--cacert FILE` (or `--cert`, `--key`) puts them in the spec.
+pub fn pem(path: &Path) -> Option<Vec<u8>> {
+    Some(std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display())))
+}
+
+/// The summary's `tls` section, which a run over TLS has.
+pub fn tls(v: &RunSummary) -> &headroom_run::summary::TlsSection {
+    v.tls
+        .as_ref()
+        .unwrap_or_else(|| panic!("no tls section: {}", show(v)))
+}
+
+/// The summary's `http2` section, which an HTTP/2 run has.
+pub fn h2(v: &RunSummary) -> &headroom_run::summary::Http2Section {
+    v.http2
+        .as_ref()
+        .unwrap_or_else(|| panic!("no http2 section: {}", show(v)))
+}
+
+/// The TLS listeners of the shared services scripts/test starts (wss://, XMPP, PostgreSQL).
+pub mod tls_services;
+
+/// `spec` as `headroom run` runs it without `--no-preflight`: the preflight (one connection,
+/// TLS handshake included) and the protocol probe first, then the load.
+pub fn run_preflighted(spec: &RunSpec) -> Finished {
+    let built =
+        headroom_run::build(spec).unwrap_or_else(|e| panic!("the spec does not build: {e}"));
+    headroom_run::preflight::preflight(&built.plan)
+        .unwrap_or_else(|e| panic!("the preflight failed: {e:#}"));
+    headroom_run::preflight::protocol_probe(&built.plan)
+        .unwrap_or_else(|e| panic!("the protocol probe failed: {e:#}"));
+    run(spec)
+}

@@ -11,7 +11,7 @@
 //! ng.url("/");  ng.logged_protocol("HTTP/2.0");  ng.logged_reused();  ng.logged_connections();
 //! ```
 //!
-//! What each variant does on the wire (checked by tests/tls_servers.rs with nghttp, curl and
+//! What each variant does on the wire (checked by crates/headroom-run/tests/tls_servers.rs with nghttp, curl and
 //! openssl s_client):
 //! - `keepalive_requests(N)`: HTTP/1.1: the Nth response carries `Connection: close` and nginx
 //!   closes. HTTP/2: after the Nth stream nginx sends GOAWAY(NO_ERROR, last_stream_id = the

@@ -12,7 +12,6 @@ use std::sync::{Arc, OnceLock};
 pub mod chromium;
 pub mod netns_lock;
 pub mod source_server;
-pub mod tls_services;
 
 /// headroom serve (reactor, one worker) in this process on 127.0.0.1, any free port.
 pub fn serve() -> headroom_serve::RunningServer {

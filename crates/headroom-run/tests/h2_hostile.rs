@@ -9,21 +9,26 @@
 //! (GOAWAY ENHANCE_YOUR_CALM) and counted as `flood`; the response timeout runs from the
 //! request's send, whatever the server sends meanwhile.
 //!
-//! Each load is `-n` bounded and runs under a hard time bound (the child is killed past it), so
-//! the old code's endless flood fails these tests rather than hanging them.
+//! Each load is `-n` bounded and runs in this process under a hard time bound (the test fails
+//! past it), so the old code's endless flood fails these tests rather than hanging them. The
+//! generator's memory is this whole process's peak resident set (the test harness and the
+//! hostile servers included), which must stay small. (No CLI side: these were
+//! crates/headroom/tests/h2_hostile.rs, run as `headroom run` children.)
 
 mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::pki::Pki;
-use common::{headroom, num, TestServer};
+use common::*;
+use headroom_core::spec::RunSpec;
+use headroom_run::pipeline::Finished;
 
 /// How the hostile server floods.
 #[derive(Clone, Copy, Debug)]
@@ -152,80 +157,62 @@ fn tls_config_alpn(pki: &Pki, alpn: &[u8]) -> Arc<rustls::ServerConfig> {
     Arc::new(cfg)
 }
 
-/// The largest VmHWM (peak resident set) in /proc/PID/status, in bytes; 0 once it is gone.
-fn peak_rss(pid: u32) -> u64 {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return 0;
-    };
-    s.lines()
+/// `spec` run in this process under a hard bound of `within`: the finished run and how long
+/// it took; panics if it outlives the bound (its thread is left to the process's end).
+fn run_within(spec: &RunSpec, within: Duration) -> (Finished, Duration) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s = spec.clone();
+    let t = Instant::now();
+    thread::spawn(move || {
+        let _ = tx.send(run(&s));
+    });
+    match rx.recv_timeout(within) {
+        Ok(f) => (f, t.elapsed()),
+        Err(RecvTimeoutError::Timeout) => {
+            panic!("the run of {} still going after {within:?}", spec.name())
+        }
+        Err(RecvTimeoutError::Disconnected) => panic!("the run of {} failed", spec.name()),
+    }
+}
+
+/// The peak resident set of the generator, this process (the test harness, the hostile servers
+/// and any test running beside included), so far: VmHWM in /proc/self/status, in bytes. (Not
+/// the summary's `max_rss_kb`: getrusage's peak survives exec, so a test binary that cargo
+/// started reports cargo's own.)
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// What one bounded `headroom run` did.
-struct Ran {
-    summary: serde_json::Value,
-    peak_rss: u64,
-}
-
-/// `headroom run URL ARGS... -q --out DIR` under a hard bound of `within`, sampling the
-/// child's peak RSS every 10 ms; panics (after killing it) if it outlives the bound.
-fn bounded_run(url: &str, args: &[&str], within: Duration, dir: &Path) -> Ran {
-    let mut child: std::process::Child = headroom()
-        .arg("run")
-        .arg(url)
-        .args(args)
-        .args(["--no-preflight", "-q", "--out"])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let t = Instant::now();
-    let mut peak = 0;
-    let status = loop {
-        peak = peak.max(peak_rss(pid));
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t.elapsed() > within {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "headroom run {url} {args:?} still running after {within:?} (peak RSS {} MB)",
-                peak >> 20
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    let text = std::fs::read_to_string(dir.join("summary.json"))
-        .unwrap_or_else(|e| panic!("no summary.json ({e}); exit {status:?}; stderr: {err}"));
-    Ran {
-        summary: serde_json::from_str(&text).unwrap(),
-        peak_rss: peak,
-    }
+        .map(|kb| kb * 1024)
+        .expect("VmHWM in /proc/self/status")
 }
 
 const MB: u64 = 1 << 20;
 
-/// The hostile server's URL and the flags that speak HTTP/2 to it: over TLS (ALPN h2, trusting
-/// the test CA) or in clear text (h2c).
-fn target<'a>(server: &TestServer, tls: bool, pki: &'a Pki) -> (String, Vec<&'a str>) {
+/// The hostile server's URL and the spec that speaks HTTP/2 to it: over TLS (`--http2`, ALPN
+/// h2, `--cacert` the test CA) or in clear text (`--h2c`).
+fn target(server: &TestServer, tls: bool, pki: &Pki) -> RunSpec {
     if tls {
-        let ca = pki.ca.to_str().unwrap();
-        (
-            format!("https://localhost:{}/", server.addr.port()),
-            vec!["--http2", "--cacert", ca],
-        )
+        let mut spec = url_spec(&format!("https://localhost:{}/", server.addr.port()));
+        spec.http2 = true;
+        spec.cacert = pem(&pki.ca);
+        spec
     } else {
-        (server.url(), vec!["--h2c"])
+        let mut spec = url_spec(&server.url());
+        spec.h2c = true;
+        spec
     }
+}
+
+/// `-c 1 -n N --timeout T -d D` on `spec`.
+fn bounded(mut spec: RunSpec, n: u64, timeout: u64, d: u64) -> RunSpec {
+    spec.connections = Some(1);
+    spec.requests = Some(n);
+    spec.timeout = Duration::from_secs(timeout);
+    spec.duration = secs(d);
+    spec
 }
 
 /// Three requests (`-c 1 -n 3`), each on a new connection that `kind` floods: each connection
@@ -233,26 +220,15 @@ fn target<'a>(server: &TestServer, tls: bool, pki: &'a Pki) -> (String, Vec<&'a 
 fn flood_is_capped(kind: Flood, tls: bool) {
     let pki = Pki::new();
     let (server, seen) = hostile(kind, tls.then(|| tls_config(&pki)));
-    let dir = tempfile::tempdir().unwrap();
-    let (url, proto) = target(&server, tls, &pki);
-    let args = [
-        &proto[..],
-        &["-c", "1", "-n", "3", "--timeout", "10s", "-d", "30s"],
-    ]
-    .concat();
-    let t = Instant::now();
-    let ran = bounded_run(&url, &args, Duration::from_secs(25), dir.path());
-    let took = t.elapsed();
-    let v = &ran.summary;
-    let what = format!("{kind:?} tls={tls}: {:#}", v["errors"]);
-    assert!(
-        ran.peak_rss < 64 * MB,
-        "{what}: peak RSS {} MB",
-        ran.peak_rss / MB
-    );
-    assert_eq!(num(v, &["errors", "flood"]), 3, "{what}");
-    assert_eq!(num(v, &["errors_total"]), 3, "{what}");
-    assert_eq!(num(v, &["responses"]), 0, "{what}");
+    let spec = bounded(target(&server, tls, &pki), 3, 10, 30);
+    let (f, took) = run_within(&spec, Duration::from_secs(25));
+    let v = &f.summary;
+    let peak = peak_rss();
+    let what = format!("{kind:?} tls={tls}: {:#?}", v.errors);
+    assert!(peak < 64 * MB, "{what}: peak RSS {} MB", peak / MB);
+    assert_eq!(v.errors.flood, 3, "{what}");
+    assert_eq!(v.errors_total, 3, "{what}");
+    assert_eq!(v.responses, 0, "{what}");
     assert!(took < Duration::from_secs(10), "{what}: took {took:?}");
     // The server's side: every connection closed by the client, within a second of the flood.
     let t = Instant::now();
@@ -269,7 +245,7 @@ fn flood_is_capped(kind: Flood, tls: bool) {
     }
     eprintln!(
         "{kind:?} tls={tls}: peak RSS {} MB, run {took:?}, server saw {seen:?}",
-        ran.peak_rss / MB
+        peak / MB
     );
 }
 
@@ -298,19 +274,14 @@ fn issue26_settings_flood_tls_is_capped_and_counted() {
 fn timeout_is_absolute(tls: bool) {
     let pki = Pki::new();
     let (server, seen) = hostile(Flood::PacedPing, tls.then(|| tls_config(&pki)));
-    let dir = tempfile::tempdir().unwrap();
-    let (url, proto) = target(&server, tls, &pki);
-    let args = [
-        &proto[..],
-        &["-c", "1", "-n", "1", "--timeout", "1s", "-d", "15s"],
-    ]
-    .concat();
-    let ran = bounded_run(&url, &args, Duration::from_secs(20), dir.path());
-    let v = &ran.summary;
-    let what = format!("tls={tls}: {:#}", v["errors"]);
-    assert_eq!(num(v, &["errors", "timeout"]), 1, "{what}");
-    assert_eq!(num(v, &["errors_total"]), 1, "{what}");
-    assert!(ran.peak_rss < 64 * MB, "{what}: {} MB", ran.peak_rss / MB);
+    let spec = bounded(target(&server, tls, &pki), 1, 1, 15);
+    let (f, _) = run_within(&spec, Duration::from_secs(20));
+    let v = &f.summary;
+    let peak = peak_rss();
+    let what = format!("tls={tls}: {:#?}", v.errors);
+    assert_eq!(v.errors.timeout, 1, "{what}");
+    assert_eq!(v.errors_total, 1, "{what}");
+    assert!(peak < 64 * MB, "{what}: {} MB", peak / MB);
     let t = Instant::now();
     while seen.lock().unwrap().is_empty() && t.elapsed() < Duration::from_secs(5) {
         thread::sleep(Duration::from_millis(10));
@@ -328,7 +299,7 @@ fn timeout_is_absolute(tls: bool) {
     );
     eprintln!(
         "timeout tls={tls}: closed {closed:?} after the request, peak RSS {} MB, {} flood bytes",
-        ran.peak_rss / MB,
+        peak / MB,
         seen[0].flood_bytes
     );
 }
@@ -410,29 +381,18 @@ fn timeout_during_an_endless_body(tls: bool) {
         };
         *c2.lock().unwrap() = Some(took);
     });
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.ca.to_str().unwrap();
     let url = if tls {
         format!("https://localhost:{}/", server.addr.port())
     } else {
         server.url()
     };
-    let args = [
-        "--cacert",
-        ca,
-        "-c",
-        "1",
-        "-n",
-        "1",
-        "--timeout",
-        "1s",
-        "-d",
-        "15s",
-    ];
-    let ran = bounded_run(&url, &args, Duration::from_secs(20), dir.path());
-    let v = &ran.summary;
-    assert_eq!(num(v, &["errors", "timeout"]), 1, "{:#}", v["errors"]);
-    assert_eq!(num(v, &["errors_total"]), 1, "{:#}", v["errors"]);
+    let mut spec = url_spec(&url);
+    spec.cacert = pem(&pki.ca);
+    let (f, _) = run_within(&bounded(spec, 1, 1, 15), Duration::from_secs(20));
+    let v = &f.summary;
+    let peak = peak_rss();
+    assert_eq!(v.errors.timeout, 1, "{:#?}", v.errors);
+    assert_eq!(v.errors_total, 1, "{:#?}", v.errors);
     let t = Instant::now();
     while closed.lock().unwrap().is_none() && t.elapsed() < Duration::from_secs(5) {
         thread::sleep(Duration::from_millis(10));
@@ -447,8 +407,8 @@ fn timeout_during_an_endless_body(tls: bool) {
     );
     eprintln!(
         "endless body tls={tls}: closed {closed:?} after the request, {} MB received, peak RSS {} MB",
-        num(v, &["bytes_received"]) / MB,
-        ran.peak_rss / MB
+        v.bytes_received / MB,
+        peak / MB
     );
 }
 

@@ -1,8 +1,10 @@
-//! The TLS and HTTP/2 test servers themselves (tests/common: pki, tls_nginx, h2o), checked with
-//! real clients that exist today: curl, nghttp (nghttp2-client) and openssl s_client. When
-//! headroom's own TLS / HTTP/2 client lands, its tests stand on these servers; these tests say
-//! the servers do what the harness promises. Every server is on 127.0.0.1 and every client run
-//! is bounded (20 s).
+//! The TLS and HTTP/2 test servers themselves (headroom-testkit's pki, tls_nginx and h2o, and
+//! the TLS listeners of the services scripts/test starts), checked with real clients: curl,
+//! nghttp (nghttp2-client), openssl s_client, psql and Python's websockets. The run library's
+//! TLS and HTTP/2 tests (tls.rs, http2.rs, tls_resume.rs, tls_negotiated.rs, h2_hostile.rs)
+//! stand on these servers; these tests say the servers do what the harness promises. Every
+//! server is on 127.0.0.1 and every client run is bounded (20 s). (They were
+//! crates/headroom/tests/tls_servers.rs; no headroom command is run here.)
 
 mod common;
 
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 use common::access_log::{parse_line, AccessLog};
 use common::h2o::H2o;
 use common::pki::{CertFiles, Pki};
+use common::tls_services::repo_root;
 use common::Nginx;
 
 /// Run a client with stdin closed, at most 20 s; (exited 0, stdout + stderr).
@@ -111,7 +114,7 @@ fn access_log_lines_of_both_servers_parse_alike() {
 fn the_rust_and_the_shell_pki_make_the_same_kinds() {
     let pki = Pki::new();
     let shell_dir = tempfile::tempdir().unwrap();
-    let out = Command::new(common::repo_root().join("scripts/pki.sh"))
+    let out = Command::new(repo_root().join("scripts/pki.sh"))
         .arg(shell_dir.path().join("pki"))
         .output()
         .expect("run scripts/pki.sh");

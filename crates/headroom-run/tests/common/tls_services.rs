@@ -16,7 +16,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::{repo_root, service};
+pub use super::repo_root;
+use super::service;
 
 fn from_env(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.is_empty())

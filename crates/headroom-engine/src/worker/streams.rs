@@ -265,7 +265,7 @@ impl Worker {
     /// new requests put out in one go (a link's answers went out as they came, in `feed`).
     pub(super) fn after_read(&mut self, key: usize) {
         let now = Instant::now();
-        let refill = self.pace().is_some();
+        let paced = self.pace().is_some();
         let per_reply = self.per_reply();
         let u = &mut self.users[key];
         let gen = u.gen;
@@ -288,7 +288,7 @@ impl Worker {
         let idle = u.flight.is_empty();
         let goaway = u.protocol.going_away();
         let oldest = flight::oldest_sent(&u.flight);
-        if refill || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
+        if paced || matches!(self.s.plan.model, LoadModel::Closed { think: None, .. }) {
             // Each answered stream is replaced at once (the closed model's next request), or
             // by a send that fell due meanwhile (at a rate).
             self.fill(key, now);

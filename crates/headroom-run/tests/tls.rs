@@ -299,20 +299,7 @@ fn xmpp_logins_after_starttls_on_the_plain_port() {
 
 /// PostgreSQL's host, port, user, password and database from its TLS URL.
 fn pg_tls() -> (String, String, String, String, String) {
-    let url = pg_tls_url();
-    let rest = url.strip_prefix("postgres://").expect("postgres:// URL");
-    let (userinfo, hostpart) = rest.split_once('@').unwrap();
-    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-    let (addr, db) = hostpart.split_once('/').unwrap();
-    let (host, port) = addr.rsplit_once(':').unwrap();
-    assert_eq!(host, "127.0.0.1");
-    (
-        host.into(),
-        port.into(),
-        user.into(),
-        password.into(),
-        db.split('?').next().unwrap().into(),
-    )
+    pg_parts(&pg_tls_url())
 }
 
 /// The counters of a pgsql scenario's run.

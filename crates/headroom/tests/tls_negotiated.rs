@@ -7,61 +7,11 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-
 use common::access_log::AccessLog;
 use common::pki::Pki;
 use common::{headroom, num, one_line, run_into, run_plain, Nginx};
 
 const BOUND: &str = "20s";
-
-/// OpenSSL's cipher names (nginx's `$ssl_cipher`) as IANA's, for the suites rustls offers.
-fn iana_suite(openssl: &str) -> String {
-    let name = match openssl {
-        "ECDHE-ECDSA-AES256-GCM-SHA384" => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-        "ECDHE-ECDSA-AES128-GCM-SHA256" => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "ECDHE-ECDSA-CHACHA20-POLY1305" => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-        "ECDHE-RSA-AES256-GCM-SHA384" => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        "ECDHE-RSA-AES128-GCM-SHA256" => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "ECDHE-RSA-CHACHA20-POLY1305" => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-        // TLS 1.3 suites have the same name in both.
-        other => other,
-    };
-    name.to_string()
-}
-
-/// OpenSSL's group names (`$ssl_curve`) as IANA's.
-fn iana_group(openssl: &str) -> String {
-    match openssl {
-        "prime256v1" => "secp256r1".into(),
-        other => other.into(),
-    }
-}
-
-/// The one combination nginx logged for every request: `(protocol, suite, group, http)`.
-fn nginx_says(ng: &common::tls_nginx::TlsNginx) -> (String, String, String, String) {
-    let lines = ng.negotiated_log();
-    assert!(!lines.is_empty(), "nginx logged nothing");
-    let set: BTreeSet<(String, String, String, String)> = lines
-        .iter()
-        .map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            assert_eq!(f.len(), 5, "unexpected line: {l}");
-            let http = match f[4] {
-                "HTTP/2.0" => "HTTP/2",
-                p => p,
-            };
-            (
-                f[1].to_string(),
-                iana_suite(f[2]),
-                iana_group(f[3]),
-                http.to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(set.len(), 1, "nginx logged several combinations: {set:?}");
-    set.into_iter().next().unwrap()
-}
 
 /// A run against `ng` with `args`: its human summary's `Negotiated` line says what nginx
 /// logged, for every handshake.
@@ -71,7 +21,7 @@ fn check(ng: &common::tls_nginx::TlsNginx, args: &[&str], alpn: &str) -> String 
     let out = run_into(&[&[ng.url("/").as_str()][..], &all].concat(), dir.path());
     let human = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{out:?}");
-    let (protocol, suite, group, http) = nginx_says(ng);
+    let (protocol, suite, group, http) = ng.negotiated();
     let words = format!("{protocol} {suite} {group} {alpn} {http}");
     let line = human
         .lines()
@@ -125,7 +75,7 @@ fn a_distributed_run_carries_what_was_negotiated() {
     assert!(out.status.success(), "{out:?}");
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
-    let (protocol, suite, group, _) = nginx_says(&ng);
+    let (protocol, suite, group, _) = ng.negotiated();
     let n = &v["tls"]["negotiated"];
     assert_eq!(n.as_array().map(Vec::len), Some(1), "{n:#}");
     assert_eq!(n[0]["protocol"], protocol.as_str(), "{n:#}");

@@ -373,6 +373,56 @@ impl TlsNginx {
             .map(str::to_string)
             .collect()
     }
+
+    /// The one combination nginx logged for every request, `(protocol, suite, group, http)`,
+    /// with the suite and the group in IANA's names (as headroom reports them) and HTTP/2.0 as
+    /// `HTTP/2`. Panics if nginx logged nothing or several combinations.
+    pub fn negotiated(&self) -> (String, String, String, String) {
+        let lines = self.negotiated_log();
+        assert!(!lines.is_empty(), "nginx logged nothing");
+        let set: std::collections::BTreeSet<(String, String, String, String)> = lines
+            .iter()
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                assert_eq!(f.len(), 5, "unexpected line: {l}");
+                let http = match f[4] {
+                    "HTTP/2.0" => "HTTP/2",
+                    p => p,
+                };
+                (
+                    f[1].to_string(),
+                    iana_suite(f[2]),
+                    iana_group(f[3]),
+                    http.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(set.len(), 1, "nginx logged several combinations: {set:?}");
+        set.into_iter().next().unwrap()
+    }
+}
+
+/// OpenSSL's cipher names (nginx's `$ssl_cipher`) as IANA's, for the suites rustls offers.
+fn iana_suite(openssl: &str) -> String {
+    let name = match openssl {
+        "ECDHE-ECDSA-AES256-GCM-SHA384" => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-ECDSA-AES128-GCM-SHA256" => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-ECDSA-CHACHA20-POLY1305" => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "ECDHE-RSA-AES256-GCM-SHA384" => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-RSA-AES128-GCM-SHA256" => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-RSA-CHACHA20-POLY1305" => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        // TLS 1.3 suites have the same name in both.
+        other => other,
+    };
+    name.to_string()
+}
+
+/// OpenSSL's group names (`$ssl_curve`) as IANA's.
+fn iana_group(openssl: &str) -> String {
+    match openssl {
+        "prime256v1" => "secp256r1".into(),
+        other => other.into(),
+    }
 }
 
 impl AccessLog for TlsNginx {

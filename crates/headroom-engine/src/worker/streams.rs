@@ -229,11 +229,11 @@ impl Worker {
             .remaining
             .map_or(u64::MAX, |r| r.saturating_sub(u64::from(u.due)));
         if left == 0 || self.budget == Some(0) {
-            // Nothing more will fall due: a user with nothing under way and nothing due that
-            // can still go is done (one that is busy ends when its requests are answered).
-            let spent = self.budget == Some(0) || u.due == 0;
-            if spent && u.state == State::Idle && u.flight.is_empty() && u.refused.is_empty() {
-                self.user_done(key);
+            // Nothing more will fall due: a user with nothing under way goes on as after a
+            // reply (`next_request`: done, or what is still due); one that is busy does so
+            // when its requests are answered.
+            if u.state == State::Idle && u.flight.is_empty() && u.refused.is_empty() {
+                self.next_request(key, Instant::now());
             }
             return;
         }

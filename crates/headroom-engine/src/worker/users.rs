@@ -37,9 +37,10 @@ impl Worker {
         let u = &mut self.users[key];
         let intended = match pace {
             Some((start, conns, rate)) if u.due > 0 => {
+                let slot = start + crate::pacer::rate_offset(u.global, u.sent_seq, conns, rate);
                 u.due -= 1;
                 u.sent_seq += 1;
-                start + crate::pacer::rate_offset(u.global, u.sent_seq - 1, conns, rate)
+                slot
             }
             _ => intended,
         };

@@ -198,6 +198,8 @@ pub(crate) struct H2Conn {
     /// Frames to write, and how many of them are written.
     pub out: Vec<u8>,
     pub written: usize,
+    /// Requests this connection keeps in flight at most (`--streams`).
+    pub streams: u32,
     /// What the last read completed, handed out one per `feed` call from `next`.
     events: Vec<Outcome>,
     next: usize,
@@ -240,6 +242,7 @@ impl H2Conn {
             conn,
             out,
             written: 0,
+            streams,
             events: Vec::with_capacity(streams.min(1024) as usize),
             next: 0,
             failed: false,

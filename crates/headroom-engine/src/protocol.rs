@@ -19,7 +19,8 @@
 //! acts on outcomes. It never asks *which* protocol a connection speaks, only what it can do:
 //! - sending: [`Protocol::frames_requests`] (requests go as the protocol's own frames through
 //!   [`Protocol::submit`], or as the encoded bytes themselves), [`Protocol::can_open`] and
-//!   [`Protocol::open`] (another request as a stream of its own, up to `--streams`),
+//!   [`Protocol::open`] (another request as a stream of its own, up to
+//!   [`Protocol::capacity`]),
 //!   [`Protocol::urgent`] (its own bytes go at once), [`Protocol::going_away`];
 //! - the requests in flight: every protocol's are entries of the user's one table
 //!   (`flight.rs`); streams are settled by id, the others answer in order (the oldest entry).
@@ -103,6 +104,17 @@ impl Protocol {
     /// session or the run encoded: [`submit`](Protocol::submit) takes them.
     pub fn frames_requests(&self) -> bool {
         matches!(self, Protocol::H2(_))
+    }
+
+    /// How many requests may be in flight on this connection at once: HTTP/2 the streams the
+    /// run asked for (`--streams`; a session's batch up to its own bound), the server's limit
+    /// below that is [`Protocol::can_open`]'s; 1 for the protocols that answer in order (an
+    /// HTTP/1.1 pipeline is one batch of them, sent whole).
+    pub fn capacity(&self) -> usize {
+        match self {
+            Protocol::H2(h) => h.streams as usize,
+            _ => 1,
+        }
     }
 
     /// Another request may open a stream of its own on this connection now (below the

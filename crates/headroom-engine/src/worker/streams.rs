@@ -56,11 +56,10 @@ impl Worker {
         }
     }
 
-    /// Open streams up to `--streams` (and the server's limit) while the user's quota and the
+    /// Open streams up to the connection's capacity (and the server's limit) while the user's quota and the
     /// run's budget allow; `intended` is when these requests were meant to go. A user left with
     /// nothing in flight and nothing to send is done.
     fn fill_streams(&mut self, key: usize, intended: Instant) {
-        let streams = self.s.plan.http2.map_or(1, |h| h.streams) as usize;
         // Borrowed, not cloned: an Arc clone per send would bounce its count between workers.
         let Some(req) = self.s.h2req.as_deref() else {
             return;
@@ -69,6 +68,7 @@ impl Worker {
         let pace = self.pace();
         let cfg = self.browser_cfg.as_deref();
         let u = &mut self.users[key];
+        let streams = u.protocol.capacity();
         // The cookies' clock, read once per fill and only by a user that has a jar.
         let unix = u.browser.as_ref().map_or(0, |_| browser::unix_now());
         // Refused requests first: they were counted against quotas and the pace when they

@@ -1,4 +1,4 @@
-//! HTTP/2: a connection's codec state, the run's request in the parts a stream sends, and the
+//! HTTP/2: a connection's codec state, requests sent as streams from their parts, and the
 //! response heads the browser reads.
 //!
 //! A user of an HTTP/2 URL run owns one connection and keeps up to `--streams` requests in
@@ -8,186 +8,102 @@
 //! is sans-I/O: the worker feeds it what the transport read and writes what it put in
 //! [`H2Conn::out`].
 //!
-//! The request is the same on every stream; its parts are kept once per run ([`H2Request`]) and
-//! borrowed for each send, so a warm send allocates nothing (the codec's HPACK encoder indexes
-//! every field after the first request). The user's cookies, when it has any, go as one more
-//! field written by the jar itself (`Browser::cookie_value`). Each stream's response head is
+//! Every request goes as a stream from the parts its HTTP/1.1 encoder kept
+//! (`headroom_proto::http1::Batch`): the run's request (the same on every stream, encoded once
+//! per run), a session's batch, the browser's hop. The parts are borrowed for each send, so a
+//! warm send allocates nothing (the codec's HPACK encoder indexes every field after the first
+//! request), and nothing re-reads the encoded bytes. The user's cookies, when it has any, go as
+//! one more field written by the jar itself (`Browser::cookie_value`). Each stream's response head is
 //! captured for the browser (cookies, a redirect's `Location`, a Digest challenge) and its body
 //! decoded for `--compressed`, per stream, as HTTP/1.1's decoder does per connection.
 
-use headroom_core::{ErrorKind, HttpRequest, Plan, ProtoCounter};
+use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::Counters;
 use headroom_proto::h2::{self, ClientConn};
-use headroom_proto::http1::{Capture, Captured, HeaderSet, DEFAULT_CAPTURE_BYTES};
+use headroom_proto::http1::{Capture, Captured, HeaderSet, Parts, DEFAULT_CAPTURE_BYTES};
 
 use crate::outcome::{count_encoded, Outcome, CAPTURE_LIMIT};
 
-/// Headers a request may carry over HTTP/2 in a URL run (`-H`, plus user-agent and
-/// content-length); borrowed into a fixed array per send.
+/// Header fields a request may carry over HTTP/2 besides `Host` (which goes as
+/// `:authority`) and the user's `cookie`; borrowed into a fixed array per send.
 pub(crate) const MAX_HEADERS: usize = 64;
 
-/// The run's request, split into the parts an HTTP/2 request is made of.
-#[derive(Debug)]
-pub(crate) struct H2Request {
-    method: Vec<u8>,
-    scheme: &'static [u8],
-    authority: Vec<u8>,
-    path: Vec<u8>,
-    headers: Vec<(Vec<u8>, Vec<u8>)>,
-    body: Vec<u8>,
+/// The run's request has no more fields than a stream carries: checked once per run, so that
+/// a URL run's sends cannot fail for it.
+pub(crate) fn check_request(req: Parts<'_>) -> Result<(), String> {
+    let n = req
+        .fields()
+        .filter(|(name, _)| !name.eq_ignore_ascii_case(b"host"))
+        .count();
+    if n > MAX_HEADERS {
+        return Err(format!(
+            "HTTP/2 requests carry at most {MAX_HEADERS} headers ({n} given)"
+        ));
+    }
+    Ok(())
 }
 
-impl H2Request {
-    pub fn new(plan: &Plan) -> Result<H2Request, String> {
-        let r: &HttpRequest = &plan.request;
-        let mut headers: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let mut agent = false;
-        for (k, v) in &r.headers {
-            let lk = k.to_ascii_lowercase();
-            if lk == "user-agent" {
-                agent = true;
-            }
-            if lk == "host" {
-                // :authority carries it.
-                continue;
-            }
-            headers.push((lk.into_bytes(), v.clone().into_bytes()));
+/// Sends `req` (read from the parts its encoder kept: nothing re-reads its bytes) as a new
+/// stream of `conn`, its frames into `out`: method, target as `:path`, `Host` as `:authority`,
+/// the other fields (the codec lower-cases names and drops connection-specific ones) and the
+/// body, borrowed, not copied; with the user's `cookie` field when it has one. The stream's id,
+/// or the error kind when the request has more fields than a stream takes or the connection
+/// takes no more streams.
+pub(crate) fn send(
+    conn: &mut ClientConn,
+    out: &mut Vec<u8>,
+    req: Parts<'_>,
+    scheme: &[u8],
+    cookie: Option<&[u8]>,
+) -> Result<u32, ErrorKind> {
+    let empty: &[u8] = &[];
+    let mut fields: [(&[u8], &[u8]); MAX_HEADERS + 1] = [(empty, empty); MAX_HEADERS + 1];
+    let mut n = 0;
+    for (name, value) in req.fields() {
+        if name.eq_ignore_ascii_case(b"host") {
+            continue;
         }
-        if !agent {
-            headers.push((
-                b"user-agent".to_vec(),
-                format!("headroom/{}", env!("CARGO_PKG_VERSION")).into_bytes(),
-            ));
+        if n == MAX_HEADERS {
+            return Err(ErrorKind::Other);
         }
-        if !r.body.is_empty() && !headers.iter().any(|(k, _)| k == b"content-length") {
-            headers.push((
-                b"content-length".to_vec(),
-                r.body.len().to_string().into_bytes(),
-            ));
-        }
-        if headers.len() > MAX_HEADERS {
-            return Err(format!(
-                "HTTP/2 requests carry at most {MAX_HEADERS} headers ({} given)",
-                headers.len()
-            ));
-        }
-        Ok(H2Request {
-            method: r.method.clone().into_bytes(),
-            scheme: if plan.tls.is_some() {
-                b"https"
-            } else {
-                b"http"
-            },
-            authority: r.host.clone().into_bytes(),
-            path: r.path.clone().into_bytes(),
-            headers,
-            body: r.body.clone(),
-        })
+        fields[n] = (name, value);
+        n += 1;
     }
-
-    /// Send it on `conn` (the frames go to `out`), with the user's `cookie` field when it has
-    /// one: the new stream's id.
-    pub fn send(
-        &self,
-        conn: &mut ClientConn,
-        out: &mut Vec<u8>,
-        cookie: Option<&[u8]>,
-    ) -> Result<u32, h2::SendError> {
-        let empty: &[u8] = &[];
-        let mut hs: [(&[u8], &[u8]); MAX_HEADERS + 1] = [(empty, empty); MAX_HEADERS + 1];
-        for (slot, (k, v)) in hs.iter_mut().zip(&self.headers) {
-            *slot = (k.as_slice(), v.as_slice());
-        }
-        let mut n = self.headers.len();
-        if let Some(v) = cookie {
-            hs[n] = (b"cookie", v);
-            n += 1;
-        }
-        let req = h2::Request {
-            method: &self.method,
-            scheme: self.scheme,
-            authority: &self.authority,
-            path: &self.path,
-            headers: &hs[..n],
-            body: &self.body,
-        };
-        conn.send_request(&req, out)
+    if let Some(v) = cookie {
+        fields[n] = (b"cookie", v);
+        n += 1;
     }
-
-    /// The request's path (the cookies sent with it are the ones whose path it is under).
-    pub fn path(&self) -> &str {
-        std::str::from_utf8(&self.path).unwrap_or("/")
-    }
+    let r = h2::Request {
+        method: req.method().as_bytes(),
+        scheme,
+        authority: req.authority(),
+        path: req.target().as_bytes(),
+        headers: &fields[..n],
+        body: req.body(),
+    };
+    conn.send_request(&r, out).map_err(|_| ErrorKind::Protocol)
 }
 
 /// Streams a session user may keep open at once (its batch of requests), below any server's
 /// limit in practice; a batch larger than the server allows fails as a protocol error.
 pub(crate) const SESSION_STREAMS: u32 = 128;
 
-/// Sends each HTTP/1.1 request of `wire` (a session's batch, encoded back to back) as a stream
-/// of `conn`: the session encodes its requests once, as HTTP/1.1, whatever version carries
-/// them, and this re-reads their parts (method, target, headers, body) without copying them.
-/// Only the requests `pick` chooses (by their index in the batch) go out; `opened` gets each
-/// one's index and new stream id. An error kind if a request does not parse or no stream could
-/// be opened for it.
-pub(crate) fn send_http1_batch(
+/// Sends each of `requests` (a session's batch, a URL run's request or the browser's hop) as a
+/// stream of `conn` ([`send`]). Only the requests `pick` chooses (by their index in the batch)
+/// go out; `opened` gets each one's index and new stream id. An error kind if no stream could
+/// be opened for one.
+pub(crate) fn send_parts<'r>(
     conn: &mut ClientConn,
     out: &mut Vec<u8>,
-    wire: &[u8],
+    requests: impl Iterator<Item = Parts<'r>>,
     scheme: &[u8],
     pick: &dyn Fn(usize) -> bool,
     opened: &mut dyn FnMut(usize, u32),
 ) -> Result<(), ErrorKind> {
-    let mut rest = wire;
-    let mut index = 0;
-    while !rest.is_empty() {
-        let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut hs);
-        let head = match req.parse(rest) {
-            Ok(httparse::Status::Complete(n)) => n,
-            _ => return Err(ErrorKind::Other),
-        };
-        let (Some(method), Some(path)) = (req.method, req.path) else {
-            return Err(ErrorKind::Other);
-        };
-        let mut authority: &[u8] = b"";
-        let mut len = 0usize;
-        let empty: &[u8] = &[];
-        let mut fields: [(&[u8], &[u8]); MAX_HEADERS] = [(empty, empty); MAX_HEADERS];
-        let mut n = 0;
-        for h in req.headers.iter() {
-            if h.name.eq_ignore_ascii_case("host") {
-                authority = h.value;
-            } else {
-                if h.name.eq_ignore_ascii_case("content-length") {
-                    len = std::str::from_utf8(h.value)
-                        .ok()
-                        .and_then(|v| v.trim().parse().ok())
-                        .ok_or(ErrorKind::Other)?;
-                }
-                fields[n] = (h.name.as_bytes(), h.value);
-                n += 1;
-            }
+    for (index, req) in requests.enumerate() {
+        if pick(index) {
+            opened(index, send(conn, out, req, scheme, None)?);
         }
-        let body = rest.get(head..head + len).ok_or(ErrorKind::Other)?;
-        index += 1;
-        if !pick(index - 1) {
-            rest = &rest[head + len..];
-            continue;
-        }
-        let r = h2::Request {
-            method: method.as_bytes(),
-            scheme,
-            authority,
-            path: path.as_bytes(),
-            headers: &fields[..n],
-            body,
-        };
-        let stream = conn
-            .send_request(&r, out)
-            .map_err(|_| ErrorKind::Protocol)?;
-        opened(index - 1, stream);
-        rest = &rest[head + len..];
     }
     Ok(())
 }
@@ -200,6 +116,8 @@ pub(crate) struct H2Conn {
     pub written: usize,
     /// Requests this connection keeps in flight at most (`--streams`).
     pub streams: u32,
+    /// `:scheme` of its requests: `https` over TLS.
+    pub scheme: &'static [u8],
     /// What the last read completed, handed out one per `feed` call from `next`.
     events: Vec<Outcome>,
     next: usize,
@@ -231,7 +149,7 @@ struct StreamHead {
 impl H2Conn {
     /// A connection for up to `streams` requests at once that captures the `wanted` response
     /// headers of each (and decodes bodies if `Content-Encoding` is among them).
-    pub fn new(streams: u32, wanted: HeaderSet) -> H2Conn {
+    pub fn new(streams: u32, tls: bool, wanted: HeaderSet) -> H2Conn {
         let cfg = h2::ClientConfig {
             max_concurrent_streams_cap: streams,
             ..Default::default()
@@ -243,6 +161,7 @@ impl H2Conn {
             out,
             written: 0,
             streams,
+            scheme: if tls { b"https" } else { b"http" },
             events: Vec::with_capacity(streams.min(1024) as usize),
             next: 0,
             failed: false,

@@ -130,12 +130,22 @@ pub fn run(
             .push(("Accept-Encoding".into(), "gzip, br".into()));
     }
     let plan = Arc::new(plan);
-    let mut one = Vec::new();
-    headroom_proto::http1::encode_request(&plan.request, plan.keepalive, &mut one);
-    if one.is_empty() {
-        return Err(EngineError::Request("empty request".into()));
+    // The run's request, encoded once with its parts, as many times as a pipeline sends it.
+    let mut request = headroom_proto::http1::Batch::new();
+    let r = &plan.request;
+    for _ in 0..plan.pipeline.max(1) {
+        let headers = r.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        request.push(
+            &r.method,
+            &r.path,
+            &r.host,
+            headers,
+            &[],
+            &r.body,
+            plan.keepalive,
+        );
     }
-    let request: Arc<[u8]> = one.repeat(plan.pipeline as usize).into();
+    let request = Arc::new(request);
     let head_request = plan.request.method.eq_ignore_ascii_case("HEAD");
     let program = match &plan.workload {
         Some(w) => Some(Arc::new(
@@ -158,11 +168,12 @@ pub fn run(
             .credentials
             .as_ref()
             .is_some_and(|c| c.scheme == headroom_core::AuthScheme::Digest);
-    let h2req = match plan.http2 {
-        Some(_) if plan.workload.is_none() && !hops => Some(Arc::new(
-            http2::H2Request::new(&plan).map_err(EngineError::Request)?,
-        )),
-        _ => None,
+    let refill = match (plan.http2, request.get(0)) {
+        (Some(_), Some(req)) if plan.workload.is_none() && !hops => {
+            http2::check_request(req).map_err(EngineError::Request)?;
+            flight::Refill::PerReply
+        }
+        _ => flight::Refill::WhenEmpty,
     };
     let n = plan.threads;
     let (snap_tx, snap_rx) = mpsc::channel::<Snapshot>();
@@ -190,11 +201,6 @@ pub fn run(
             slots: seg.count as usize * n,
             plan: plan.clone(),
             request: request.clone(),
-            request_len: one.len(),
-            request_line: headroom_proto::http1::request_line_len(
-                &plan.request.method,
-                &plan.request.path,
-            ),
             head_request,
             start,
             stop: stop.clone(),
@@ -202,7 +208,7 @@ pub fn run(
             recycled: rrx,
             program: program.clone(),
             tls: tls.clone(),
-            h2req: h2req.clone(),
+            refill,
         };
         let h = std::thread::Builder::new()
             .name(format!("headroom-w{id}"))

@@ -3,9 +3,12 @@
 //!
 //! Each protocol is sans-I/O and follows the same three rules, as the codecs in
 //! `headroom-proto` already do:
-//! - **encode** into an output buffer: a request into the session's or the run's bytes, and the
-//!   protocol's own bytes (login steps, pongs, SETTINGS acks, window updates) into
-//!   [`Protocol::out`], which the worker writes whenever no request is half written;
+//! - **encode** into an output buffer: a request into the session's or the run's batch
+//!   (`headroom_proto::http1::Batch`: the bytes HTTP/1.1 writes, and the parts of each request,
+//!   which HTTP/2 sends as a stream's fields and the browser builds its hops from: nothing
+//!   re-reads what headroom encoded), and the protocol's own bytes (login steps, pongs,
+//!   SETTINGS acks, window updates) into [`Protocol::out`], which the worker writes whenever no
+//!   request is half written;
 //! - **feed** received bytes: [`feed`] takes what the socket gave and returns how much it used
 //!   and at most one [`Outcome`]; the worker calls it again with the rest until it returns
 //!   `(0, None)`;
@@ -39,10 +42,10 @@
 
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::Counters;
-use headroom_proto::http1::{Captured, Decoded, ResponseDecoder};
+use headroom_proto::http1::{Captured, Decoded, Parts, ResponseDecoder};
 use headroom_proto::raw;
 
-use crate::http2::{H2Conn, H2Request};
+use crate::http2::H2Conn;
 use crate::link::{self, Link};
 use crate::session::{Awaiting, Program, SessionState};
 
@@ -134,27 +137,29 @@ impl Protocol {
         }
     }
 
-    /// Opens a stream for the run's request (with the user's cookies): its id.
-    pub fn open(&mut self, req: &H2Request, cookie: Option<&[u8]>) -> Option<u32> {
+    /// Opens a stream for `req` (the run's request, with the user's cookies): its id.
+    pub fn open(&mut self, req: Parts<'_>, cookie: Option<&[u8]>) -> Option<u32> {
         match self {
-            Protocol::H2(h) => req.send(&mut h.conn, &mut h.out, cookie).ok(),
+            Protocol::H2(h) => {
+                crate::http2::send(&mut h.conn, &mut h.out, req, h.scheme, cookie).ok()
+            }
             _ => None,
         }
     }
 
-    /// Sends the HTTP/1.1 requests of `batch` (encoded back to back) as the protocol's own
-    /// requests, those `pick` chooses by their index; `opened` gets each one's index and
-    /// stream. An error kind if one does not parse or could not be opened.
-    pub fn submit(
+    /// Sends `requests` (a batch's, read from the parts their encoder kept) as the protocol's
+    /// own requests, those `pick` chooses by their index; `opened` gets each one's index and
+    /// stream. An error kind if one could not be opened.
+    pub fn submit<'r>(
         &mut self,
-        batch: &[u8],
-        scheme: &[u8],
+        requests: impl Iterator<Item = Parts<'r>>,
         pick: &dyn Fn(usize) -> bool,
         opened: &mut dyn FnMut(usize, u32),
     ) -> Result<(), ErrorKind> {
         match self {
             Protocol::H2(h) => {
-                crate::http2::send_http1_batch(&mut h.conn, &mut h.out, batch, scheme, pick, opened)
+                let (conn, out) = (&mut h.conn, &mut h.out);
+                crate::http2::send_parts(conn, out, requests, h.scheme, pick, opened)
             }
             _ => Err(ErrorKind::Other),
         }

@@ -20,9 +20,7 @@ use headroom_core::session::{
 };
 use headroom_core::surge::{Page, Zipf};
 use headroom_metrics::{micros, Recorder};
-use headroom_proto::http1::{
-    encode_parts, encode_parts_with, Decoded, RawResponse, ResponseDecoder,
-};
+use headroom_proto::http1::{Batch, Decoded, RawResponse, ResponseDecoder};
 use headroom_proto::raw;
 use rand::rngs::SmallRng;
 use rand::Rng;
@@ -51,8 +49,8 @@ pub(crate) struct Program {
 
 enum Extra {
     None,
-    /// A request without variables, encoded.
-    Encoded(Box<[u8]>),
+    /// A request without variables, encoded (with its parts).
+    Encoded(Box<Batch>),
     Regex(regex::Regex),
     /// A raw send: its bytes when they have no variables, and its compiled reply matcher
     /// (`None`: expect nothing).
@@ -167,7 +165,7 @@ fn compile_expect(spec: &ExpectSpec) -> Result<Option<raw::Expect>, raw::ExpectE
     }))
 }
 
-fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option<Box<[u8]>> {
+fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option<Box<Batch>> {
     if r.auth.is_some() {
         // Credentials are written per request (templates, Digest answers).
         return None;
@@ -181,22 +179,22 @@ fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option
         Some(b) => b.as_literal()?,
         None => String::new(),
     };
-    let mut out = Vec::new();
+    let mut out = Batch::new();
     let headers = r
         .headers
         .iter()
         .zip(vals.iter())
         .map(|((n, _), v)| (n.as_str(), v.as_str()));
-    encode_parts(
+    out.push(
         &r.method,
         &path,
         host,
         headers,
+        &[],
         body.as_bytes(),
         keepalive,
-        &mut out,
     );
-    Some(out.into_boxed_slice())
+    Some(Box::new(out))
 }
 
 /// What the worker must do next for a session user.
@@ -248,8 +246,9 @@ pub(crate) struct SessionState {
     vars: Vec<String>,
     /// Open transactions: name, start, whether a request inside failed.
     tx: Vec<(NameId, Instant, bool)>,
-    /// The encoded requests of the current batch.
-    pub out: Vec<u8>,
+    /// The encoded requests of the current batch, with their parts (a raw send's or a link's
+    /// bytes have none).
+    pub out: Batch,
     /// Metric ids of the batch's requests, in order.
     pub names: Vec<NameId>,
     /// The batch is a HEAD request (its replies have no body).
@@ -313,7 +312,7 @@ impl SessionState {
             loops: Vec::new(),
             vars,
             tx: Vec::new(),
-            out: Vec::new(),
+            out: Batch::new(),
             names: Vec::new(),
             head: false,
             capture: false,
@@ -445,9 +444,9 @@ impl SessionState {
                         && env
                             .browser
                             .as_deref()
-                            .is_some_and(|a| a.decorates(self.digest));
+                            .is_some_and(|a| a.adds_fields(self.digest));
                     match &prog.extra[self.session][pc] {
-                        Extra::Encoded(b) if !adds => self.out.extend_from_slice(b),
+                        Extra::Encoded(b) if !adds => self.out.append(b),
                         _ => self.encode(prog, r, env),
                     }
                     if r.pipeline_next && matches!(ops.get(pc + 1), Some(Op::Request(_))) {
@@ -478,11 +477,11 @@ impl SessionState {
                         None => Awaiting::Nothing,
                     };
                     match data {
-                        Some(b) => self.out.extend_from_slice(b),
+                        Some(b) => self.out.raw_mut().extend_from_slice(b),
                         None => {
                             self.body.clear();
                             x.data.expand_into(&self.vars, &mut self.body);
-                            self.out.extend_from_slice(self.body.as_bytes());
+                            self.out.raw_mut().extend_from_slice(self.body.as_bytes());
                         }
                     }
                     return Action::Send;
@@ -514,7 +513,7 @@ impl SessionState {
                                 x,
                                 &self.vars,
                                 &mut self.body,
-                                &mut self.out,
+                                self.out.raw_mut(),
                                 env.rng,
                                 c,
                             ) {
@@ -541,7 +540,7 @@ impl SessionState {
                                 &self.vars,
                                 &mut self.body,
                                 &mut self.params,
-                                &mut self.out,
+                                self.out.raw_mut(),
                                 c,
                             )
                         }
@@ -551,7 +550,7 @@ impl SessionState {
                                 w,
                                 &self.vars,
                                 &mut self.body,
-                                &mut self.out,
+                                self.out.raw_mut(),
                                 env.rng,
                                 c,
                             )
@@ -742,7 +741,7 @@ impl SessionState {
         self.path.clear();
         params.push_file_name(rank, &mut self.path);
         let (cookie, auth) = browser_fields(env, "GET", &self.path, None);
-        encode_parts_with(
+        self.out.push(
             "GET",
             &self.path,
             &prog.host,
@@ -750,7 +749,6 @@ impl SessionState {
             &[("Cookie", cookie), ("Authorization", auth)],
             &[],
             prog.keepalive,
-            &mut self.out,
         );
         self.names.push(name);
     }
@@ -841,7 +839,7 @@ impl SessionState {
             .digest
             .then_some((&*self.auth_user, &*self.auth_password));
         let (cookie, auth) = browser_fields(env, &r.method, &self.path, creds);
-        encode_parts_with(
+        self.out.push(
             &r.method,
             &self.path,
             &prog.host,
@@ -849,7 +847,6 @@ impl SessionState {
             &[("Cookie", cookie), ("Authorization", auth)],
             self.body.as_bytes(),
             prog.keepalive,
-            &mut self.out,
         );
     }
 
@@ -963,7 +960,7 @@ fn browser_fields<'e>(
     let (Some(cfg), Some(a)) = (env.browser_cfg, env.browser.as_deref_mut()) else {
         return (&[], &[]);
     };
-    if !a.decorates(creds.is_some()) {
+    if !a.adds_fields(creds.is_some()) {
         return (&[], &[]);
     }
     let target = if path.is_empty() { "/" } else { path };

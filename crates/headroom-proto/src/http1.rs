@@ -48,12 +48,16 @@
 //! a cargo-fuzz target that checks this, and that a response split at any byte boundaries decodes
 //! exactly as when it arrives in one piece.
 
+use std::ops::Range;
+
 use headroom_core::HttpRequest;
 
 use crate::encoding::{BodyStats, ContentDecoder};
 
+mod batch;
 mod capture;
 
+pub use batch::{Batch, Parts};
 pub use capture::{Capture, Captured, HeaderId, HeaderSet, DEFAULT_CAPTURE_BYTES};
 
 /// Largest response head (status line + headers + empty line) accepted, in bytes.
@@ -143,6 +147,7 @@ pub fn encode_parts<'a, H>(
 /// [`encode_parts`] with `fields` written after the user's headers, their values as bytes: the
 /// fields a browser adds per request (`Cookie`, whose value the server chose and may hold any
 /// byte but a control, and a Digest `Authorization`). A field with an empty value is skipped.
+/// A request encoded per send goes into a [`Batch`], which keeps its parts and its buffers.
 #[allow(clippy::too_many_arguments)]
 pub fn encode_parts_with<'a, H>(
     method: &str,
@@ -156,6 +161,38 @@ pub fn encode_parts_with<'a, H>(
 ) where
     H: Iterator<Item = (&'a str, &'a str)> + Clone,
 {
+    let mut spans = Vec::new();
+    encode_marked(
+        method, path, host, headers, fields, body, keep_alive, out, &mut spans,
+    );
+}
+
+/// Where [`encode_marked`] wrote a request's parts (byte ranges of its output).
+pub(crate) struct Marks {
+    pub method: Range<usize>,
+    pub target: Range<usize>,
+    pub body: Range<usize>,
+    pub wire: Range<usize>,
+}
+
+/// The encoder: writes the request (see [`encode_request`]) after what `out` holds, pushes the
+/// name and value spans of each header field it writes to `spans`, and says where the other
+/// parts went. Allocates nothing beyond growing `out` and `spans`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_marked<'a, H>(
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: H,
+    fields: &[(&str, &[u8])],
+    body: &[u8],
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+    spans: &mut Vec<(Range<usize>, Range<usize>)>,
+) -> Marks
+where
+    H: Iterator<Item = (&'a str, &'a str)> + Clone,
+{
     let user_has = |name: &str| {
         headers
             .clone()
@@ -164,18 +201,22 @@ pub fn encode_parts_with<'a, H>(
     let path = if path.is_empty() { "/" } else { path };
     out.reserve(64 + method.len() + path.len() + host.len() + body.len());
 
+    let start = out.len();
     out.extend_from_slice(method.as_bytes());
+    let method_span = start..out.len();
     out.push(b' ');
+    let t0 = out.len();
     out.extend_from_slice(path.as_bytes());
+    let target = t0..out.len();
     out.extend_from_slice(b" HTTP/1.1\r\n");
     if !user_has("host") {
-        put_header(out, "Host", host);
+        put_marked(out, b"Host", host.as_bytes(), spans);
     }
     if !user_has("user-agent") {
-        put_header(out, "User-Agent", USER_AGENT);
+        put_marked(out, b"User-Agent", USER_AGENT.as_bytes(), spans);
     }
     for (name, value) in headers.clone() {
-        put_header(out, name, value);
+        put_marked(out, name.as_bytes(), value.as_bytes(), spans);
     }
     let method_has_body = ["POST", "PUT", "PATCH"]
         .iter()
@@ -184,37 +225,54 @@ pub fn encode_parts_with<'a, H>(
         && !user_has("content-length")
         && !user_has("transfer-encoding")
     {
-        use std::io::Write;
-        out.extend_from_slice(b"Content-Length: ");
-        let _ = write!(out, "{}", body.len());
-        out.extend_from_slice(b"\r\n");
+        let (digits, from) = itoa_buf(body.len());
+        put_marked(out, b"Content-Length", &digits[from..], spans);
     }
     if !keep_alive && !user_has("connection") {
-        put_header(out, "Connection", "close");
+        put_marked(out, b"Connection", b"close", spans);
     }
     for (name, value) in fields.iter().filter(|(_, v)| !v.is_empty()) {
-        put_field(out, name, value);
+        put_marked(out, name.as_bytes(), value, spans);
     }
     out.extend_from_slice(b"\r\n");
+    let b0 = out.len();
     out.extend_from_slice(body);
+    Marks {
+        method: method_span,
+        target,
+        body: b0..out.len(),
+        wire: start..out.len(),
+    }
 }
 
-/// The length of the request line [`encode_parts`] writes for `method` and `path`
-/// (`METHOD path HTTP/1.1\r\n`, an empty path sent as `/`): where the header fields begin.
-pub fn request_line_len(method: &str, path: &str) -> usize {
-    let path = if path.is_empty() { "/" } else { path };
-    method.len() + 1 + path.len() + b" HTTP/1.1\r\n".len()
+/// `n` in decimal, right-aligned in a fixed buffer: the digits are `buf[start..]`.
+fn itoa_buf(mut n: usize) -> ([u8; 20], usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return (buf, i);
+        }
+    }
 }
 
-fn put_header(out: &mut Vec<u8>, name: &str, value: &str) {
-    put_field(out, name, value.as_bytes());
-}
-
-/// Appends one header field, `name: value\r\n`, its value as bytes.
-pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
+/// Appends one header field, `name: value\r\n`, and pushes where its name and value went.
+pub(crate) fn put_marked(
+    out: &mut Vec<u8>,
+    name: &[u8],
+    value: &[u8],
+    spans: &mut Vec<(Range<usize>, Range<usize>)>,
+) {
+    let n0 = out.len();
+    out.extend_from_slice(name);
+    let n1 = out.len();
     out.extend_from_slice(b": ");
+    let v0 = out.len();
     out.extend_from_slice(value);
+    spans.push((n0..n1, v0..out.len()));
     out.extend_from_slice(b"\r\n");
 }
 

@@ -12,6 +12,7 @@ use headroom_proto::h2;
 use headroom_proto::http1::HeaderSet;
 use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
 
+use super::users::Sending;
 use super::{token, Net, State, Wake, Worker, READ_BUDGET};
 use crate::flight::{take, Slot};
 use crate::http2::{H2Conn, SESSION_STREAMS};
@@ -202,6 +203,7 @@ impl Worker {
             .as_deref()
             .map_or(HeaderSet::NONE, |c| c.capture());
         let per_reply = self.per_reply();
+        let tls = self.s.plan.tls.is_some();
         let u = &mut self.users[key];
         if let Some(h) = self.s.plan.http2 {
             if u.conn
@@ -214,11 +216,12 @@ impl Worker {
             }
             if !per_reply {
                 // A batch's requests go out as streams when it is sent.
-                u.protocol = Protocol::H2(Box::new(H2Conn::new(SESSION_STREAMS, wanted)));
+                let h2 = H2Conn::new(SESSION_STREAMS, tls, wanted);
+                u.protocol = Protocol::H2(Box::new(h2));
                 self.after_connect(key, now);
                 return;
             }
-            u.protocol = Protocol::H2(Box::new(H2Conn::new(h.streams, wanted)));
+            u.protocol = Protocol::H2(Box::new(H2Conn::new(h.streams, tls, wanted)));
             let intended = u.intended;
             self.fill(key, intended);
             return;
@@ -262,14 +265,8 @@ impl Worker {
             return;
         }
         let u = &mut self.users[key];
-        let (bytes, head): (&[u8], bool) = match (&u.sess, &u.browser) {
-            (Some(st), _) => (&st.out, st.head),
-            (None, Some(a)) if u.own_request => (&a.hop, self.s.head_request),
-            (None, _) => {
-                let total = self.s.request_len * u.batch as usize;
-                (&self.s.request[..total], self.s.head_request)
-            }
-        };
+        let head = u.sess.as_ref().map_or(self.s.head_request, |st| st.head);
+        let bytes = Sending::of(&u.sess, &u.browser, u.own_request, u.batch, &self.s.request).bytes;
         let total = bytes.len();
         let Some(conn) = u.conn.as_mut() else { return };
         let first = u.state != State::Writing;

@@ -50,7 +50,6 @@ use slab::Slab;
 
 use crate::browser::{Browser, BrowserConfig};
 use crate::flight::Refill;
-use crate::http2::H2Request;
 use crate::pacer;
 use crate::poller::{Epoll, Event};
 use crate::protocol::Protocol;
@@ -58,6 +57,7 @@ use crate::ramp::RampState;
 use crate::session::{Program, SessionState};
 use crate::tls::{TlsClient, UserSessions};
 use crate::transport::Conn;
+use headroom_proto::http1::Batch;
 use users::browser_config;
 
 mod arrivals;
@@ -97,12 +97,8 @@ pub(crate) struct WorkerSetup {
     pub slot: usize,
     pub slots: usize,
     pub plan: Arc<Plan>,
-    /// The encoded request, repeated `plan.pipeline` times back to back.
-    pub request: Arc<[u8]>,
-    pub request_len: usize,
-    /// The length of its request line (`METHOD target HTTP/1.1\r\n`): a user's own fields go
-    /// right after it.
-    pub request_line: usize,
+    /// The encoded request, repeated `plan.pipeline` times back to back, with its parts.
+    pub request: Arc<Batch>,
     pub head_request: bool,
     pub start: Instant,
     pub stop: Arc<AtomicBool>,
@@ -112,9 +108,9 @@ pub(crate) struct WorkerSetup {
     pub program: Option<Arc<Program>>,
     /// TLS on every connection (a copy per worker: its own session store).
     pub tls: Option<TlsClient>,
-    /// HTTP/2 URL runs whose every request is a copy of the run's one (no session, no hops):
-    /// the request, in the parts a stream sends; such a run refills per reply.
-    pub h2req: Option<Arc<H2Request>>,
+    /// How users top up their requests in flight: per reply for HTTP/2 URL runs whose every
+    /// request is a copy of the run's one (no session, no hops), a batch at a time otherwise.
+    pub refill: Refill,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,11 +399,7 @@ impl Worker {
             browser_cfg: browser_config(&plan, s.program.as_deref()).map(Arc::new),
             ramp: None,
             ramp_keys: Vec::new(),
-            refill: if s.h2req.is_some() {
-                Refill::PerReply
-            } else {
-                Refill::WhenEmpty
-            },
+            refill: s.refill,
             s,
         };
         if let Some(p) = w.s.program.clone() {

@@ -7,18 +7,19 @@ use std::time::Instant;
 
 use headroom_core::{LoadModel, ProtoCounter};
 
+use super::users::Sending;
 use super::{State, User, Wake, Worker};
 use crate::browser::{self, BrowserConfig};
 use crate::flight::{self, Refill, Slot};
-use crate::http2::H2Request;
 use crate::pacer;
+use headroom_proto::http1::Parts;
 
 impl User {
     /// Opens a stream for the run's request on this user's connection, with the cookies its
     /// jar holds for the request's path: the stream's id.
-    fn open(&mut self, req: &H2Request, cfg: Option<&BrowserConfig>, unix: u64) -> Option<u32> {
+    fn open(&mut self, req: Parts<'_>, cfg: Option<&BrowserConfig>, unix: u64) -> Option<u32> {
         let cookie = match (cfg, self.browser.as_deref_mut()) {
-            (Some(cfg), Some(a)) => a.cookie_value(cfg, req.path(), unix),
+            (Some(cfg), Some(a)) => a.cookie_value(cfg, req.target(), unix),
             _ => None,
         };
         self.protocol.open(req, cookie)
@@ -61,7 +62,7 @@ impl Worker {
     /// nothing in flight and nothing to send is done.
     fn fill_streams(&mut self, key: usize, intended: Instant) {
         // Borrowed, not cloned: an Arc clone per send would bounce its count between workers.
-        let Some(req) = self.s.h2req.as_deref() else {
+        let Some(req) = self.s.request.get(0) else {
             return;
         };
         let now = Instant::now();
@@ -157,25 +158,15 @@ impl Worker {
     /// HTTP/1.1) goes out as the protocol's own requests, all in flight at once.
     pub(super) fn submit_batch(&mut self, key: usize) {
         let now = Instant::now();
-        let scheme: &[u8] = if self.s.plan.tls.is_some() {
-            b"https"
-        } else {
-            b"http"
-        };
         let u = &mut self.users[key];
-        let bytes: &[u8] = match (&u.sess, &u.browser) {
-            (Some(st), _) => &st.out,
-            (None, Some(a)) if u.own_request => &a.hop,
-            (None, _) => &self.s.request[..self.s.request_len * u.batch as usize],
-        };
+        let batch = Sending::of(&u.sess, &u.browser, u.own_request, u.batch, &self.s.request);
         let intended = u.intended;
         // The batch's requests the server refused unprocessed go again, alone; otherwise all.
         let again = !u.refused.is_empty();
         let refused = &u.refused;
         let flight = &mut u.flight;
         let sent = u.protocol.submit(
-            bytes,
-            scheme,
+            batch.requests(),
             &|i| !again || refused.iter().any(|r| r.index as usize == i),
             &mut |index, stream| {
                 flight.push(Slot {

@@ -11,8 +11,9 @@ use rand::Rng;
 use super::{State, Wake, Worker, SESSIONS_PER_TURN};
 use crate::browser::{self, Browser, BrowserConfig, Next};
 use crate::flight::Slot;
+use crate::session::SessionState;
 use crate::session::{Action, Env, Program};
-use headroom_proto::http1::put_field;
+use headroom_proto::http1::{Batch, Parts};
 
 impl Worker {
     /// Begin a request (or a pipelined batch) meant to go at `intended`: at a rate, start the
@@ -86,9 +87,9 @@ impl Worker {
     }
 
     /// URL runs: a user whose browser adds fields (cookies, a Digest answer) sends its own copy
-    /// of the run's requests, each with them written after the request line the run's encoder
-    /// wrote (`request_line` long: nothing re-reads the request). Sessions' encoders write them
-    /// as they encode (`session.rs`).
+    /// of the run's requests, each written from the run's request's parts with them
+    /// (`Browser::own_request`: nothing re-reads the request). Sessions' encoders write them as
+    /// they encode (`session.rs`).
     fn own_request(&mut self, key: usize) {
         let Some(cfg) = self.browser_cfg.as_deref() else {
             return;
@@ -98,56 +99,16 @@ impl Worker {
             return;
         };
         let digest = cfg.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
-        if !a.decorates(digest.is_some()) {
+        let Some(run) = self
+            .s
+            .request
+            .get(0)
+            .filter(|_| a.adds_fields(digest.is_some()))
+        else {
             return;
-        }
-        let r = &self.s.plan.request;
-        let target = if r.path.is_empty() { "/" } else { &r.path };
-        let (one, line) = (self.s.request_len, self.s.request_line);
-        let now = browser::unix_now();
-        let mut own = std::mem::take(&mut a.hop);
-        own.clear();
-        for _ in 0..u.batch {
-            own.extend_from_slice(&self.s.request[..line]);
-            let (cookie, auth) = a.fields(cfg, &r.method, target, digest, now);
-            for (name, value) in [("Cookie", cookie), ("Authorization", auth)] {
-                if let Some(v) = value {
-                    put_field(&mut own, name, v);
-                }
-            }
-            own.extend_from_slice(&self.s.request[line..one]);
-        }
-        a.hop = own;
+        };
+        a.own_request(cfg, run, u.batch, digest, browser::unix_now());
         u.own_request = true;
-    }
-
-    /// Adds the user's cookies and Digest answer to the browser's own hop (a redirect, a
-    /// challenge answered), which it built from the request before.
-    fn decorate_hop(&mut self, key: usize) {
-        let Some(cfg) = self.browser_cfg.as_deref() else {
-            return;
-        };
-        let u = &mut self.users[key];
-        let Some(a) = u.browser.as_deref_mut() else {
-            return;
-        };
-        let now = browser::unix_now();
-        match u.sess.as_deref_mut() {
-            Some(st) => {
-                if a.decorates(st.digest) {
-                    let creds = st.digest.then_some((&*st.auth_user, &*st.auth_password));
-                    a.decorate(cfg, &mut st.out, creds, now);
-                }
-            }
-            None => {
-                let digest = cfg.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
-                if a.decorates(digest.is_some()) {
-                    let mut own = std::mem::take(&mut a.hop);
-                    a.decorate(cfg, &mut own, digest, now);
-                    a.hop = own;
-                }
-            }
-        }
     }
 
     /// The protocol's setup is done: time it, and go on with the step that connected.
@@ -334,15 +295,19 @@ impl Worker {
             return Next::Done;
         }
         let single = u.batch == 1;
-        let (digest, request): (bool, Option<&[u8]>) = match &u.sess {
-            Some(st) if single => (st.digest, Some(&st.out)),
-            Some(st) => (st.digest, Some(browser::nth_request(&st.out, answered))),
-            None if u.own_request => (cfg.digest.is_some(), None),
-            None => (
-                cfg.digest.is_some(),
-                Some(&self.s.request[..self.s.request_len]),
+        let url_creds = cfg.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+        let (creds, request) = match &u.sess {
+            Some(st) => (
+                st.digest.then_some((&*st.auth_user, &*st.auth_password)),
+                st.out.get(if single { 0 } else { answered }),
             ),
+            None if u.own_request => (url_creds, None),
+            None => (url_creds, self.s.request.get(0)),
         };
+        if request.is_none() && u.sess.is_some() {
+            // Not a request headroom encoded (cannot happen for an HTTP reply): nothing to read.
+            return Next::Done;
+        }
         let a = u.browser.get_or_insert_with(Browser::new);
         let intended = u.intended;
         let next = a.after_reply(
@@ -351,7 +316,7 @@ impl Worker {
             captured,
             request,
             single,
-            digest,
+            creds,
             &mut self.rec.counters,
             browser::unix_now(),
         );
@@ -375,9 +340,9 @@ impl Worker {
         match u.sess.as_deref_mut() {
             Some(st) => {
                 st.out.clear();
-                st.out.extend_from_slice(&a.hop);
+                st.out.append(&a.hop);
                 st.reply.clear();
-                st.head = st.out.starts_with(b"HEAD ");
+                st.head = st.out.get(0).is_some_and(|r| r.method() == "HEAD");
             }
             None => u.own_request = true,
         }
@@ -388,7 +353,6 @@ impl Worker {
         u.resent = false;
         u.deadline = None;
         u.state = State::Idle;
-        self.decorate_hop(key);
         if self.users[key].conn.is_some() {
             self.write_request(key);
         } else {
@@ -590,7 +554,8 @@ impl Worker {
             && !u.resent
             && u.protocol.stateless()
             && u.flight.len() == u.batch as usize
-            && idempotent(self.batch_bytes(key));
+            && Sending::of(&u.sess, &u.browser, u.own_request, u.batch, &self.s.request)
+                .idempotent();
         if !may {
             return false;
         }
@@ -603,16 +568,6 @@ impl Worker {
         u.state = State::Idle;
         self.connect(key);
         true
-    }
-
-    /// The bytes of the batch being sent (as `write_request` picks them).
-    fn batch_bytes(&self, key: usize) -> &[u8] {
-        let u = &self.users[key];
-        match (&u.sess, &u.browser) {
-            (Some(st), _) => &st.out,
-            (None, Some(a)) if u.own_request => &a.hop,
-            (None, _) => &self.s.request[..self.s.request_len * u.batch as usize],
-        }
     }
 
     /// The user's session, if any, cannot go on: it ends aborted when the user next goes on.
@@ -635,33 +590,47 @@ impl Worker {
     }
 }
 
-/// Every request in `bytes` (HTTP/1.1, back to back) has an idempotent method (RFC 9110
-/// §9.2.2): GET, HEAD, PUT, DELETE, OPTIONS, TRACE. Anything else, or bytes that are not HTTP
-/// (raw TCP), is not.
-fn idempotent(bytes: &[u8]) -> bool {
-    const METHODS: [&[u8]; 6] = [
-        b"GET ",
-        b"HEAD ",
-        b"PUT ",
-        b"DELETE ",
-        b"OPTIONS ",
-        b"TRACE ",
-    ];
-    let mut rest = bytes;
-    let mut any = false;
-    while !rest.is_empty() {
-        if !METHODS.iter().any(|m| rest.starts_with(m)) {
-            return false;
-        }
-        any = true;
-        // The next request starts after this one's head and body; for the methods above the
-        // encoder writes a Content-Length when there is a body.
-        match browser::request_len(rest) {
-            Some(n) if n > 0 && n <= rest.len() => rest = &rest[n..],
-            _ => return false,
+/// The batch a user is sending: its bytes as they are written, and the requests among them,
+/// read from their parts (a raw send or a link's bytes have none).
+pub(super) struct Sending<'a> {
+    pub bytes: &'a [u8],
+    requests: &'a Batch,
+    count: usize,
+}
+
+impl<'a> Sending<'a> {
+    /// What `u` sends (split borrows of a user, so its connection stays free): its session's
+    /// batch, its browser's own request or hop, or the run's request `batch` times.
+    pub fn of(
+        sess: &'a Option<Box<SessionState>>,
+        browser: &'a Option<Box<Browser>>,
+        own_request: bool,
+        batch: u32,
+        run: &'a Batch,
+    ) -> Sending<'a> {
+        let (bytes, requests, count): (&[u8], _, _) = match (sess, browser) {
+            (Some(st), _) => (&st.out, &st.out, st.out.count()),
+            (None, Some(a)) if own_request => (&a.hop, &a.hop, a.hop.count()),
+            (None, _) => (run.first(batch as usize), run, batch as usize),
+        };
+        Sending {
+            bytes,
+            requests,
+            count,
         }
     }
-    any
+
+    /// The requests of the batch, in order.
+    pub fn requests(&self) -> impl Iterator<Item = Parts<'a>> + 'a {
+        self.requests.iter().take(self.count)
+    }
+
+    /// Every request has an idempotent method (RFC 9110 §9.2.2): GET, HEAD, PUT, DELETE,
+    /// OPTIONS, TRACE. Bytes that are not HTTP requests (raw TCP) are not.
+    pub fn idempotent(&self) -> bool {
+        const METHODS: [&str; 6] = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"];
+        self.count > 0 && self.requests().all(|r| METHODS.contains(&r.method()))
+    }
 }
 
 /// The browser settings of a run, or `None` when no user needs one (raw TCP, session

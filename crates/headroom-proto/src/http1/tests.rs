@@ -902,15 +902,164 @@ fn warm_capture_does_not_allocate() {
     assert!(seen > 0);
 }
 
+/// What httparse reads from one request of `bytes`: method, target, fields, body, length.
+#[allow(clippy::type_complexity)]
+fn parsed(bytes: &[u8]) -> (String, String, Vec<(Vec<u8>, Vec<u8>)>, Vec<u8>, usize) {
+    let mut hs = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut hs);
+    let httparse::Status::Complete(head) = req.parse(bytes).unwrap() else {
+        panic!("incomplete request");
+    };
+    let fields: Vec<_> = req
+        .headers
+        .iter()
+        .map(|h| (h.name.as_bytes().to_vec(), h.value.to_vec()))
+        .collect();
+    let len = fields
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(b"content-length"))
+        .map_or(0, |(_, v)| std::str::from_utf8(v).unwrap().parse().unwrap());
+    (
+        req.method.unwrap().to_string(),
+        req.path.unwrap().to_string(),
+        fields,
+        bytes[head..head + len].to_vec(),
+        head + len,
+    )
+}
+
 #[test]
-fn request_line_len_is_where_encode_parts_puts_the_first_field() {
-    for (method, path) in [("GET", "/"), ("POST", "/login?next=/a"), ("HEAD", "")] {
-        let mut out = Vec::new();
-        encode_parts(method, path, "h", std::iter::empty(), b"", true, &mut out);
-        let n = request_line_len(method, path);
-        assert!(out[..n].ends_with(b" HTTP/1.1\r\n"), "{method} {path:?}");
-        assert!(out[n..].starts_with(b"Host: h\r\n"), "{method} {path:?}");
+fn a_batch_keeps_where_the_encoder_wrote_each_part() {
+    let mut b = Batch::new();
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], &'a [u8]);
+    let cases: [Case; 4] = [
+        ("GET", "/", &[], b""),
+        (
+            "POST",
+            "/login?next=/a",
+            &[("X-A", "1"), ("Content-Type", "text/plain")],
+            b"u=1&p=2",
+        ),
+        ("HEAD", "", &[("Host", "other:81")], b""),
+        ("PUT", "/x", &[("Transfer-Encoding", "chunked")], b""),
+    ];
+    for (method, path, headers, body) in cases {
+        let fields: [(&str, &[u8]); 2] = [("Cookie", b"sid=\xe9"), ("Authorization", b"")];
+        b.push(
+            method,
+            path,
+            "h:8080",
+            headers.iter().copied(),
+            &fields,
+            body,
+            false,
+        );
     }
+    assert_eq!(b.count(), 4);
+    let mut rest: &[u8] = &b;
+    for (i, r) in b.iter().enumerate() {
+        // The parts are what a parser reads from the bytes, request by request.
+        let (method, target, fields, body, len) = parsed(rest);
+        assert_eq!(r.wire(), &rest[..len], "request {i}");
+        assert_eq!(r.method(), method);
+        assert_eq!(r.target(), target);
+        let mine: Vec<_> = r.fields().map(|(n, v)| (n.to_vec(), v.to_vec())).collect();
+        assert_eq!(mine, fields, "request {i}");
+        assert_eq!(r.body(), &body[..]);
+        rest = &rest[len..];
+        assert_eq!(b.first(i + 1).len(), b.len() - rest.len());
+    }
+    assert!(rest.is_empty());
+    assert_eq!(b.get(0).unwrap().authority(), b"h:8080");
+    assert_eq!(b.get(2).unwrap().authority(), b"other:81");
+    assert_eq!(b.get(2).unwrap().target(), "/");
+    assert!(b.get(4).is_none());
+    assert_eq!(b.first(0), b"");
+    assert_eq!(b.first(9), &b[..]);
+
+    // Appended, the parts move with the bytes.
+    let mut two = Batch::new();
+    two.raw_mut().extend_from_slice(b"");
+    two.append(&b);
+    two.append(&b);
+    assert_eq!(two.count(), 8);
+    assert_eq!(&two[b.len()..], &b[..]);
+    let (a, c) = (two.get(1).unwrap(), two.get(5).unwrap());
+    assert_eq!(
+        (a.method(), a.target(), a.body()),
+        (c.method(), c.target(), c.body())
+    );
+    assert!(a.fields().eq(c.fields()));
+    assert_eq!(c.wire(), b.get(1).unwrap().wire());
+}
+
+#[test]
+fn a_request_made_from_another_keeps_its_fields_but_those_dropped() {
+    let mut b = Batch::new();
+    let headers = [("Cookie", "old=1"), ("Content-Type", "text/plain")];
+    b.push(
+        "POST",
+        "/form",
+        "h",
+        headers.iter().copied(),
+        &[],
+        b"hi",
+        true,
+    );
+    let from = b.get(0).unwrap();
+    let mut hop = Batch::new();
+    let drop =
+        |n: &[u8]| n.eq_ignore_ascii_case(b"cookie") || n.eq_ignore_ascii_case(b"content-length");
+    let fields: [(&str, &[u8]); 2] = [("Cookie", b"new=2"), ("Authorization", b"")];
+    hop.push_from(from, "GET", "/next?x=1", &drop, &fields, false);
+    assert_eq!(
+        std::str::from_utf8(&hop).unwrap(),
+        format!(
+            "GET /next?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: {USER_AGENT}\r\nContent-Type: text/plain\r\nCookie: new=2\r\n\r\n"
+        )
+    );
+    let (method, target, fields, body, len) = parsed(&hop);
+    let r = hop.get(0).unwrap();
+    assert_eq!((r.method(), r.target()), (&*method, &*target));
+    assert!(r.fields().map(|(n, v)| (n.to_vec(), v.to_vec())).eq(fields));
+    assert_eq!((r.body(), len), (&body[..], hop.len()));
+    // Same method, body kept.
+    hop.clear();
+    hop.push_from(from, "POST", "/kept", &|_| false, &[], true);
+    assert_eq!(&hop[hop.len() - 4..], b"\r\nhi");
+    assert_eq!(hop.get(0).unwrap().body(), b"hi");
+    assert_eq!(parsed(&hop).4, hop.len());
+}
+
+#[test]
+fn a_warm_batch_allocates_nothing_and_raw_bytes_have_no_parts() {
+    let mut b = Batch::new();
+    let run = |b: &mut Batch| {
+        b.clear();
+        for path in ["/a", "/bb", "/ccc"] {
+            let fields: [(&str, &[u8]); 1] = [("Cookie", b"sid=1")];
+            b.push(
+                "GET",
+                path,
+                "h",
+                [("X", "y")].into_iter(),
+                &fields,
+                b"",
+                true,
+            );
+        }
+    };
+    run(&mut b);
+    let before = allocs();
+    for _ in 0..1000 {
+        run(&mut b);
+    }
+    assert_eq!(allocs() - before, 0, "allocations in a warm batch");
+    b.clear();
+    b.raw_mut().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(b.count(), 0);
+    assert!(b.get(0).is_none());
+    assert_eq!(b.first(1), b"GET / HTTP/1.1\r\n\r\n");
 }
 
 #[test]

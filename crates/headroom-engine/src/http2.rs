@@ -24,31 +24,12 @@ use headroom_proto::http1::{Capture, Captured, HeaderSet, Parts, DEFAULT_CAPTURE
 
 use crate::outcome::{count_encoded, Outcome, CAPTURE_LIMIT};
 
-/// Header fields a request may carry over HTTP/2 besides `Host` (which goes as
-/// `:authority`) and the user's `cookie`; borrowed into a fixed array per send.
-pub(crate) const MAX_HEADERS: usize = 64;
-
-/// The run's request has no more fields than a stream carries: checked once per run, so that
-/// a URL run's sends cannot fail for it.
-pub(crate) fn check_request(req: Parts<'_>) -> Result<(), String> {
-    let n = req
-        .fields()
-        .filter(|(name, _)| !name.eq_ignore_ascii_case(b"host"))
-        .count();
-    if n > MAX_HEADERS {
-        return Err(format!(
-            "HTTP/2 requests carry at most {MAX_HEADERS} headers ({n} given)"
-        ));
-    }
-    Ok(())
-}
-
 /// Sends `req` (read from the parts its encoder kept: nothing re-reads its bytes) as a new
 /// stream of `conn`, its frames into `out`: method, target as `:path`, `Host` as `:authority`,
-/// the other fields (the codec lower-cases names and drops connection-specific ones) and the
-/// body, borrowed, not copied; with the user's `cookie` field when it has one. The stream's id,
-/// or the error kind when the request has more fields than a stream takes or the connection
-/// takes no more streams.
+/// the other fields (the codec lower-cases names and drops connection-specific ones and `Host`)
+/// and the body, borrowed as the codec encodes them, not gathered or copied; with the user's
+/// `cookie` field when it has one. The stream's id, or the error kind when the connection takes
+/// no more streams.
 pub(crate) fn send(
     conn: &mut ClientConn,
     out: &mut Vec<u8>,
@@ -56,32 +37,17 @@ pub(crate) fn send(
     scheme: &[u8],
     cookie: Option<&[u8]>,
 ) -> Result<u32, ErrorKind> {
-    let empty: &[u8] = &[];
-    let mut fields: [(&[u8], &[u8]); MAX_HEADERS + 1] = [(empty, empty); MAX_HEADERS + 1];
-    let mut n = 0;
-    for (name, value) in req.fields() {
-        if name.eq_ignore_ascii_case(b"host") {
-            continue;
-        }
-        if n == MAX_HEADERS {
-            return Err(ErrorKind::Other);
-        }
-        fields[n] = (name, value);
-        n += 1;
-    }
-    if let Some(v) = cookie {
-        fields[n] = (b"cookie", v);
-        n += 1;
-    }
     let r = h2::Request {
-        method: req.method().as_bytes(),
+        method: req.method_bytes(),
         scheme,
         authority: req.authority(),
-        path: req.target().as_bytes(),
-        headers: &fields[..n],
+        path: req.target_bytes(),
+        headers: &[],
         body: req.body(),
     };
-    conn.send_request(&r, out).map_err(|_| ErrorKind::Protocol)
+    let cookie = cookie.map(|v| (&b"cookie"[..], v));
+    conn.send_request_with(&r, req.fields().chain(cookie), out)
+        .map_err(|_| ErrorKind::Protocol)
 }
 
 /// Streams a session user may keep open at once (its batch of requests), below any server's
@@ -236,10 +202,14 @@ impl H2Conn {
         let wanted = self.wanted;
         let heads = &mut self.heads;
         let spare = &mut self.spare;
+        // Where the head last looked up is: a head's fields come together, so most lookups
+        // are answered without a search of every stream in flight.
+        let mut at = usize::MAX;
         let fed = self.conn.feed(input, &mut self.out, &mut |e| match e {
             h2::Event::Status { stream, status } => {
                 if !wanted.is_empty() {
-                    head_of(heads, spare, wanted, stream).cap.begin();
+                    at = head_of(heads, spare, wanted, stream);
+                    heads[at].cap.begin();
                 }
                 *in_body = false;
                 if let Some(cap) = capture.as_deref_mut().filter(|c| c.len() < CAPTURE_LIMIT) {
@@ -254,7 +224,7 @@ impl H2Conn {
                 value,
             } => {
                 if !wanted.is_empty() && name.first() != Some(&b':') {
-                    if let Some(h) = heads.iter_mut().find(|h| h.stream == stream) {
+                    if let Some(h) = find(heads, &mut at, stream) {
                         h.cap.field(name, value);
                     }
                 }
@@ -268,7 +238,7 @@ impl H2Conn {
                 }
             }
             h2::Event::Data { stream, data } => {
-                if let Some(h) = heads.iter_mut().find(|h| h.stream == stream) {
+                if let Some(h) = find(heads, &mut at, stream) {
                     if !h.body {
                         h.body = true;
                         h.cap.start_body();
@@ -294,9 +264,7 @@ impl H2Conn {
                 *in_body = false;
                 // `--compressed`: the body's sizes counted; one that did not decode fails its
                 // request, as over HTTP/1.1 (but not the connection: the others are fine).
-                let decoded = heads
-                    .iter_mut()
-                    .find(|h| h.stream == stream)
+                let decoded = find(heads, &mut at, stream)
                     .and_then(|h| h.cap.content())
                     .and_then(|d| d.finish());
                 match decoded.map(|s| count_encoded(c, s)) {
@@ -311,6 +279,7 @@ impl H2Conn {
             }
             h2::Event::Reset { stream, code } => {
                 release(heads, spare, stream);
+                at = usize::MAX;
                 events.push(Outcome::Reset { stream, code })
             }
             h2::Event::GoAway { code, .. } => events.push(Outcome::GoAway { code }),
@@ -340,13 +309,14 @@ fn shown(e: Outcome) -> Option<u32> {
     }
 }
 
-/// The captured head of `stream`, begun now if it has none (from a spare when there is one).
-fn head_of<'a>(
-    heads: &'a mut Vec<StreamHead>,
+/// The captured head of `stream` (its index in `heads`), begun now if it has none (from a
+/// spare when there is one).
+fn head_of(
+    heads: &mut Vec<StreamHead>,
     spare: &mut Vec<Capture>,
     wanted: HeaderSet,
     stream: u32,
-) -> &'a mut StreamHead {
+) -> usize {
     let i = match heads.iter().position(|h| h.stream == stream) {
         Some(i) => i,
         None => {
@@ -361,9 +331,20 @@ fn head_of<'a>(
             heads.len() - 1
         }
     };
-    let h = &mut heads[i];
-    h.body = false;
-    h
+    heads[i].body = false;
+    i
+}
+
+/// The captured head of `stream`, looked up at `at` first (and `at` moved to where it is).
+fn find<'a>(
+    heads: &'a mut [StreamHead],
+    at: &mut usize,
+    stream: u32,
+) -> Option<&'a mut StreamHead> {
+    if heads.get(*at).is_none_or(|h| h.stream != stream) {
+        *at = heads.iter().position(|h| h.stream == stream)?;
+    }
+    heads.get_mut(*at)
 }
 
 /// `stream`'s head is no longer needed: back to the spares.

@@ -168,11 +168,8 @@ pub fn run(
             .credentials
             .as_ref()
             .is_some_and(|c| c.scheme == headroom_core::AuthScheme::Digest);
-    let refill = match (plan.http2, request.get(0)) {
-        (Some(_), Some(req)) if plan.workload.is_none() && !hops => {
-            http2::check_request(req).map_err(EngineError::Request)?;
-            flight::Refill::PerReply
-        }
+    let refill = match plan.http2 {
+        Some(_) if plan.workload.is_none() && !hops => flight::Refill::PerReply,
         _ => flight::Refill::WhenEmpty,
     };
     let n = plan.threads;

@@ -389,6 +389,19 @@ impl ClientConn {
     /// Opens a stream for `req`: appends its HEADERS (+ CONTINUATION) and as much of its body as
     /// the send windows allow to `out`, keeping the rest for later. Returns the stream id.
     pub fn send_request(&mut self, req: &Request<'_>, out: &mut Vec<u8>) -> Result<u32, SendError> {
+        self.send_request_with(req, std::iter::empty(), out)
+    }
+
+    /// [`send_request`](Self::send_request) with more header fields after `req.headers`, taken
+    /// one by one as they come: a caller that keeps its fields elsewhere (spans of an encoded
+    /// request) sends them without gathering them into a slice first. As for `req.headers`,
+    /// names are lower-cased and connection-specific fields (and `host`) dropped.
+    pub fn send_request_with<'f>(
+        &mut self,
+        req: &Request<'_>,
+        more: impl Iterator<Item = (&'f [u8], &'f [u8])>,
+        out: &mut Vec<u8>,
+    ) -> Result<u32, SendError> {
         if self.dead.is_some() {
             return Err(SendError::Closed);
         }
@@ -416,10 +429,10 @@ impl ClientConn {
         henc.field(b":scheme", req.scheme, enc_buf);
         henc.field(b":authority", req.authority, enc_buf);
         henc.field(b":path", req.path, enc_buf);
-        for &(name, value) in req.headers {
+        let mut put = |name: &[u8], value: &[u8]| {
             name_buf.clear();
             name_buf.extend(name.iter().map(u8::to_ascii_lowercase));
-            if matches!(
+            if !matches!(
                 name_buf.as_slice(),
                 b"connection"
                     | b"keep-alive"
@@ -428,9 +441,14 @@ impl ClientConn {
                     | b"upgrade"
                     | b"host"
             ) {
-                continue;
+                henc.field(name_buf, value, enc_buf);
             }
-            henc.field(name_buf, value, enc_buf);
+        };
+        for &(name, value) in req.headers {
+            put(name, value);
+        }
+        for (name, value) in more {
+            put(name, value);
         }
         frame::write_headers(
             out,

@@ -213,6 +213,16 @@ impl<'a> Parts<'a> {
         self.text(&self.entry.method)
     }
 
+    /// [`method`](Self::method) and [`target`](Self::target) as the bytes written, unchecked:
+    /// for a sender that writes them on (HTTP/2's pseudo-fields) without reading them.
+    pub fn method_bytes(&self) -> &'a [u8] {
+        &self.bytes[self.entry.method.clone()]
+    }
+
+    pub fn target_bytes(&self) -> &'a [u8] {
+        &self.bytes[self.entry.target.clone()]
+    }
+
     /// The request target as written (`/` for an empty path).
     pub fn target(&self) -> &'a str {
         self.text(&self.entry.target)

@@ -49,6 +49,10 @@ impl HeaderId {
 
     /// The id of a field name (case-insensitive), if it is one of ours.
     pub fn of(name: &[u8]) -> Option<HeaderId> {
+        // Most fields of a head are none of these: their length alone says so.
+        if !matches!(name.len(), 8 | 10 | 16) {
+            return None;
+        }
         HeaderId::ALL
             .into_iter()
             .find(|id| name.eq_ignore_ascii_case(id.name().as_bytes()))
@@ -298,6 +302,25 @@ impl<'a> Iterator for Captured<'a> {
 #[cfg(test)]
 mod field_tests {
     use super::*;
+
+    #[test]
+    fn every_header_is_known_by_its_name_in_any_case_and_no_other_name_is() {
+        for id in HeaderId::ALL {
+            let name = id.name();
+            assert_eq!(HeaderId::of(name.as_bytes()), Some(id));
+            assert_eq!(HeaderId::of(name.to_ascii_lowercase().as_bytes()), Some(id));
+            assert_eq!(HeaderId::of(&name.as_bytes()[1..]), None);
+        }
+        for other in [
+            "server",
+            "date",
+            "content-type",
+            "content-length",
+            "set-cookie2",
+        ] {
+            assert_eq!(HeaderId::of(other.as_bytes()), None, "{other}");
+        }
+    }
 
     #[test]
     fn fields_one_at_a_time_are_captured_bounded_and_forgotten_at_the_next_head() {

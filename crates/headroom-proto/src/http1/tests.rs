@@ -963,6 +963,8 @@ fn a_batch_keeps_where_the_encoder_wrote_each_part() {
         assert_eq!(r.wire(), &rest[..len], "request {i}");
         assert_eq!(r.method(), method);
         assert_eq!(r.target(), target);
+        assert_eq!(r.method_bytes(), method.as_bytes());
+        assert_eq!(r.target_bytes(), target.as_bytes());
         let mine: Vec<_> = r.fields().map(|(n, v)| (n.to_vec(), v.to_vec())).collect();
         assert_eq!(mine, fields, "request {i}");
         assert_eq!(r.body(), &body[..]);

@@ -202,13 +202,7 @@ where
     out.reserve(64 + method.len() + path.len() + host.len() + body.len());
 
     let start = out.len();
-    out.extend_from_slice(method.as_bytes());
-    let method_span = start..out.len();
-    out.push(b' ');
-    let t0 = out.len();
-    out.extend_from_slice(path.as_bytes());
-    let target = t0..out.len();
-    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let (method_span, target) = put_request_line(out, method, path);
     if !user_has("host") {
         put_marked(out, b"Host", host.as_bytes(), spans);
     }
@@ -225,8 +219,9 @@ where
         && !user_has("content-length")
         && !user_has("transfer-encoding")
     {
-        let (digits, from) = itoa_buf(body.len());
-        put_marked(out, b"Content-Length", &digits[from..], spans);
+        let mut buf = [0u8; 20];
+        let len = crate::digits(body.len() as u64, &mut buf);
+        put_marked(out, b"Content-Length", len, spans);
     }
     if !keep_alive && !user_has("connection") {
         put_marked(out, b"Connection", b"close", spans);
@@ -245,18 +240,21 @@ where
     }
 }
 
-/// `n` in decimal, right-aligned in a fixed buffer: the digits are `buf[start..]`.
-fn itoa_buf(mut n: usize) -> ([u8; 20], usize) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return (buf, i);
-        }
-    }
+/// Writes a request line, `METHOD target HTTP/1.1\r\n`, and says where its method and target
+/// went.
+pub(crate) fn put_request_line(
+    out: &mut Vec<u8>,
+    method: &str,
+    target: &str,
+) -> (Range<usize>, Range<usize>) {
+    let m0 = out.len();
+    out.extend_from_slice(method.as_bytes());
+    let m1 = out.len();
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    let t1 = out.len();
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    (m0..m1, m1 + 1..t1)
 }
 
 /// Appends one header field, `name: value\r\n`, and pushes where its name and value went.

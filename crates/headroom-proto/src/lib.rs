@@ -15,5 +15,20 @@ pub mod starttls;
 pub mod ws;
 pub mod xmpp;
 
+/// Writes `n` in decimal into the end of `buf`, returns the digits: a number written without
+/// formatting machinery (encoders on the hot path).
+pub(crate) fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
 #[cfg(test)]
 mod test_rng;

@@ -13,7 +13,7 @@
 
 use std::ops::Range;
 
-use super::{encode_marked, put_marked};
+use super::{encode_marked, put_marked, put_request_line};
 
 /// The spans of one request in its batch's bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -172,13 +172,7 @@ impl Batch {
     ) {
         let out = &mut self.bytes;
         let start = out.len();
-        out.extend_from_slice(method.as_bytes());
-        let method_span = start..out.len();
-        out.push(b' ');
-        let t0 = out.len();
-        out.extend_from_slice(target.as_bytes());
-        let target_span = t0..out.len();
-        out.extend_from_slice(b" HTTP/1.1\r\n");
+        let (method_span, target_span) = put_request_line(out, method, target);
         let first_field = self.fields.len();
         for (name, value) in from.fields() {
             if !drop(name) {

@@ -6,6 +6,8 @@
 //! decimal, `id='42'`, which [`super::Stanza::id_u64`] reads back; the login machine uses its own
 //! non-numeric ids (`reg1`, `bind1`, `sess1`), so the two never collide.
 
+use crate::digits;
+
 /// A name that may carry a user number: `Name::Indexed("user", 7)` is `user7`, as in Tsung's
 /// `username`/`passwd` options (`tsunguser7` / `sesame7`). Written without formatting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,20 +132,6 @@ pub fn push_filler(out: &mut Vec<u8>, n: usize) {
         out.extend_from_slice(&FILLER[..k]);
         left -= k;
     }
-}
-
-/// Writes `n` in decimal into the end of `buf`, returns the digits.
-fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &buf[i..]
 }
 
 /// Appends `n` in decimal.

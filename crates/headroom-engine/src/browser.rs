@@ -485,6 +485,16 @@ mod tests {
 
     const UA: &str = headroom_proto::http1::USER_AGENT;
 
+    /// The values of the fields called `name` of the first request of `b`.
+    fn named(b: &Batch, name: &[u8]) -> Vec<String> {
+        b.get(0)
+            .unwrap()
+            .fields()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .collect()
+    }
+
     #[test]
     fn cookies_are_stored_and_sent_on_every_request_of_a_batch() {
         let cfg = cfg(0);
@@ -642,15 +652,8 @@ mod tests {
         let creds = Some(("u", "p"));
         let n = a.after_reply(&cfg, 401, caps(&got), r.get(0), true, creds, &mut c, 0);
         assert_eq!(n, Next::Hop { challenge: true });
-        let hop = a.hop.get(0).unwrap();
-        let named = |name: &[u8]| {
-            hop.fields()
-                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(named(b"cookie"), ["sid=1"]);
-        let auth = named(b"authorization");
+        assert_eq!(named(&a.hop, b"cookie"), ["sid=1"]);
+        let auth = named(&a.hop, b"authorization");
         assert_eq!(auth.len(), 1, "{auth:?}");
         assert!(auth[0].starts_with("Digest username=\"u\""), "{auth:?}");
         // A redirect of the answered request: the jar's cookies for the new target, a new
@@ -658,12 +661,7 @@ mod tests {
         let loc = [(HeaderId::Location, &b"/app/y"[..])];
         let n = a.after_reply(&cfg, 302, caps(&loc), None, true, creds, &mut c, 0);
         assert_eq!(n, Next::Hop { challenge: false });
-        let hop = a.hop.get(0).unwrap();
-        let auths: Vec<_> = hop
-            .fields()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(b"authorization"))
-            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-            .collect();
+        let auths = named(&a.hop, b"authorization");
         assert_eq!(auths.len(), 1, "{auths:?}");
         assert!(auths[0].contains("uri=\"/app/y\""), "{auths:?}");
         assert!(auths[0].contains("nc=00000002"), "{auths:?}");

@@ -405,6 +405,33 @@ measure() {
     M_H2=$(($(h2_count "$ngdir") - h0))
 }
 
+# count_round NGINX_DIR LABEL CMD... — one more run of CMD (pinned like the measured ones) under
+# `perf stat`, counting its system calls (tracepoint raw_syscalls:sys_enter) and context switches,
+# threads included, against the responses nginx logged over it; prints one line
+#     LABEL: X system calls, Y context switches per response (N responses; perf stat)
+# Kept apart from the timed rounds: a counted tracepoint costs the counted tool CPU, so these
+# figures explain a ratio and never enter one. Needs perf (Debian's linux-perf; "n/a" without).
+count_round() {
+    local ngdir=$1 label=$2 f before after
+    shift 2
+    if ! command -v perf >/dev/null || ! perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
+        echo "$label: n/a (perf with tracepoints not available: apt-get install linux-perf)"
+        return 0
+    fi
+    f=$(mktemp)
+    before=$(access_count "$ngdir")
+    perf stat -x, -o "$f" -e raw_syscalls:sys_enter,context-switches -- \
+        "${GEN_PIN[@]}" "$@" >/dev/null 2>&1 || true
+    after=$(access_count "$ngdir")
+    awk -F, -v l="$label" -v n=$((after - before)) '
+        $3 == "raw_syscalls:sys_enter" { sc = $1 } $3 == "context-switches" { cs = $1 }
+        END {
+            if (n <= 0 || sc == "" || cs == "") { printf "%s: n/a (no responses or no counts)\n", l; exit }
+            printf "%s: %.2f system calls, %.4f context switches per response (%d responses; perf stat)\n",
+                l, sc / n, cs / n, n }' "$f"
+    rm -f "$f"
+}
+
 # The CSV every comparison script writes; one row per generator run.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 CSV_HEADER=tool,round,connections,duration_s,status,requests,user_s,sys_s,cpu_s,max_rss_kb,wall_s,req_per_s,req_per_cpu_s,tool_requests,tool_cpu_user_s,tool_cpu_sys_s

@@ -4,11 +4,14 @@
 #
 #   h2   HTTP/2 over TLS (ALPN h2), nginx `listen ... ssl http2`
 #   h2c  HTTP/2 in cleartext with prior knowledge, nginx `listen ... http2` (no TLS)
+#   h1   HTTP/1.1 keep-alive in cleartext, CONNS_H1 (50) connections, one request in flight on
+#        each (h2load --h1: the second anchor of bench/vs-wrk.sh's load)
 #
 # Both tools: CONNS connections, each with up to STREAMS concurrent streams, one thread, for
 # DURATION (closed loop: a stream ends, the next starts):
 #   h2load -t1 -c4 -m32 -D 10 URL
 #   headroom run URL --http2 -c 4 --streams 32 -t 1 -d 10s -k --json    (h2c: --h2c)
+#   h1: h2load --h1 -t1 -c50 -D 10 URL and headroom run URL -c 50 -t 1 -d 10s --json
 # What it measures, and how, as bench/vs-wrk.sh: requests counted by nginx (access-log delta;
 # 1 worker, `return 200`, http2_max_concurrent_streams 128; the log also says how many came
 # over HTTP/2: the `h2` column, which must equal `requests`), generator CPU from wait4's rusage,
@@ -17,7 +20,9 @@
 # per-round ratios headroom/h2load of requests per generator CPU-second (paired_line), then how
 # busy each generator was (CPU-seconds per wall-second): below 0.9 a generator waited on nginx,
 # and the ratio then measures the machine's other load as much as the tools (NICE=-10 helps on a
-# busy machine). bench/README.md says how an outside driver reproduces the figure.
+# busy machine). bench/README.md says how an outside driver reproduces the figure. After the
+# rounds, one more run per mode and tool under `perf stat` prints system calls and context
+# switches per response (count_round in lib.sh): what explains a ratio, never part of it.
 #
 # Until headroom's HTTP/2 client lands, headroom fails here: the script says so once, keeps
 # going with h2load alone and prints h2load's figures (TOOLS=h2load skips headroom).
@@ -25,7 +30,7 @@
 # Output: a table on stdout; bench/runs/<YYYY-MM-DD>-<host>/vs-h2load.{csv,txt,commands,
 # versions} and raw tool outputs in vs-h2load.raw/.
 #
-# Environment: HEADROOM (binary), ROUNDS (5), MODES ("h2 h2c"), TOOLS ("h2load headroom"),
+# Environment: HEADROOM (binary), ROUNDS (5), MODES ("h2 h2c"; "h1" too), CONNS_H1 (50), PORT_H1, TOOLS ("h2load headroom"),
 # PIN (1), NICE (none), PORT, PORT_H2C, HEADROOM_BEFORE (another headroom binary, e.g. built
 # from an earlier commit: it runs after headroom in every round as tool "before", and the paired
 # ratio headroom/before per mode is printed: a change's cost). Needs h2load (Debian's nghttp2-client; installed here if missing).
@@ -42,10 +47,13 @@ TOOLS=${TOOLS:-h2load headroom}
 DUR_S=$(dur_secs "$DURATION")
 PORT=${PORT:-$(free_port)}
 PORT_H2C=${PORT_H2C:-$(free_port)}
-[[ $PORT != "$PORT_H2C" ]] || die "PORT and PORT_H2C must differ"
+PORT_H1=${PORT_H1:-$(free_port)}
+CONNS_H1=${CONNS_H1:-50}
+[[ $PORT != "$PORT_H2C" && $PORT != "$PORT_H1" && $PORT_H2C != "$PORT_H1" ]] ||
+    die "PORT, PORT_H2C and PORT_H1 must differ"
 
 for m in $MODES; do
-    case $m in h2 | h2c) ;; *) die "unknown mode '$m' (h2 h2c)" ;; esac
+    case $m in h2 | h2c | h1) ;; *) die "unknown mode '$m' (h2 h2c h1)" ;; esac
 done
 if ! command -v h2load >/dev/null; then
     log "h2load is not installed: installing Debian's nghttp2-client"
@@ -62,16 +70,24 @@ bench_init "$NAME" "mode,$CSV_HEADER,h2"
 bench_pki
 
 NGINX_LOG_FORMAT=$TLS_LOG_FORMAT NGINX_HTTP_EXTRA=$TLS_HTTP_EXTRA \
-    NGINX_SERVERS="$(nginx_tls_server "$PORT" on http2; nginx_tls_server "$PORT_H2C" on h2c)" \
+    NGINX_SERVERS="$(nginx_tls_server "$PORT" on http2; nginx_tls_server "$PORT_H2C" on h2c
+        nginx_plain_server "$PORT_H1")" \
     nginx_start "$WORK/nginx" "$PORT" 1
 
-# mode_cmds MODE — sets H2LOAD_CMD and HR_CMD for MODE.
+# mode_cmds MODE — sets H2LOAD_CMD, HR_CMD and MC (the mode's connections) for MODE.
 mode_cmds() {
     local url flag
     case $1 in
         h2) url="https://127.0.0.1:$PORT/" flag=--http2 ;;
         h2c) url="http://127.0.0.1:$PORT_H2C/" flag=--h2c ;;
+        h1)
+            MC=$CONNS_H1
+            H2LOAD_CMD=(h2load --h1 -t1 -c"$MC" -D "$DUR_S" "http://127.0.0.1:$PORT_H1/")
+            HR_CMD=("$HEADROOM" run "http://127.0.0.1:$PORT_H1/" -c "$MC" -t 1 -d "$DURATION" --json)
+            return 0
+            ;;
     esac
+    MC=$CONNS
     H2LOAD_CMD=(h2load -t1 -c"$CONNS" -m"$STREAMS" -D "$DUR_S" "$url")
     HR_CMD=("$HEADROOM" run "$url" "$flag" -c "$CONNS" --streams "$STREAMS" -t 1 -d "$DURATION"
         --json)
@@ -108,20 +124,20 @@ fi
 
 # row MODE TOOL ROUND TOOL_REQUESTS TOOL_CPU_USER TOOL_CPU_SYS
 row() {
-    echo "$1,$(csv_row "$2" "$3" "$CONNS" "$DUR_S" "$4" "$5" "$6"),$M_H2" >>"$CSV"
+    echo "$1,$(csv_row "$2" "$3" "$MC" "$DUR_S" "$4" "$5" "$6"),$M_H2" >>"$CSV"
 }
 
 for m in $MODES; do
     mode_cmds "$m"
     for round in $(seq 1 "$ROUNDS"); do
         if want h2load; then
-            log "$m round $round/$ROUNDS: h2load -c$CONNS -m$STREAMS -D $DUR_S"
+            log "$m round $round/$ROUNDS: ${H2LOAD_CMD[*]:0:5}"
             measure "$WORK/nginx" "$RAW/$m-h2load-$round.txt" "${H2LOAD_CMD[@]}"
             h2_req=$(awk '/^requests:/ { print $8 }' "$RAW/$m-h2load-$round.txt")
             row "$m" h2load "$round" "${h2_req:--}" - -
         fi
         if want headroom && $HR_OK; then
-            log "$m round $round/$ROUNDS: headroom -c $CONNS --streams $STREAMS -d $DURATION"
+            log "$m round $round/$ROUNDS: headroom ${HR_CMD[*]:2}"
             j=$RAW/$m-headroom-$round.json
             measure "$WORK/nginx" "$j" "${HR_CMD[@]}"
             jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
@@ -136,7 +152,7 @@ for m in $MODES; do
             fi
         fi
         if want before; then
-            log "$m round $round/$ROUNDS: headroom (before) -c $CONNS --streams $STREAMS -d $DURATION"
+            log "$m round $round/$ROUNDS: headroom (before) ${HR_CMD[*]:2}"
             j=$RAW/$m-before-$round.json
             measure "$WORK/nginx" "$j" "$WORK/headroom-before" "${HR_CMD[@]:1}"
             jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
@@ -145,8 +161,20 @@ for m in $MODES; do
     done
 done
 
+# Why each ratio is what it is: one counted run per mode and tool (count_round).
+log "counting system calls and context switches (one more run per mode and tool, under perf stat)"
+COUNTS=$(
+    for m in $MODES; do
+        mode_cmds "$m"
+        want h2load && count_round "$WORK/nginx" "$m h2load" "${H2LOAD_CMD[@]}"
+        want headroom && $HR_OK && count_round "$WORK/nginx" "$m headroom" "${HR_CMD[@]}"
+        want before && count_round "$WORK/nginx" "$m before" "$WORK/headroom-before" "${HR_CMD[@]:1}"
+    done
+    true
+)
+
 {
-    echo "$NAME: HTTP/2 GET, 1 generator thread, $CONNS connections x $STREAMS streams," \
+    echo "$NAME: GET, 1 generator thread; HTTP/2: $CONNS connections x $STREAMS streams; HTTP/1.1: $CONNS_H1 connections;" \
         "$DURATION per run, $ROUNDS rounds per mode, nginx 1 worker; $(date -Is) on $(hostname -s)," \
         "load average at start $LOAD0"
     echo
@@ -190,6 +218,8 @@ done
                 "depends on how fast nginx answered (the machine's other load), not on the tools alone"
         fi
     done
+    echo
+    echo "$COUNTS"
 } | tee "$OUT/$NAME.txt"
 echo
 echo "run dir: $OUT"

@@ -14,6 +14,8 @@
 #
 # Output: a table on stdout, and bench/runs/<YYYY-MM-DD>-<host>/ gets vs-wrk.csv, vs-wrk.txt
 # (the table), vs-wrk.commands (exact commands), vs-wrk.versions, and raw tool outputs in vs-wrk.raw/.
+# After the rounds, one more run per tool under `perf stat` gives system calls and context switches
+# per response (count_round in lib.sh): what explains the ratio, never part of it.
 #
 # Environment: HEADROOM (binary, default target/release/headroom), ROUNDS (5), PIN (1), PORT,
 # HEADROOM_BEFORE (another headroom binary, e.g. built from an earlier commit: it runs third in
@@ -69,6 +71,16 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
 done
 
+# Why the ratio is what it is: system calls and context switches per response, one counted run
+# per tool (count_round: perf's tracepoint costs CPU, so this run is not one of the rounds).
+log "counting system calls and context switches (one more run per tool, under perf stat)"
+COUNTS=$(
+    count_round "$WORK/nginx" wrk "${WRK_CMD[@]}"
+    have_headroom && count_round "$WORK/nginx" headroom "${HR_CMD[@]}"
+    [[ -n ${HEADROOM_BEFORE:-} ]] && count_round "$WORK/nginx" before "$WORK/headroom-before" "${HR_CMD[@]:1}"
+    true
+)
+
 {
     echo "vs-wrk: closed keep-alive GET, 1 generator thread, $CONNS connections, $DURATION per run," \
         "$ROUNDS rounds, nginx 1 worker; $(date -Is) on $(hostname -s)"
@@ -77,6 +89,8 @@ done
         echo "ratio headroom/before (requests per generator CPU-second, paired by round):" \
             "$(paired_ratios "$CSV" headroom before)"
     fi
+    echo
+    echo "$COUNTS"
 } | tee "$OUT/vs-wrk.txt"
 echo
 echo "run dir: $OUT"

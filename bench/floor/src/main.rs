@@ -1,0 +1,160 @@
+//! The floor client of bench/floor.sh (issue 29): the same closed HTTP/1.1 keep-alive loop over
+//! epoll (edge-triggered, the next request sent right after a reply, as headroom does) and over
+//! io_uring (one recv and one send per reply, one io_uring_enter per loop turn). It prints
+//! responses, CPU user/sys and responses per CPU-second; bench/floor.sh counts at nginx.
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+const REQ: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+const END: &[u8] = b"hello\n";
+
+fn count(buf: &[u8], tail: &mut usize) -> u32 {
+    // responses end with "hello\n"; `tail` = bytes of END matched at the end of the last read
+    let mut n = 0;
+    for &b in buf {
+        if b == END[*tail] {
+            *tail += 1;
+            if *tail == END.len() {
+                n += 1;
+                *tail = 0;
+            }
+        } else {
+            *tail = if b == END[0] { 1 } else { 0 };
+        }
+    }
+    n
+}
+
+fn cpu() -> (f64, f64) {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args[1].clone();
+    let addr = args[2].clone();
+    let conns: usize = args[3].parse().unwrap();
+    let secs: u64 = args[4].parse().unwrap();
+    let mut socks: Vec<TcpStream> = (0..conns).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    // warm: one request each, blocking
+    for s in socks.iter_mut() {
+        s.write_all(REQ).unwrap();
+        let mut b = [0u8; 4096];
+        let mut t = 0;
+        while count(&s.read(&mut b).map(|n| b[..n].to_vec()).unwrap(), &mut t) == 0 {}
+    }
+    for s in &socks {
+        s.set_nonblocking(true).unwrap();
+    }
+    let (u0, s0) = cpu();
+    let start = Instant::now();
+    let end = start + Duration::from_secs(secs);
+    let done = match mode.as_str() {
+        "epoll" => run_epoll(&socks, end),
+        "uring" => run_uring(&socks, end),
+        _ => panic!("mode"),
+    };
+    let (u1, s1) = cpu();
+    let (u, s) = (u1 - u0, s1 - s0);
+    println!(
+        "{mode}: {done} responses in {:.2}s, user {u:.3} sys {s:.3}, {:.0} resp/cpu-s, {:.0} resp/s",
+        start.elapsed().as_secs_f64(),
+        done as f64 / (u + s),
+        done as f64 / start.elapsed().as_secs_f64()
+    );
+}
+
+fn run_epoll(socks: &[TcpStream], end: Instant) -> u64 {
+    let ep = unsafe { libc::epoll_create1(0) };
+    let mut tails = vec![0usize; socks.len()];
+    for (i, s) in socks.iter().enumerate() {
+        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: i as u64 };
+        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev) };
+        unsafe { libc::send(s.as_raw_fd(), REQ.as_ptr() as _, REQ.len(), 0) };
+    }
+    let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+    let mut buf = vec![0u8; 65536];
+    let mut done = 0u64;
+    let mut turns = 0u64;
+    while Instant::now() < end {
+        let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), 1024, 100) };
+        turns += 1;
+        for e in &evs[..n.max(0) as usize] {
+            let i = e.u64 as usize;
+            let fd = socks[i].as_raw_fd();
+            let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as _, buf.len(), 0) };
+            if r <= 0 { continue; }
+            let c = count(&buf[..r as usize], &mut tails[i]);
+            done += c as u64;
+            if c > 0 {
+                unsafe { libc::send(fd, REQ.as_ptr() as _, REQ.len(), 0) };
+            }
+        }
+    }
+    eprintln!("epoll turns {turns}");
+    done
+}
+
+fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
+    use io_uring::{opcode, types, IoUring};
+    let mut ring: IoUring = IoUring::builder()
+        .setup_single_issuer()
+        .setup_coop_taskrun()
+        .setup_defer_taskrun()
+        .build(256)
+        .unwrap();
+    let n = socks.len();
+    let mut bufs = vec![vec![0u8; 4096]; n];
+    let mut tails = vec![0usize; n];
+    // user_data: i*2 = recv, i*2+1 = send
+    unsafe {
+        let mut sq = ring.submission();
+        for i in 0..n {
+            let fd = types::Fd(socks[i].as_raw_fd());
+            let s = opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32).build().user_data((i * 2 + 1) as u64);
+            sq.push(&s).unwrap();
+            let r = opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096).build().user_data((i * 2) as u64);
+            sq.push(&r).unwrap();
+        }
+    }
+    let mut done = 0u64;
+    let mut turns = 0u64;
+    let mut pending: Vec<io_uring::squeue::Entry> = Vec::with_capacity(2 * n);
+    while Instant::now() < end {
+        let ts = types::Timespec::new().nsec(100_000_000);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ETIME) || e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) => panic!("{e}"),
+        }
+        turns += 1;
+        for cqe in ring.completion() {
+            let ud = cqe.user_data() as usize;
+            let i = ud / 2;
+            if ud % 2 == 1 { continue; }
+            let r = cqe.result();
+            if r <= 0 { panic!("recv {r}"); }
+            let c = count(&bufs[i][..r as usize], &mut tails[i]);
+            done += c as u64;
+            let fd = types::Fd(socks[i].as_raw_fd());
+            if c > 0 {
+                pending.push(opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32).build().user_data((i * 2 + 1) as u64));
+            }
+            pending.push(opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096).build().user_data((i * 2) as u64));
+        }
+        unsafe {
+            let mut sq = ring.submission();
+            for e in pending.drain(..) {
+                sq.push(&e).unwrap();
+            }
+        }
+    }
+    eprintln!("uring turns {turns}");
+    done
+}

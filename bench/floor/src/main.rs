@@ -36,11 +36,18 @@ fn cpu() -> (f64, f64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let mode = args[1].clone();
-    let addr = args[2].clone();
-    let conns: usize = args[3].parse().unwrap();
-    let secs: u64 = args[4].parse().unwrap();
-    let mut socks: Vec<TcpStream> = (0..conns).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    let parsed = (args.len() == 5)
+        .then(|| Some((args[3].parse::<usize>().ok()?, args[4].parse::<u64>().ok()?)))
+        .flatten();
+    let Some((conns, secs)) = parsed.filter(|_| matches!(args[1].as_str(), "epoll" | "uring"))
+    else {
+        eprintln!("usage: floor epoll|uring HOST:PORT CONNECTIONS SECONDS");
+        std::process::exit(2);
+    };
+    let (mode, addr) = (args[1].clone(), args[2].clone());
+    let mut socks: Vec<TcpStream> = (0..conns)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
     // warm: one request each, blocking
     for s in socks.iter_mut() {
         s.write_all(REQ).unwrap();
@@ -57,7 +64,7 @@ fn main() {
     let done = match mode.as_str() {
         "epoll" => run_epoll(&socks, end),
         "uring" => run_uring(&socks, end),
-        _ => panic!("mode"),
+        _ => unreachable!("checked above"),
     };
     let (u1, s1) = cpu();
     let (u, s) = (u1 - u0, s1 - s0);
@@ -73,7 +80,10 @@ fn run_epoll(socks: &[TcpStream], end: Instant) -> u64 {
     let ep = unsafe { libc::epoll_create1(0) };
     let mut tails = vec![0usize; socks.len()];
     for (i, s) in socks.iter().enumerate() {
-        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: i as u64 };
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: i as u64,
+        };
         unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev) };
         unsafe { libc::send(s.as_raw_fd(), REQ.as_ptr() as _, REQ.len(), 0) };
     }
@@ -88,7 +98,9 @@ fn run_epoll(socks: &[TcpStream], end: Instant) -> u64 {
             let i = e.u64 as usize;
             let fd = socks[i].as_raw_fd();
             let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as _, buf.len(), 0) };
-            if r <= 0 { continue; }
+            if r <= 0 {
+                continue;
+            }
             let c = count(&buf[..r as usize], &mut tails[i]);
             done += c as u64;
             if c > 0 {
@@ -116,9 +128,13 @@ fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
         let mut sq = ring.submission();
         for i in 0..n {
             let fd = types::Fd(socks[i].as_raw_fd());
-            let s = opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32).build().user_data((i * 2 + 1) as u64);
+            let s = opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32)
+                .build()
+                .user_data((i * 2 + 1) as u64);
             sq.push(&s).unwrap();
-            let r = opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096).build().user_data((i * 2) as u64);
+            let r = opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096)
+                .build()
+                .user_data((i * 2) as u64);
             sq.push(&r).unwrap();
         }
     }
@@ -130,23 +146,37 @@ fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
         let args = types::SubmitArgs::new().timespec(&ts);
         match ring.submitter().submit_with_args(1, &args) {
             Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ETIME) || e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e)
+                if e.raw_os_error() == Some(libc::ETIME)
+                    || e.raw_os_error() == Some(libc::EINTR) => {}
             Err(e) => panic!("{e}"),
         }
         turns += 1;
         for cqe in ring.completion() {
             let ud = cqe.user_data() as usize;
             let i = ud / 2;
-            if ud % 2 == 1 { continue; }
+            if ud % 2 == 1 {
+                continue;
+            }
             let r = cqe.result();
-            if r <= 0 { panic!("recv {r}"); }
+            if r <= 0 {
+                panic!("recv {r}");
+            }
             let c = count(&bufs[i][..r as usize], &mut tails[i]);
             done += c as u64;
             let fd = types::Fd(socks[i].as_raw_fd());
             if c > 0 {
-                pending.push(opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32).build().user_data((i * 2 + 1) as u64));
+                pending.push(
+                    opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32)
+                        .build()
+                        .user_data((i * 2 + 1) as u64),
+                );
             }
-            pending.push(opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096).build().user_data((i * 2) as u64));
+            pending.push(
+                opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096)
+                    .build()
+                    .user_data((i * 2) as u64),
+            );
         }
         unsafe {
             let mut sq = ring.submission();

@@ -6,7 +6,8 @@
 # headroom, and the floor client (bench/floor/): the least such a generator can do — recv, find
 # the reply's end, send the next request; no clock read, no histogram, no parsing — over epoll
 # (`floor-epoll`, headroom's own pattern) and over io_uring (`floor-uring`: one recv and one send
-# per reply, one io_uring_enter per loop turn, DEFER_TASKRUN). The floor's figure bounds what any
+# per reply, one io_uring_enter per loop turn, DEFER_TASKRUN; `floor-multi`: one multishot recv
+# per connection from a provided-buffer ring, armed once, and one send per reply). The floor's figure bounds what any
 # user-space work could win: if it is only 1.1x wrk's, no generator doing the same system calls
 # reaches 1.3x (issue 29's goal) on this kernel, and the gain must come from doing fewer.
 #
@@ -42,14 +43,14 @@ HR_CMD=("$HEADROOM" run "$URL" -t 1 -c "$CONNS" -d "$DURATION" --json)
     echo "# nginx (pinned: ${SERVER_PIN[*]:-no}) with $WORK/nginx/nginx.conf"
     echo "${GEN_PIN[*]} ${WRK_CMD[*]}"
     echo "${GEN_PIN[*]} ${HR_CMD[*]}"
-    echo "${GEN_PIN[*]} $WORK/floor epoll|uring 127.0.0.1:$PORT $CONNS $DUR_S"
+    echo "${GEN_PIN[*]} $WORK/floor epoll|uring|multi 127.0.0.1:$PORT $CONNS $DUR_S"
 } >>"$OUT/floor.commands"
 
 for round in $(seq 1 "$ROUNDS"); do
     log "round $round/$ROUNDS: wrk"
     measure "$WORK/nginx" "$RAW/wrk-$round.txt" "${WRK_CMD[@]}"
     csv_row wrk "$round" "$CONNS" "$DUR_S" - - - >>"$CSV"
-    for io in epoll uring; do
+    for io in epoll uring multi; do
         log "round $round/$ROUNDS: floor-$io"
         measure "$WORK/nginx" "$RAW/floor-$io-$round.txt" "$WORK/floor" "$io" "127.0.0.1:$PORT" \
             "$CONNS" "$DUR_S"
@@ -64,6 +65,8 @@ done
     summarize "$CSV" wrk
     echo "ratio headroom/floor-epoll (requests per generator CPU-second, paired by round):" \
         "$(paired_ratios "$CSV" headroom floor-epoll)"
+    echo "ratio floor-multi/floor-epoll (requests per generator CPU-second, paired by round):" \
+        "$(paired_ratios "$CSV" floor-multi floor-epoll)"
 } | tee "$OUT/floor.txt"
 rm -rf "$RAW"
 echo

@@ -16,7 +16,10 @@
 # and headroom/floor-epoll (paired_line), never ratios of medians.
 #
 # Output: a table on stdout; bench/runs/<YYYY-MM-DD>-<host>/floor.{csv,txt,commands,versions}.
-# Environment: HEADROOM, ROUNDS (5), PIN (1), PORT. Builds bench/floor with cargo (its own
+# Environment: HEADROOM, ROUNDS (5), PIN (1), PORT, FLOOR_SPIN (0: polls without sleeping that
+# floor-epoll makes before a wait that may sleep; 2026-11-28, 3 s runs: FLOOR_SPIN=32 cut its
+# context switches 6-10x, 0.3 to 0.03-0.05 per response, and its requests per CPU-second did not
+# rise: 153-163k against 157-172k). Builds bench/floor with cargo (its own
 # workspace, never part of the project's build).
 
 # shellcheck source-path=SCRIPTDIR

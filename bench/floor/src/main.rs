@@ -93,8 +93,22 @@ fn run_epoll(socks: &[TcpStream], end: Instant) -> u64 {
     let mut buf = vec![0u8; 65536];
     let mut done = 0u64;
     let mut turns = 0u64;
+    let spin: u32 = std::env::var("FLOOR_SPIN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     while Instant::now() < end {
-        let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), 1024, 100) };
+        // SPIN (env FLOOR_SPIN, default 0): polls without sleeping before a wait that may sleep.
+        let mut n = 0;
+        for _ in 0..spin {
+            n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), 1024, 0) };
+            if n != 0 {
+                break;
+            }
+        }
+        if n == 0 {
+            n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), 1024, 100) };
+        }
         turns += 1;
         for e in &evs[..n.max(0) as usize] {
             let i = e.u64 as usize;

@@ -54,7 +54,12 @@ fn main() {
         s.write_all(REQ).unwrap();
         let mut b = [0u8; 4096];
         let mut t = 0;
-        while count(&s.read(&mut b).map(|n| b[..n].to_vec()).unwrap(), &mut t) == 0 {}
+        loop {
+            let n = s.read(&mut b).unwrap();
+            if count(&b[..n], &mut t) > 0 {
+                break;
+            }
+        }
     }
     for s in &socks {
         s.set_nonblocking(true).unwrap();
@@ -129,44 +134,26 @@ fn run_epoll(socks: &[TcpStream], end: Instant) -> u64 {
 }
 
 fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
-    use io_uring::{opcode, types, IoUring};
-    let mut ring: IoUring = IoUring::builder()
-        .setup_single_issuer()
-        .setup_coop_taskrun()
-        .setup_defer_taskrun()
-        .build(256)
-        .unwrap();
+    use io_uring::{opcode, types};
+    let mut ring = new_ring(socks.len());
     let n = socks.len();
     let mut bufs = vec![vec![0u8; 4096]; n];
     let mut tails = vec![0usize; n];
-    // user_data: i*2 = recv, i*2+1 = send
-    unsafe {
-        let mut sq = ring.submission();
-        for i in 0..n {
-            let fd = types::Fd(socks[i].as_raw_fd());
-            let s = opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32)
+    let mut pending: Vec<io_uring::squeue::Entry> = Vec::with_capacity(2 * n);
+    for (i, buf) in bufs.iter_mut().enumerate() {
+        let fd = types::Fd(socks[i].as_raw_fd());
+        pending.push(send_request(fd, i));
+        pending.push(
+            opcode::Recv::new(fd, buf.as_mut_ptr(), 4096)
                 .build()
-                .user_data((i * 2 + 1) as u64);
-            sq.push(&s).unwrap();
-            let r = opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096)
-                .build()
-                .user_data((i * 2) as u64);
-            sq.push(&r).unwrap();
-        }
+                .user_data((i * 2) as u64),
+        );
     }
+    push_all(&mut ring, &mut pending);
     let mut done = 0u64;
     let mut turns = 0u64;
-    let mut pending: Vec<io_uring::squeue::Entry> = Vec::with_capacity(2 * n);
     while Instant::now() < end {
-        let ts = types::Timespec::new().nsec(100_000_000);
-        let args = types::SubmitArgs::new().timespec(&ts);
-        match ring.submitter().submit_with_args(1, &args) {
-            Ok(_) => {}
-            Err(e)
-                if e.raw_os_error() == Some(libc::ETIME)
-                    || e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) => panic!("{e}"),
-        }
+        submit_and_wait(&ring);
         turns += 1;
         for cqe in ring.completion() {
             let ud = cqe.user_data() as usize;
@@ -182,11 +169,7 @@ fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
             done += c as u64;
             let fd = types::Fd(socks[i].as_raw_fd());
             if c > 0 {
-                pending.push(
-                    opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32)
-                        .build()
-                        .user_data((i * 2 + 1) as u64),
-                );
+                pending.push(send_request(fd, i));
             }
             pending.push(
                 opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096)
@@ -194,12 +177,7 @@ fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
                     .user_data((i * 2) as u64),
             );
         }
-        unsafe {
-            let mut sq = ring.submission();
-            for e in pending.drain(..) {
-                sq.push(&e).unwrap();
-            }
-        }
+        push_all(&mut ring, &mut pending);
     }
     eprintln!("uring turns {turns}");
     done
@@ -208,15 +186,10 @@ fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
 /// io_uring with one multishot recv per connection drawing from a provided-buffer ring (armed once
 /// for the connection's life), and a send per reply; one io_uring_enter per loop turn.
 fn run_multi(socks: &[TcpStream], end: Instant) -> u64 {
-    use io_uring::{cqueue, opcode, types, IoUring};
+    use io_uring::{cqueue, opcode, types};
     const ENTRIES: u16 = 256;
     const BUF: usize = 2048;
-    let mut ring: IoUring = IoUring::builder()
-        .setup_single_issuer()
-        .setup_coop_taskrun()
-        .setup_defer_taskrun()
-        .build(256)
-        .unwrap();
+    let mut ring = new_ring(socks.len());
     // The buffer ring: page-aligned (mmap), ENTRIES entries of 16 bytes; the tail shares entry 0.
     let ring_len = ENTRIES as usize * std::mem::size_of::<types::BufRingEntry>();
     // SAFETY: anonymous private mapping, checked below, never unmapped while the ring lives.
@@ -257,33 +230,21 @@ fn run_multi(socks: &[TcpStream], end: Instant) -> u64 {
     }
     let n = socks.len();
     let mut tails = vec![0usize; n];
-    unsafe {
-        let mut sq = ring.submission();
-        for (i, s) in socks.iter().enumerate() {
-            let fd = types::Fd(s.as_raw_fd());
-            let snd = opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32)
+    let mut pending: Vec<io_uring::squeue::Entry> = Vec::with_capacity(2 * n);
+    for (i, s) in socks.iter().enumerate() {
+        let fd = types::Fd(s.as_raw_fd());
+        pending.push(send_request(fd, i));
+        pending.push(
+            opcode::RecvMulti::new(fd, 7)
                 .build()
-                .user_data((i * 2 + 1) as u64);
-            sq.push(&snd).unwrap();
-            let r = opcode::RecvMulti::new(fd, 7)
-                .build()
-                .user_data((i * 2) as u64);
-            sq.push(&r).unwrap();
-        }
+                .user_data((i * 2) as u64),
+        );
     }
+    push_all(&mut ring, &mut pending);
     let mut done = 0u64;
     let mut turns = 0u64;
-    let mut pending: Vec<io_uring::squeue::Entry> = Vec::with_capacity(2 * n);
     while Instant::now() < end {
-        let ts = types::Timespec::new().nsec(100_000_000);
-        let args = types::SubmitArgs::new().timespec(&ts);
-        match ring.submitter().submit_with_args(1, &args) {
-            Ok(_) => {}
-            Err(e)
-                if e.raw_os_error() == Some(libc::ETIME)
-                    || e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) => panic!("{e}"),
-        }
+        submit_and_wait(&ring);
         turns += 1;
         for cqe in ring.completion() {
             let ud = cqe.user_data() as usize;
@@ -299,11 +260,7 @@ fn run_multi(socks: &[TcpStream], end: Instant) -> u64 {
                 publish(&mut tail, bid, &mut slab);
                 done += c as u64;
                 if c > 0 {
-                    pending.push(
-                        opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32)
-                            .build()
-                            .user_data((i * 2 + 1) as u64),
-                    );
+                    pending.push(send_request(fd, i));
                 }
             } else if r != -libc::ENOBUFS {
                 panic!("recv {r}");
@@ -316,13 +273,49 @@ fn run_multi(socks: &[TcpStream], end: Instant) -> u64 {
                 );
             }
         }
-        unsafe {
-            let mut sq = ring.submission();
-            for e in pending.drain(..) {
-                sq.push(&e).unwrap();
-            }
-        }
+        push_all(&mut ring, &mut pending);
     }
     eprintln!("multi turns {turns}");
     done
+}
+
+/// The ring both io_uring variants use: one issuer, completions run when we wait, room for a
+/// send and a recv of every connection at once.
+fn new_ring(conns: usize) -> io_uring::IoUring {
+    io_uring::IoUring::builder()
+        .setup_single_issuer()
+        .setup_coop_taskrun()
+        .setup_defer_taskrun()
+        .build((2 * conns).next_power_of_two().max(256) as u32)
+        .unwrap()
+}
+
+/// Submit what is queued and wait for one completion at most 100 ms: one io_uring_enter a turn.
+fn submit_and_wait(ring: &io_uring::IoUring) {
+    let ts = io_uring::types::Timespec::new().nsec(100_000_000);
+    let args = io_uring::types::SubmitArgs::new().timespec(&ts);
+    match ring.submitter().submit_with_args(1, &args) {
+        Ok(_) => {}
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {}
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The next request of connection `i` (user_data: i*2 is its recv, i*2+1 its send).
+fn send_request(fd: io_uring::types::Fd, i: usize) -> io_uring::squeue::Entry {
+    io_uring::opcode::Send::new(fd, REQ.as_ptr(), REQ.len() as u32)
+        .build()
+        .user_data((i * 2 + 1) as u64)
+}
+
+/// Queue the turn's entries (the ring has room: at most two per connection, `new_ring`).
+fn push_all(ring: &mut io_uring::IoUring, pending: &mut Vec<io_uring::squeue::Entry>) {
+    // SAFETY: every buffer an entry points at (REQ, the connections' buffers, the buffer ring)
+    // lives until the run ends.
+    unsafe {
+        let mut sq = ring.submission();
+        for e in pending.drain(..) {
+            sq.push(&e).unwrap();
+        }
+    }
 }

@@ -16,8 +16,8 @@ pub mod ws;
 pub mod xmpp;
 
 /// Writes `n` in decimal into the end of `buf`, returns the digits: a number written without
-/// formatting machinery (encoders on the hot path).
-pub(crate) fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+/// formatting machinery (encoders on the hot path, and the reference servers' responses).
+pub fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;

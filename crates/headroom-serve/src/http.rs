@@ -193,18 +193,8 @@ fn push_cookie(out: &mut Vec<u8>, n: u64, p: Persist, head_only: bool) {
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(headroom_proto::digits(n, &mut [0u8; 20]));
 }
 
 /// Every response the server sends, encoded once at start-up.

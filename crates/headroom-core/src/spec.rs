@@ -121,6 +121,10 @@ pub struct RunSpec {
     /// Source addresses to spread connections over (`--bind`).
     pub bind: Vec<IpAddr>,
     pub interval: Duration,
+    /// `--timer-slack`; `None`: the default ([`crate::DEFAULT_TIMER_SLACK`]). Absent from a
+    /// spec of an earlier headroom.
+    #[serde(default)]
+    pub timer_slack: Option<Duration>,
 
     // ---- TLS ----
     pub insecure: bool,
@@ -173,6 +177,7 @@ impl RunSpec {
             no_nodelay: false,
             bind: Vec::new(),
             interval: Duration::from_secs(1),
+            timer_slack: None,
             insecure: false,
             cacert: None,
             cert: None,

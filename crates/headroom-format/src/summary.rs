@@ -42,6 +42,9 @@ pub struct RunSummary {
     pub threads: u64,
     pub keepalive: bool,
     pub pipeline: u32,
+    /// `--timer-slack` in µs: how early a paced send or a think time's end may fire to share
+    /// a wake-up with others (0 in files of earlier headroom versions, which had none).
+    pub timer_slack_us: u64,
     /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql` or `websocket`.
     pub protocol: String,
     /// HTTP/2 streams per connection; `null` for other protocols.

@@ -569,6 +569,15 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
     if s.interval < Duration::from_millis(10) {
         return usage("bad --interval: at least 10ms");
     }
+    if let Some(d) = s
+        .timer_slack
+        .filter(|d| *d > headroom_core::MAX_TIMER_SLACK)
+    {
+        return usage(format!(
+            "bad --timer-slack {d:?}: at most {}ms (beyond it a constant rate is bursts)",
+            headroom_core::MAX_TIMER_SLACK.as_millis()
+        ));
+    }
     if s.timeout.is_zero() || s.connect_timeout.is_zero() {
         return usage("--timeout and --connect-timeout must be above zero");
     }
@@ -722,6 +731,7 @@ fn url_plan(s: &RunSpec, url_text: &str, duration: Option<Duration>) -> Result<P
         },
         http2: http2_options(s, url.tls)?,
         browser,
+        timer_slack: s.timer_slack.unwrap_or(headroom_core::DEFAULT_TIMER_SLACK),
     };
     plan.validate().map_err(|e| UsageError(e.0))?;
     Ok(plan)
@@ -1013,5 +1023,26 @@ mod tests {
             Distribution::Uniform { .. }
         ));
         assert!(parse_think("gauss:1s", false).is_err());
+    }
+
+    /// `--timer-slack`: the default when not given, any value up to the bound, and a one-line
+    /// refusal (a usage error: exit 2) past it.
+    #[test]
+    fn timer_slack_has_a_default_and_a_bound() {
+        let mut s = RunSpec::new(Target::Url("http://127.0.0.1:9/".into()));
+        assert_eq!(
+            build(&s).unwrap().plan.timer_slack,
+            headroom_core::DEFAULT_TIMER_SLACK
+        );
+        for ok in [Duration::ZERO, headroom_core::MAX_TIMER_SLACK] {
+            s.timer_slack = Some(ok);
+            assert_eq!(build(&s).unwrap().plan.timer_slack, ok);
+        }
+        s.timer_slack = Some(headroom_core::MAX_TIMER_SLACK + Duration::from_micros(1));
+        let e = build(&s).unwrap_err().0;
+        assert!(
+            e.starts_with("bad --timer-slack") && !e.contains('\n'),
+            "{e}"
+        );
     }
 }

@@ -422,6 +422,7 @@ impl RunSummaryExt for RunSummary {
             threads: plan.threads as u64,
             keepalive: plan.keepalive,
             pipeline: plan.pipeline,
+            timer_slack_us: plan.timer_slack.as_micros() as u64,
             protocol: protocol_name(plan).into(),
             streams: plan.http2.map(|h| h.streams),
             http2: plan.http2.map(|_| counters_of("http2", c)),
@@ -526,6 +527,7 @@ pub(crate) fn test_plan() -> Plan {
         tls: None,
         http2: None,
         browser: Default::default(),
+        timer_slack: headroom_core::DEFAULT_TIMER_SLACK,
     }
 }
 

@@ -125,3 +125,75 @@ fn a_paced_run_bounded_by_n_ends_with_exactly_n() {
         );
     }
 }
+
+/// Arrival instants at a server of a `--rate 1000 -c 10 -d 2s -t 1` run with this timer slack,
+/// and the run's summary.
+fn arrivals_with_slack(slack: Duration) -> (Vec<Instant>, headroom_run::summary::RunSummary) {
+    let seen: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::with_capacity(4096)));
+    let log = seen.clone();
+    let s = TestServer::start(move |mut c| {
+        c.set_nodelay(true).unwrap();
+        while read_request(&mut c) {
+            log.lock().unwrap().push(Instant::now());
+            if !write_all(&mut c, OK) {
+                return;
+            }
+        }
+    });
+    let mut spec = url_spec(&s.url());
+    spec.rate = Some(1000.0);
+    spec.connections = Some(10);
+    spec.duration = secs(2);
+    spec.threads = Some(1);
+    spec.timer_slack = Some(slack);
+    let f = run(&spec);
+    assert_clean(&f);
+    let mut at = seen.lock().unwrap().clone();
+    at.sort();
+    (at, f.summary)
+}
+
+/// `--timer-slack` (issue 29): sends due within the slack go out in one wake-up, early, so a
+/// server sees them together; the schedule does not move, so the rate is held; and a request
+/// sent early is timed from when it went, so the corrected latency is never below the
+/// uncorrected one (timed from the intended instant it would be).
+#[test]
+fn timer_slack_batches_paced_sends_and_keeps_the_rate_and_the_latency() {
+    // Gaps between consecutive arrivals: how many are long (a pause between bursts).
+    let long_gaps = |at: &[Instant]| {
+        at.windows(2)
+            .filter(|w| w[1] - w[0] >= Duration::from_millis(5))
+            .count()
+    };
+    let (smooth, s0) = arrivals_with_slack(Duration::ZERO);
+    let (bursts, s20) = arrivals_with_slack(Duration::from_millis(20));
+    for (name, v) in [("slack 0", &s0), ("slack 20ms", &s20)] {
+        // 1000/s for 2 s: 2000 slots, none at or after the end.
+        assert!(
+            (1990..=2000).contains(&v.requests),
+            "{name}: the rate held: {} requests",
+            v.requests
+        );
+        assert_eq!(v.errors_total, 0, "{name}: {:?}", v.errors);
+        assert!(
+            v.latency_us.p50 >= v.latency_uncorrected_us.p50
+                && v.latency_us.p99 >= v.latency_uncorrected_us.p99,
+            "{name}: corrected {:?} below uncorrected {:?}",
+            v.latency_us,
+            v.latency_uncorrected_us
+        );
+    }
+    assert_eq!(s20.timer_slack_us, 20_000);
+    // Without slack a send every 1 ms: a 5 ms pause only on a hiccup of the machine. With
+    // 20 ms, the sends of each 20 ms go together: ~100 pauses in 2 s.
+    let (p0, p20) = (long_gaps(&smooth), long_gaps(&bursts));
+    eprintln!("pauses of 5 ms or more: slack 0 {p0}, slack 20ms {p20}");
+    assert!(p0 < 30, "slack 0 sent in bursts: {p0} pauses");
+    assert!(p20 >= 60, "slack 20ms did not batch: {p20} pauses");
+    // The early sends are timed from when they went: a server that answers at once stays fast.
+    assert!(
+        s20.latency_us.p50 < 5_000,
+        "p50 {}µs at slack 20ms",
+        s20.latency_us.p50
+    );
+}

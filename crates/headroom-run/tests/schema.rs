@@ -99,6 +99,7 @@ fn plan(addr: std::net::SocketAddr, tls: bool) -> Plan {
         }),
         http2: None,
         browser: Default::default(),
+        timer_slack: headroom_core::DEFAULT_TIMER_SLACK,
     }
 }
 

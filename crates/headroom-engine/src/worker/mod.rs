@@ -519,10 +519,19 @@ impl Worker {
         until.saturating_duration_since(now).min(MAX_WAIT)
     }
 
+    /// Fire the timers due by `now`, and those due within the plan's timer slack after it
+    /// (early: sends that fall due close together go out in one wake-up, not one each), but
+    /// none at or after the run's end.
     fn run_timers(&mut self, now: Instant) {
+        let mut cutoff = now + self.s.plan.timer_slack;
+        if let Some(d) = self.deadline {
+            cutoff = cutoff
+                .min(d.checked_sub(Duration::from_nanos(1)).unwrap_or(d))
+                .max(now);
+        }
         for _ in 0..TIMER_BATCH {
             match self.timers.peek() {
-                Some(Reverse(t)) if t.at <= now => {}
+                Some(Reverse(t)) if t.at <= cutoff => {}
                 _ => return,
             }
             let Some(Reverse(t)) = self.timers.pop() else {
@@ -676,6 +685,7 @@ mod tests {
             tls: None,
             http2: None,
             browser: Default::default(),
+            timer_slack: headroom_core::DEFAULT_TIMER_SLACK,
         }
     }
 

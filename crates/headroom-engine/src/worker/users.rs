@@ -214,7 +214,9 @@ impl Worker {
             (_, None) => {}
         }
         let (intended, sent) = slot.map_or((u.intended, u.sent), |s| (s.intended, s.sent));
-        let corrected = micros(now - intended);
+        // A timer fired early (within the slack) sent before its intended time: its latency
+        // runs from the send.
+        let corrected = micros(now - intended.min(sent));
         self.rec.record_latency(corrected, micros(now - sent));
         if let Next::Hop { .. } = next {
             self.send_hop(key, keep_alive, now);
@@ -309,7 +311,8 @@ impl Worker {
             return Next::Done;
         }
         let a = u.browser.get_or_insert_with(Browser::new);
-        let intended = u.intended;
+        // The chain's start: its intended time, or its send if that went early (timer slack).
+        let intended = u.intended.min(u.sent);
         let next = a.after_reply(
             cfg,
             status,

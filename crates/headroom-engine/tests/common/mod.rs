@@ -42,6 +42,7 @@ pub fn plan(addr: SocketAddr, model: LoadModel, threads: usize) -> Plan {
         tls: None,
         http2: None,
         browser: Default::default(),
+        timer_slack: headroom_core::DEFAULT_TIMER_SLACK,
     }
 }
 

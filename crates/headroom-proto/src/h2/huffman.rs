@@ -314,7 +314,7 @@ mod tests {
                 }
             } else {
                 // Random bytes, rich in ones (long codes, EOS, long padding).
-                let n = rng.below(12) as usize;
+                let n = rng.below(12);
                 enc.extend(
                     (0..n).map(|_| rng.below(256) as u8 | if rng.below(2) == 0 { 0xf0 } else { 0 }),
                 );

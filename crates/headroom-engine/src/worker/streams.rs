@@ -165,6 +165,8 @@ impl Worker {
         let again = !u.refused.is_empty();
         let refused = &u.refused;
         let flight = &mut u.flight;
+        // Room for the batch exactly (a push into an empty Vec would take room for 4).
+        flight.reserve_exact(u.batch as usize);
         let sent = u.protocol.submit(
             batch.requests(),
             &|i| !again || refused.iter().any(|r| r.index as usize == i),

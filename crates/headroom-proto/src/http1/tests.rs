@@ -453,9 +453,45 @@ fn head_request_setting_persists_until_changed() {
 
 #[test]
 fn decoder_is_small_and_idle_decoders_hold_no_buffer() {
-    assert!(std::mem::size_of::<ResponseDecoder>() <= 64);
+    assert!(std::mem::size_of::<ResponseDecoder>() <= 72);
     let dec = ResponseDecoder::new();
     assert_eq!(dec.buf.capacity(), 0);
+}
+
+/// Capture asked for (cookies, as every HTTP user of a run asks) makes no box until a head has
+/// a field to capture: a server that never sets a cookie costs its users nothing (issue 29's
+/// idle connections). Then the box stays, and a later head without the field captures nothing.
+#[test]
+fn the_capture_box_is_made_by_the_first_head_that_has_a_wanted_field() {
+    let mut dec = ResponseDecoder::new();
+    dec.set_capture(HeaderId::SetCookie.into(), DEFAULT_CAPTURE_BYTES);
+    let plain = b"HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 0\r\n\r\n";
+    for _ in 0..3 {
+        assert!(matches!(dec.decode(plain), Ok((_, Decoded::Complete(_)))));
+        assert!(
+            dec.capture.is_none(),
+            "a head without Set-Cookie made a box"
+        );
+        assert_eq!(dec.captured().count(), 0);
+    }
+    let cookie = b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nContent-Length: 0\r\n\r\n";
+    assert!(matches!(dec.decode(cookie), Ok((_, Decoded::Complete(_)))));
+    let got: Vec<_> = dec.captured().collect();
+    assert_eq!(got, vec![(HeaderId::SetCookie, &b"a=1"[..])]);
+    assert!(matches!(dec.decode(plain), Ok((_, Decoded::Complete(_)))));
+    assert_eq!(dec.captured().count(), 0, "the last head's values only");
+    // Split across reads (the slow path) the same holds.
+    let mut dec = ResponseDecoder::new();
+    dec.set_capture(HeaderId::SetCookie.into(), DEFAULT_CAPTURE_BYTES);
+    let (a, b) = cookie.split_at(20);
+    assert_eq!(dec.decode(a), Ok((a.len(), Decoded::NeedMore)));
+    assert!(dec.capture.is_none());
+    assert!(matches!(dec.decode(b), Ok((_, Decoded::Complete(_)))));
+    assert_eq!(dec.captured().count(), 1);
+    // Content-Encoding wanted: the box is there from the start (every body is counted).
+    let mut dec = ResponseDecoder::new();
+    dec.set_capture(HeaderId::ContentEncoding.into(), DEFAULT_CAPTURE_BYTES);
+    assert!(dec.capture.is_some());
 }
 
 #[test]

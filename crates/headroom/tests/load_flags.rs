@@ -121,12 +121,14 @@ const FLAGS: &[(&str, &[&str])] = &[
     ("--threads", &["-t", "1"]),
     ("--pipeline", &["--pipeline", "2"]),
     ("--streams", &["--streams", "2"]),
+    ("--timer-slack", &["--timer-slack", "5ms"]),
 ];
 
 /// What a flag does with a file: applies (and the summary shows it), or is refused.
 fn applies(flag: &str, file: &str) -> bool {
     match flag {
-        "--duration" | "--requests" | "--threads" => true,
+        // The engine's timers (a file's think times and phases) whatever the load.
+        "--duration" | "--requests" | "--threads" | "--timer-slack" => true,
         // The population of a file whose load is one closed population: a HAR, one.yaml.
         "--connections" => file == "shop.har" || file == "one.yaml",
         _ => false,
@@ -204,6 +206,9 @@ fn issue26_every_load_flag_applies_or_is_refused_with_a_scenario_a_tsung_file_an
                 }
                 "--requests" => assert_eq!(v["requests"], 40, "{name} -n 40"),
                 "--threads" => assert_eq!(v["threads"], 1, "{name} -t 1"),
+                "--timer-slack" => {
+                    assert_eq!(v["timer_slack_us"], 5000, "{name} --timer-slack 5ms")
+                }
                 other => unreachable!("{other}"),
             }
         }

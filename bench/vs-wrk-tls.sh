@@ -42,7 +42,10 @@
 # versions} and raw tool outputs in vs-wrk-tls.raw/.
 #
 # Environment: HEADROOM (binary), ROUNDS (5), MODES ("keepalive full resumed"), TOOLS
-# ("wrk headroom"), PIN (1), PORT, PORT_FULL. Needs wrk (Debian's; installed here if missing).
+# ("wrk headroom"), PIN (1), PORT, PORT_FULL, HEADROOM_BEFORE (another headroom binary, e.g.
+# built from an earlier commit: it runs third in every round as tool "before", and the paired
+# ratio headroom/before of each mode is printed: a change's cost, measured in one run). Needs
+# wrk (Debian's; installed here if missing).
 
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -114,6 +117,12 @@ mode_cmds() {
     done
 } >>"$OUT/$NAME.commands"
 
+if [[ -n ${HEADROOM_BEFORE:-} ]]; then
+    cp "$HEADROOM_BEFORE" "$WORK/headroom-before" || die "no binary at HEADROOM_BEFORE=$HEADROOM_BEFORE"
+    echo "# before: $HEADROOM_BEFORE ($("$WORK/headroom-before" --version))" >>"$OUT/$NAME.commands"
+    TOOLS="$TOOLS before"
+fi
+
 want() { [[ " $TOOLS " == *" $1 "* ]]; }
 HR_OK=true
 if want headroom && ! have_headroom; then
@@ -150,6 +159,11 @@ for m in $MODES; do
                 fi
             fi
         fi
+        if want before; then
+            log "$m round $round/$ROUNDS: headroom (before) -c $CONNS -d $DURATION"
+            measure "$WORK/nginx" "$RAW/$m-before-$round.json" "$WORK/headroom-before" "${HR_CMD[@]:1}"
+            row "$m" before "$round" - - -
+        fi
     done
 done
 
@@ -180,6 +194,10 @@ done
         awk -F, -v m="$m" 'NR == 1 || $1 == m' "$CSV" | cut -d, -f2- >"$WORK/mode.csv"
         echo "ratio headroom/wrk, $m (requests per generator CPU-second, paired by round):" \
             "$(paired_ratios "$WORK/mode.csv" headroom wrk)"
+        if want before; then
+            echo "ratio headroom/before, $m (requests per generator CPU-second, paired by round):" \
+                "$(paired_ratios "$WORK/mode.csv" headroom before)"
+        fi
     done
 } | tee "$OUT/$NAME.txt"
 echo

@@ -140,47 +140,32 @@ fn run_uring(socks: &[TcpStream], end: Instant) -> u64 {
     let mut bufs = vec![vec![0u8; 4096]; n];
     let mut tails = vec![0usize; n];
     let mut pending: Vec<io_uring::squeue::Entry> = Vec::with_capacity(2 * n);
+    let recv = |i: usize, buf: &mut Vec<u8>| {
+        opcode::Recv::new(types::Fd(socks[i].as_raw_fd()), buf.as_mut_ptr(), 4096)
+            .build()
+            .user_data((i * 2) as u64)
+    };
     for (i, buf) in bufs.iter_mut().enumerate() {
-        let fd = types::Fd(socks[i].as_raw_fd());
-        pending.push(send_request(fd, i));
-        pending.push(
-            opcode::Recv::new(fd, buf.as_mut_ptr(), 4096)
-                .build()
-                .user_data((i * 2) as u64),
-        );
+        pending.push(send_request(types::Fd(socks[i].as_raw_fd()), i));
+        pending.push(recv(i, buf));
     }
-    push_all(&mut ring, &mut pending);
-    let mut done = 0u64;
-    let mut turns = 0u64;
-    while Instant::now() < end {
-        submit_and_wait(&ring);
-        turns += 1;
-        for cqe in ring.completion() {
-            let ud = cqe.user_data() as usize;
-            let i = ud / 2;
-            if ud % 2 == 1 {
-                continue;
-            }
-            let r = cqe.result();
+    run_turns(
+        "uring",
+        &mut ring,
+        &mut pending,
+        end,
+        |i, r, _flags, pending| {
             if r <= 0 {
                 panic!("recv {r}");
             }
             let c = count(&bufs[i][..r as usize], &mut tails[i]);
-            done += c as u64;
-            let fd = types::Fd(socks[i].as_raw_fd());
             if c > 0 {
-                pending.push(send_request(fd, i));
+                pending.push(send_request(types::Fd(socks[i].as_raw_fd()), i));
             }
-            pending.push(
-                opcode::Recv::new(fd, bufs[i].as_mut_ptr(), 4096)
-                    .build()
-                    .user_data((i * 2) as u64),
-            );
-        }
-        push_all(&mut ring, &mut pending);
-    }
-    eprintln!("uring turns {turns}");
-    done
+            pending.push(recv(i, &mut bufs[i]));
+            c
+        },
+    )
 }
 
 /// io_uring with one multishot recv per connection drawing from a provided-buffer ring (armed once
@@ -231,51 +216,66 @@ fn run_multi(socks: &[TcpStream], end: Instant) -> u64 {
     let n = socks.len();
     let mut tails = vec![0usize; n];
     let mut pending: Vec<io_uring::squeue::Entry> = Vec::with_capacity(2 * n);
+    let recv_multi = |i: usize| {
+        opcode::RecvMulti::new(types::Fd(socks[i].as_raw_fd()), 7)
+            .build()
+            .user_data((i * 2) as u64)
+    };
     for (i, s) in socks.iter().enumerate() {
-        let fd = types::Fd(s.as_raw_fd());
-        pending.push(send_request(fd, i));
-        pending.push(
-            opcode::RecvMulti::new(fd, 7)
-                .build()
-                .user_data((i * 2) as u64),
-        );
+        pending.push(send_request(types::Fd(s.as_raw_fd()), i));
+        pending.push(recv_multi(i));
     }
-    push_all(&mut ring, &mut pending);
-    let mut done = 0u64;
-    let mut turns = 0u64;
-    while Instant::now() < end {
-        submit_and_wait(&ring);
-        turns += 1;
-        for cqe in ring.completion() {
-            let ud = cqe.user_data() as usize;
-            let i = ud / 2;
-            if ud % 2 == 1 {
-                continue;
-            }
-            let r = cqe.result();
-            let fd = types::Fd(socks[i].as_raw_fd());
+    run_turns(
+        "multi",
+        &mut ring,
+        &mut pending,
+        end,
+        |i, r, flags, pending| {
+            let mut c = 0;
             if r > 0 {
-                let bid = cqueue::buffer_select(cqe.flags()).expect("a buffer");
-                let c = count(&slab[bid as usize * BUF..][..r as usize], &mut tails[i]);
+                let bid = cqueue::buffer_select(flags).expect("a buffer");
+                c = count(&slab[bid as usize * BUF..][..r as usize], &mut tails[i]);
                 publish(&mut tail, bid, &mut slab);
-                done += c as u64;
                 if c > 0 {
-                    pending.push(send_request(fd, i));
+                    pending.push(send_request(types::Fd(socks[i].as_raw_fd()), i));
                 }
             } else if r != -libc::ENOBUFS {
                 panic!("recv {r}");
             }
-            if !cqueue::more(cqe.flags()) {
-                pending.push(
-                    opcode::RecvMulti::new(fd, 7)
-                        .build()
-                        .user_data((i * 2) as u64),
-                );
+            if !cqueue::more(flags) {
+                pending.push(recv_multi(i));
+            }
+            c
+        },
+    )
+}
+
+/// The loop both io_uring variants run until `end`: queue what is pending, one io_uring_enter a
+/// turn, send completions ignored, each recv completion of connection `i` handed to `on_recv(i,
+/// result, flags, pending)`, which queues what follows and returns the replies it completed.
+/// Returns the replies in all.
+fn run_turns(
+    name: &str,
+    ring: &mut io_uring::IoUring,
+    pending: &mut Vec<io_uring::squeue::Entry>,
+    end: Instant,
+    mut on_recv: impl FnMut(usize, i32, u32, &mut Vec<io_uring::squeue::Entry>) -> u32,
+) -> u64 {
+    push_all(ring, pending);
+    let mut done = 0u64;
+    let mut turns = 0u64;
+    while Instant::now() < end {
+        submit_and_wait(ring);
+        turns += 1;
+        for cqe in ring.completion() {
+            let ud = cqe.user_data() as usize;
+            if ud.is_multiple_of(2) {
+                done += u64::from(on_recv(ud / 2, cqe.result(), cqe.flags(), pending));
             }
         }
-        push_all(&mut ring, &mut pending);
+        push_all(ring, pending);
     }
-    eprintln!("multi turns {turns}");
+    eprintln!("{name} turns {turns}");
     done
 }
 

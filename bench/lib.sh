@@ -473,20 +473,27 @@ summarize() {
     done
 }
 
-# headroom_round ROUND: one measured headroom run of a side-by-side benchmark (HR_CMD against the
-# nginx in $WORK/nginx), appended to $CSV as a row; uses WORK, RAW, CONNS, DURATION, DUR_S,
-# ROUNDS, CSV and HR_CMD from the calling script.
-headroom_round() {
-    local round=$1 j
-    log "round $round/$ROUNDS: headroom -c $CONNS -d $DURATION"
-    measure "$WORK/nginx" "$RAW/headroom-$round.json" "${HR_CMD[@]}"
-    j=$RAW/headroom-$round.json
-    jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
-    csv_row headroom "$round" "$CONNS" "$DUR_S" \
+# headroom_row TOOL ROUND CMD...: one measured headroom run (any build or mode, named TOOL in the
+# CSV) against the nginx in $WORK/nginx, its --json summary in $RAW/TOOL-ROUND.json (path in J),
+# appended to $CSV as a row with headroom's own counts; its stderr shown if it failed. Uses WORK,
+# RAW, CONNS, DUR_S, ROUNDS and CSV from the calling script. `jget PATH` reads the summary.
+headroom_row() {
+    local tool=$1 round=$2
+    shift 2
+    J=$RAW/$tool-$round.json
+    log "round $round/$ROUNDS: $tool"
+    measure "$WORK/nginx" "$J" "$@"
+    csv_row "$tool" "$round" "$CONNS" "$DUR_S" \
         "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
     if ((M_STATUS != 0)); then
-        log "headroom exited with status $M_STATUS; stderr:"
-        tail -n 20 "$j.err" >&2
+        log "$tool exited with status $M_STATUS; stderr:"
+        tail -n 20 "$J.err" >&2
     fi
     return 0
 }
+
+# jget PATH: a field of the last headroom_row's summary ("-" when absent or unreadable).
+jget() { local v; v=$(jq -r "$1 // \"-\"" "$J" 2>/dev/null) || true; echo "${v:--}"; }
+
+# headroom_round ROUND: headroom_row of HR_CMD, as tool "headroom" (a side-by-side benchmark).
+headroom_round() { headroom_row headroom "$1" "${HR_CMD[@]}"; }

@@ -70,17 +70,11 @@ done
 } >>"$OUT/rate-cost.commands"
 
 one() { # ROUND MODE
-    local round=$1 tool=${2%%|*} extra j
+    local round=$1 tool=${2%%|*} extra
     read -r -a extra <<<"${2#*|}"
-    j=$RAW/$tool-$round.json
-    log "round $round/$ROUNDS: $tool"
-    measure "$WORK/nginx" "$j" "${BASE[@]}" "${extra[@]}"
-    jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
-    csv_row "$tool" "$round" "$CONNS" "$DUR_S" \
-        "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
+    headroom_row "$tool" "$round" "${BASE[@]}" "${extra[@]}"
     echo "$tool $round $(jget .latency_us.p50) $(jget .latency_us.p99) $(jget .timer_slack_us)" \
         >>"$RAW/latency.txt"
-    ((M_STATUS == 0)) || { log "$tool exited $M_STATUS:"; tail -n 20 "$j.err" >&2; }
 }
 
 for round in $(seq 1 "$ROUNDS"); do

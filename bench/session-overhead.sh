@@ -78,16 +78,8 @@ SES_CMD=("$HEADROOM" run "$WORK/session.yaml" --target "127.0.0.1:$PORT" -t 1 -d
 } >>"$OUT/$NAME.commands"
 
 one() { # TOOL ROUND CMD...
-    local tool=$1 round=$2 j
-    shift 2
-    j=$RAW/$tool-$round.json
-    log "round $round/$ROUNDS: $tool"
-    measure "$WORK/nginx" "$j" "$@"
-    jget() { local v; v=$(jq -r "$1 // \"-\"" "$j" 2>/dev/null) || true; echo "${v:--}"; }
-    csv_row "$tool" "$round" "$CONNS" "$DUR_S" \
-        "$(jget .requests)" "$(jget .cpu_user_s)" "$(jget .cpu_sys_s)" >>"$CSV"
-    ((M_STATUS == 0)) || { log "$tool exited $M_STATUS:"; tail -n 20 "$j.err" >&2; }
-    log "  $tool: $(jget .http.cookies_stored) cookies stored, $(jget .requests) requests"
+    headroom_row "$@"
+    log "  $1: $(jget .http.cookies_stored) cookies stored, $(jget .requests) requests"
 }
 
 if [[ -n ${HEADROOM_BEFORE:-} ]]; then

@@ -359,10 +359,9 @@ fn capture_for<'c>(
     headers: &[httparse::Header<'_>],
 ) -> Option<&'c mut Capture> {
     if capture.is_none() {
-        let any = !wanted.is_empty()
-            && headers
-                .iter()
-                .any(|h| HeaderId::of(h.name.as_bytes()).is_some_and(|id| wanted.contains(id)));
+        let any = headers
+            .iter()
+            .any(|h| HeaderId::of(h.name.as_bytes()).is_some_and(|id| wanted.contains(id)));
         if !any {
             return None;
         }

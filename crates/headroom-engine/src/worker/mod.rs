@@ -530,15 +530,12 @@ impl Worker {
     /// (early: sends that fall due close together go out in one wake-up, not one each), but
     /// none at or after the run's end.
     fn run_timers(&mut self, now: Instant) {
-        let mut cutoff = now + self.s.plan.timer_slack;
-        if let Some(d) = self.deadline {
-            cutoff = cutoff
-                .min(d.checked_sub(Duration::from_nanos(1)).unwrap_or(d))
-                .max(now);
-        }
+        // The loop stops at the deadline before this runs, so `now` is before it.
+        let cutoff = now + self.s.plan.timer_slack;
+        let end = self.deadline;
         for _ in 0..TIMER_BATCH {
             match self.timers.peek() {
-                Some(Reverse(t)) if t.at <= cutoff => {}
+                Some(Reverse(t)) if t.at <= cutoff && end.is_none_or(|d| t.at < d) => {}
                 _ => return,
             }
             let Some(Reverse(t)) = self.timers.pop() else {

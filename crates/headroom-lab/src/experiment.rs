@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Factors, Ready, ServerSpec};
+use crate::server::{Factors, Ready, ServerSpec, DEFAULT_BEFORE_RUN_TIMEOUT};
+pub use crate::setup::expand_known;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,6 +46,11 @@ pub struct Experiment {
     /// Extra server series.
     #[serde(default)]
     pub monitor: Option<MonitorSection>,
+    /// Where the full variant's loads run when the command line gives no `--agents`:
+    /// `local:N` (N child processes, past one process's descriptors). `quick.agents` is the
+    /// quick variant's (default: none, one process).
+    #[serde(default)]
+    pub agents: Option<String>,
 }
 
 /// `monitor`: series beside the /proc samples.
@@ -239,9 +245,36 @@ pub struct ServerSection {
     /// `taskset -c` CPU list for the server, e.g. "0".
     #[serde(default)]
     pub cpus: Option<String>,
+    /// Programs the server needs, each with the Debian package that installs it
+    /// (`{nginx: nginx-light}`): one missing stops the lab before its first run, naming the
+    /// package.
+    #[serde(default)]
+    pub requires: BTreeMap<String, String>,
+    /// Configuration files rendered from templates before each start: the template's text
+    /// with the factors' and built-ins' `{name}`s replaced, written to `path`.
+    #[serde(default)]
+    pub files: Vec<FileSection>,
+    /// A `sh -c` template run before each start of the server (a settle step: wait out a
+    /// previous run's sockets, prepare a data directory); it must exit 0.
+    #[serde(default)]
+    pub before_run: Option<String>,
+    /// How long `before_run` may take (default 120s).
+    #[serde(default)]
+    pub before_run_timeout: Option<String>,
 }
 
-/// Exactly one of `port`, `http` (with `path`), `line`.
+/// A configuration file of the server, rendered from a template per run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSection {
+    /// The template (relative to the experiment file; itself a template, e.g.
+    /// `servers/{server}.conf`).
+    pub template: String,
+    /// Where the rendered file goes (a template, e.g. `{output}/conf/nginx-{port}.conf`).
+    pub path: String,
+}
+
+/// Exactly one of `port`, `http` (with `path`), `line`, `xmpp` (with `domain`), `command`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadySection {
@@ -253,6 +286,14 @@ pub struct ReadySection {
     pub path: Option<String>,
     #[serde(default)]
     pub line: Option<String>,
+    /// An XMPP server: a client stream opened to `domain` is answered with its features.
+    #[serde(default)]
+    pub xmpp: Option<String>,
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// A `sh -c` template that exits 0 once the server is ready (`psql -c 'SELECT 1'`).
+    #[serde(default)]
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -305,6 +346,9 @@ pub struct Quick {
     /// Overrides `capacity.rate.max_probes`.
     #[serde(default)]
     pub max_probes: Option<u32>,
+    /// The quick variant's agents (`local:N`), as `agents:` is the full one's.
+    #[serde(default)]
+    pub agents: Option<String>,
 }
 
 /// A loaded experiment with its location and what `--quick` changed already applied.
@@ -322,6 +366,51 @@ pub struct Loaded {
     pub rate_search: Option<RateSearch>,
     /// Loaded with `--quick`.
     pub quick: bool,
+    /// The file's agents for this variant (`local:N`), used when the command line gives none.
+    pub agents: Option<String>,
+}
+
+impl Loaded {
+    /// The first program of `server.requires` that is not installed, as the one-line error
+    /// that names its package; `None` when all are found (on `PATH`, `/usr/sbin`, `/sbin`).
+    pub fn missing_program(&self) -> Option<String> {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+        for d in ["/usr/local/sbin", "/usr/sbin", "/sbin"] {
+            dirs.push(PathBuf::from(d));
+        }
+        self.exp
+            .server
+            .requires
+            .iter()
+            .find_map(|(program, package)| {
+                let found = dirs.iter().any(|d| is_executable(&d.join(program)));
+                (!found).then(|| {
+                    format!(
+                    "{}: the server needs `{program}`, which is not installed: install Debian's \
+                     package {package} (apt-get install {package})",
+                    self.exp.name
+                )
+                })
+            })
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `local:N` with 1 <= N <= 64: the only agents an experiment file may name (others need a
+/// token, which belongs on the command line or in HEADROOM_TOKEN).
+fn check_agents(field: &str, v: &str) -> Result<(), String> {
+    match v.trim().strip_prefix("local:").map(str::parse::<u32>) {
+        Some(Ok(n)) if (1..=64).contains(&n) => Ok(()),
+        _ => Err(format!(
+            "{field}: '{v}' is not local:N (N from 1 to 64); other agents go on the command line \
+             (--agents)"
+        )),
+    }
 }
 
 /// The placeholders every template may use besides the factors.
@@ -557,19 +646,60 @@ pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> 
         return Err(format!("{name}: no configuration to run"));
     }
     let r = &exp.server.ready;
-    let ready = match (&r.port, &r.http, &r.line) {
-        (Some(p), None, None) => Ready::Port(p.clone()),
-        (None, Some(a), None) => Ready::Http {
+    let given = [
+        r.port.is_some(),
+        r.http.is_some(),
+        r.line.is_some(),
+        r.xmpp.is_some(),
+        r.command.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() != 1 {
+        return Err(format!(
+            "{name}: server.ready: give exactly one of port: HOST:PORT, http: HOST:PORT (with \
+             path), line: TEXT, xmpp: HOST:PORT (with domain), command: CMD"
+        ));
+    }
+    if r.path.is_some() && r.http.is_none() {
+        return Err(format!(
+            "{name}: server.ready.path goes with http: HOST:PORT"
+        ));
+    }
+    if r.domain.is_some() && r.xmpp.is_none() {
+        return Err(format!(
+            "{name}: server.ready.domain goes with xmpp: HOST:PORT"
+        ));
+    }
+    let ready = if let Some(p) = &r.port {
+        Ready::Port(p.clone())
+    } else if let Some(a) = &r.http {
+        Ready::Http {
             addr: a.clone(),
             path: r.path.clone().unwrap_or_else(|| "/".into()),
-        },
-        (None, None, Some(l)) => Ready::Line(l.clone()),
-        _ => {
-            return Err(format!(
-                "{name}: server.ready: give exactly one of port: HOST:PORT, http: HOST:PORT (with path), line: TEXT"
-            ))
         }
+    } else if let Some(l) = &r.line {
+        Ready::Line(l.clone())
+    } else if let Some(a) = &r.xmpp {
+        Ready::Xmpp {
+            addr: a.clone(),
+            domain: r.domain.clone().unwrap_or_else(|| "localhost".into()),
+        }
+    } else {
+        Ready::Command(r.command.clone().unwrap_or_default())
     };
+    for (program, package) in &exp.server.requires {
+        if program.trim().is_empty() || package.trim().is_empty() || program.contains('/') {
+            return Err(format!(
+                "{name}: server.requires: '{program}: {package}' wants a program name (no path) \
+                 and the Debian package that installs it"
+            ));
+        }
+    }
+    let files = exp
+        .server
+        .files
+        .iter()
+        .map(|f| (f.template.clone(), f.path.clone()))
+        .collect();
     let server = ServerSpec {
         command: exp.server.command.clone(),
         env: exp
@@ -585,7 +715,23 @@ pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> 
         stop_signal: signal(&exp.server.stop_signal)?,
         grace: dur("server.grace", &exp.server.grace)?.unwrap_or(Duration::from_secs(5)),
         cpus: exp.server.cpus.clone(),
+        files,
+        template_dir: dir.clone(),
+        before_run: exp.server.before_run.clone(),
+        before_run_timeout: dur("server.before_run_timeout", &exp.server.before_run_timeout)?
+            .unwrap_or(DEFAULT_BEFORE_RUN_TIMEOUT),
     };
+    let agents = if quick {
+        exp.quick.as_ref().and_then(|q| q.agents.clone())
+    } else {
+        exp.agents.clone()
+    };
+    if let Some(a) = &exp.agents {
+        check_agents("agents", a).map_err(|e| format!("{name}: {e}"))?;
+    }
+    if let Some(a) = exp.quick.as_ref().and_then(|q| q.agents.as_ref()) {
+        check_agents("quick.agents", a).map_err(|e| format!("{name}: {e}"))?;
+    }
     for t in &exp.tables {
         for f in t.rows.iter().chain(t.cols.iter()) {
             if !exp.factors.contains_key(f) {
@@ -605,6 +751,7 @@ pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> 
         configurations,
         rate_search,
         quick,
+        agents,
         exp,
     })
 }
@@ -657,16 +804,6 @@ pub fn factorial(factors: &BTreeMap<String, Vec<String>>) -> Vec<Factors> {
             }
         }
         out = next;
-    }
-    out
-}
-
-/// Replace `{name}` for the names in `values` only, leaving anything else (such as a scenario's
-/// own `${var}`) as it is.
-pub fn expand_known(text: &str, values: &Factors) -> String {
-    let mut out = text.to_string();
-    for (k, v) in values {
-        out = out.replace(&format!("{{{k}}}"), v);
     }
     out
 }
@@ -727,6 +864,96 @@ mod tests {
         )
         .unwrap();
         assert!(load(&p, false).unwrap_err().contains("exactly one of"));
+    }
+
+    #[test]
+    fn real_server_keys_load_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.yaml");
+        let write = |server: &str, extra: &str| {
+            std::fs::write(
+                &p,
+                format!(
+                    "name: t\nserver: {server}\nload: {{scenario: s.yaml}}\n{extra}\
+                     quick: {{repeat: 1}}\n"
+                ),
+            )
+            .unwrap();
+        };
+        write(
+            "{command: x, ready: {xmpp: '127.0.0.1:{port}', domain: lab.test}, \
+             requires: {sh: dash}, files: [{template: 'a-{port}.conf', path: '{output}/a.conf'}], \
+             before_run: 'sleep 0', before_run_timeout: 3s}",
+            "agents: local:2\n",
+        );
+        let l = load(&p, false).unwrap();
+        assert_eq!(
+            l.server.ready,
+            Ready::Xmpp {
+                addr: "127.0.0.1:{port}".into(),
+                domain: "lab.test".into()
+            }
+        );
+        assert_eq!(l.server.files.len(), 1);
+        assert_eq!(l.server.template_dir, dir.path());
+        assert_eq!(l.server.before_run.as_deref(), Some("sleep 0"));
+        assert_eq!(l.server.before_run_timeout, Duration::from_secs(3));
+        // The full variant's agents; the quick one runs in one process unless it says.
+        assert_eq!(l.agents.as_deref(), Some("local:2"));
+        assert_eq!(load(&p, true).unwrap().agents, None);
+        // `sh` is installed everywhere: nothing missing.
+        assert_eq!(l.missing_program(), None);
+
+        write(
+            "{command: x, ready: {command: 'true'}, requires: {headroom-no-such-server: nginx-light}}",
+            "",
+        );
+        let l = load(&p, false).unwrap();
+        assert_eq!(l.server.ready, Ready::Command("true".into()));
+        let e = l.missing_program().unwrap();
+        assert!(
+            e.contains("headroom-no-such-server") && e.contains("apt-get install nginx-light"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+
+        for (server, extra, want) in [
+            (
+                "{command: x, ready: {xmpp: 'h:1', port: 'h:1'}}",
+                "",
+                "exactly one of",
+            ),
+            ("{command: x, ready: {}}", "", "exactly one of"),
+            (
+                "{command: x, ready: {port: 'h:1', domain: d}}",
+                "",
+                "domain goes with xmpp",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1', path: /}}",
+                "",
+                "path goes with http",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1'}, requires: {/usr/sbin/nginx: nginx}}",
+                "",
+                "no path",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1'}}",
+                "agents: ssh://me@host\n",
+                "local:N",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1'}}",
+                "agents: local:0\n",
+                "local:N",
+            ),
+        ] {
+            write(server, extra);
+            let e = load(&p, false).unwrap_err();
+            assert!(e.contains(want), "{server} {extra}: {e}");
+        }
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //!
 //! - `server`: the server's lifecycle per configuration (command template, readiness, stop,
 //!   failure reports with the tail of stderr).
+//! - `setup`: around a server's start: configuration files from templates, the `before_run`
+//!   settle command, and the readiness probes that run a command or open an XMPP stream.
 //! - `store`: every run in SQLite; a lab started again skips the runs already stored.
 //! - `table`: pivot tables (factor levels as rows and columns, mean ± 95% CI).
 //! - `runner`: the experiment's runs. Each configuration's load is a `RunSpec` built into its
@@ -18,5 +20,6 @@ pub mod intervals;
 pub mod measure;
 pub mod runner;
 pub mod server;
+pub mod setup;
 pub mod store;
 pub mod table;

@@ -29,6 +29,12 @@ pub type Factors = BTreeMap<String, String>;
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`ServerSpec::grace`].
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+/// Default for [`ServerSpec::before_run_timeout`].
+pub const DEFAULT_BEFORE_RUN_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest one `ready.command` try may take.
+const READY_COMMAND_LIMIT: Duration = Duration::from_secs(5);
+/// Pause between `ready.command` tries (a command is dearer than a connect).
+const READY_COMMAND_PAUSE: Duration = Duration::from_millis(200);
 /// Default for [`ServerSpec::stop_signal`].
 pub const DEFAULT_STOP_SIGNAL: i32 = libc::SIGTERM;
 
@@ -66,6 +72,16 @@ pub struct ServerSpec {
     pub grace: Duration,
     /// Pin the server with `taskset -c CPUS` (a template too), e.g. "0" or "0-1".
     pub cpus: Option<String>,
+    /// Configuration files rendered before each start: (template, path), both templates; the
+    /// template is relative to `template_dir` (see `setup::render_files`).
+    pub files: Vec<(String, String)>,
+    /// Where `files`' templates are (the experiment file's directory).
+    pub template_dir: PathBuf,
+    /// A `sh -c` template run (to exit 0) before each start, with the server's environment and
+    /// working directory.
+    pub before_run: Option<String>,
+    /// How long `before_run` may take (default 120s).
+    pub before_run_timeout: Duration,
 }
 
 impl ServerSpec {
@@ -81,6 +97,10 @@ impl ServerSpec {
             stop_signal: DEFAULT_STOP_SIGNAL,
             grace: DEFAULT_GRACE,
             cpus: None,
+            files: Vec::new(),
+            template_dir: PathBuf::from("."),
+            before_run: None,
+            before_run_timeout: DEFAULT_BEFORE_RUN_TIMEOUT,
         }
     }
 }
@@ -94,6 +114,10 @@ pub enum Ready {
     Http { addr: String, path: String },
     /// A line containing this text appears on the server's stdout or stderr.
     Line(String),
+    /// An XMPP client stream opened to `domain` on HOST:PORT is answered with its features.
+    Xmpp { addr: String, domain: String },
+    /// This `sh -c` command exits 0 (each try bounded to 5 s).
+    Command(String),
 }
 
 /// Replace `{name}` by `factors[name]`; `{{` and `}}` are literal braces. An unknown name
@@ -181,6 +205,10 @@ pub enum FailureKind {
     /// The lab was stopped (Ctrl-C, SIGTERM) while it waited for the server to be ready (it has
     /// been stopped too).
     Interrupted,
+    /// A configuration file could not be rendered from its template.
+    Files,
+    /// The `before_run` command failed or did not end in time.
+    BeforeRun,
 }
 
 impl FailureKind {
@@ -193,6 +221,8 @@ impl FailureKind {
             FailureKind::DiedDuringRun => "died_during_run",
             FailureKind::Template => "template",
             FailureKind::Interrupted => "interrupted",
+            FailureKind::Files => "files",
+            FailureKind::BeforeRun => "before_run",
         }
     }
 }
@@ -450,10 +480,25 @@ enum Probe {
         path: String,
     },
     Line(String),
+    Xmpp {
+        text: String,
+        addrs: Vec<SocketAddr>,
+        domain: String,
+    },
+    Command {
+        command: String,
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+    },
 }
 
 impl Probe {
-    fn new(ready: &Ready, factors: &Factors) -> Result<Probe, ServerFailure> {
+    fn new(
+        spec: &ServerSpec,
+        env: &[(String, String)],
+        factors: &Factors,
+    ) -> Result<Probe, ServerFailure> {
+        let ready = &spec.ready;
         let tmpl = |what: &str, t: &str| {
             expand(t, factors).map_err(|e| {
                 failure(
@@ -499,6 +544,21 @@ impl Probe {
                 Probe::Http { text, addrs, path }
             }
             Ready::Line(needle) => Probe::Line(tmpl("readiness line", needle)?),
+            Ready::Xmpp { addr, domain } => {
+                let text = tmpl("readiness address", addr)?;
+                let addrs = resolve(&text)?;
+                let domain = tmpl("readiness domain", domain)?;
+                Probe::Xmpp {
+                    text,
+                    addrs,
+                    domain,
+                }
+            }
+            Ready::Command(c) => Probe::Command {
+                command: tmpl("readiness command", c)?,
+                env: env.to_vec(),
+                cwd: spec.cwd.clone(),
+            },
         })
     }
 
@@ -507,6 +567,18 @@ impl Probe {
             Probe::Port { text, .. } => format!("a TCP connect to {text}"),
             Probe::Http { text, path, .. } => format!("GET {path} on {text} answering 200"),
             Probe::Line(needle) => format!("a line containing {needle:?}"),
+            Probe::Xmpp { text, domain, .. } => {
+                format!("an XMPP stream to {domain} on {text} answered with its features")
+            }
+            Probe::Command { command, .. } => format!("`{command}` exiting 0"),
+        }
+    }
+
+    /// How long to wait between two checks.
+    fn pause(&self) -> Duration {
+        match self {
+            Probe::Command { .. } => READY_COMMAND_PAUSE,
+            _ => POLL_INTERVAL,
         }
     }
 
@@ -531,6 +603,24 @@ impl Probe {
                         Err(format!("answer {status_line:?}"))
                     }
                 }),
+            Probe::Xmpp { addrs, domain, .. } => {
+                crate::setup::xmpp_ready(addrs, domain, budget.max(Duration::from_secs(1)))
+            }
+            Probe::Command { command, env, cwd } => crate::setup::run_bounded(
+                "readiness command",
+                command,
+                env,
+                cwd.as_deref(),
+                READY_COMMAND_LIMIT,
+            )
+            .map_err(|f| {
+                let last = f.tail.lines().last().unwrap_or("").trim().to_string();
+                if last.is_empty() {
+                    f.message
+                } else {
+                    format!("{} ({last})", f.message)
+                }
+            }),
         }
     }
 }
@@ -636,7 +726,7 @@ pub fn start_until(
         .as_deref()
         .map(|c| template("cpus", c))
         .transpose()?;
-    let probe = Probe::new(&spec.ready, factors)?;
+    let probe = Probe::new(spec, &env, factors)?;
 
     if let Some(dir) = &spec.cwd {
         if !dir.is_dir() {
@@ -649,6 +739,20 @@ pub fn start_until(
                 String::new(),
             ));
         }
+    }
+
+    crate::setup::render_files(&spec.files, &spec.template_dir, factors)
+        .map_err(|e| failure(FailureKind::Files, e, String::new()))?;
+    if let Some(step) = &spec.before_run {
+        let step = template("before_run", step)?;
+        crate::setup::run_bounded(
+            "before_run",
+            &step,
+            &env,
+            spec.cwd.as_deref(),
+            spec.before_run_timeout,
+        )
+        .map_err(|f| failure(FailureKind::BeforeRun, f.message, f.tail))?;
     }
 
     let (mut cmd, shown) = match &cpus {
@@ -799,7 +903,7 @@ pub fn start_until(
                 server.output.tail(),
             ));
         }
-        std::thread::sleep(POLL_INTERVAL.min(deadline - now));
+        std::thread::sleep(probe.pause().min(deadline - now));
     }
 }
 

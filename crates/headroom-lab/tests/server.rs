@@ -410,3 +410,89 @@ fn template_and_spawn_failures() {
     assert_eq!(err.kind, FailureKind::Spawn);
     assert!(err.message.contains("/nonexistent/headroom-lab"), "{err}");
 }
+
+/// `server.files` and `before_run` happen before every start, in that order, with the
+/// configuration's values; the server reads what they left.
+#[test]
+fn files_are_rendered_and_before_run_runs_before_each_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    std::fs::write(dir.path().join("conf-{w}.tmpl"), "unused\n").unwrap();
+    std::fs::write(
+        dir.path().join("conf-3.tmpl"),
+        "workers {w} on {port}; { kept }\n",
+    )
+    .unwrap();
+    let mut spec = ServerSpec::new(
+        "cat {out}/rendered-{w}.conf; cat {out}/before; echo up; exec sleep 30",
+        Ready::Line("up".into()),
+    );
+    spec.files = vec![("conf-{w}.tmpl".into(), "{out}/rendered-{w}.conf".into())];
+    spec.template_dir = dir.path().to_path_buf();
+    // It sees the rendered file already (files come first).
+    spec.before_run = Some(
+        "grep -q 'workers 3' {out}/rendered-{w}.conf && echo settled-{w} > {out}/before".into(),
+    );
+    let f = factors(&[("w", "3"), ("port", "4242"), ("out", &d)]);
+    let srv = start(&spec, &f).unwrap();
+    let tail = srv.output_tail();
+    assert!(tail.contains("workers 3 on 4242; { kept }"), "{tail}");
+    assert!(tail.contains("settled-3"), "{tail}");
+    drop(srv);
+
+    // A failing settle step: no server is started, and its output is in the failure.
+    spec.before_run = Some("echo still draining >&2; exit 4".into());
+    let e = start(&spec, &f).unwrap_err();
+    assert_eq!(e.kind, FailureKind::BeforeRun);
+    assert!(e.message.contains("exit status 4"), "{}", e.message);
+    assert!(
+        e.stderr_tail.contains("still draining"),
+        "{}",
+        e.stderr_tail
+    );
+    // One that hangs is killed at its timeout.
+    spec.before_run = Some("sleep 30".into());
+    spec.before_run_timeout = Duration::from_millis(300);
+    let t = Instant::now();
+    let e = start(&spec, &f).unwrap_err();
+    assert_eq!(e.kind, FailureKind::BeforeRun);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    // A template that is not there is the run's failure, named.
+    spec.before_run = None;
+    spec.files = vec![("missing-{w}.tmpl".into(), "{out}/x".into())];
+    let e = start(&spec, &f).unwrap_err();
+    assert_eq!(e.kind, FailureKind::Files);
+    assert!(e.message.contains("missing-3.tmpl"), "{}", e.message);
+}
+
+/// `ready.command`: ready once the command exits 0, not before; one that never does is
+/// `NotReady` naming the command and what it said last.
+#[test]
+fn a_readiness_command_waits_for_exit_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("ready");
+    let f = factors(&[("flag", flag.to_str().unwrap())]);
+    let mut spec = ServerSpec::new(
+        "sleep 0.6; touch {flag}; exec sleep 30",
+        Ready::Command("test -f {flag}".into()),
+    );
+    let t = Instant::now();
+    let srv = start(&spec, &f).unwrap();
+    assert!(flag.exists());
+    assert!(
+        t.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        t.elapsed()
+    );
+    drop(srv);
+    spec.command = "exec sleep 30".into();
+    spec.ready = Ready::Command("echo 'not yet: no such table' >&2; exit 1".into());
+    spec.ready_timeout = Duration::from_millis(800);
+    let e = start(&spec, &f).unwrap_err();
+    assert_eq!(e.kind, FailureKind::NotReady);
+    assert!(
+        e.message.contains("not yet: no such table"),
+        "{}",
+        e.message
+    );
+}

@@ -79,11 +79,20 @@ pub fn cmd_lab(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<ExitCode> {
     let loaded = headroom_lab::experiment::load(&a.experiment, a.quick).map_err(UsageError)?;
+    // A real server that is not installed fails here, before any run, naming its package.
+    if let Some(missing) = loaded.missing_program() {
+        anyhow::bail!(missing);
+    }
     let ports = a.dist.ports(true)?;
+    // The file's agents (`agents:`, `quick.agents`) unless the command line names some.
+    let mut dist = a.dist.clone();
+    if dist.agents.is_none() {
+        dist.agents = loaded.agents.clone();
+    }
     // Started once for the whole lab; stopped when this returns.
-    let agents = match a.dist.resolve()? {
+    let agents = match dist.resolve()? {
         None => None,
-        Some((spec, token)) => Some(start_agents(spec, token, &a.dist, ports)?),
+        Some((spec, token)) => Some(start_agents(spec, token, &dist, ports)?),
     };
     let opts = headroom_lab::runner::LabOptions {
         output: a.output.clone(),

@@ -349,6 +349,10 @@ pub struct Quick {
     /// The quick variant's agents (`local:N`), as `agents:` is the full one's.
     #[serde(default)]
     pub agents: Option<String>,
+    /// The quick variant's own list of configurations, in place of `combinations:` (levels a
+    /// full run does not use, such as fewer clients).
+    #[serde(default)]
+    pub combinations: Option<Vec<BTreeMap<String, String>>>,
 }
 
 /// A loaded experiment with its location and what `--quick` changed already applied.
@@ -540,6 +544,9 @@ pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> 
                 }
             }
         }
+        if let Some(c) = q.combinations {
+            exp.combinations = Some(c);
+        }
         if let Some(r) = q.repeat {
             exp.repeat = r;
         }
@@ -636,6 +643,12 @@ pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> 
                             exp.factors.keys().cloned().collect::<Vec<_>>().join(", ")
                         ));
                     }
+                }
+                if let Some(k) = exp.factors.keys().find(|k| !m.contains_key(*k)) {
+                    return Err(format!(
+                        "{name}: a combination gives no level for factor '{k}' (each combination \
+                         names every factor)"
+                    ));
                 }
             }
             c.clone()

@@ -560,6 +560,10 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
     };
     std::fs::create_dir_all(&output)
         .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
+    // `{output}` is absolute: a server's configuration (Apache's `-f`, nginx's `-p`) reads it
+    // from its own directory, not the lab's.
+    let output = std::fs::canonicalize(&output)
+        .map_err(|e| format!("cannot resolve {}: {e}", output.display()))?;
     let db = output.join("lab.sqlite");
     let mut store = Store::open(&db).map_err(|e| format!("{}: {e}", db.display()))?;
     if opts.fresh {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::intervals::BreakRule;
 use crate::server::{Factors, Ready, ServerSpec, DEFAULT_BEFORE_RUN_TIMEOUT};
 pub use crate::setup::expand_known;
 
@@ -67,13 +68,21 @@ pub struct MonitorSection {
 }
 
 /// `capacity_connections` is the peak of connections open at once before the first interval
-/// whose error rate exceeds `max_error_rate` (default 1%) or that has a connect timeout.
+/// whose error rate exceeds `max_error_rate` (default 1%) or that has a connect timeout, or
+/// (with `p99:`) the first of `p99_intervals` intervals in a row whose p99 passes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capacity {
     /// A fraction (0.01) or a percentage ("1%").
     #[serde(default)]
     pub max_error_rate: Option<String>,
+    /// A response time: the server is broken once the p99 of `p99_intervals` intervals in a row
+    /// passes it (a server that still answers, but too slowly, as the study's saturated one).
+    #[serde(default)]
+    pub p99: Option<String>,
+    /// How many intervals in a row (default 3), so a single slow second does not end it.
+    #[serde(default)]
+    pub p99_intervals: Option<u32>,
     /// Max sustainable rate: search the arrival rate instead of running the scenario's load.
     #[serde(default)]
     pub rate: Option<RateSection>,
@@ -217,6 +226,18 @@ impl Experiment {
             .and_then(|c| c.max_error_rate.as_deref())
             .and_then(|v| fraction("capacity.max_error_rate", v).ok())
             .unwrap_or(0.01)
+    }
+
+    /// When an interval of a load counts as the server's break (`capacity:`).
+    pub fn break_rule(&self) -> BreakRule {
+        let c = self.capacity.as_ref();
+        BreakRule {
+            max_error_rate: self.capacity_error_rate(),
+            p99: c
+                .and_then(|c| dur("capacity.p99", &c.p99).ok().flatten())
+                .map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64),
+            p99_intervals: c.and_then(|c| c.p99_intervals).unwrap_or(3).max(1),
+        }
     }
 }
 
@@ -563,6 +584,17 @@ pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> 
         .and_then(|c| c.max_error_rate.as_deref())
     {
         fraction("capacity.max_error_rate", v).map_err(|e| format!("{name}: {e}"))?;
+    }
+    if let Some(c) = &exp.capacity {
+        dur("capacity.p99", &c.p99).map_err(|e| format!("{name}: {e}"))?;
+        if c.p99_intervals.is_some() && c.p99.is_none() {
+            return Err(format!(
+                "{name}: capacity.p99_intervals goes with capacity.p99"
+            ));
+        }
+        if c.p99_intervals.is_some_and(|n| n == 0 || n > 3600) {
+            return Err(format!("{name}: capacity.p99_intervals is from 1 to 3600"));
+        }
     }
     let mut rate_search = match exp.capacity.as_ref().and_then(|c| c.rate.as_ref()) {
         Some(r) => Some(
@@ -914,9 +946,24 @@ mod tests {
         // The full variant's agents; the quick one runs in one process unless it says.
         assert_eq!(l.agents.as_deref(), Some("local:2"));
         assert_eq!(load(&p, true).unwrap().agents, None);
+        // No `p99:`: errors alone break the server, as before.
+        assert_eq!(l.exp.break_rule(), BreakRule::errors(0.01));
         // `sh` is installed everywhere: nothing missing.
         assert_eq!(l.missing_program(), None);
 
+        write(
+            "{command: x, ready: {port: 'h:1'}}",
+            "capacity: {max_error_rate: 2%, p99: 10ms}\n",
+        );
+        let rule = load(&p, false).unwrap().exp.break_rule();
+        assert_eq!(
+            rule,
+            BreakRule {
+                max_error_rate: 0.02,
+                p99: Some(10_000),
+                p99_intervals: 3
+            }
+        );
         write(
             "{command: x, ready: {command: 'true'}, requires: {headroom-no-such-server: nginx-light}}",
             "",
@@ -961,6 +1008,21 @@ mod tests {
                 "{command: x, ready: {port: 'h:1'}}",
                 "agents: local:0\n",
                 "local:N",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1'}}",
+                "capacity: {p99_intervals: 2}\n",
+                "goes with capacity.p99",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1'}}",
+                "capacity: {p99: soon}\n",
+                "capacity.p99: 'soon' is not a duration",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1'}}",
+                "capacity: {p99: 10ms, p99_intervals: 0}\n",
+                "from 1 to 3600",
             ),
         ] {
             write(server, extra);

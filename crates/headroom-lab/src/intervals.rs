@@ -145,20 +145,55 @@ pub fn kept(lines: Vec<IntervalLine>, probe: Option<u32>) -> Vec<LabInterval> {
         .collect()
 }
 
-/// Concurrent-connection capacity (seed 000): the most connections open at once before the first
-/// interval whose error rate passes `max_error_rate` or that has a connect timeout. Returns the
-/// capacity and whether such a break was reached (otherwise the load never found the limit and
-/// the figure is a lower bound).
+/// When the server counts as broken in a load's intervals (the experiment's `capacity:`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BreakRule {
+    pub max_error_rate: f64,
+    /// Microseconds.
+    pub p99: Option<u64>,
+    pub p99_intervals: u32,
+}
+
+impl BreakRule {
+    /// Errors only, as before `p99:` existed.
+    pub fn errors(max_error_rate: f64) -> BreakRule {
+        BreakRule {
+            max_error_rate,
+            p99: None,
+            p99_intervals: 3,
+        }
+    }
+}
+
+/// Concurrent-connection capacity (seed 000): the most connections open at once before the
+/// server broke: the first interval whose error rate passes `rule.max_error_rate` or that has a
+/// connect timeout, or the first of `rule.p99_intervals` intervals in a row whose p99 passes
+/// `rule.p99`. Returns the capacity and whether such a break was reached (otherwise the load
+/// never found the limit and the figure is a lower bound).
 pub fn connection_capacity<'a>(
     intervals: impl IntoIterator<Item = &'a IntervalLine>,
-    max_error_rate: f64,
+    rule: &BreakRule,
 ) -> (f64, bool) {
     let mut best = 0u64;
+    // The peak before the current run of slow intervals, and how long that run is.
+    let mut before_slow = 0u64;
+    let mut slow = 0u32;
     for iv in intervals {
         let errors = iv.errors.total();
         let rate = errors as f64 / (iv.responses + errors).max(1) as f64;
-        if rate > max_error_rate || iv.errors.connect_timeout > 0 {
-            return (best as f64, true);
+        if rate > rule.max_error_rate || iv.errors.connect_timeout > 0 {
+            return ((if slow > 0 { before_slow } else { best }) as f64, true);
+        }
+        if rule.p99.is_some_and(|limit| iv.latency_us.p99 > limit) {
+            if slow == 0 {
+                before_slow = best;
+            }
+            slow += 1;
+            if slow >= rule.p99_intervals {
+                return (before_slow as f64, true);
+            }
+        } else {
+            slow = 0;
         }
         best = best.max(iv.connections_peak);
     }
@@ -187,19 +222,64 @@ mod tests {
             l.errors.connect_timeout = ct;
             l
         };
+        let e = BreakRule::errors;
         let good = [iv(100, 50, 0, 0), iv(250, 80, 0, 0), iv(240, 90, 0, 0)];
-        assert_eq!(connection_capacity(&good, 0.01), (250.0, false));
+        assert_eq!(connection_capacity(&good, &e(0.01)), (250.0, false));
         let errors = [
             iv(100, 50, 0, 0),
             iv(300, 80, 0, 0),
             iv(350, 90, 10, 0),
             iv(400, 1, 0, 0),
         ];
-        assert_eq!(connection_capacity(&errors, 0.01), (300.0, true));
-        assert_eq!(connection_capacity(&errors, 0.2), (400.0, false));
+        assert_eq!(connection_capacity(&errors, &e(0.01)), (300.0, true));
+        assert_eq!(connection_capacity(&errors, &e(0.2)), (400.0, false));
         // A connect timeout breaks it whatever the error rate.
         let timeouts = [iv(100, 50, 0, 0), iv(200, 80, 0, 1)];
-        assert_eq!(connection_capacity(&timeouts, 0.5), (100.0, true));
+        assert_eq!(connection_capacity(&timeouts, &e(0.5)), (100.0, true));
+    }
+
+    #[test]
+    fn a_p99_limit_breaks_at_the_first_of_enough_slow_intervals_in_a_row() {
+        let iv = |peak: u64, p99_ms: u64| {
+            let mut l = line(100, 0, peak);
+            l.latency_us.p99 = p99_ms * 1000;
+            l
+        };
+        let rule = BreakRule {
+            max_error_rate: 0.01,
+            p99: Some(10_000),
+            p99_intervals: 3,
+        };
+        // One slow second (a start's jitter) and two in a row do not end it; three do, and the
+        // capacity is the peak before the first of them.
+        let curve = [
+            iv(400, 12),
+            iv(2000, 3),
+            iv(4000, 11),
+            iv(6000, 15),
+            iv(8000, 4),
+            iv(10000, 12),
+            iv(12000, 18),
+            iv(14000, 25),
+            iv(16000, 30),
+        ];
+        assert_eq!(connection_capacity(&curve, &rule), (8000.0, true));
+        // Without the limit: a lower bound at the top.
+        assert_eq!(
+            connection_capacity(&curve, &BreakRule::errors(0.01)),
+            (16000.0, false)
+        );
+        // Two slow intervals in a row then an error: the peak before the slow ones.
+        let mut err = iv(13000, 20);
+        err.errors.reset = 50;
+        let curve = [iv(8000, 4), iv(10000, 12), iv(12000, 18), err];
+        assert_eq!(connection_capacity(&curve, &rule), (8000.0, true));
+        // One interval in a row is enough when the rule says so.
+        let one = BreakRule {
+            p99_intervals: 1,
+            ..rule
+        };
+        assert_eq!(connection_capacity(&[iv(400, 12)], &one), (0.0, true));
     }
 
     #[test]
@@ -249,7 +329,10 @@ mod tests {
             "2,5.000187,1.0,900,12,4100,300,310,2,17,950,40,30"
         );
         // The capacity reads it as it read the flat line: the timeout breaks it.
-        assert_eq!(connection_capacity([&i.line], 0.5), (0.0, true));
+        assert_eq!(
+            connection_capacity([&i.line], &BreakRule::errors(0.5)),
+            (0.0, true)
+        );
     }
 
     #[test]

@@ -724,7 +724,7 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                 let mut mx = figures(&plan, &done.outcome, &m.samples, &m.prom);
                                 let (cap, reached) = connection_capacity(
                                     intervals.iter().map(|i| &i.line),
-                                    l.exp.capacity_error_rate(),
+                                    &l.exp.break_rule(),
                                 );
                                 mx.insert("capacity_connections".into(), cap);
                                 mx.insert(

@@ -421,6 +421,45 @@ impl Loaded {
     }
 }
 
+/// The server's templates expand with every factor and built-in: a typo, or a shell `{ ...; }`
+/// group written without doubling its braces, is one error at load, not a failed run per
+/// configuration.
+fn check_templates(
+    server: &ServerSpec,
+    factors: &BTreeMap<String, Vec<String>>,
+) -> Result<(), String> {
+    let values: Factors = factors
+        .keys()
+        .map(String::as_str)
+        .chain(BUILTINS)
+        .map(|k| (k.to_string(), "x".to_string()))
+        .collect();
+    let check = |what: &str, t: &str| {
+        crate::server::expand(t, &values)
+            .map(drop)
+            .map_err(|e| format!("server.{what}: {e}"))
+    };
+    check("command", &server.command)?;
+    if let Some(b) = &server.before_run {
+        check("before_run", b)?;
+    }
+    for (k, v) in &server.env {
+        check(&format!("env.{k}"), v)?;
+    }
+    if let Some(c) = &server.cpus {
+        check("cpus", c)?;
+    }
+    match &server.ready {
+        Ready::Port(a) => check("ready.port", a),
+        Ready::Http { addr, path } => check("ready.http", addr).and(check("ready.path", path)),
+        Ready::Line(l) => check("ready.line", l),
+        Ready::Xmpp { addr, domain } => {
+            check("ready.xmpp", addr).and(check("ready.domain", domain))
+        }
+        Ready::Command(c) => check("ready.command", c),
+    }
+}
+
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -777,6 +816,7 @@ pub fn load_str(text: &str, path: &Path, quick: bool) -> Result<Loaded, String> 
     if let Some(a) = exp.quick.as_ref().and_then(|q| q.agents.as_ref()) {
         check_agents("quick.agents", a).map_err(|e| format!("{name}: {e}"))?;
     }
+    check_templates(&server, &exp.factors).map_err(|e| format!("{name}: {e}"))?;
     for t in &exp.tables {
         for f in t.rows.iter().chain(t.cols.iter()) {
             if !exp.factors.contains_key(f) {
@@ -1008,6 +1048,16 @@ mod tests {
                 "{command: x, ready: {port: 'h:1'}}",
                 "agents: local:0\n",
                 "local:N",
+            ),
+            (
+                "{command: x, ready: {port: 'h:1'}, before_run: 'test -f a || { echo no; }'}",
+                "",
+                "server.before_run: unknown factor ` echo no; `",
+            ),
+            (
+                "{command: 'x --port {prot}', ready: {port: 'h:1'}}",
+                "",
+                "server.command: unknown factor `prot`",
             ),
             (
                 "{command: x, ready: {port: 'h:1'}}",

@@ -159,3 +159,66 @@ fn an_experiment_whose_server_is_missing_fails_at_once_naming_the_package() {
         }
     }
 }
+
+/// Seed 003 on Debian's PostgreSQL (`experiments/postgres.yaml --quick`): 4 clients against
+/// 64 with max_connections 20. The 64 get no more sessions through than the 4 (the server's one
+/// core is busy already), each session takes several times longer, and the clients past the
+/// limit are refused ("too many clients"): errors, and no more than 20 served at once.
+#[test]
+fn postgres_pool_against_max_connections() {
+    let tmp = shared_tempdir();
+    let exp = repo().join("experiments/postgres.yaml");
+    let o = headroom()
+        .args([
+            "lab",
+            exp.to_str().unwrap(),
+            "--quick",
+            "--no-report",
+            "--output",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
+        "{stdout}\n{stderr}"
+    );
+    let out = tmp.path();
+    let what = format!("{stdout}\n{stderr}");
+    let cell = |metric: &str, clients: &str| -> f64 {
+        let tables: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("tables.json")).unwrap())
+                .unwrap();
+        let t = tables
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["metric"] == metric)
+            .unwrap_or_else(|| panic!("no table of {metric}"));
+        let c = t["cols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|c| c[0] == clients)
+            .unwrap_or_else(|| panic!("{metric}: no column {clients}"));
+        t["cells"][0][c]["mean"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{metric} {clients}: no value\n{what}"))
+    };
+    assert_eq!(cell("errors_total", "4"), 0.0, "{what}");
+    assert!(cell("errors_total", "64") > 0.0, "{what}");
+    assert!(cell("connections_peak", "64") <= 22.0, "{what}");
+    let (s4, s64) = (cell("sessions_per_s", "4"), cell("sessions_per_s", "64"));
+    assert!(
+        s4 > 5.0 && s64 < 1.5 * s4,
+        "sessions/s {s4} vs {s64}\n{what}"
+    );
+    let (d4, d64) = (
+        cell("tx_session_mean_ms", "4"),
+        cell("tx_session_mean_ms", "64"),
+    );
+    assert!(d64 > 2.0 * d4, "session duration {d4} vs {d64}\n{what}");
+}

@@ -54,11 +54,17 @@ fn rudy_quick_runs_prints_its_tables_and_resumes() {
         stdout.contains("4 run(s) now, 0 found stored, 0 failed"),
         "{stdout}"
     );
-    // Each run has a plausible figure: /sleep/1 takes at least 1 ms.
     assert!(
-        stderr.contains("[4/4] c=10 handlers=4 n=10 rep 2"),
+        stderr.contains("[4/4] c=50 handlers=4 n=10 rep 1"),
         "{stderr}"
     );
+    // The study's table: the response time grows with the clients past the handlers and
+    // falls with more handlers (/sleep/1 takes at least 1 ms).
+    let out = tmp.path();
+    let t = |h: &str, c: &str| cell(out, "latency_mean_ms", h, &format!("{c}/10"));
+    assert!(t("1", "10") >= 1.0, "{stdout}");
+    assert!(t("1", "50") > 2.0 * t("1", "10"), "{stdout}");
+    assert!(t("4", "50") < t("1", "50") / 2.0, "{stdout}");
     let md = std::fs::read_to_string(tmp.path().join("tables.md")).unwrap();
     assert!(md.contains("handlers"), "{md}");
     assert!(tmp.path().join("lab.sqlite").exists());
@@ -174,30 +180,117 @@ tables:
 }
 
 /// The other study experiments' quick variants run end to end with no failed configuration.
+/// `tables.json` of a lab's output: the mean of `metric`'s cell in the row whose levels, joined
+/// by '/', are `row`, and the column whose levels are `col`.
+fn cell(out: &Path, metric: &str, row: &str, col: &str) -> f64 {
+    let tables: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tables.json")).unwrap()).unwrap();
+    let t = tables
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metric"] == metric)
+        .unwrap_or_else(|| panic!("no table of {metric}"));
+    let joined = |v: &serde_json::Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let r = t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|r| joined(r) == row)
+        .unwrap_or_else(|| panic!("{metric}: no row {row}"));
+    let c = t["cols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| joined(c) == col)
+        .unwrap_or_else(|| panic!("{metric}: no column {col}"));
+    t["cells"][r][c]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{metric} {row} {col}: no value"))
+}
+
+/// Seed 004's finding in `experiments/event-vs-threads.yaml --quick`: 1,000 kept-alive SURGE
+/// clients. The reactor's one event loop serves them all without a timeout; the pool's 100
+/// handlers serve 100 at a time and the queued clients time out.
 #[test]
-fn study_experiments_quick_variants_run() {
-    for (file, title, runs) in [
-        (
-            "experiments/io-bound.yaml",
-            "mean duration of a 500-operation session at that rate (ms)",
-            4,
-        ),
-        ("experiments/event-vs-threads.yaml", "client timeouts", 2),
-    ] {
-        let tmp = tempfile::tempdir().unwrap();
-        let exp = repo().join(file);
-        let o = lab(&[exp.to_str().unwrap(), "--quick"], tmp.path());
-        let (stdout, stderr) = text(&o);
-        assert_eq!(o.status.code(), Some(0), "{file}: {stdout}\n{stderr}");
-        assert!(stdout.contains(title), "{file}: {stdout}");
-        assert!(
-            stdout.contains(&format!("{runs} run(s) now, 0 found stored, 0 failed")),
-            "{file}: {stdout}\n{stderr}"
-        );
-        assert!(
-            !stdout.contains("failed "),
-            "{file}: a failed cell: {stdout}"
-        );
+fn event_vs_threads_quick_shows_the_pool_starving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = repo().join("experiments/event-vs-threads.yaml");
+    let o = lab(
+        &[exp.to_str().unwrap(), "--quick", "--no-report"],
+        tmp.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
+        "{stdout}\n{stderr}"
+    );
+    let out = tmp.path();
+    let (reactor, pool, col) = ("reactor/1/500/0", "pool/1/100/0", "1000");
+    assert_eq!(cell(out, "errors_timeout", reactor, col), 0.0, "{stdout}");
+    assert!(cell(out, "errors_timeout", pool, col) >= 100.0, "{stdout}");
+    let (tr, tp) = (
+        cell(out, "throughput_rps", reactor, col),
+        cell(out, "throughput_rps", pool, col),
+    );
+    assert!(tr > 3.0 * tp && tp > 0.0, "{tr} vs {tp}\n{stdout}");
+}
+
+/// Seed 003's figure in `experiments/io-bound.yaml --quick`: five probes from 8 sessions/s find
+/// each configuration's break (a capacity, not a lower bound), and the mean session duration
+/// grows with the rate up to it.
+#[test]
+fn io_bound_quick_finds_each_break_and_the_duration_curve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = repo().join("experiments/io-bound.yaml");
+    let o = lab(
+        &[exp.to_str().unwrap(), "--quick", "--no-report"],
+        tmp.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("4 run(s) now, 0 found stored, 0 failed"),
+        "{stdout}\n{stderr}"
+    );
+    let curve = std::fs::read_to_string(tmp.path().join("rate-curve.csv")).unwrap();
+    let mut lines = curve.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (pool, runtime, rate, ok, of_mean) = (
+        col("pool"),
+        col("runtime"),
+        col("rate"),
+        col("ok"),
+        col("of_mean_ms"),
+    );
+    // Per configuration: its probes in order.
+    let mut runs: std::collections::BTreeMap<String, Vec<(f64, bool, f64)>> = Default::default();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        runs.entry(format!("{}/{}", f[pool], f[runtime]))
+            .or_default()
+            .push((
+                f[rate].parse().unwrap(),
+                f[ok] == "true",
+                f[of_mean].parse().unwrap_or(0.0),
+            ));
+    }
+    assert_eq!(runs.len(), 4, "{curve}");
+    for (name, probes) in &runs {
+        assert!(probes.iter().any(|p| !p.1), "{name} never broke: {curve}");
+        let held: Vec<_> = probes.iter().filter(|p| p.1).collect();
+        assert!(held.len() >= 2, "{name}: {curve}");
+        let (first, top) = (held[0], held[held.len() - 1]);
+        assert!(top.0 > first.0 && top.2 > first.2, "{name}: {curve}");
     }
 }
 

@@ -11,7 +11,7 @@
 //! Failures are reported as [`ServerFailure`]s carrying a [`FailureKind`], a message with
 //! the exit status where there is one, and the tail of the server's output.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -22,8 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The levels of one configuration: factor name -> level.
-pub type Factors = BTreeMap<String, String>;
+pub use crate::setup::Factors;
 
 /// Default for [`ServerSpec::ready_timeout`].
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -15,7 +15,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::server::Factors;
+/// The levels of one configuration: factor name -> level (`server` re-exports it).
+pub type Factors = std::collections::BTreeMap<String, String>;
 
 /// Largest template a `server.files` entry may name.
 pub const MAX_TEMPLATE_BYTES: u64 = 1 << 20;

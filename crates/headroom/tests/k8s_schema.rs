@@ -20,18 +20,26 @@ fn repo() -> PathBuf {
 
 /// The validator: HEADROOM_K8S_VALIDATE, else what scripts/k8s-validate.sh installs.
 fn validator() -> PathBuf {
+    const HOW: &str = "run scripts/k8s-validate.sh (needs python3 and PyPI) and set \
+                       HEADROOM_K8S_VALIDATE to the path it prints, as scripts/test does";
     if let Some(p) = std::env::var_os("HEADROOM_K8S_VALIDATE").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+        let p = PathBuf::from(p);
+        assert!(
+            p.is_file(),
+            "HEADROOM_K8S_VALIDATE={} is not a file: {HOW}",
+            p.display()
+        );
+        return p;
     }
     let o = Command::new("bash")
         .arg(repo().join("scripts/k8s-validate.sh"))
         .output()
         .expect("run scripts/k8s-validate.sh");
+    let why = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success(),
-        "kubernetes-validate is not installed and scripts/k8s-validate.sh could not install it \
-         (it needs python3 and PyPI): {}",
-        String::from_utf8_lossy(&o.stderr)
+        "kubernetes-validate is missing and could not be installed ({}): {HOW}",
+        why.lines().last().unwrap_or("no output").trim()
     );
     PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
 }

@@ -23,34 +23,9 @@ fn shared_tempdir() -> tempfile::TempDir {
     tmp
 }
 
-/// `tables.json` of a lab's output: metric -> row (its factor levels joined by '/') -> the
-/// first column's mean.
+/// The first column's mean of `metric` in the row `row` (levels joined by '/').
 fn table(out: &Path, metric: &str, row: &str) -> f64 {
-    let tables: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("tables.json")).unwrap()).unwrap();
-    let t = tables
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["metric"] == metric)
-        .unwrap_or_else(|| panic!("no table of {metric}"));
-    let r = t["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap())
-                .collect::<Vec<_>>()
-                .join("/")
-                == row
-        })
-        .unwrap_or_else(|| panic!("{metric}: no row {row}"));
-    t["cells"][r][0]["mean"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{metric} {row}: no value"))
+    common::lab_cell(out, metric, row, "")
 }
 
 /// Seed 004 on nginx and Apache (`experiments/nginx-vs-apache.yaml --quick`): 1,500 SURGE
@@ -188,26 +163,7 @@ fn postgres_pool_against_max_connections() {
     );
     let out = tmp.path();
     let what = format!("{stdout}\n{stderr}");
-    let cell = |metric: &str, clients: &str| -> f64 {
-        let tables: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("tables.json")).unwrap())
-                .unwrap();
-        let t = tables
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["metric"] == metric)
-            .unwrap_or_else(|| panic!("no table of {metric}"));
-        let c = t["cols"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|c| c[0] == clients)
-            .unwrap_or_else(|| panic!("{metric}: no column {clients}"));
-        t["cells"][0][c]["mean"]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{metric} {clients}: no value\n{what}"))
-    };
+    let cell = |metric: &str, clients: &str| common::lab_cell(out, metric, "20", clients);
     assert_eq!(cell("errors_total", "4"), 0.0, "{what}");
     assert!(cell("errors_total", "64") > 0.0, "{what}");
     assert!(cell("connections_peak", "64") <= 22.0, "{what}");

@@ -263,3 +263,37 @@ impl Drop for Agent {
         let _ = self.child.wait();
     }
 }
+
+/// A lab's `OUTPUT/tables.json`: the mean of `metric`'s cell in the row whose factor levels,
+/// joined by '/', are `row` and the column whose levels are `col` (`""` takes the first
+/// column). Panics naming what is missing.
+pub fn lab_cell(out: &Path, metric: &str, row: &str, col: &str) -> f64 {
+    let text = std::fs::read_to_string(out.join("tables.json")).expect("tables.json");
+    let tables: serde_json::Value = serde_json::from_str(&text).expect("tables.json parses");
+    let t = tables
+        .as_array()
+        .expect("a list of tables")
+        .iter()
+        .find(|t| t["metric"] == metric)
+        .unwrap_or_else(|| panic!("no table of {metric}"));
+    let joined = |v: &serde_json::Value| {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| x.as_str().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_default()
+    };
+    let find = |key: &str, want: &str| {
+        t[key]
+            .as_array()
+            .and_then(|l| l.iter().position(|x| want.is_empty() || joined(x) == want))
+            .unwrap_or_else(|| panic!("{metric}: no {key} {want:?}"))
+    };
+    let (r, c) = (find("rows", row), find("cols", col));
+    t["cells"][r][c]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{metric} {row} {col}: no value"))
+}

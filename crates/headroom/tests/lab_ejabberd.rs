@@ -1,0 +1,105 @@
+//! Seed 000 on Debian's ejabberd (`experiments/ejabberd.yaml --quick`, installed by
+//! scripts/test): each run starts its own ejabberd node in the foreground, registers its
+//! accounts, loads it with the study's mix of users arriving until it breaks, and stops it. The
+//! table must show the direction of the finding, and no node may outlive the lab.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::headroom;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The first column's mean of `metric` in the row `row` (levels joined by '/').
+fn table(out: &Path, metric: &str, row: &str) -> f64 {
+    common::lab_cell(out, metric, row, "")
+}
+
+/// The live processes whose command line mentions `needle` (an Erlang VM started for this
+/// test's output directory, say).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if pid == std::process::id().to_string() {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// Seed 000's maximum users on Debian's ejabberd (`experiments/ejabberd.yaml --quick`): users
+/// of the study's mix arrive at 400/s and stay, against a node allowed 4,000 descriptors and one
+/// allowed 2,000. Each must break (logins time out once accept fails with EMFILE) just under its
+/// own limit (~3,960 and ~1,960 users here; ~40 descriptors are the node's own), the node must
+/// have held about that many descriptors, and no Erlang VM of the lab may be left behind.
+#[test]
+fn ejabberd_breaks_at_its_descriptor_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = repo().join("experiments/ejabberd.yaml");
+    let o = headroom()
+        .args([
+            "lab",
+            exp.to_str().unwrap(),
+            "--quick",
+            "--no-report",
+            "--output",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let what = format!("{stdout}\n{stderr}");
+    assert_eq!(o.status.code(), Some(0), "{what}");
+    assert!(
+        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
+        "{what}"
+    );
+    let out = tmp.path();
+    let (high, low) = ("2/1/262144/4000/os/400", "2/1/262144/2000/os/400");
+    for (row, limit) in [(high, 4000.0), (low, 2000.0)] {
+        // It broke within the run, and not before most of its descriptors served a user.
+        assert_eq!(table(out, "capacity_reached", row), 1.0, "{row}\n{what}");
+        let cap = table(out, "capacity_connections", row);
+        assert!(
+            cap >= 0.9 * limit && cap <= limit,
+            "{row}: {cap} users at {limit} descriptors\n{what}"
+        );
+        // The node's process tree: the VM at its limit, and erl_child_setup's few.
+        let fds = table(out, "server_fds_max", row);
+        assert!(
+            fds >= 0.95 * limit && fds <= limit + 100.0,
+            "{row}: the node held {fds} descriptors\n{what}"
+        );
+    }
+    let (ch, cl) = (
+        table(out, "capacity_connections", high),
+        table(out, "capacity_connections", low),
+    );
+    assert!(ch >= 1.6 * cl, "{ch} vs {cl}\n{what}");
+    // Every node was stopped by its SIGTERM (a clean init:stop), none killed after the grace.
+    assert_eq!(
+        stderr.matches("exited 0 after SIGTERM").count(),
+        2,
+        "{what}"
+    );
+    let left = processes_mentioning(&out.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}

@@ -213,8 +213,8 @@ fn event_vs_threads_quick_shows_the_pool_starving() {
 }
 
 /// Seed 003's figure in `experiments/io-bound.yaml --quick`: five probes from 8 sessions/s find
-/// each configuration's break (a capacity, not a lower bound), and the mean session duration
-/// grows with the rate up to it.
+/// each configuration's break (a capacity, not a lower bound), where sessions take far longer
+/// than at the lowest rate.
 #[test]
 fn io_bound_quick_finds_each_break_and_the_duration_curve() {
     let tmp = tempfile::tempdir().unwrap();
@@ -254,11 +254,15 @@ fn io_bound_quick_finds_each_break_and_the_duration_curve() {
     }
     assert_eq!(runs.len(), 4, "{curve}");
     for (name, probes) in &runs {
-        assert!(probes.iter().any(|p| !p.1), "{name} never broke: {curve}");
+        let broke = probes.iter().find(|p| !p.1);
         let held: Vec<_> = probes.iter().filter(|p| p.1).collect();
         assert!(held.len() >= 2, "{name}: {curve}");
-        let (first, top) = (held[0], held[held.len() - 1]);
-        assert!(top.0 > first.0 && top.2 > first.2, "{name}: {curve}");
+        let Some(broke) = broke else {
+            panic!("{name} never broke: {curve}")
+        };
+        // Sessions take far longer where the rate broke than at the first rate held. (Not
+        // between held rates: below the break a busy machine's noise outweighs the trend.)
+        assert!(broke.2 > 2.0 * held[0].2, "{name}: {curve}");
     }
 }
 

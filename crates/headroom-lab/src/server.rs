@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -22,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::setup::connect;
 pub use crate::setup::Factors;
 
 /// Default for [`ServerSpec::ready_timeout`].
@@ -622,17 +623,6 @@ impl Probe {
             }),
         }
     }
-}
-
-fn connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream, String> {
-    let mut last = String::from("no address");
-    for addr in addrs {
-        match TcpStream::connect_timeout(addr, timeout) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = format!("connect to {addr}: {e}"),
-        }
-    }
-    Err(last)
 }
 
 /// A minimal HTTP/1.1 GET; returns the status line.

@@ -213,22 +213,24 @@ pub fn run_bounded(
     }
 }
 
+/// A TCP connection to the first of `addrs` that takes one within `timeout` (the readiness
+/// probes' connect); the last failure otherwise.
+pub(crate) fn connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream, String> {
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = format!("connect to {addr}: {e}"),
+        }
+    }
+    Err(last)
+}
+
 /// One XMPP readiness check: a client stream opened to `domain` on one of `addrs` is answered
 /// with a stream header and its `<stream:features>` (ejabberd answers before it can log anyone
 /// in only once its listeners and the domain's modules are up). `Err` says what came instead.
 pub fn xmpp_ready(addrs: &[SocketAddr], domain: &str, timeout: Duration) -> Result<(), String> {
-    let mut last = String::from("no address");
-    let mut stream = None;
-    for a in addrs {
-        match TcpStream::connect_timeout(a, timeout) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = format!("connect to {a}: {e}"),
-        }
-    }
-    let mut s = stream.ok_or(last)?;
+    let mut s = connect(addrs, timeout)?;
     let io = |e: std::io::Error| format!("XMPP stream to {domain}: {e}");
     let deadline = Instant::now() + timeout;
     s.set_write_timeout(Some(timeout)).map_err(io)?;
@@ -246,14 +248,9 @@ pub fn xmpp_ready(addrs: &[SocketAddr], domain: &str, timeout: Duration) -> Resu
             let _ = s.write_all(b"</stream:stream>");
             return Ok(());
         }
-        if text.contains("<stream:error") {
-            let at = text.find("<stream:error").unwrap_or(0);
-            let end = (at + 200).min(text.len());
-            let mut end = end;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            return Err(format!("stream error: {}", &text[at..end]));
+        if let Some(at) = text.find("<stream:error") {
+            let error: String = text[at..].chars().take(200).collect();
+            return Err(format!("stream error: {error}"));
         }
         if got.len() >= XMPP_READ_LIMIT {
             return Err(format!("{XMPP_READ_LIMIT} bytes without <stream:features>"));

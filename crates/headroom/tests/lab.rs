@@ -190,17 +190,7 @@ fn cell(out: &Path, metric: &str, row: &str, col: &str) -> f64 {
 #[test]
 fn event_vs_threads_quick_shows_the_pool_starving() {
     let tmp = tempfile::tempdir().unwrap();
-    let exp = repo().join("experiments/event-vs-threads.yaml");
-    let o = lab(
-        &[exp.to_str().unwrap(), "--quick", "--no-report"],
-        tmp.path(),
-    );
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
-        "{stdout}\n{stderr}"
-    );
+    let (stdout, _) = common::lab_quick("event-vs-threads.yaml", tmp.path(), 2);
     let out = tmp.path();
     let (reactor, pool, col) = ("reactor/1/500/0", "pool/1/100/0", "1000");
     assert_eq!(cell(out, "errors_timeout", reactor, col), 0.0, "{stdout}");
@@ -218,17 +208,7 @@ fn event_vs_threads_quick_shows_the_pool_starving() {
 #[test]
 fn io_bound_quick_finds_each_break_and_the_duration_curve() {
     let tmp = tempfile::tempdir().unwrap();
-    let exp = repo().join("experiments/io-bound.yaml");
-    let o = lab(
-        &[exp.to_str().unwrap(), "--quick", "--no-report"],
-        tmp.path(),
-    );
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("4 run(s) now, 0 found stored, 0 failed"),
-        "{stdout}\n{stderr}"
-    );
+    common::lab_quick("io-bound.yaml", tmp.path(), 4);
     let curve = std::fs::read_to_string(tmp.path().join("rate-curve.csv")).unwrap();
     let mut lines = curve.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -721,17 +701,7 @@ fn tls_handshake_quick_sweeps_keepalive_and_resumption() {
 #[test]
 fn kernel_poll_quick_shows_polls_cost_against_epoll() {
     let tmp = tempfile::tempdir().unwrap();
-    let exp = repo().join("experiments/kernel-poll.yaml");
-    let o = lab(
-        &[exp.to_str().unwrap(), "--quick", "--no-report"],
-        tmp.path(),
-    );
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
-        "{stdout}\n{stderr}"
-    );
+    let (stdout, _) = common::lab_quick("kernel-poll.yaml", tmp.path(), 2);
     let value = |metric: &str, poller: &str| cell(tmp.path(), metric, &format!("{poller}/1"), "8k");
     let (sys_poll, sys_epoll) = (
         value("server_cpu_sys_pct", "poll"),

@@ -5,13 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
-use common::headroom;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::path::Path;
 
 /// The first column's mean of `metric` in the row `row` (levels joined by '/').
 fn table(out: &Path, metric: &str, row: &str) -> f64 {
@@ -52,26 +46,8 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
 #[test]
 fn ejabberd_breaks_at_its_descriptor_limit() {
     let tmp = tempfile::tempdir().unwrap();
-    let exp = repo().join("experiments/ejabberd.yaml");
-    let o = headroom()
-        .args([
-            "lab",
-            exp.to_str().unwrap(),
-            "--quick",
-            "--no-report",
-            "--output",
-        ])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let (stdout, stderr) = common::lab_quick("ejabberd.yaml", tmp.path(), 2);
     let what = format!("{stdout}\n{stderr}");
-    assert_eq!(o.status.code(), Some(0), "{what}");
-    assert!(
-        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
-        "{what}"
-    );
     let out = tmp.path();
     let (high, low) = ("2/1/262144/4000/os/400", "2/1/262144/2000/os/400");
     for (row, limit) in [(high, 4000.0), (low, 2000.0)] {

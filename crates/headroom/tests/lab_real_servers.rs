@@ -34,25 +34,7 @@ fn table(out: &Path, metric: &str, row: &str) -> f64 {
 #[test]
 fn nginx_against_apache_shows_the_pool_limit() {
     let tmp = shared_tempdir();
-    let exp = repo().join("experiments/nginx-vs-apache.yaml");
-    let o = headroom()
-        .args([
-            "lab",
-            exp.to_str().unwrap(),
-            "--quick",
-            "--no-report",
-            "--output",
-        ])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
-        "{stdout}\n{stderr}"
-    );
+    let (stdout, stderr) = common::lab_quick("nginx-vs-apache.yaml", tmp.path(), 2);
     let out = tmp.path();
     let nginx = "nginx/1/0";
     let apache = "apache-worker/64/0";
@@ -142,25 +124,7 @@ fn an_experiment_whose_server_is_missing_fails_at_once_naming_the_package() {
 #[test]
 fn postgres_pool_against_max_connections() {
     let tmp = shared_tempdir();
-    let exp = repo().join("experiments/postgres.yaml");
-    let o = headroom()
-        .args([
-            "lab",
-            exp.to_str().unwrap(),
-            "--quick",
-            "--no-report",
-            "--output",
-        ])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("2 run(s) now, 0 found stored, 0 failed"),
-        "{stdout}\n{stderr}"
-    );
+    let (stdout, stderr) = common::lab_quick("postgres.yaml", tmp.path(), 2);
     let out = tmp.path();
     let what = format!("{stdout}\n{stderr}");
     let cell = |metric: &str, clients: &str| common::lab_cell(out, metric, "20", clients);

@@ -264,6 +264,30 @@ impl Drop for Agent {
     }
 }
 
+/// `headroom lab EXPERIMENT --quick --no-report --output OUT` for a shipped experiment
+/// (`experiments/NAME.yaml`): asserts it exited 0 having run `runs` runs, none failed, and
+/// returns its stdout and stderr.
+pub fn lab_quick(experiment: &str, out: &Path, runs: usize) -> (String, String) {
+    let exp = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments")
+        .join(experiment);
+    let o = headroom()
+        .arg("lab")
+        .arg(&exp)
+        .args(["--quick", "--no-report", "--output"])
+        .arg(out)
+        .output()
+        .expect("run headroom lab");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("{runs} run(s) now, 0 found stored, 0 failed")),
+        "{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
 /// A lab's `OUTPUT/tables.json`: the mean of `metric`'s cell in the row whose factor levels,
 /// joined by '/', are `row` and the column whose levels are `col` (`""` takes the first
 /// column). Panics naming what is missing.

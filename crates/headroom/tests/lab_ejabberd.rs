@@ -42,14 +42,19 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
 /// of the study's mix arrive at 400/s and stay, against a node allowed 4,000 descriptors and one
 /// allowed 2,000. Each must break (logins time out once accept fails with EMFILE) just under its
 /// own limit (~3,960 and ~1,960 users here; ~40 descriptors are the node's own), the node must
-/// have held about that many descriptors, and no Erlang VM of the lab may be left behind.
+/// have held about that many descriptors, and no Erlang VM of the lab may be left behind. Then
+/// one scheduler against two where each login costs the server a key derivation: one must
+/// break, two must hold at least twice as many users on more than one core.
 #[test]
-fn ejabberd_breaks_at_its_descriptor_limit() {
+fn ejabberd_breaks_at_its_descriptor_limit_and_one_scheduler_before_two() {
     let tmp = tempfile::tempdir().unwrap();
-    let (stdout, stderr) = common::lab_quick("ejabberd.yaml", tmp.path(), 2);
+    let (stdout, stderr) = common::lab_quick("ejabberd.yaml", tmp.path(), 4);
     let what = format!("{stdout}\n{stderr}");
     let out = tmp.path();
-    let (high, low) = ("2/1/262144/4000/os/400", "2/1/262144/2000/os/400");
+    let (high, low) = (
+        "2/plain/1/262144/4000/os/400",
+        "2/plain/1/262144/2000/os/400",
+    );
     for (row, limit) in [(high, 4000.0), (low, 2000.0)] {
         // It broke within the run, and not before most of its descriptors served a user.
         assert_eq!(table(out, "capacity_reached", row), 1.0, "{row}\n{what}");
@@ -70,10 +75,34 @@ fn ejabberd_breaks_at_its_descriptor_limit() {
         table(out, "capacity_connections", low),
     );
     assert!(ch >= 1.6 * cl, "{ch} vs {cl}\n{what}");
+    // One scheduler against two, logins costing the server ~8.5 ms each (SCRAM-stored
+    // passwords), 180 arriving per second for 20 s: one scheduler takes ~115/s and breaks, two
+    // take them all, using more than one core.
+    let (two, one) = (
+        "2/scram/1/262144/20000/os/180",
+        "1/scram/1/262144/20000/os/180",
+    );
+    assert_eq!(table(out, "capacity_reached", one), 1.0, "{what}");
+    let (c2, c1) = (
+        table(out, "capacity_connections", two),
+        table(out, "capacity_connections", one),
+    );
+    assert!(
+        c2 >= 2.0 * c1,
+        "2 schedulers {c2} users vs 1 scheduler {c1}\n{what}"
+    );
+    let (u2, u1) = (
+        table(out, "server_cpu_user_pct", two),
+        table(out, "server_cpu_user_pct", one),
+    );
+    assert!(
+        u2 > 120.0 && u2 > u1 + 20.0,
+        "2 schedulers {u2}% vs 1 scheduler {u1}% user CPU\n{what}"
+    );
     // Every node was stopped by its SIGTERM (a clean init:stop), none killed after the grace.
     assert_eq!(
         stderr.matches("exited 0 after SIGTERM").count(),
-        2,
+        4,
         "{what}"
     );
     let left = processes_mentioning(&out.display().to_string());

@@ -926,6 +926,8 @@ fn search_run(
     let mut intervals = Vec::new();
     let mut samples = Vec::new();
     let mut best: Option<(f64, BTreeMap<String, f64>, serde_json::Value)> = None;
+    // How each of the search's servers ended (one per broken probe, and the last one).
+    let mut stops: Vec<String> = Vec::new();
     let mut index = 0u32;
     let result = search_rate(rs, |rate| {
         if stop.load(Ordering::Relaxed) {
@@ -1012,12 +1014,22 @@ fn search_run(
             }
             std::thread::sleep(rs.pause);
         } else if let Some(s) = srv.take() {
-            s.stop();
+            let stopped = s.stop();
+            if progress {
+                eprintln!(
+                    "{tag}: probe {index}: server {stopped}; the next probe starts a fresh one"
+                );
+            }
+            stops.push(stopped);
         }
         Ok(held)
     });
     if let Some(s) = srv.take() {
-        s.stop();
+        let stopped = s.stop();
+        if progress {
+            eprintln!("{tag}: server {stopped}");
+        }
+        stops.push(stopped);
     }
     let r = result?;
     let (mut metrics, mut summary) = match best {
@@ -1033,6 +1045,7 @@ fn search_run(
     summary["probes"] = serde_json::Value::Array(probes);
     summary["capacity_rate"] = serde_json::json!(r.sustained);
     summary["broke_at"] = serde_json::json!(r.broke);
+    summary["server_stops"] = serde_json::json!(stops);
     if progress {
         match (r.sustained, r.broke) {
             (Some(g), Some(b)) => eprintln!("{tag}: sustains {g:.1}/s (broke at {b:.1}/s)"),

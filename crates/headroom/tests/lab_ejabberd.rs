@@ -12,32 +12,6 @@ fn table(out: &Path, metric: &str, row: &str) -> f64 {
     common::lab_cell(out, metric, row, "")
 }
 
-/// The live processes whose command line mentions `needle` (an Erlang VM started for this
-/// test's output directory, say).
-fn processes_mentioning(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        if pid == std::process::id().to_string() {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            found.push(format!("{pid}: {cmdline}"));
-        }
-    }
-    found
-}
-
 /// Seed 000's maximum users on Debian's ejabberd (`experiments/ejabberd.yaml --quick`): users
 /// of the study's mix arrive at 400/s and stay, against a node allowed 4,000 descriptors and one
 /// allowed 2,000. Each must break (logins time out once accept fails with EMFILE) just under its
@@ -105,6 +79,6 @@ fn ejabberd_breaks_at_its_descriptor_limit_and_one_scheduler_before_two() {
         4,
         "{what}"
     );
-    let left = processes_mentioning(&out.display().to_string());
+    let left = common::processes_mentioning(&out.display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
 }

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -13,14 +12,6 @@ use common::headroom;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// An output directory the servers' unprivileged processes (www-data) can traverse: a
-/// tempdir is 0700.
-fn shared_tempdir() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    tmp
 }
 
 /// The first column's mean of `metric` in the row `row` (levels joined by '/').
@@ -33,7 +24,7 @@ fn table(out: &Path, metric: &str, row: &str) -> f64 {
 /// 64 threads serves 64 at a time, its throughput stops there and queued clients time out.
 #[test]
 fn nginx_against_apache_shows_the_pool_limit() {
-    let tmp = shared_tempdir();
+    let tmp = common::shared_tempdir();
     let (stdout, stderr) = common::lab_quick("nginx-vs-apache.yaml", tmp.path(), 2);
     let out = tmp.path();
     let nginx = "nginx/1/0";
@@ -123,7 +114,7 @@ fn an_experiment_whose_server_is_missing_fails_at_once_naming_the_package() {
 /// limit are refused ("too many clients"): errors, and no more than 20 served at once.
 #[test]
 fn postgres_pool_against_max_connections() {
-    let tmp = shared_tempdir();
+    let tmp = common::shared_tempdir();
     let (stdout, stderr) = common::lab_quick("postgres.yaml", tmp.path(), 2);
     let out = tmp.path();
     let what = format!("{stdout}\n{stderr}");

@@ -321,3 +321,38 @@ pub fn lab_cell(out: &Path, metric: &str, row: &str, col: &str) -> f64 {
         .as_f64()
         .unwrap_or_else(|| panic!("{metric} {row} {col}: no value"))
 }
+
+/// An output directory the servers' unprivileged processes (www-data) can traverse: a
+/// tempdir is 0700.
+pub fn shared_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    tmp
+}
+
+/// The live processes whose command line mentions `needle` (an Erlang VM started for this
+/// test's output directory, say).
+pub fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if pid == std::process::id().to_string() {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}

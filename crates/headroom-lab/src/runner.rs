@@ -1097,6 +1097,8 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
             "server_cpu_sys_pct",
             "reason",
         ],
+        // A name with '/' is a path into the sample (the kernel's counters); its header is the
+        // last part.
         Curve::Samples => &[
             "probe",
             "t_s",
@@ -1105,6 +1107,24 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
             "rss_bytes",
             "fds",
             "threads",
+            "threads_running",
+            "threads_blocked",
+            "fds_max_process",
+            "fd_limit",
+            "machine/cpu_softirq_pct",
+            "kernel/listen_overflows",
+            "kernel/listen_drops",
+            "kernel/syncookies_sent",
+            "kernel/syn_drops",
+            "kernel/retransmits",
+            "kernel/resets_sent",
+            "kernel/estab_resets",
+            "kernel/tcp_inuse",
+            "kernel/tcp_orphan",
+            "kernel/tcp_time_wait",
+            "kernel/tcp_mem_pages",
+            "kernel/procs_running",
+            "kernel/procs_blocked",
             "run_ok",
         ],
     };
@@ -1113,7 +1133,7 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
         .iter()
         .map(|s| s.as_str())
         .chain(["repetition"])
-        .chain(cols.iter().copied())
+        .chain(cols.iter().map(|c| c.rsplit('/').next().unwrap_or(c)))
         .collect();
     out.push_str(&header.join(","));
     out.push('\n');
@@ -1155,7 +1175,12 @@ fn curve_csv(runs: &[RunRecord], factors: &[String], kind: Curve) -> String {
                     cells.push(r.status.is_ok().to_string());
                     continue;
                 }
-                cells.push(match &row[*c] {
+                let value = if c.contains('/') {
+                    row.pointer(&format!("/{c}"))
+                } else {
+                    row.get(*c)
+                };
+                cells.push(match value.unwrap_or(&serde_json::Value::Null) {
                     serde_json::Value::Null => String::new(),
                     serde_json::Value::String(s) => csv_field(s),
                     v => v.to_string(),
@@ -1308,12 +1333,20 @@ mod tests {
             samples,
         };
         let sample = |t: f64, sys: f64| json!({"t_s": t, "cpu_user_pct": 1.5, "cpu_sys_pct": sys, "rss_bytes": 4096, "fds": 7, "threads": 2, "machine": {}});
+        // A sample of this headroom: the threads' states, the descriptor limit and the kernel's
+        // counters too (a sample stored by an older one leaves their cells empty).
+        let mut full = sample(2.0, 61.0);
+        full["threads_running"] = json!(1);
+        full["threads_blocked"] = json!(0);
+        full["fds_max_process"] = json!(7);
+        full["fd_limit"] = json!(1024);
+        full["machine"]["cpu_softirq_pct"] = json!(2.5);
+        full["kernel"] = json!({"listen_overflows": 9, "listen_drops": 10, "syncookies_sent": 0,
+            "syn_drops": 0, "retransmits": 3, "resets_sent": 4, "estab_resets": 5, "tcp_inuse": 6,
+            "tcp_orphan": 0, "tcp_time_wait": 8, "tcp_mem_pages": 11, "procs_running": 2,
+            "procs_blocked": 0});
         let runs = [
-            run(
-                "poll",
-                RunStatus::Ok,
-                vec![sample(1.0, 60.0), sample(2.0, 61.0)],
-            ),
+            run("poll", RunStatus::Ok, vec![sample(1.0, 60.0), full]),
             run(
                 "epoll",
                 RunStatus::LoadFailed { reason: "x".into() },
@@ -1323,10 +1356,14 @@ mod tests {
         let csv = curve_csv(&runs, &["poller".to_string()], Curve::Samples);
         assert_eq!(
             csv,
-            "poller,repetition,probe,t_s,cpu_user_pct,cpu_sys_pct,rss_bytes,fds,threads,run_ok\n\
-             poll,1,,1.0,1.5,60.0,4096,7,2,true\n\
-             poll,1,,2.0,1.5,61.0,4096,7,2,true\n\
-             epoll,1,,1.0,1.5,3.0,4096,7,2,false\n"
+            "poller,repetition,probe,t_s,cpu_user_pct,cpu_sys_pct,rss_bytes,fds,threads,\
+             threads_running,threads_blocked,fds_max_process,fd_limit,cpu_softirq_pct,\
+             listen_overflows,listen_drops,syncookies_sent,syn_drops,retransmits,resets_sent,\
+             estab_resets,tcp_inuse,tcp_orphan,tcp_time_wait,tcp_mem_pages,procs_running,\
+             procs_blocked,run_ok\n\
+             poll,1,,1.0,1.5,60.0,4096,7,2,,,,,,,,,,,,,,,,,,,true\n\
+             poll,1,,2.0,1.5,61.0,4096,7,2,1,0,7,1024,2.5,9,10,0,0,3,4,5,6,0,8,11,2,0,true\n\
+             epoll,1,,1.0,1.5,3.0,4096,7,2,,,,,,,,,,,,,,,,,,,false\n"
         );
         // Intervals keep to the good runs.
         let iv = curve_csv(&runs, &["poller".to_string()], Curve::Intervals);

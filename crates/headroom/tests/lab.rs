@@ -123,6 +123,58 @@ fn an_interrupted_lab_resumes_where_it_stopped() {
     );
 }
 
+/// The server samples carry what says why a server stopped scaling (issue 31): a pool of one
+/// handler behind an accept queue of 4, started with a descriptor limit of 256, and 60
+/// keep-alive clients. `samples.csv` shows the server's descriptor limit, its threads by state,
+/// and the kernel's accept-queue overflows: the clients the handler does not take wait in a full
+/// queue and their SYNs are dropped.
+#[test]
+fn samples_show_the_descriptor_limit_threads_and_the_accept_queue_overflowing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = write_experiment(
+        tmp.path(),
+        "load: {users: [{count: 60}]}\nsessions: [{name: s, steps: [{loop: {count: 1000000, steps: [{request: GET /}]}}]}]\n",
+        r#"name: overflow
+server:
+  command: >-
+    ulimit -n 256;
+    exec {headroom} serve --listen 127.0.0.1:{port} --arch pool --handlers 1 --backlog 4
+  ready: {port: "127.0.0.1:{port}"}
+factors:
+  handlers: ["1"]
+load: {scenario: s.yaml, duration: 4s, timeout: 2s}
+warmup: 0s
+tables:
+  - {metric: throughput_rps, cols: [handlers]}
+"#,
+    );
+    let out = tmp.path().join("out");
+    let o = lab(&[exp.to_str().unwrap(), "--no-report"], &out);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let csv = std::fs::read_to_string(out.join("samples.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name}: {csv}"))
+    };
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() >= 3, "{csv}");
+    let num = |r: &[&str], name: &str| r[col(name)].parse::<f64>().unwrap_or(-1.0);
+    for r in &rows {
+        assert_eq!(num(r, "fd_limit"), 256.0, "{csv}");
+        assert!(num(r, "fds_max_process") >= 3.0, "{csv}");
+        // Every thread is counted in one state or another; none blocked on a disk.
+        assert!(num(r, "threads_running") >= 0.0 && num(r, "threads_running") <= num(r, "threads"));
+        assert!(num(r, "procs_running") >= 1.0, "{csv}");
+    }
+    let overflows: f64 = rows.iter().map(|r| num(r, "listen_overflows")).sum();
+    let drops: f64 = rows.iter().map(|r| num(r, "listen_drops")).sum();
+    assert!(overflows >= 1.0 && drops >= overflows, "{csv}");
+}
+
 #[test]
 fn failing_servers_are_reported_and_the_lab_goes_on() {
     let tmp = tempfile::tempdir().unwrap();

@@ -295,8 +295,43 @@ fn metrics(plan: &Plan, out: &RunOutcome, samples: &[Sample]) -> BTreeMap<String
         put("server_rss_max_mb", max(|s| s.rss_bytes) / (1 << 20) as f64);
         put("server_threads_max", max(|s| s.threads));
         put("server_fds_max", max(|s| s.fds));
+        for (name, v) in kernel_metrics(samples) {
+            put(name, v);
+        }
     }
     m
+}
+
+/// The figures of the samples' kernel side (issue 31): what says why a server stopped
+/// scaling. Counters are summed over the run (each sample holds its interval's increase; the
+/// first holds none), gauges are the highest seen, the softirq share is the mean.
+fn kernel_metrics(samples: &[Sample]) -> Vec<(&'static str, f64)> {
+    let sum = |f: fn(&Sample) -> u64| samples.iter().map(f).sum::<u64>() as f64;
+    let max = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0) as f64;
+    let mut out = vec![
+        ("server_fd_limit", max(|s| s.fd_limit)),
+        ("server_threads_running_max", max(|s| s.threads_running)),
+        ("server_threads_blocked_max", max(|s| s.threads_blocked)),
+        (
+            "kernel_listen_overflows",
+            sum(|s| s.kernel.listen_overflows),
+        ),
+        ("kernel_listen_drops", sum(|s| s.kernel.listen_drops)),
+        ("kernel_syncookies_sent", sum(|s| s.kernel.syncookies_sent)),
+        ("kernel_syn_drops", sum(|s| s.kernel.syn_drops)),
+        ("kernel_retransmits", sum(|s| s.kernel.retransmits)),
+        ("kernel_resets_sent", sum(|s| s.kernel.resets_sent)),
+        ("kernel_estab_resets", sum(|s| s.kernel.estab_resets)),
+        ("kernel_tcp_orphan_max", max(|s| s.kernel.tcp_orphan)),
+        ("kernel_tcp_time_wait_max", max(|s| s.kernel.tcp_time_wait)),
+        ("kernel_procs_running_max", max(|s| s.kernel.procs_running)),
+    ];
+    if samples.len() >= 2 {
+        let n = (samples.len() - 1) as f64;
+        let softirq: f64 = samples[1..].iter().map(|s| s.machine.cpu_softirq_pct).sum();
+        out.push(("machine_cpu_softirq_pct", softirq / n));
+    }
+    out
 }
 
 /// A scraped series key as part of a figure name: `prom_` + its name and label values, with
@@ -1315,6 +1350,41 @@ mod tests {
         let (r, seen) = against(137.0, &spec(10.0, 1000.0, 0.001, 6));
         assert_eq!(seen.len(), 6);
         assert_eq!((r.sustained, r.broke), (Some(120.0), Some(160.0)));
+    }
+
+    #[test]
+    fn kernel_figures_sum_counters_and_keep_the_highest_gauges() {
+        use headroom_monitor::Sample;
+        let at = |overflows: u64, tw: u64, limit: u64, softirq: f64| {
+            let mut s = Sample::default();
+            s.kernel.listen_overflows = overflows;
+            s.kernel.listen_drops = overflows + 1;
+            s.kernel.tcp_time_wait = tw;
+            s.fd_limit = limit;
+            s.threads_running = overflows;
+            s.machine.cpu_softirq_pct = softirq;
+            s
+        };
+        let m: std::collections::BTreeMap<&str, f64> = super::kernel_metrics(&[
+            at(0, 5, 1024, 99.0),
+            at(3, 9, 1024, 10.0),
+            at(4, 2, 1024, 20.0),
+        ])
+        .into_iter()
+        .collect();
+        assert_eq!(m["kernel_listen_overflows"], 7.0);
+        assert_eq!(m["kernel_listen_drops"], 10.0);
+        assert_eq!(m["kernel_tcp_time_wait_max"], 9.0);
+        assert_eq!(m["server_fd_limit"], 1024.0);
+        assert_eq!(m["server_threads_running_max"], 4.0);
+        // The first sample's share covers no interval.
+        assert_eq!(m["machine_cpu_softirq_pct"], 15.0);
+        assert_eq!(m["kernel_resets_sent"], 0.0);
+        // One sample: no interval, no softirq share; nothing: zeros, no panic.
+        assert!(!super::kernel_metrics(&[at(1, 1, 1, 1.0)])
+            .iter()
+            .any(|(k, _)| *k == "machine_cpu_softirq_pct"));
+        assert!(super::kernel_metrics(&[]).iter().all(|(_, v)| *v == 0.0));
     }
 
     #[test]

@@ -145,7 +145,8 @@ factors:
 load: {scenario: s.yaml, duration: 4s, timeout: 2s}
 warmup: 0s
 tables:
-  - {metric: throughput_rps, cols: [handlers]}
+  - {metric: kernel_listen_overflows, cols: [handlers]}
+  - {metric: server_fd_limit, cols: [handlers]}
 "#,
     );
     let out = tmp.path().join("out");
@@ -173,6 +174,10 @@ tables:
     let overflows: f64 = rows.iter().map(|r| num(r, "listen_overflows")).sum();
     let drops: f64 = rows.iter().map(|r| num(r, "listen_drops")).sum();
     assert!(overflows >= 1.0 && drops >= overflows, "{csv}");
+    // The same as a table's figures: the run's overflows summed, the limit.
+    let cell = |metric: &str| common::lab_cell(&out, metric, "", "1");
+    assert_eq!(cell("kernel_listen_overflows"), overflows, "{stdout}");
+    assert_eq!(cell("server_fd_limit"), 256.0, "{stdout}");
 }
 
 #[test]

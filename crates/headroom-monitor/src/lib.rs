@@ -419,11 +419,7 @@ impl Sampler {
         let read = |p: &str| fs::read_to_string(p).unwrap_or_default();
         let now = tcp_counters(&read("/proc/net/netstat"), &read("/proc/net/snmp"));
         if let Some(prev) = self.prev_tcp {
-            let d: Vec<u64> = now
-                .iter()
-                .zip(prev)
-                .map(|(a, b)| a.saturating_sub(b))
-                .collect();
+            let d: [u64; TCP_COUNTERS] = std::array::from_fn(|i| now[i].saturating_sub(prev[i]));
             k.listen_overflows = d[0];
             k.listen_drops = d[1];
             k.syncookies_sent = d[2];

@@ -154,20 +154,19 @@ tables:
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     let csv = std::fs::read_to_string(out.join("samples.csv")).unwrap();
-    let mut lines = csv.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| {
-        head.iter()
-            .position(|h| *h == name)
-            .unwrap_or_else(|| panic!("no column {name}: {csv}"))
-    };
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let rows = common::csv_records(&csv);
     assert!(rows.len() >= 3, "{csv}");
-    let num = |r: &[&str], name: &str| r[col(name)].parse::<f64>().unwrap_or(-1.0);
+    let num = |r: &std::collections::BTreeMap<String, String>, name: &str| {
+        r.get(name)
+            .unwrap_or_else(|| panic!("no column {name}: {csv}"))
+            .parse::<f64>()
+            .unwrap_or(-1.0)
+    };
     for r in &rows {
         assert_eq!(num(r, "fd_limit"), 256.0, "{csv}");
         assert!(num(r, "fds_max_process") >= 3.0, "{csv}");
-        // Every thread is counted in one state or another; none blocked on a disk.
+        // The running threads are some of the server's threads; the machine's run queue holds
+        // at least the sampler.
         assert!(num(r, "threads_running") >= 0.0 && num(r, "threads_running") <= num(r, "threads"));
         assert!(num(r, "procs_running") >= 1.0, "{csv}");
     }
@@ -267,26 +266,15 @@ fn io_bound_quick_finds_each_break_and_the_duration_curve() {
     let tmp = tempfile::tempdir().unwrap();
     common::lab_quick("io-bound.yaml", tmp.path(), 4);
     let curve = std::fs::read_to_string(tmp.path().join("rate-curve.csv")).unwrap();
-    let mut lines = curve.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
-    let (pool, runtime, rate, ok, of_mean) = (
-        col("pool"),
-        col("runtime"),
-        col("rate"),
-        col("ok"),
-        col("of_mean_ms"),
-    );
     // Per configuration: its probes in order.
     let mut runs: std::collections::BTreeMap<String, Vec<(f64, bool, f64)>> = Default::default();
-    for l in lines {
-        let f: Vec<&str> = l.split(',').collect();
-        runs.entry(format!("{}/{}", f[pool], f[runtime]))
+    for r in common::csv_records(&curve) {
+        runs.entry(format!("{}/{}", r["pool"], r["runtime"]))
             .or_default()
             .push((
-                f[rate].parse().unwrap(),
-                f[ok] == "true",
-                f[of_mean].parse().unwrap_or(0.0),
+                r["rate"].parse().unwrap(),
+                r["ok"] == "true",
+                r["of_mean_ms"].parse().unwrap_or(0.0),
             ));
     }
     assert_eq!(runs.len(), 4, "{curve}");

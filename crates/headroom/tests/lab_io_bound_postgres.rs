@@ -21,30 +21,17 @@ fn io_bound_postgres_quick_breaks_on_the_cores_not_the_pool() {
     let (stdout, stderr) = common::lab_quick("io-bound-postgres.yaml", out, 4);
     let what = format!("{stdout}\n{stderr}");
     let curve = std::fs::read_to_string(out.join("rate-curve.csv")).unwrap();
-    let mut lines = curve.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
-    let (pool, runtime, rate, ok, of_mean, user, sys) = (
-        col("pool"),
-        col("runtime"),
-        col("rate"),
-        col("ok"),
-        col("of_mean_ms"),
-        col("server_cpu_user_pct"),
-        col("server_cpu_sys_pct"),
-    );
     // Per configuration (runtime, pool): its probes in order.
     let mut runs: std::collections::BTreeMap<(String, String), Vec<Probe>> = Default::default();
-    for l in lines {
-        let f: Vec<&str> = l.split(',').collect();
-        let num = |i: usize| f[i].parse::<f64>().unwrap_or(0.0);
-        runs.entry((f[runtime].to_string(), f[pool].to_string()))
+    for r in common::csv_records(&curve) {
+        let num = |name: &str| r[name].parse::<f64>().unwrap_or(0.0);
+        runs.entry((r["runtime"].clone(), r["pool"].clone()))
             .or_default()
             .push((
-                num(rate),
-                f[ok] == "true",
-                num(of_mean),
-                num(user) + num(sys),
+                num("rate"),
+                r["ok"] == "true",
+                num("of_mean_ms"),
+                num("server_cpu_user_pct") + num("server_cpu_sys_pct"),
             ));
     }
     assert_eq!(runs.len(), 4, "{curve}");

@@ -356,3 +356,18 @@ pub fn processes_mentioning(needle: &str) -> Vec<String> {
     }
     found
 }
+
+/// The rows of a CSV the lab writes (`samples.csv`, `rate-curve.csv`: no quoted commas in the
+/// tests' factors), each as a map from its header's names to its cells.
+pub fn csv_records(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    lines
+        .map(|l| {
+            head.iter()
+                .map(|h| h.to_string())
+                .zip(l.split(',').map(str::to_string))
+                .collect()
+        })
+        .collect()
+}

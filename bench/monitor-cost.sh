@@ -3,7 +3,8 @@
 # sampler's own CPU per sample of (1) `headroom serve --arch pool --handlers 2000`, 2,000
 # threads, and (2) `headroom serve --arch reactor` holding N idle keep-alive connections (N
 # descriptors), each read whole as the lab reads it (the tree's CPU, memory, threads by state,
-# descriptors and their limit, the machine's CPU and the kernel's TCP counters), SAMPLES times
+# descriptors and their limit, the busiest thread, the machine's CPU, the kernel's TCP counters
+# and the listener's accept queue), SAMPLES times
 # back to back. Prints ms of CPU per sample and that in percent of a core at 1 sample/s.
 #   bash bench/monitor-cost.sh            N=10000 SAMPLES=200
 # Needs: cargo build --release -p headroom --example sample_cost -p headroom-monitor
@@ -21,7 +22,7 @@ bench_init monitor-cost "server,processes_threads_fds,ms_cpu_per_sample,pct_core
 
 run_one() {
     local label=$1 pid=$2 line
-    line=$("$COST" "$pid" "$SAMPLES") || die "$label: sample_cost failed"
+    line=$("$COST" "$pid" "$SAMPLES" "$PORT") || die "$label: sample_cost failed"
     echo "$label: $line" | tee -a "$OUT/monitor-cost.txt"
     local ms pct
     ms=$(sed -n 's/.*samples: \([0-9.]*\) ms CPU.*/\1/p' <<<"$line")
@@ -34,7 +35,7 @@ run_one() {
     echo "$HEADROOM serve --arch pool --handlers 2000 --listen 127.0.0.1:PORT"
     echo "$HEADROOM serve --arch reactor --listen 127.0.0.1:PORT --backlog 4096"
     echo "$HEADROOM run http://127.0.0.1:PORT/ -c $N --think 1h -d 120s --connect-timeout 10s -q"
-    echo "$COST PID $SAMPLES   (against each server)"
+    echo "$COST PID $SAMPLES PORT   (against each server)"
 } >"$OUT/monitor-cost.commands"
 PORT=$(free_port)
 "$HEADROOM" serve --arch pool --handlers 2000 --listen "127.0.0.1:$PORT" >"$WORK/pool.log" 2>&1 &

@@ -33,7 +33,7 @@
 //!   bytes latency = 1; bytes latency_uncorrected = 2; bytes connect = 3; bytes sessions = 4;
 //!   CountersMsg counters = 5; repeated NameStatsMsg names = 6; repeated uint64 matches = 7;
 //!   bytes tls = 8; bytes served = 9;
-//!   repeated NegotiatedMsg negotiated = 10; uint64 negotiated_other = 11;
+//!   repeated NegotiatedMsg negotiated = 10; uint64 negotiated_other = 11; bytes lag = 12;
 //! }
 //! // What TLS handshakes agreed on (headroom_metrics::Negotiated) and how many did.
 //! message NegotiatedMsg {
@@ -48,7 +48,8 @@
 //!   uint64 sessions_completed = 14; uint64 sessions_aborted = 15; uint64 users_dropped = 16;
 //!   repeated uint64 proto = 17; repeated uint64 status_codes = 18;
 //!   uint64 tcp_connected_open = 19; uint64 tcp_connected_peak = 20; uint64 idle_closed = 21;
-//!   uint64 reconnects = 22;
+//!   uint64 reconnects = 22; uint64 worker_cpu_us = 23; uint64 worker_intervals = 24;
+//!   uint64 worker_busy_intervals = 25; uint64 worker_wait_us = 26;
 //! }
 //! message NameStatsMsg { uint64 count = 1; uint64 errors = 2; bytes latency = 3; }
 //! ```
@@ -191,6 +192,8 @@ pub struct RecorderMsg {
     pub negotiated: Vec<NegotiatedMsg>,
     #[prost(uint64, tag = "11")]
     pub negotiated_other: u64,
+    #[prost(bytes = "vec", tag = "12")]
+    pub lag: Vec<u8>,
 }
 
 /// [`headroom_metrics::Negotiated`] and its count; the codes are 16-bit values on the wire's
@@ -260,6 +263,14 @@ pub struct CountersMsg {
     pub idle_closed: u64,
     #[prost(uint64, tag = "22")]
     pub reconnects: u64,
+    #[prost(uint64, tag = "23")]
+    pub worker_cpu_us: u64,
+    #[prost(uint64, tag = "24")]
+    pub worker_intervals: u64,
+    #[prost(uint64, tag = "25")]
+    pub worker_busy_intervals: u64,
+    #[prost(uint64, tag = "26")]
+    pub worker_wait_us: u64,
 }
 
 #[derive(Clone, PartialEq, ::prost::Message)]

@@ -113,6 +113,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         tls,
         sessions,
         served,
+        lag,
         counters,
         negotiated,
         names,
@@ -141,6 +142,10 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         sessions_aborted,
         users_dropped,
         proto,
+        worker_cpu_us,
+        worker_wait_us,
+        worker_intervals,
+        worker_busy_intervals,
     } = *counters;
     let mut s = V2Serializer::new();
     RecorderMsg {
@@ -150,6 +155,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         tls: encode_histogram(&mut s, tls),
         sessions: encode_histogram(&mut s, sessions),
         served: encode_histogram(&mut s, served),
+        lag: encode_histogram(&mut s, lag),
         counters: Some(CountersMsg {
             requests,
             responses,
@@ -173,6 +179,10 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
             tcp_connected_peak,
             idle_closed,
             reconnects,
+            worker_cpu_us,
+            worker_intervals,
+            worker_busy_intervals,
+            worker_wait_us,
         }),
         names: names
             .iter()
@@ -283,6 +293,10 @@ pub fn decode_recorder(m: &RecorderMsg) -> Result<Recorder, WireError> {
         sessions_aborted: c.sessions_aborted,
         users_dropped: c.users_dropped,
         proto: array::<{ ProtoCounter::COUNT }>("proto", &c.proto)?,
+        worker_cpu_us: c.worker_cpu_us,
+        worker_wait_us: c.worker_wait_us,
+        worker_intervals: c.worker_intervals,
+        worker_busy_intervals: c.worker_busy_intervals,
     };
     let mut d = Deserializer::new();
     let mut names = Vec::with_capacity(m.names.len());
@@ -302,6 +316,7 @@ pub fn decode_recorder(m: &RecorderMsg) -> Result<Recorder, WireError> {
         tls: decode_histogram(&mut d, &m.tls, || "tls".into())?,
         sessions: decode_histogram(&mut d, &m.sessions, || "sessions".into())?,
         served: decode_histogram(&mut d, &m.served, || "served".into())?,
+        lag: decode_histogram(&mut d, &m.lag, || "lag".into())?,
         counters,
         negotiated: decode_negotiated(m)?,
         names,

@@ -60,6 +60,18 @@ pub struct IntervalLine {
     pub users_finished: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// The generator's workers' CPU, mean percent of one core per worker, and how many of
+    /// them used at least 90% of a core in the interval (absent from older files, read as 0).
+    #[serde(default)]
+    pub generator_cpu_pct: f64,
+    #[serde(default)]
+    pub generator_busy_workers: u64,
+    /// How long the workers waited runnable for a CPU, mean percent of the interval each.
+    #[serde(default)]
+    pub generator_wait_pct: f64,
+    /// How late timers and arrivals were handled in the interval (µs).
+    #[serde(default)]
+    pub lag_us: IntervalLatency,
     /// Scenario runs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<IntervalScenario>,
@@ -119,4 +131,36 @@ pub struct ServerFigures {
     pub threads: u64,
     pub fds: u64,
     pub processes: u32,
+    /// Threads running or runnable at the sample, and blocked (D).
+    #[serde(default)]
+    pub threads_running: u64,
+    #[serde(default)]
+    pub threads_blocked: u64,
+    /// The process with the most descriptors: how many, and its soft RLIMIT_NOFILE.
+    #[serde(default)]
+    pub fds_max_process: u64,
+    #[serde(default)]
+    pub fd_limit: u64,
+    /// The machine's CPU (percent of all cores) and memory available.
+    #[serde(default)]
+    pub machine_cpu_user_pct: f64,
+    #[serde(default)]
+    pub machine_cpu_sys_pct: f64,
+    #[serde(default)]
+    pub machine_mem_available_bytes: u64,
+    /// The kernel's TCP counters over the interval (network namespace-wide): connections a
+    /// full accept queue dropped, SYNs dropped, segments retransmitted, resets sent; and
+    /// sockets in TIME_WAIT, the run queue at the sample.
+    #[serde(default)]
+    pub listen_overflows: u64,
+    #[serde(default)]
+    pub syn_drops: u64,
+    #[serde(default)]
+    pub retransmits: u64,
+    #[serde(default)]
+    pub resets_sent: u64,
+    #[serde(default)]
+    pub tcp_time_wait: u64,
+    #[serde(default)]
+    pub procs_running: u64,
 }

@@ -123,6 +123,60 @@ pub struct RunSummary {
     /// True when every threshold held; present with `thresholds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds_ok: Option<bool>,
+    /// The generator's self-check: its workers' CPU, how late it sent, what it could not
+    /// start, and whether it (not the server) was the run's limit.
+    #[serde(default)]
+    pub generator: GeneratorSection,
+    /// Why the server stopped scaling, or that nothing did, with the figures that say so
+    /// (docs/verdicts.md); `null` in files of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// The generator's self-check (summary.json's `generator`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct GeneratorSection {
+    /// Worker threads, over every agent.
+    pub workers: u64,
+    /// The workers' CPU (user and system), mean percent of one core per worker.
+    pub worker_cpu_pct: f64,
+    /// How long the workers waited runnable for a CPU (the scheduler's run delay), mean percent
+    /// of the run per worker: a machine too busy to run the generator when it had work.
+    pub worker_wait_pct: f64,
+    /// Of the worker-intervals, the percentage in which the worker ran or waited to run at
+    /// least 90% of the time: near 100, the generator never idled and its figures measure
+    /// itself.
+    pub busy_intervals_pct: f64,
+    /// How late the generator handled each timer (a send after think time or at a rate, a
+    /// session's next step) and each arrival against its intended instant, in µs.
+    pub lag_us: Latency,
+    /// Arrivals not started because a phase's `max_users` were alive.
+    pub arrivals_dropped: u64,
+    /// Connection attempts that failed for want of a local port or descriptor.
+    pub local_resource_errors: u64,
+    /// Why the generator, not the server, was the limit: one line each. Empty when it was not.
+    pub limits: Vec<String>,
+}
+
+/// Why the server stopped scaling (summary.json's `verdict`, a lab's verdict column).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct Verdict {
+    /// `cpu_user`, `cpu_kernel`, `pool_exhausted`, `backlog_overflow`, `descriptor_limit`,
+    /// `memory`, `network`, `client_bound`, `no_limit`, `mixed` (two or more held at once:
+    /// `candidates`) or `unknown` (the server was not sampled).
+    pub name: String,
+    /// One sentence with its figures.
+    pub says: String,
+    /// With `mixed`: the verdicts whose evidence held, strongest first.
+    pub candidates: Vec<String>,
+    /// The figures the rules read, by name (docs/verdicts.md).
+    pub evidence: BTreeMap<String, f64>,
 }
 
 /// Figures of a latency histogram in microseconds (mean and stdev rounded to 0.1 µs; all 0 when

@@ -142,10 +142,12 @@ fn scrape_into(src: &Option<PromSource>, r: &mut Readings) {
     r.prom.push(m);
 }
 
-/// Samples `pid`'s tree (and scrapes `prom`) every `every` on its own thread, from `start`
-/// (the load's start; now when `None`) until `stop` is set (or the process exits).
+/// Samples `pid`'s tree (the accept queue of its listener on `port`, and scrapes `prom`) every
+/// `every` on its own thread, from `start` (the load's start; now when `None`) until `stop` is
+/// set (or the process exits).
 fn sample_in_background(
     pid: u32,
+    port: Option<u16>,
     every: Duration,
     stop: Arc<AtomicBool>,
     prom: Option<PromSource>,
@@ -163,6 +165,9 @@ fn sample_in_background(
             }
         }
         let mut s = Sampler::new(pid);
+        if let Some(p) = port {
+            s = s.listen_port(p);
+        }
         let mut r = Readings::default();
         while let Ok(x) = s.sample() {
             r.samples.push(x);
@@ -188,22 +193,39 @@ fn sample_in_background(
 struct SamplerSink {
     done: Arc<AtomicBool>,
     thread: Option<JoinHandle<Readings>>,
+    /// What the thread read, once it ended (`server_samples` ends it for the verdict).
+    readings: Option<Readings>,
 }
 
 impl SamplerSink {
     fn start(
         pid: u32,
+        port: Option<u16>,
         every: Duration,
         prom: Option<PromSource>,
         start: Option<SystemTime>,
     ) -> SamplerSink {
         let done = Arc::new(AtomicBool::new(false));
-        let thread = Some(sample_in_background(pid, every, done.clone(), prom, start));
-        SamplerSink { done, thread }
+        let thread = Some(sample_in_background(
+            pid,
+            port,
+            every,
+            done.clone(),
+            prom,
+            start,
+        ));
+        SamplerSink {
+            done,
+            thread,
+            readings: None,
+        }
     }
 
     /// Stops the sampling and returns what it read.
     fn end(&mut self) -> Readings {
+        if let Some(r) = self.readings.take() {
+            return r;
+        }
         self.done.store(true, Ordering::Relaxed);
         self.thread
             .take()
@@ -222,6 +244,13 @@ impl Sink for SamplerSink {
     }
     fn wants_line(&self) -> bool {
         false
+    }
+    /// The run's samples for its verdict (the first, without rates, left out).
+    fn server_samples(&mut self) -> Option<Vec<Sample>> {
+        let r = self.end();
+        let rated = r.samples.get(1..).unwrap_or(&[]).to_vec();
+        self.readings = Some(r);
+        Some(rated)
     }
 }
 
@@ -296,7 +325,9 @@ pub(crate) fn measure(
             .map_err(|e| dir_error = Some(e.to_string()))
             .ok()
     });
-    let mut sampler = SamplerSink::start(srv.pid(), plan.interval, prom, start);
+    // The server's accept queue, when the load goes to this machine's loopback.
+    let port = plan.target.ip().is_loopback().then_some(plan.target.port());
+    let mut sampler = SamplerSink::start(srv.pid(), port, plan.interval, prom, start);
     let mut kept = KeptLines::default();
     let finished = {
         let mut sinks: Vec<&mut dyn Sink> = vec![&mut sampler, &mut kept];

@@ -457,7 +457,7 @@ pub fn search_rate(
 }
 
 /// Whether a probe kept the SLO; the reason when it did not.
-fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch, rate: f64) -> Result<(), String> {
+fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch) -> Result<(), String> {
     let t = &out.total;
     let c = &t.counters;
     let attempts = (c.responses + c.errors_total()).max(1);
@@ -475,13 +475,14 @@ fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch, rate: f64) -> Result<()
             c.users_dropped, rs.max_users
         ));
     }
-    // A generator that cannot start users fast enough is no server limit, but the probe did
-    // not offer its rate either.
-    let offered = rate * out.elapsed.as_secs_f64();
-    if client_bound(c.users_started, offered) {
+    // A generator that was the limit (flat out, sending late, short of the users it meant to
+    // start) is no server limit, but the probe did not offer its rate either: the rule of
+    // every run's `generator.limits`.
+    let g = headroom_run::verdict::generator_of(plan, out);
+    if !g.limits.is_empty() {
         return Err(format!(
-            "the load generator started {} of {offered:.0} sessions (client-bound)",
-            c.users_started
+            "the load generator was the limit (client-bound): {}",
+            g.limits.join("; ")
         ));
     }
     let (what, hist) = match &rs.slo.of {
@@ -519,14 +520,6 @@ fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch, rate: f64) -> Result<()
         }
     }
     Ok(())
-}
-
-/// Whether `started` arrivals fall short of the `offered` mean by more than chance explains:
-/// under 80% of it and more than 4 standard deviations (√offered, Poisson) below it. A probe of
-/// 48 sessions at 8/s then fails only below 20, where 0.8 × 48 alone would fail 8% of honest
-/// probes.
-fn client_bound(started: u64, offered: f64) -> bool {
-    (started as f64) < (0.8 * offered).min(offered - 4.0 * offered.sqrt())
 }
 
 /// Index of transaction `name` among the workload's names.
@@ -1030,7 +1023,7 @@ fn search_run(
                 if let (Some(e), true) = (&m.dir_error, progress) {
                     eprintln!("{tag}: probe {index}: warning: run directory: {e}");
                 }
-                (judge(&plan, out, rs, rate), mx, summary)
+                (judge(&plan, out, rs), mx, summary)
             }
         };
         if progress {
@@ -1306,18 +1299,6 @@ mod tests {
         })
         .unwrap_or_else(|_| panic!("no abort"));
         (r, seen)
-    }
-
-    #[test]
-    fn client_bound_only_beyond_chance() {
-        use super::client_bound;
-        // Small probes: Poisson noise is large, so only a gross shortfall counts.
-        assert!(!client_bound(39, 48.0) && !client_bound(21, 48.0));
-        assert!(client_bound(19, 48.0));
-        assert!(!client_bound(0, 10.0), "too few to judge");
-        // Large probes: 80% is the line.
-        assert!(!client_bound(8_100, 10_000.0));
-        assert!(client_bound(7_900, 10_000.0));
     }
 
     #[test]

@@ -78,7 +78,20 @@ pub struct Counters {
     pub users_dropped: u64,
     /// Protocol counters by [`ProtoCounter::index`] (XMPP stanzas, SQL statements, frames).
     pub proto: [u64; ProtoCounter::COUNT],
+    /// The generator's own CPU: microseconds of CPU its worker threads used (user and system),
+    /// microseconds they waited runnable for a CPU (the scheduler's run delay: a machine too
+    /// busy to run them), the worker-intervals reported, and those in which the worker was
+    /// running or waiting to run at least [`BUSY_WORKER_PCT`] of the time (a worker that busy
+    /// is the run's limit, not the server).
+    pub worker_cpu_us: u64,
+    pub worker_wait_us: u64,
+    pub worker_intervals: u64,
+    pub worker_busy_intervals: u64,
 }
+
+/// A worker that used this much of a core over an interval counts it as busy
+/// ([`Counters::worker_busy_intervals`]).
+pub const BUSY_WORKER_PCT: f64 = 90.0;
 
 impl Default for Counters {
     fn default() -> Self {
@@ -105,6 +118,10 @@ impl Default for Counters {
             sessions_aborted: 0,
             users_dropped: 0,
             proto: [0; ProtoCounter::COUNT],
+            worker_cpu_us: 0,
+            worker_wait_us: 0,
+            worker_intervals: 0,
+            worker_busy_intervals: 0,
         }
     }
 }
@@ -144,6 +161,10 @@ impl Counters {
         for (a, b) in self.proto.iter_mut().zip(o.proto.iter()) {
             *a += b;
         }
+        self.worker_cpu_us += o.worker_cpu_us;
+        self.worker_wait_us += o.worker_wait_us;
+        self.worker_intervals += o.worker_intervals;
+        self.worker_busy_intervals += o.worker_busy_intervals;
     }
 
     #[inline]
@@ -391,6 +412,12 @@ pub struct Recorder {
     /// ServerHello, the first reply, a stream header): the wait in the server's accept queue
     /// plus its first answer. A connection closed before any byte is not recorded.
     pub served: Histogram<u64>,
+    /// How late the generator acted against the instants it meant to: each timer that fired
+    /// (a send after think time or at a rate, a session's next step) and each arrival, from
+    /// its intended instant to the loop turn that handled it. A busy or starved generator
+    /// shows here first: its sends go out late, and the load it offered is not the one asked.
+    /// Zero for timers fired early (within the timer slack).
+    pub lag: Histogram<u64>,
     pub counters: Counters,
     /// What the TLS handshakes agreed on (empty without TLS).
     pub negotiated: NegotiatedSet,
@@ -436,6 +463,7 @@ impl Recorder {
             tls: new_histogram(),
             sessions: new_histogram(),
             served: new_histogram(),
+            lag: new_histogram(),
             counters: Counters::default(),
             negotiated: NegotiatedSet::default(),
             names: Vec::new(),
@@ -494,6 +522,12 @@ impl Recorder {
         self.served.saturating_record(us.max(1));
     }
 
+    /// Record how late (microseconds) a timer or an arrival was handled.
+    #[inline]
+    pub fn record_lag(&mut self, us: u64) {
+        self.lag.saturating_record(us);
+    }
+
     /// Merge `other` into `self` exactly.
     pub fn add(&mut self, other: &Recorder) {
         // Same bounds on both sides, so `add` cannot fail; saturate defensively anyway.
@@ -503,6 +537,7 @@ impl Recorder {
         let _ = self.tls.add(&other.tls);
         let _ = self.sessions.add(&other.sessions);
         let _ = self.served.add(&other.served);
+        let _ = self.lag.add(&other.lag);
         self.counters.add(&other.counters);
         self.negotiated.add(&other.negotiated);
         self.ensure_names(other.names.len(), other.matches.len());
@@ -524,6 +559,7 @@ impl Recorder {
         self.tls.reset();
         self.sessions.reset();
         self.served.reset();
+        self.lag.reset();
         self.counters = Counters::default();
         self.negotiated = NegotiatedSet::default();
         for n in &mut self.names {

@@ -1,5 +1,6 @@
-//! What one sample of a server costs the sampler: `sample_cost PID [SAMPLES]` samples the tree of
-//! PID back to back (default 200 times) and prints the sampler's own CPU time per sample and
+//! What one sample of a server costs the sampler: `sample_cost PID [SAMPLES [PORT]]` samples the
+//! tree of PID (and the accept queue of its listener on PORT) back to back (default 200 times)
+//! and prints the sampler's own CPU time per sample and
 //! what that is, in percent of one core, at one sample a second (the lab's default interval).
 //! bench/monitor-cost.sh runs it against servers with many threads and many connections.
 
@@ -16,7 +17,7 @@ fn cpu_seconds() -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(pid) = args.get(1).and_then(|p| p.parse::<u32>().ok()) else {
-        eprintln!("usage: sample_cost PID [SAMPLES]");
+        eprintln!("usage: sample_cost PID [SAMPLES [PORT]]");
         std::process::exit(2);
     };
     let n: u32 = match args.get(2).map(|v| v.parse()) {
@@ -28,6 +29,14 @@ fn main() {
         }
     };
     let mut s = headroom_monitor::Sampler::new(pid);
+    match args.get(3).map(|v| v.parse::<u16>()) {
+        None => {}
+        Some(Ok(port)) => s = s.listen_port(port),
+        Some(Err(_)) => {
+            eprintln!("sample_cost: PORT must be 1-65535");
+            std::process::exit(2);
+        }
+    }
     let first = match s.sample() {
         Ok(x) => x,
         Err(e) => {

@@ -11,6 +11,7 @@
 //! and were reaped). Summed over the live tree this counts each CPU second once: a child's time
 //! moves into its parent's `cutime` only after it is gone from the tree.
 
+pub mod listen;
 pub mod prom;
 
 use std::collections::HashMap;
@@ -50,10 +51,21 @@ pub struct Sample {
     /// 2,000-thread pool stays cheap).
     pub threads_running: u64,
     pub threads_blocked: u64,
+    /// The busiest thread's CPU over the interval, percent of one core (among the threads read
+    /// for their states; 0 in the first sample). An event loop at 100% is the server's limit
+    /// however idle its other threads are; a thread's state at one instant says less (a loop
+    /// busy 98% of the time sleeps in epoll_wait between bursts).
+    pub busiest_thread_cpu_pct: f64,
     /// The process holding the most descriptors: how many, and its soft RLIMIT_NOFILE (0 when
     /// unreadable). A server at its limit fails every accept with EMFILE.
     pub fds_max_process: u64,
     pub fd_limit: u64,
+    /// With a listening port ([`Sampler::listen_port`]): connections in its accept queue at
+    /// the sample (completed by the kernel, not accepted by the server yet), its backlog, and
+    /// the listening sockets found (0: none, or no port given).
+    pub accept_queue: u64,
+    pub accept_backlog: u64,
+    pub listeners: u32,
     pub machine: Machine,
     /// The kernel's side: TCP counters and the run queue.
     pub kernel: Kernel,
@@ -69,6 +81,8 @@ pub struct Machine {
     pub mem_available_bytes: u64,
     /// Of `cpu_sys_pct`: time in softirq (network receive and transmit processing, mostly).
     pub cpu_softirq_pct: f64,
+    /// The machine's CPUs (the `cpuN` lines of /proc/stat), whatever this process's affinity.
+    pub cores: u32,
 }
 
 /// The kernel's TCP counters and scheduler queue at one sample. The TCP figures are the
@@ -183,9 +197,10 @@ fn open_fds(pid: i32) -> Option<u64> {
 /// At most this many threads' states are read per sample (see [`Sample::threads_running`]).
 const THREAD_STATES_READ: u64 = 256;
 
-/// One process's threads by state: (running or runnable, blocked uninterruptibly), reading
+/// One process's threads by state: (running or runnable, blocked uninterruptibly), with each
+/// thread read's CPU ticks (user + system) into `cpu`, reading
 /// every `stride`-th thread and counting it `stride` times.
-fn thread_states(pid: i32, stride: u64) -> (u64, u64) {
+fn thread_states(pid: i32, stride: u64, cpu: &mut HashMap<i32, u64>) -> (u64, u64) {
     let (mut running, mut blocked) = (0, 0);
     let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return (0, 0);
@@ -194,10 +209,16 @@ fn thread_states(pid: i32, stride: u64) -> (u64, u64) {
         let Ok(text) = fs::read_to_string(t.path().join("stat")) else {
             continue; // the thread ended between the listing and the read
         };
-        match text.rfind(')').and_then(|i| text.as_bytes().get(i + 2)) {
-            Some(b'R') => running += stride,
-            Some(b'D') => blocked += stride,
+        let Some(st) = parse_stat(&text) else {
+            continue;
+        };
+        match st.state {
+            b'R' => running += stride,
+            b'D' => blocked += stride,
             _ => {}
+        }
+        if let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) {
+            cpu.insert(tid, st.utime + st.stime);
         }
     }
     (running, blocked)
@@ -212,6 +233,10 @@ pub struct Sampler {
     prev: Option<(Instant, f64, f64)>,
     prev_stat: Option<[u64; 8]>,
     prev_tcp: Option<[u64; TCP_COUNTERS]>,
+    /// Each thread's CPU ticks at the previous sample, by thread id (the threads read then).
+    prev_threads: HashMap<i32, u64>,
+    /// The server's listening port, whose accept queue each sample reads.
+    port: Option<u16>,
 }
 
 /// Fields of /proc/PID/stat that we use.
@@ -317,7 +342,16 @@ impl Sampler {
             prev: None,
             prev_stat: None,
             prev_tcp: None,
+            prev_threads: HashMap::new(),
+            port: None,
         }
+    }
+
+    /// Also read the accept queue of the TCP listeners on `port` at each sample (the server's
+    /// port: the lab's, or a run's target).
+    pub fn listen_port(mut self, port: u16) -> Sampler {
+        self.port = Some(port);
+        self
     }
 
     /// Read the tree now. Fails only when the root process is gone.
@@ -350,6 +384,7 @@ impl Sampler {
         let all_threads: u64 = procs.iter().map(|(_, st)| st.threads).sum();
         let stride = all_threads.div_ceil(THREAD_STATES_READ).max(1);
         let mut most_fds = None;
+        let mut thread_cpu: HashMap<i32, u64> = HashMap::new();
         for (pid, st) in procs {
             s.processes += 1;
             user += st.utime + st.cutime;
@@ -368,10 +403,11 @@ impl Sampler {
                 }
             }
             let (running, blocked) = if st.threads <= 1 {
-                // One thread: its state is the process's, already read.
+                // One thread: its state and CPU are the process's, already read.
+                thread_cpu.insert(pid, st.utime + st.stime);
                 (u64::from(st.state == b'R'), u64::from(st.state == b'D'))
             } else {
-                thread_states(pid, stride)
+                thread_states(pid, stride, &mut thread_cpu)
             };
             s.threads_running += running;
             s.threads_blocked += blocked;
@@ -389,9 +425,21 @@ impl Sampler {
             // rates never go negative.
             s.cpu_user_pct = ((s.cpu_user_s - u) / dt * 100.0).max(0.0);
             s.cpu_sys_pct = ((s.cpu_sys_s - y) / dt * 100.0).max(0.0);
+            let busiest = thread_cpu
+                .iter()
+                .filter_map(|(tid, now)| Some(now.saturating_sub(*self.prev_threads.get(tid)?)))
+                .max()
+                .unwrap_or(0);
+            // A tick-counted figure: at most 100% of a core, whatever the rounding.
+            s.busiest_thread_cpu_pct = (busiest as f64 / self.tick / dt * 100.0).min(100.0);
         }
+        self.prev_threads = thread_cpu;
         self.prev = Some((now, s.cpu_user_s, s.cpu_sys_s));
         let stat = fs::read_to_string("/proc/stat").unwrap_or_default();
+        s.machine.cores = stat
+            .lines()
+            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count() as u32;
         if let Some(m) = machine_stat(&stat) {
             if let Some(p) = self.prev_stat {
                 let d: Vec<f64> = m
@@ -408,6 +456,11 @@ impl Sampler {
             self.prev_stat = Some(m);
         }
         self.kernel(&mut s.kernel, &stat);
+        if let Some(q) = self.port.and_then(|p| listen::accept_queue(p).ok()) {
+            s.accept_queue = q.queued;
+            s.accept_backlog = q.backlog;
+            s.listeners = q.listeners;
+        }
         let (total, avail) = meminfo();
         s.machine.mem_total_bytes = total;
         s.machine.mem_available_bytes = avail;
@@ -560,6 +613,63 @@ mod tests {
             b.kernel
         );
         assert!(b.kernel.tcp_inuse >= 1, "{:?}", b.kernel);
+    }
+
+    #[test]
+    fn the_busiest_thread_shows_a_loop_spinning_beside_idle_threads() {
+        // A thread is judged from the second sample that reads it: the spinner exists (asleep)
+        // before the first, spins 400 ms of its own CPU between the two (however long the
+        // machine makes it wait), and stays alive until the second has read it. Idle threads
+        // sleep beside it.
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (spun_tx, spun_rx) = std::sync::mpsc::channel();
+        let (read_tx, read_rx) = std::sync::mpsc::channel::<()>();
+        let spin = std::thread::spawn(move || {
+            let _ = go_rx.recv_timeout(Duration::from_secs(10));
+            let start = cpu_now();
+            let mut x = 1u64;
+            while cpu_now() - start < 0.4 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            spun_tx.send(()).unwrap();
+            let _ = read_rx.recv_timeout(Duration::from_secs(10));
+            x
+        });
+        let idle: Vec<_> = (0..3)
+            .map(|_| std::thread::spawn(|| std::thread::sleep(Duration::from_millis(700))))
+            .collect();
+        let mut s = Sampler::new(std::process::id());
+        let a = s.sample().unwrap();
+        assert_eq!(a.busiest_thread_cpu_pct, 0.0, "no rate in the first sample");
+        assert!(a.machine.cores >= 1, "{:?}", a.machine);
+        let t0 = Instant::now();
+        go_tx.send(()).unwrap();
+        spun_rx.recv().unwrap();
+        let b = s.sample().unwrap();
+        let wall = t0.elapsed().as_secs_f64();
+        read_tx.send(()).unwrap();
+        spin.join().unwrap();
+        // 400 ms of one thread over the wall time between the samples (ticks of 10 ms).
+        let expect = 40.0 / (wall + 0.05);
+        assert!(
+            b.busiest_thread_cpu_pct >= expect * 0.6 && b.busiest_thread_cpu_pct <= 100.0,
+            "busiest thread {}% over {wall:.2}s",
+            b.busiest_thread_cpu_pct
+        );
+        for t in idle {
+            t.join().unwrap();
+        }
+    }
+
+    /// This thread's CPU time in seconds.
+    fn cpu_now() -> f64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec to write to.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
     }
 
     #[test]

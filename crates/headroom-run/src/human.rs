@@ -21,7 +21,13 @@ pub struct Progress {
     total: Option<Duration>,
     responses: u64,
     errors: u64,
+    /// Intervals in a row in which the generator was at its limit, and whether that was said.
+    limited_run: u32,
+    warned: bool,
 }
+
+/// Intervals in a row at its limit before the generator warns while the run goes.
+const LIMITED_INTERVALS: u32 = 3;
 
 impl Progress {
     pub fn new(total: Option<Duration>) -> Progress {
@@ -30,6 +36,8 @@ impl Progress {
             total,
             responses: 0,
             errors: 0,
+            limited_run: 0,
+            warned: false,
         }
     }
 
@@ -37,6 +45,24 @@ impl Progress {
         let c = &iv.merged.counters;
         self.responses += c.responses;
         self.errors += c.errors_total();
+        if let Some(why) = generator_at_limit(iv) {
+            self.limited_run += 1;
+            if self.limited_run >= LIMITED_INTERVALS && !self.warned {
+                self.warned = true;
+                let mut e = std::io::stderr().lock();
+                if self.tty {
+                    let _ = write!(e, "\r\x1b[K");
+                }
+                let _ = writeln!(
+                    e,
+                    "headroom: warning: the generator is the limit ({why}, {LIMITED_INTERVALS} \
+                     intervals in a row): the figures measure headroom, not the server (give it \
+                     more --threads or cores, or agents)"
+                );
+            }
+        } else {
+            self.limited_run = 0;
+        }
         let elapsed = iv.start + iv.length;
         let clock = match self.total {
             Some(t) => format!("{:>6.1}s/{:.0}s", elapsed.as_secs_f64(), t.as_secs_f64()),
@@ -71,6 +97,56 @@ impl Progress {
             eprintln!();
         }
     }
+}
+
+/// Why the generator was at its limit in one interval: every worker used at least 90% of a
+/// core, or 1% of its timed sends went out 10 ms late or more (of at least 100).
+fn generator_at_limit(iv: &Interval<'_>) -> Option<String> {
+    let c = &iv.merged.counters;
+    if c.worker_intervals > 0 && c.worker_busy_intervals == c.worker_intervals {
+        return Some(format!(
+            "its workers used {:.0}% of a core each",
+            c.worker_cpu_us as f64
+                / 1e4
+                / iv.length.as_secs_f64().max(1e-9)
+                / c.worker_intervals as f64
+        ));
+    }
+    let lag = &iv.merged.lag;
+    let p99_ms = lag.value_at_quantile(0.99) as f64 / 1000.0;
+    (lag.len() >= 100 && p99_ms >= crate::verdict::LATE_SEND_MS)
+        .then(|| format!("1% of its sends went out {p99_ms:.0} ms late or more"))
+}
+
+/// The generator's self-check and the verdict, for the end of the human summary.
+pub fn verdict_human(s: &headroom_format::RunSummary) -> String {
+    let g = &s.generator;
+    let late = if g.lag_us.count == 0 {
+        "no timed sends".to_string()
+    } else {
+        format!(
+            "timed sends late p99 {} (of {})",
+            fmt_us(g.lag_us.p99),
+            thousands(g.lag_us.count)
+        )
+    };
+    let mut out = format!(
+        "  Self-check   {} worker(s) at {:.0}% of a core each; {late}{}\n",
+        g.workers,
+        g.worker_cpu_pct,
+        if g.limits.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\n  WARNING      the generator was the limit: {}",
+                g.limits.join("; ")
+            )
+        }
+    );
+    if let Some(v) = &s.verdict {
+        out.push_str(&format!("  Verdict      {}: {}\n", v.name, v.says));
+    }
+    out
 }
 
 /// Microseconds as a short human figure: 850µs, 1.25ms, 3.40s.

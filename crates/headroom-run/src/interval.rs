@@ -73,6 +73,14 @@ impl IntervalLineExt for IntervalLine {
             users_finished: c.users_finished,
             bytes_sent: c.bytes_sent,
             bytes_received: c.bytes_received,
+            generator_cpu_pct: round3(
+                c.worker_cpu_us as f64 / 1e4 / len / c.worker_intervals.max(1) as f64,
+            ),
+            generator_busy_workers: c.worker_busy_intervals,
+            generator_wait_pct: round3(
+                c.worker_wait_us as f64 / 1e4 / len / c.worker_intervals.max(1) as f64,
+            ),
+            lag_us: interval_latency_of(&r.lag),
             scenario: interval_scenario_of(plan, r),
             server: server.map(|sm| ServerFigures {
                 cpu_user_pct: round3(sm.cpu_user_pct),
@@ -81,6 +89,19 @@ impl IntervalLineExt for IntervalLine {
                 threads: sm.threads,
                 fds: sm.fds,
                 processes: sm.processes,
+                threads_running: sm.threads_running,
+                threads_blocked: sm.threads_blocked,
+                fds_max_process: sm.fds_max_process,
+                fd_limit: sm.fd_limit,
+                machine_cpu_user_pct: round3(sm.machine.cpu_user_pct),
+                machine_cpu_sys_pct: round3(sm.machine.cpu_sys_pct),
+                machine_mem_available_bytes: sm.machine.mem_available_bytes,
+                listen_overflows: sm.kernel.listen_overflows,
+                syn_drops: sm.kernel.syn_drops,
+                retransmits: sm.kernel.retransmits,
+                resets_sent: sm.kernel.resets_sent,
+                tcp_time_wait: sm.kernel.tcp_time_wait,
+                procs_running: sm.kernel.procs_running,
             }),
         }
     }

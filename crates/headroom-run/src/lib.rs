@@ -15,8 +15,9 @@
 //! [`summary`] (building the typed summary.json, [`summary::RunSummary`]), [`thresholds`] (a
 //! scenario's thresholds checked), [`interval`] (building a line of intervals.jsonl),
 //! [`rundir`] (the run directory), [`human`] (the progress line and the human summary),
-//! [`repeats`] (the spread of `run --repeat N`) and [`usage`] (the [`UsageError`] that the
-//! builder and the file reader report).
+//! [`repeats`] (the spread of `run --repeat N`), [`usage`] (the [`UsageError`] that the
+//! builder and the file reader report) and [`verdict`] (the generator's self-check and why the
+//! server stopped scaling).
 
 pub mod agent;
 pub mod files;
@@ -30,6 +31,7 @@ pub mod spec;
 pub mod summary;
 pub mod thresholds;
 pub mod usage;
+pub mod verdict;
 
 pub use spec::{build, Built};
 pub use summary::RunSummary;

@@ -23,6 +23,7 @@ use crate::interval::{IntervalLine, IntervalLineExt};
 use crate::rundir::{finish_run_dir, RunDir};
 use crate::summary::{agents_of, self_usage, Agents, RunSummary, RunSummaryExt, SelfUsage};
 use crate::thresholds::{check, Checked};
+use crate::verdict::{verdict, Evidence};
 use crate::UsageError;
 
 /// How a run's load is driven. Both drivers hand every merged interval to `sink`, in order, and
@@ -154,6 +155,12 @@ pub trait Sink {
     fn wants_line(&self) -> bool {
         true
     }
+    /// A sink that sampled the server itself (the lab's, on its own thread) ends its sampling
+    /// at the run's end and hands over its samples with rates, for the verdict; called once,
+    /// before any sink's `finish`.
+    fn server_samples(&mut self) -> Option<Vec<headroom_monitor::Sample>> {
+        None
+    }
 }
 
 /// The live progress line on stderr.
@@ -246,9 +253,13 @@ pub struct ServerSampler {
 }
 
 impl ServerSampler {
-    /// Starts sampling `pid`: its first reading is the baseline of the first interval's CPU.
-    pub fn start(pid: u32) -> Result<ServerSampler, UsageError> {
+    /// Starts sampling `pid` (and the accept queue of `target`'s port when it is on this
+    /// machine's loopback): its first reading is the baseline of the first interval's CPU.
+    pub fn start(pid: u32, target: std::net::SocketAddr) -> Result<ServerSampler, UsageError> {
         let mut sampler = headroom_monitor::Sampler::new(pid);
+        if target.ip().is_loopback() {
+            sampler = sampler.listen_port(target.port());
+        }
         sampler
             .sample()
             .map_err(|e| UsageError(format!("--server-pid {pid}: cannot sample it ({e})")))?;
@@ -313,6 +324,10 @@ pub fn execute(
     let stop_early = stop.clone();
     let mut looked = false;
     let mut wrong_port: Option<String> = None;
+    // The server's samples, and the intervals that ended with connections left waiting in
+    // its accept queue, for the verdict.
+    let mut samples: Vec<headroom_monitor::Sample> = Vec::new();
+    let (mut intervals, mut waiting) = (0u64, 0u64);
     let driven = driver.drive(plan, stop, &mut |iv| {
         let c = &iv.merged.counters;
         if !looked && (c.responses > 0 || c.errors_total() > 0) {
@@ -323,6 +338,12 @@ pub fn execute(
             }
         }
         let server = sampler.as_mut().and_then(|s| s.sample());
+        samples.extend(server.iter().cloned());
+        intervals += 1;
+        waiting += u64::from(crate::verdict::waiting_at(
+            c.tcp_connected_open,
+            c.connections_open,
+        ));
         // No sink reads the line when none wants it: an empty one stands in, as cheap as
         // `null` was.
         let line = if lines {
@@ -350,6 +371,19 @@ pub fn execute(
     let mut summary = RunSummary::build(plan, &outcome, &usage, command);
     summary.agents = driven.agents;
     summary.stopped = wrong_port.clone();
+    for s in sinks.iter_mut() {
+        if let Some(v) = s.server_samples() {
+            samples = v;
+        }
+    }
+    let cores = summary.environment.cores.unwrap_or(1) as f64;
+    let waiting_share = waiting as f64 / intervals.max(1) as f64;
+    summary.verdict = Some(verdict(&Evidence::gather(
+        &summary,
+        &samples,
+        waiting_share,
+        cores,
+    )));
     let checked = check(plan, &outcome, thresholds);
     let broken = summary.set_thresholds(&checked);
     for s in sinks.iter_mut() {

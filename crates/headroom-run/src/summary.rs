@@ -464,6 +464,8 @@ impl RunSummaryExt for RunSummary {
             agents: None,
             thresholds: None,
             thresholds_ok: None,
+            generator: crate::verdict::generator_of(plan, out),
+            verdict: None,
         }
     }
 

@@ -7,7 +7,9 @@
 //! `/file` go through `spawn_blocking` — so at most as many database calls run at once as the
 //! database pool has connections, the rest wait for one inside [`crate::db::Db`] on tokio's
 //! blocking threads (seed 003's point: the pool, not the runtime, bounds the concurrency of the
-//! I/O) — and `/status` runs inline (it never blocks).
+//! I/O) — and `/status` runs inline (it never blocks). `/cpu` runs inline too: its computation
+//! occupies the runtime worker that polls the task (with `current_thread`, every connection
+//! waits), as CPU-heavy code in an async handler does.
 //!
 //! Memory per idle connection follows DESIGN.md: the task holds its socket and an
 //! [`InputState`] (no buffer while idle); reads land in a per-thread scratch buffer, responses
@@ -485,6 +487,12 @@ async fn run_slow(sh: &Arc<Shared>, slow: Slow) -> Option<Vec<u8>> {
             handlers::sleep_done(&slow, &sh.ctx, &mut out);
         }
         SlowRoute::Status | SlowRoute::Metrics => {
+            handlers::run_blocking(&slow, &sh.ctx, &mut out);
+        }
+        SlowRoute::Cpu { .. } => {
+            // Inline on purpose, not `spawn_blocking`: the computation holds this runtime
+            // worker (with `current_thread`, the whole server) for as long as it runs, which
+            // is what a CPU-heavy handler does to an async server.
             handlers::run_blocking(&slow, &sh.ctx, &mut out);
         }
         SlowRoute::DbRead { .. } | SlowRoute::DbWrite { .. } | SlowRoute::File { .. } => {

@@ -7,6 +7,7 @@
 //! | route | blocking architectures | reactor | async |
 //! |---|---|---|---|
 //! | `/sleep/MS` | [`run_blocking`] (the thread sleeps) | a timer, then [`sleep_done`] | `tokio::time::sleep`, then [`sleep_done`] |
+//! | `/cpu/US` | [`run_blocking`] (the handler thread computes) | [`run_blocking`] on the loop's thread (the whole loop waits) | [`run_blocking`] inline in the task (it holds its runtime worker; not `spawn_blocking`) |
 //! | `/db/*`, `/file/*` | [`run_blocking`] (`/file` with sendfile(2)) | [`run_blocking`] on the loop's thread (the whole loop waits) | [`run_blocking`] in `spawn_blocking` |
 //! | `/status`, `/metrics` | [`run_blocking`] | [`run_blocking`] | [`run_blocking`] (they never block) |
 //!
@@ -14,6 +15,7 @@
 //! header the request called for ([`http::Slow::keep_alive`], [`http::Slow::http10`]) and has no
 //! body for `HEAD`. Errors are responses, never panics: no database configured is 503, a failed
 //! database call is 500 (counted in [`crate::ServerStats::db_errors`]), a missing file 404.
+//! `/sleep` and `/cpu` cut short by a stop are 503.
 //!
 //! The counts of the request itself (`requests`) are the caller's, as for canned responses.
 
@@ -23,7 +25,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::db::Db;
 use crate::http::{self, Slow, SlowRoute};
@@ -125,7 +127,8 @@ pub fn respond(out: &mut Vec<u8>, slow: &Slow, status: &str, content_type: &str,
 /// file read), and append its response to `out`.
 ///
 /// `/sleep` sleeps on this thread (cut short with a 503 when the server stops); architectures
-/// with timers answer it with [`sleep_done`] instead. `/file` is read into `out` (at most
+/// with timers answer it with [`sleep_done`] instead. `/cpu` computes on this thread
+/// ([`burn_cpu`]; a 503 too if the server stops meanwhile). `/file` is read into `out` (at most
 /// [`MAX_INLINE_FILE`]).
 pub fn run_blocking(slow: &Slow, ctx: &Ctx, out: &mut Vec<u8>) -> Outcome {
     match &slow.route {
@@ -136,6 +139,19 @@ pub fn run_blocking(slow: &Slow, ctx: &Ctx, out: &mut Vec<u8>) -> Outcome {
                 text(out, slow, 503, "server stopping\n")
             }
         }
+        SlowRoute::Cpu { us } => match burn_cpu(*us, || ctx.stopping()) {
+            Some(_) => {
+                let mut body = [0u8; 40];
+                let n = {
+                    let mut w = &mut body[..];
+                    let _ = writeln!(w, "cpu {us} us");
+                    40 - w.len()
+                };
+                respond(out, slow, "200 OK", "text/plain", &body[..n]);
+                Outcome { status: 200 }
+            }
+            None => text(out, slow, 503, "server stopping\n"),
+        },
         SlowRoute::DbRead { n } => db_call(slow, ctx, out, *n, false),
         SlowRoute::DbWrite { n } => db_call(slow, ctx, out, *n, true),
         SlowRoute::File { path } => match open_file(ctx, path) {
@@ -178,6 +194,69 @@ pub fn run_blocking(slow: &Slow, ctx: &Ctx, out: &mut Vec<u8>) -> Outcome {
             );
             Outcome { status: 200 }
         }
+    }
+}
+
+/// Mixing rounds of [`burn_cpu`] before its first clock read (about half a microsecond of work:
+/// a round is 1 to 2 ns).
+const FIRST_CHUNK: u64 = 256;
+/// Fewest and most mixing rounds between two clock reads after the first. At most about 100 µs
+/// of work, so that the clock's system call stays well under 1% of the time (it is system CPU,
+/// and the route is about user CPU).
+const MIN_CHUNK: u64 = 64;
+const MAX_CHUNK: u64 = 1 << 16;
+
+/// `/cpu/US`: keep the calling thread busy in user space until it has used `us` microseconds of
+/// its own CPU time (`CLOCK_THREAD_CPUTIME_ID`, so a thread that is preempted meanwhile still
+/// does all of its work), and return the mixing rounds done.
+///
+/// The work is a xorshift64 generator folded into an FNV-1a style hash: dependent integer
+/// arithmetic on two registers, no memory traffic, nothing the compiler can skip (the state goes
+/// through [`std::hint::black_box`]). The only system call is the clock read between chunks of
+/// rounds; each chunk is sized from the rate measured so far to end near the target (the first
+/// one is a few hundred rounds, so `/cpu/1` takes a few microseconds, not a chunk's worth).
+///
+/// Bounded in wall time as well: it stops after 10 × `us` microseconds of wall time whatever
+/// CPU it got (a thread starved by a busy machine does less work, but always answers). Without
+/// a thread CPU clock, wall time stands in for CPU time. `stop` is asked between chunks (keep it
+/// cheap: an atomic load); `None` when it said yes before the work was done.
+pub fn burn_cpu(us: u64, stop: impl Fn() -> bool) -> Option<u64> {
+    let want = Duration::from_micros(us);
+    let wall_cap = want.saturating_mul(10);
+    let wall0 = Instant::now();
+    let cpu0 = crate::sys::thread_cpu_time();
+    let spent = || match (cpu0, crate::sys::thread_cpu_time()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => wall0.elapsed(),
+    };
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ us;
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    let mut rounds = 0u64;
+    let mut chunk = FIRST_CHUNK;
+    loop {
+        for _ in 0..chunk {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            h = (h ^ x).wrapping_mul(0x0000_0100_0000_01B3);
+        }
+        (x, h) = std::hint::black_box((x, h));
+        rounds += chunk;
+        let cpu = spent();
+        if cpu >= want || wall0.elapsed() >= wall_cap {
+            std::hint::black_box(h);
+            return Some(rounds);
+        }
+        if stop() {
+            return None;
+        }
+        // Rounds left at the rate so far; doubling while the clock has not moved yet.
+        let left = (want - cpu).as_nanos();
+        chunk = match (left * u128::from(rounds)).checked_div(cpu.as_nanos()) {
+            Some(n) => u64::try_from(n).unwrap_or(MAX_CHUNK),
+            None => chunk.saturating_mul(2),
+        }
+        .clamp(MIN_CHUNK, MAX_CHUNK);
     }
 }
 
@@ -570,6 +649,72 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(5));
         assert_eq!(o.status, 503);
         stopper.join().unwrap();
+    }
+
+    #[test]
+    fn burn_cpu_uses_the_cpu_asked_for_in_user_space() {
+        let cpu0 = crate::sys::thread_cpu_time().expect("thread CPU clock");
+        let user0 = crate::sys::thread_user_time();
+        let t = Instant::now();
+        let rounds = burn_cpu(20_000, || false).expect("not stopped");
+        let wall = t.elapsed();
+        let cpu = crate::sys::thread_cpu_time().unwrap() - cpu0;
+        let user = crate::sys::thread_user_time() - user0;
+        assert!(cpu >= Duration::from_millis(15), "cpu {cpu:?}");
+        assert!(wall < Duration::from_secs(1), "wall {wall:?}");
+        // Tick-sampled, so only roughly: most of it in user space.
+        assert!(
+            user >= Duration::from_millis(10),
+            "user {user:?} of cpu {cpu:?}"
+        );
+        assert!(rounds > FIRST_CHUNK, "{rounds} rounds");
+        // The smallest amount is a few microseconds, not a chunk's worth.
+        let t = Instant::now();
+        assert!(burn_cpu(1, || false).is_some());
+        assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn burn_cpu_stops_when_told() {
+        let t = Instant::now();
+        assert_eq!(burn_cpu(1_000_000, || true), None);
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn cpu_route_answers_and_is_cut_short_by_stop() {
+        let c = ctx(None);
+        let mut out = Vec::new();
+        let o = run_blocking(&slow(SlowRoute::Cpu { us: 1000 }), &c, &mut out);
+        assert_eq!(o.status, 200);
+        assert_eq!(
+            text_of(&out),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\ncpu 1000 us\n"
+        );
+        out.clear();
+        let mut s = slow(SlowRoute::Cpu { us: 1 });
+        s.keep_alive = false;
+        s.head = true;
+        assert_eq!(run_blocking(&s, &c, &mut out).status, 200);
+        assert!(
+            text_of(&out).ends_with("Content-Length: 9\r\nConnection: close\r\n\r\n"),
+            "{}",
+            text_of(&out)
+        );
+        out.clear();
+        c.control.begin_stop();
+        let t = Instant::now();
+        let o = run_blocking(&slow(SlowRoute::Cpu { us: 1_000_000 }), &c, &mut out);
+        assert_eq!(o.status, 503);
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]

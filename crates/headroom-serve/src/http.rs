@@ -15,13 +15,15 @@
 //!   tests that need a chosen status; `GET /cookie/N` answers 200 with `Set-Cookie: sid=N;
 //!   Path=/` (N a decimal of at most 19 digits), the cheapest login there is; an unknown path
 //!   is 404.
-//! - **Slow** ([`Slow`]): `/sleep/MS` (MS at most [`MAX_SLEEP_MS`]), `/db/read/N` and
-//!   `/db/write/N` (N in 1..=[`MAX_DB_OPS`]), `/file/PATH` (PATH relative, without `..` or NUL)
-//!   and `/status`. Their answer takes time or I/O, so the parser stops right after such a request
+//! - **Slow** ([`Slow`]): `/sleep/MS` (MS at most [`MAX_SLEEP_MS`]), `/cpu/US` (US in
+//!   1..=[`MAX_CPU_US`] microseconds of CPU work), `/db/read/N` and `/db/write/N` (N in
+//!   1..=[`MAX_DB_OPS`]), `/file/PATH` (PATH relative, without `..` or NUL), `/status` and
+//!   `/metrics`. Their answer takes time, CPU or I/O, so the parser stops right after such a request
 //!   and hands it to the architecture ([`Batch::slow`]), which runs it (see
 //!   [`crate::handlers`]), appends the response and calls [`InputState::resume`]; what the client
 //!   pipelined behind it stays pending meanwhile, so responses always go out in request order.
-//!   Malformed arguments (`/sleep/x`, `/db/read/0`, `/file/../etc/passwd`) get a canned 400.
+//!   Malformed arguments (`/sleep/x`, `/cpu/0`, `/db/read/0`, `/file/../etc/passwd`) get a
+//!   canned 400.
 //!
 //! The method is not checked except that `HEAD` gets no body. Request bodies with
 //! `Content-Length` are skipped, not stored.
@@ -40,6 +42,8 @@ pub const MAX_HEAD: usize = 16 * 1024;
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Largest `MS` of `/sleep/MS` (one minute); above it the answer is 400.
 pub const MAX_SLEEP_MS: u64 = 60_000;
+/// Largest `US` of `/cpu/US` (one second of CPU); 0 or above it the answer is 400.
+pub const MAX_CPU_US: u64 = 1_000_000;
 /// Largest `N` of `/db/read/N` and `/db/write/N`; 0 or above it the answer is 400.
 pub const MAX_DB_OPS: u32 = 10_000;
 /// Headers parsed per request; more is answered with 431.
@@ -207,6 +211,7 @@ pub struct Responses {
     head_too_large: Canned,
     not_implemented: Canned,
     bad_sleep: Canned,
+    bad_cpu: Canned,
     bad_db: Canned,
     bad_file: Canned,
     bad_code: Canned,
@@ -222,6 +227,10 @@ impl Responses {
             bad_sleep: Canned::new(
                 "400 Bad Request",
                 b"bad request: /sleep/MS takes 0 <= MS <= 60000\n",
+            ),
+            bad_cpu: Canned::new(
+                "400 Bad Request",
+                b"bad request: /cpu/US takes 1 <= US <= 1000000\n",
             ),
             bad_db: Canned::new(
                 "400 Bad Request",
@@ -297,6 +306,9 @@ impl Slow {
 pub enum SlowRoute {
     /// `/sleep/MS`: answer after MS milliseconds (the handler blocks or awaits).
     Sleep { ms: u64 },
+    /// `/cpu/US`: answer after US microseconds of CPU work on the thread that serves the
+    /// request (pure computation in user space; see [`crate::handlers::burn_cpu`]).
+    Cpu { us: u64 },
     /// `/db/read/N`: N random reads on the `subscriber` table through the pool.
     DbRead { n: u32 },
     /// `/db/write/N`: N inserts.
@@ -640,6 +652,12 @@ fn route<'r>(path: &str, responses: &'r Responses) -> Route<'r> {
         return match parse_decimal(ms.as_bytes()) {
             Some(ms) if ms <= MAX_SLEEP_MS => Route::Slow(SlowRoute::Sleep { ms }),
             _ => Route::Bad(&responses.bad_sleep),
+        };
+    }
+    if let Some(us) = path.strip_prefix("/cpu/") {
+        return match parse_decimal(us.as_bytes()) {
+            Some(us) if (1..=MAX_CPU_US).contains(&us) => Route::Slow(SlowRoute::Cpu { us }),
+            _ => Route::Bad(&responses.bad_cpu),
         };
     }
     if let Some(rest) = path.strip_prefix("/db/") {
@@ -1154,6 +1172,12 @@ mod tests {
             route("/sleep/60000?x"),
             Some(SlowRoute::Sleep { ms: 60_000 })
         );
+        assert_eq!(route("/cpu/1"), Some(SlowRoute::Cpu { us: 1 }));
+        assert_eq!(route("/cpu/1000"), Some(SlowRoute::Cpu { us: 1000 }));
+        assert_eq!(
+            route("/cpu/1000000?x"),
+            Some(SlowRoute::Cpu { us: 1_000_000 })
+        );
         assert_eq!(route("/db/read/1"), Some(SlowRoute::DbRead { n: 1 }));
         assert_eq!(
             route("/db/write/10000"),
@@ -1172,6 +1196,8 @@ mod tests {
             "/bytes/3",
             "/nope",
             "/db/delete/1",
+            "/cpu",
+            "/cpux/1",
             "/status/x",
             "/statusx",
         ] {
@@ -1185,6 +1211,14 @@ mod tests {
             "/sleep/60001",
             "/sleep/x",
             "/sleep/",
+            "/cpu/0",
+            "/cpu/1000001",
+            "/cpu/99999999999999999999",
+            "/cpu/x",
+            "/cpu/-1",
+            "/cpu/1.5",
+            "/cpu/",
+            "/cpu/?x",
             "/db/read/0",
             "/db/write/10001",
             "/db/read/",
@@ -1208,6 +1242,12 @@ mod tests {
                 "{path}"
             );
         }
+        let (out, _) = run(&[b"GET /cpu/0 HTTP/1.1\r\n\r\n"]);
+        assert!(
+            text(&out).ends_with("\r\n\r\nbad request: /cpu/US takes 1 <= US <= 1000000\n"),
+            "{}",
+            text(&out)
+        );
         // Dots inside names are fine.
         assert!(slow_of(b"GET /file/a..b/.c HTTP/1.1\r\n\r\n").is_some());
     }

@@ -22,11 +22,12 @@
 //!   own poll set over select(2), poll(2) or epoll(7) — the kernel-poll factor of seed 000, and
 //!   nginx's model. Idle connections cost a few hundred bytes, not a thread; a poller whose cost
 //!   grows with the number of watched descriptors (select, poll) shows in system CPU as
-//!   connections grow, epoll does not. Blocking work (`/db`, `/file`) stalls every connection of
-//!   its worker: care when a "fast" event loop calls blocking code.
+//!   connections grow, epoll does not. Blocking work (`/db`, `/file`) and CPU work (`/cpu`)
+//!   stall every connection of its worker: care when a "fast" event loop calls blocking code.
 //! - **An async runtime** ([`Arch::Async`]): tokio, one `current_thread` runtime or a
 //!   multi-thread runtime with `workers` workers; a task per connection; `/sleep` awaits a
-//!   timer, `/db` and `/file` go to `spawn_blocking`, so the database pool (not the runtime)
+//!   timer, `/cpu` computes inline on the runtime worker, `/db` and `/file` go to
+//!   `spawn_blocking`, so the database pool (not the runtime)
 //!   bounds how many run at once — the SMP disabled / one scheduler / all cores factor of seed
 //!   003. Care when choosing a runtime flavour or worker count for a service that mixes cheap
 //!   requests with blocking I/O.

@@ -33,11 +33,11 @@
 //!
 //! - `/sleep/MS` answers from a timer heap: the connection waits (watching nothing), the loop
 //!   goes on serving everyone else, and when the timer is due the response is written and the
-//!   connection's pending pipelined input is parsed. The other slow routes (`/db`, `/file`,
-//!   `/status`) run through [`crate::handlers::run_blocking`] on the worker thread itself: they
-//!   block the whole loop, every other connection of the worker included — which is how a
-//!   naive event loop that calls blocking code behaves, and what the architecture comparison
-//!   is meant to show.
+//!   connection's pending pipelined input is parsed. The other slow routes (`/cpu`, `/db`,
+//!   `/file`, `/status`) run through [`crate::handlers::run_blocking`] on the worker thread
+//!   itself: they block the whole loop, every other connection of the worker included — which
+//!   is how a naive event loop that calls blocking (or CPU-heavy) code behaves, and what the
+//!   architecture comparison is meant to show.
 //! - `idle_timeout`, `header_timeout` and `write_timeout` are enforced by a coarse sweep: each
 //!   connection keeps the phase it is in (idle between requests, inside a request head,
 //!   writing an unsent tail, busy) and since when, a store per event; every quarter of the

@@ -249,3 +249,28 @@ fn ready_count(n: libc::c_int) -> io::Result<usize> {
     }
     Ok(n as usize)
 }
+
+/// CPU time the calling thread has used so far (user and system), from
+/// `CLOCK_THREAD_CPUTIME_ID`: one `clock_gettime` system call (the vDSO does not serve this
+/// clock). `None` if the clock cannot be read.
+pub fn thread_cpu_time() -> Option<std::time::Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec for the kernel to write; the clock id is a constant.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// User CPU time of the calling thread (`getrusage(RUSAGE_THREAD)`), for tests that check work
+/// was done in user space. Tick-sampled by most kernels: good to a few milliseconds.
+#[cfg(test)]
+pub fn thread_user_time() -> std::time::Duration {
+    // SAFETY: an all-zero rusage is valid; the kernel fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live rusage for the kernel to write.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    assert_eq!(rc, 0, "getrusage(RUSAGE_THREAD)");
+    std::time::Duration::new(ru.ru_utime.tv_sec as u64, ru.ru_utime.tv_usec as u32 * 1000)
+}

@@ -189,6 +189,35 @@ fn sleep_takes_at_least_its_time() {
 }
 
 #[test]
+fn cpu_computes_then_answers() {
+    each(
+        |_| {},
+        |name, s| {
+            let mut r = Reader::new(connect(s));
+            let t = Instant::now();
+            let resp = r.get("/cpu/1000");
+            let took = t.elapsed();
+            assert_eq!(resp.status, 200, "{name}");
+            assert_eq!(resp.text(), "cpu 1000 us\n", "{name}");
+            assert_eq!(resp.header("content-length"), Some("12"), "{name}");
+            assert_eq!(resp.header("connection"), None, "{name}");
+            assert!(took >= Duration::from_micros(1000), "{name}: took {took:?}");
+            assert!(took < Duration::from_secs(2), "{name}: took {took:?}");
+            for bad in ["/cpu/0", "/cpu/1000001", "/cpu/x", "/cpu/"] {
+                assert_eq!(r.get(bad).status, 400, "{name}: {bad}");
+            }
+            // Pipelined behind and ahead of other requests, in order, on the same connection.
+            r.send(b"GET /bytes/1 HTTP/1.1\r\n\r\nGET /cpu/1000?x HTTP/1.1\r\n\r\nGET /bytes/2 HTTP/1.1\r\n\r\n");
+            assert_eq!(r.response().body, b"x", "{name}");
+            assert_eq!(r.response().text(), "cpu 1000 us\n", "{name}");
+            assert_eq!(r.response().body, b"xx", "{name}");
+            let st = wait_stats(s, |st| st.requests == 8);
+            assert_eq!((st.requests, st.bad_requests), (8, 4), "{name}");
+        },
+    );
+}
+
+#[test]
 fn status_is_json_naming_the_architecture() {
     each(
         |_| {},

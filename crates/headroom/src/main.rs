@@ -522,7 +522,9 @@ fn run_plan(
         linger,
         server_pid,
     } = outputs;
-    let mut sampler = server_pid.map(pipeline::ServerSampler::start).transpose()?;
+    let mut sampler = server_pid
+        .map(|pid| pipeline::ServerSampler::start(pid, plan.target))
+        .transpose()?;
     let command = command_line();
     let interrupt = stop.clone();
     let mut dir = match &out {
@@ -557,6 +559,7 @@ fn run_plan(
     }
     if !json {
         out!("{}", human::human_summary(plan, &done.outcome, &done.usage));
+        out!("{}", human::verdict_human(&done.summary));
         out!(
             "{}",
             human::scenario_human(plan, &done.outcome.total, &done.checked)

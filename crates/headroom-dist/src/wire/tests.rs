@@ -20,6 +20,10 @@ fn random_recorder(rng: &mut SmallRng) -> Recorder {
         if rng.gen_bool(0.2) {
             r.record_served(rng.gen_range(1..2_000_000));
         }
+        if rng.gen_bool(0.2) {
+            // Zero included: a timer fired within its slack was not late.
+            r.record_lag(rng.gen_range(0..100_000));
+        }
         r.sessions
             .saturating_record(rng.gen_range(1..MAX_LATENCY_US * 2));
         if names > 0 {
@@ -52,6 +56,10 @@ fn random_recorder(rng: &mut SmallRng) -> Recorder {
     c.sessions_aborted = rng.gen();
     c.users_dropped = rng.gen();
     c.proto.iter_mut().for_each(|e| *e = rng.gen());
+    c.worker_cpu_us = rng.gen();
+    c.worker_wait_us = rng.gen();
+    c.worker_intervals = rng.gen();
+    c.worker_busy_intervals = rng.gen();
     for _ in 0..rng.gen_range(0..20) {
         let mut k = Negotiated {
             version: rng.gen_range(0x0303..=0x0304),
@@ -73,6 +81,7 @@ fn assert_same(a: &Recorder, b: &Recorder) {
     assert_eq!(a.tls, b.tls);
     assert_eq!(a.sessions, b.sessions);
     assert_eq!(a.served, b.served);
+    assert_eq!(a.lag, b.lag);
     for h in [
         &a.latency,
         &a.latency_uncorrected,
@@ -80,6 +89,7 @@ fn assert_same(a: &Recorder, b: &Recorder) {
         &a.tls,
         &a.sessions,
         &a.served,
+        &a.lag,
     ] {
         assert_eq!(h.low(), 1);
         assert_eq!(h.high(), MAX_LATENCY_US);

@@ -211,6 +211,8 @@ impl Worker {
             // worker: the recorder's counters restart every interval.)
             let g = self.arrived_total * self.s.slots as u64 + self.s.slot as u64;
             self.arrived_total += 1;
+            self.rec
+                .record_lag(now.saturating_duration_since(at).as_micros() as u64);
             self.spawn_user(g, Some(per_user), at);
             let gap = pacer::arrival_gap(process, self.arrival_rate, self.rng.gen::<f64>());
             self.next_arrival = Some(at + gap);
@@ -228,6 +230,8 @@ impl Worker {
                 self.next_arrival = None;
                 break;
             }
+            self.rec
+                .record_lag(now.saturating_duration_since(at).as_micros() as u64);
             let cap = self.phases[self.phase_idx]
                 .max_users
                 .map(|m| pacer::share(m, self.s.slots, self.s.slot).max(1));

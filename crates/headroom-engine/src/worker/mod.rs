@@ -326,6 +326,35 @@ pub(crate) struct Worker {
     ramp: Option<Box<RampState>>,
     /// The slab key of each ramped user alive, by its index in the ramp order.
     ramp_keys: Vec<Option<u32>>,
+    /// This thread's CPU time and run delay, and the instant, at the last interval's emission
+    /// (the worker's own CPU per interval: the generator's self-check).
+    cpu_at: (Duration, Duration),
+    emitted_at: Instant,
+}
+
+/// CPU time this thread has used (user and system) and the time it waited runnable for a CPU,
+/// from /proc/thread-self/schedstat (read once per interval); where that is missing, the CPU
+/// clock alone and no wait.
+fn thread_cpu() -> (Duration, Duration) {
+    if let Ok(text) = std::fs::read_to_string("/proc/thread-self/schedstat") {
+        let mut f = text.split_ascii_whitespace().map(|v| v.parse::<u64>().ok());
+        if let (Some(Some(cpu)), Some(Some(wait))) = (f.next(), f.next()) {
+            return (Duration::from_nanos(cpu), Duration::from_nanos(wait));
+        }
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write to; the clock id is a constant.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    (
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
+        Duration::ZERO,
+    )
 }
 
 /// The HTTP version a run's connections speak: 20 (HTTP/2), 11 (HTTP/1.1, WebSocket's upgrade
@@ -385,6 +414,8 @@ impl Worker {
             served_peak: 0,
             interval_index: 0,
             next_interval: start + plan.interval,
+            cpu_at: thread_cpu(),
+            emitted_at: start.max(Instant::now()),
             next_sweep: start + sweep_every,
             sweep_every,
             deadline: plan.stop.duration.map(|d| start + d),
@@ -545,6 +576,16 @@ impl Worker {
             let Some(u) = self.users.get(key) else {
                 continue;
             };
+            // A stale timer (its user moved on) is no send: only live ones count as late.
+            let live = if t.pace {
+                u.pace_gen == t.gen
+            } else {
+                u.tgen == t.gen && u.state == State::Waiting
+            };
+            if live {
+                self.rec
+                    .record_lag(now.saturating_duration_since(t.at).as_micros() as u64);
+            }
             if t.pace {
                 if u.pace_gen == t.gen {
                     self.pace_tick(key);
@@ -602,6 +643,21 @@ impl Worker {
         c.tcp_connected_open = self.tcp_open;
         c.tcp_connected_peak = self.tcp_peak;
         c.users_active = self.users.len() as u64;
+        // The worker's own CPU and run delay over the interval, against the wall time it
+        // covered: a worker running or waiting to run nearly all of it never idled.
+        let ((cpu, wait), at) = (thread_cpu(), Instant::now());
+        let used = cpu.saturating_sub(self.cpu_at.0);
+        let waited = wait.saturating_sub(self.cpu_at.1);
+        let wall = at.saturating_duration_since(self.emitted_at);
+        (self.cpu_at, self.emitted_at) = ((cpu, wait), at);
+        c.worker_cpu_us = used.as_micros() as u64;
+        c.worker_wait_us = waited.as_micros() as u64;
+        c.worker_intervals = 1;
+        c.worker_busy_intervals = u64::from(
+            !wall.is_zero()
+                && (used + waited).as_secs_f64()
+                    >= headroom_metrics::BUSY_WORKER_PCT / 100.0 * wall.as_secs_f64(),
+        );
         let fresh = self
             .s
             .recycled

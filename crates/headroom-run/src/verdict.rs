@@ -276,14 +276,21 @@ impl Evidence {
     /// as the generator saw it, connections left unanswered at the end of half the intervals),
     /// or response timeouts on 1% of the attempts. A server that accepts at once leaves its
     /// queue empty even while a burst overflows it: the handshakes the kernel dropped wait for
-    /// a retransmitted SYN, outside the queue.
+    /// a retransmitted SYN, outside the queue, and their requests may time out there; such
+    /// timeouts beside an empty queue and overflows are the backlog's, not a pool's.
     fn left_waiting(&self) -> bool {
         let queued = if self.accept_queue_known {
             self.accept_queue_share >= 0.5
         } else {
             self.waiting_share >= 0.5
         };
-        queued || self.timeouts >= 0.01 * self.attempts
+        let outside_the_queue = self.accept_queue_known && self.overflowing();
+        queued || (self.timeouts >= 0.01 * self.attempts && !outside_the_queue)
+    }
+
+    /// The kernel dropped handshakes at a full accept queue or SYN queue.
+    fn overflowing(&self) -> bool {
+        self.listen_overflows + self.syn_drops > 0.0
     }
 
     fn evidence_map(&self) -> BTreeMap<String, f64> {
@@ -400,11 +407,7 @@ pub fn verdict(ev: &Evidence) -> Verdict {
                 ),
             ));
         }
-        if !fd
-            && !cpu
-            && (gen_limited || !ev.left_waiting())
-            && ev.listen_overflows + ev.syn_drops > 0.0
-        {
+        if !fd && !cpu && (gen_limited || !ev.left_waiting()) && ev.overflowing() {
             server.push((
                 "backlog_overflow",
                 format!(

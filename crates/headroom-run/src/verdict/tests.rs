@@ -190,12 +190,15 @@ fn connections_left_waiting_with_an_idle_cpu_are_an_exhausted_pool() {
 fn overflows_beside_an_empty_accept_queue_are_the_backlog() {
     // `--backlog 8` and a burst of 1,000 connects: the server accepts at once, yet the kernel
     // drops thousands; the generator sees connections waiting for their SYN retransmits.
+    // Some of their requests time out there, outside the queue: still the backlog's.
     let burst = Evidence {
         listen_overflows: 3_757.0,
         syn_drops: 40.0,
         accept_backlog: 8.0,
         waiting: 733.0,
         waiting_share: 0.9,
+        timeouts: 142.0,
+        attempts: 1_000.0,
         ..calm()
     };
     let v = verdict(&burst);

@@ -118,6 +118,11 @@ http {{
         ))
     }
 
+    /// The master process's pid (its worker is its child).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }

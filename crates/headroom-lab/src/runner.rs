@@ -24,7 +24,7 @@ use crate::measure::{measure, warm_up};
 use crate::measure::{LabAgents, PromSource};
 use crate::server::{self, Factors, RunningServer};
 use crate::store::{RunRecord, RunStatus, Store};
-use crate::table::{csv_field, fmt_value, pivot, Table};
+use crate::table::{csv_field, fmt_value, pivot, Table, VERDICT};
 
 /// How `headroom lab` was asked to run.
 #[derive(Debug, Clone)]
@@ -760,7 +760,13 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                                     if reached { 1.0 } else { 0.0 },
                                 );
                                 if opts.progress {
-                                    eprintln!("{tag}: {} ({stopped})", brief(&mx));
+                                    let why = done
+                                        .summary
+                                        .verdict
+                                        .as_ref()
+                                        .map(|v| format!("; {}", v.name))
+                                        .unwrap_or_default();
+                                    eprintln!("{tag}: {}{why} ({stopped})", brief(&mx));
                                 }
                                 let mut summary = done.summary.to_json();
                                 summary["server_stop"] = serde_json::json!(stopped);
@@ -799,6 +805,16 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
             metric: metric.into(),
             rows,
             cols,
+            title: None,
+        });
+    }
+    // Why each configuration broke, laid out as the first table, unless the file asks for it.
+    if !specs.iter().any(|t| t.metric == VERDICT) {
+        let first = specs[0].clone();
+        specs.push(crate::experiment::TableSpec {
+            metric: VERDICT.into(),
+            rows: first.rows,
+            cols: first.cols,
             title: None,
         });
     }
@@ -954,6 +970,8 @@ fn search_run(
     let mut intervals = Vec::new();
     let mut samples = Vec::new();
     let mut best: Option<(f64, BTreeMap<String, f64>, serde_json::Value)> = None;
+    // The verdict of the lowest rate that broke: why the server stopped there.
+    let mut broke_verdict: Option<(f64, serde_json::Value)> = None;
     // How each of the search's servers ended (one per broken probe, and the last one).
     let mut stops: Vec<String> = Vec::new();
     let mut index = 0u32;
@@ -1041,14 +1059,21 @@ fn search_run(
                 best = Some((rate, mx, summary));
             }
             std::thread::sleep(rs.pause);
-        } else if let Some(s) = srv.take() {
-            let stopped = s.stop();
-            if progress {
-                eprintln!(
-                    "{tag}: probe {index}: server {stopped}; the next probe starts a fresh one"
-                );
+        } else {
+            if summary["verdict"].is_object()
+                && broke_verdict.as_ref().is_none_or(|(r, _)| rate < *r)
+            {
+                broke_verdict = Some((rate, summary["verdict"].clone()));
             }
-            stops.push(stopped);
+            if let Some(s) = srv.take() {
+                let stopped = s.stop();
+                if progress {
+                    eprintln!(
+                        "{tag}: probe {index}: server {stopped}; the next probe starts a fresh one"
+                    );
+                }
+                stops.push(stopped);
+            }
         }
         Ok(held)
     });
@@ -1074,6 +1099,18 @@ fn search_run(
     summary["capacity_rate"] = serde_json::json!(r.sustained);
     summary["broke_at"] = serde_json::json!(r.broke);
     summary["server_stops"] = serde_json::json!(stops);
+    // A search's verdict is why it broke: its lowest broken probe's (the best held probe's
+    // when none broke, or when the broken probes' servers left no summary).
+    if let Some((rate, v)) = broke_verdict {
+        if progress {
+            eprintln!(
+                "{tag}: at {rate:.1}/s: {}: {}",
+                v["name"].as_str().unwrap_or("?"),
+                v["says"].as_str().unwrap_or("")
+            );
+        }
+        summary["verdict"] = v;
+    }
     if progress {
         match (r.sustained, r.broke) {
             (Some(g), Some(b)) => eprintln!("{tag}: sustains {g:.1}/s (broke at {b:.1}/s)"),

@@ -34,7 +34,16 @@ pub struct Table {
     pub failed: Vec<Vec<usize>>,
     /// `runs[row][col]`: how many runs the cell has, Ok or failed.
     pub runs: Vec<Vec<usize>>,
+    /// A table of the [`VERDICT`] "metric": `texts[row][col]` is the verdicts of the cell's Ok
+    /// runs (`cpu_kernel`, or `pool_exhausted ×2, mixed` when the repetitions differ); `cells`
+    /// are then empty. Empty for a table of numbers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub texts: Vec<Vec<Option<String>>>,
 }
+
+/// The pseudo-metric of a table of verdicts: each run's `verdict.name` from its summary (a rate
+/// search's: the verdict of its first broken probe).
+pub const VERDICT: &str = "verdict";
 
 /// Rows = combinations of the `rows` factors' levels, columns = combinations of the `cols`
 /// factors' levels (the first factor varying slowest), each factor's levels in the order of
@@ -98,6 +107,7 @@ pub fn pivot(
     let col_keys = present(cols);
 
     let mut values = vec![vec![Vec::<f64>::new(); col_keys.len()]; row_keys.len()];
+    let mut names = vec![vec![Vec::<String>::new(); col_keys.len()]; row_keys.len()];
     let mut failed = vec![vec![0usize; col_keys.len()]; row_keys.len()];
     let mut counts = vec![vec![0usize; col_keys.len()]; row_keys.len()];
     for r in &placed {
@@ -111,6 +121,10 @@ pub fn pivot(
         counts[i][j] += 1;
         if !r.status.is_ok() {
             failed[i][j] += 1;
+        } else if metric == VERDICT {
+            if let Some(name) = r.summary["verdict"]["name"].as_str() {
+                names[i][j].push(name.to_string());
+            }
         } else if let Some(v) = r.metrics.get(metric).filter(|v| v.is_finite()) {
             values[i][j].push(*v);
         }
@@ -127,7 +141,19 @@ pub fn pivot(
         .collect();
     pooled.sort();
     pooled.dedup();
-    let mut title = format!("{metric} (mean ± 95% CI over repetitions)");
+    let texts: Vec<Vec<Option<String>>> = if metric == VERDICT {
+        names
+            .iter()
+            .map(|row| row.iter().map(|n| verdict_text(n)).collect())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut title = if metric == VERDICT {
+        "why it broke: each run's verdict (docs/verdicts.md)".to_string()
+    } else {
+        format!("{metric} (mean ± 95% CI over repetitions)")
+    };
     if !pooled.is_empty() {
         let names: Vec<&str> = pooled.iter().map(|s| s.as_str()).collect();
         title.push_str(&format!(", pooled over {}", names.join(", ")));
@@ -143,6 +169,36 @@ pub fn pivot(
         cells,
         failed,
         runs: counts,
+        texts,
+    }
+}
+
+/// The verdicts of a cell's runs: one name, or each with its count when they differ
+/// (`pool_exhausted ×2, mixed`), the most frequent first; `None` for none.
+fn verdict_text(names: &[String]) -> Option<String> {
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for n in names {
+        match counted.iter_mut().find(|(m, _)| m == n) {
+            Some((_, c)) => *c += 1,
+            None => counted.push((n.clone(), 1)),
+        }
+    }
+    counted.sort_by(|a, b| b.1.cmp(&a.1));
+    match counted.as_slice() {
+        [] => None,
+        [(n, _)] => Some(n.clone()),
+        many => Some(
+            many.iter()
+                .map(|(n, c)| {
+                    if *c > 1 {
+                        format!("{n} ×{c}")
+                    } else {
+                        n.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
     }
 }
 
@@ -168,6 +224,14 @@ impl Table {
     /// "failed 2/3" when no run gave a value and some failed, "–" when the cell is empty.
     pub fn cell_text(&self, i: usize, j: usize) -> String {
         let failed = self.failed[i][j];
+        if !self.texts.is_empty() {
+            return match (&self.texts[i][j], failed) {
+                (Some(t), 0) => t.clone(),
+                (Some(t), f) => format!("{t} ({f} failed)"),
+                (None, 0) => "–".to_string(),
+                (None, f) => format!("failed {f}/{}", self.runs[i][j]),
+            };
+        }
         match (&self.cells[i][j], failed) {
             (Some(c), 0) => fmt_cell(c),
             (Some(c), f) => format!("{} ({f} failed)", fmt_cell(c)),
@@ -247,18 +311,33 @@ impl Table {
     pub fn csv(&self) -> String {
         let field = csv_field;
         let mut out = String::new();
+        let text = !self.texts.is_empty();
+        let columns: &[&str] = if text {
+            &["verdict", "n", "failed"]
+        } else {
+            &["mean", "ci95", "n", "failed"]
+        };
         let header: Vec<String> = self
             .row_factors
             .iter()
             .chain(&self.col_factors)
             .map(|f| field(f))
-            .chain(["mean", "ci95", "n", "failed"].map(String::from))
+            .chain(columns.iter().map(|c| c.to_string()))
             .collect();
         out.push_str(&header.join(","));
         out.push('\n');
         for (i, row) in self.rows.iter().enumerate() {
             for (j, col) in self.cols.iter().enumerate() {
                 let mut line: Vec<String> = row.iter().chain(col).map(|l| field(l)).collect();
+                if text {
+                    let t = self.texts[i][j].as_deref().unwrap_or_default();
+                    line.push(field(t));
+                    line.push((self.runs[i][j] - self.failed[i][j]).to_string());
+                    line.push(self.failed[i][j].to_string());
+                    out.push_str(&line.join(","));
+                    out.push('\n');
+                    continue;
+                }
                 let cell = self.cells[i][j];
                 line.push(cell.map(|c| c.mean.to_string()).unwrap_or_default());
                 line.push(
@@ -357,6 +436,7 @@ mod tests {
             ]],
             failed: vec![vec![0, 2]],
             runs: vec![vec![1, 2]],
+            texts: Vec::new(),
         };
         let v = serde_json::to_value(&t).unwrap();
         assert_eq!(

@@ -552,6 +552,49 @@ fn pivot_counts_failed_runs_per_cell() {
 }
 
 #[test]
+fn a_table_of_verdicts_names_each_cells_verdicts() {
+    let (mut runs, order) = factorial();
+    for r in runs.iter_mut() {
+        let name = match (r.factors["poller"].as_str(), r.repetition) {
+            ("poll", _) => "cpu_kernel",
+            ("epoll", 1) => "mixed",
+            _ => "descriptor_limit",
+        };
+        r.summary = serde_json::json!({"verdict": {"name": name}});
+    }
+    // One epoll/8k run failed: counted, not named.
+    let failed = runs
+        .iter_mut()
+        .find(|r| {
+            r.factors["poller"] == "epoll" && r.factors["sndbuf"] == "8k" && r.repetition == 3
+        })
+        .unwrap();
+    *failed = failed_run(&failed.factors.clone(), 3);
+    let t = pivot(
+        &runs,
+        &["poller".into()],
+        &["sndbuf".into()],
+        headroom_lab::table::VERDICT,
+        &order,
+    );
+    assert!(t.title.starts_with("why it broke"), "{}", t.title);
+    assert_eq!(t.cell_text(0, 0), "cpu_kernel");
+    assert_eq!(t.cell_text(1, 0), "descriptor_limit ×2, mixed");
+    assert_eq!(t.cell_text(1, 1), "mixed, descriptor_limit (1 failed)");
+    let csv = t.csv();
+    assert!(csv.starts_with("poller,sndbuf,verdict,n,failed\n"), "{csv}");
+    assert!(
+        csv.contains("epoll,64k,\"descriptor_limit ×2, mixed\",3,0\n"),
+        "{csv}"
+    );
+    assert!(
+        t.text().contains("descriptor_limit ×2, mixed"),
+        "{}",
+        t.text()
+    );
+}
+
+#[test]
 fn markdown_csv_and_text_of_a_small_table() {
     let order: BTreeMap<String, Vec<String>> = [
         (

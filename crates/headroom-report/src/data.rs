@@ -158,6 +158,11 @@ pub struct Summary {
     /// Scenario thresholds and whether each held (empty when the run had none).
     pub thresholds: Vec<Threshold>,
     pub thresholds_ok: Option<bool>,
+    /// Why the server stopped scaling: the verdict's name and its sentence (`None` in files
+    /// of earlier versions).
+    pub why: Option<(String, String)>,
+    /// Each reason the generator, not the server, was the limit (its self-check).
+    pub generator_limits: Vec<String>,
 }
 
 /// summary.json's `tls` section.
@@ -458,6 +463,8 @@ fn summary_from(s: &RunSummary) -> Summary {
             })
             .collect(),
         thresholds_ok: s.thresholds_ok,
+        why: s.verdict.as_ref().map(|v| (v.name.clone(), v.says.clone())),
+        generator_limits: s.generator.limits.clone(),
     }
 }
 

@@ -365,11 +365,27 @@ pub(crate) fn run_verdict(s: &Summary) -> (Tone, String, Vec<String>) {
     if let Some(why) = &s.stopped {
         details.push(escape(&format!("headroom stopped the run early: {why}.")));
     }
-    let tone = if s.interrupted == Some(true) || s.stopped.is_some() {
-        tone.max(Tone::Warn)
-    } else {
-        tone
-    };
+    // Why the server stopped scaling (docs/verdicts.md), and a generator that was the limit:
+    // then every figure above measured headroom, and the page says so.
+    if let Some((name, says)) = &s.why {
+        details.push(format!(
+            "<span data-why=\"{}\"><strong>Why:</strong> {}</span>",
+            escape(name),
+            escape(says)
+        ));
+    }
+    if !s.generator_limits.is_empty() {
+        details.push(escape(&format!(
+            "The load generator was the limit: {}.",
+            s.generator_limits.join("; ")
+        )));
+    }
+    let tone =
+        if s.interrupted == Some(true) || s.stopped.is_some() || !s.generator_limits.is_empty() {
+            tone.max(Tone::Warn)
+        } else {
+            tone
+        };
     (tone, answer, details)
 }
 

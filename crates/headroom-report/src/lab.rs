@@ -60,6 +60,9 @@ pub struct LabTable {
     pub failed: Vec<Vec<usize>>,
     /// `runs[row][col]`: runs of the cell (None when read from tables.csv, which lacks it).
     pub runs: Option<Vec<Vec<usize>>>,
+    /// A table of verdicts (metric `verdict`): each cell's verdict names, `cells` empty. Empty
+    /// for a table of numbers.
+    pub texts: Vec<Vec<Option<String>>>,
 }
 
 /// A configuration and repetition: the factors' levels in the CSV files' column order.
@@ -345,6 +348,34 @@ fn parse_tables_json(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportErr
                 count_rows(v).ok_or_else(|| bad(k, "'runs' is not a list of lists of counts"))?,
             ),
         };
+        let texts: Vec<Vec<Option<String>>> = match &t["texts"] {
+            Value::Null => Vec::new(),
+            v => v
+                .as_array()
+                .and_then(|rs| {
+                    rs.iter()
+                        .map(|row| {
+                            row.as_array()?
+                                .iter()
+                                .map(|c| match c {
+                                    Value::Null => Some(None),
+                                    Value::String(s) => Some(Some(s.clone())),
+                                    _ => None,
+                                })
+                                .collect()
+                        })
+                        .collect()
+                })
+                .ok_or_else(|| bad(k, "'texts' is not a list of lists of strings or nulls"))?,
+        };
+        if !texts.is_empty()
+            && (texts.len() != rows.len() || texts.iter().any(|r| r.len() != cols.len()))
+        {
+            return Err(bad(
+                k,
+                &format!("texts must be {} rows x {} columns", rows.len(), cols.len()),
+            ));
+        }
         let fits =
             |g: &[Vec<usize>]| g.len() == rows.len() && g.iter().all(|r| r.len() == cols.len());
         if cells.len() != rows.len()
@@ -371,6 +402,7 @@ fn parse_tables_json(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportErr
             cells,
             failed,
             runs,
+            texts,
         });
     }
     Ok(tables)
@@ -403,6 +435,14 @@ fn parse_tables_csv(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportErro
             ));
         };
         let h = &header.fields;
+        if h.len() >= 3 && h[h.len() - 3..] == ["verdict", "n", "failed"] {
+            // A table of verdicts: words, no figures to chart; tables.json has it.
+            i += 2;
+            while i < recs.len() && !recs[i].fields[0].starts_with('#') {
+                i += 1;
+            }
+            continue;
+        }
         if h.len() < 4 || h[h.len() - 4..] != ["mean", "ci95", "n", "failed"] {
             return Err(csv::error(
                 path,
@@ -477,6 +517,7 @@ fn parse_tables_csv(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportErro
             cells,
             failed,
             runs: None,
+            texts: Vec::new(),
         });
     }
     Ok(tables)
@@ -583,12 +624,16 @@ impl LabTable {
     /// when no run gave a value and some failed, "–" for an empty cell.
     pub fn cell_text(&self, i: usize, j: usize) -> String {
         let failed = self.failed[i][j];
-        let value = self.cells[i][j]
-            .filter(|c| c.mean.is_finite())
-            .map(|c| match c.ci95 {
-                Some(ci) => format!("{} ± {}", fmt_value(c.mean), fmt_value(ci)),
-                None => fmt_value(c.mean),
-            });
+        let value = if !self.texts.is_empty() {
+            self.texts[i][j].clone()
+        } else {
+            self.cells[i][j]
+                .filter(|c| c.mean.is_finite())
+                .map(|c| match c.ci95 {
+                    Some(ci) => format!("{} ± {}", fmt_value(c.mean), fmt_value(ci)),
+                    None => fmt_value(c.mean),
+                })
+        };
         match (value, failed) {
             (Some(v), 0) => v,
             (Some(v), f) => format!("{v} ({f} failed)"),
@@ -1224,7 +1269,7 @@ fn run_counts(data: &LabData) -> (Option<usize>, usize) {
 /// The lab's verdict: the first table's finding, and how many runs failed.
 fn verdict(data: &LabData) -> (Tone, String, Vec<String>) {
     let (runs, failed) = run_counts(data);
-    let answer = match data.tables.first() {
+    let answer = match data.tables.iter().find(|t| t.texts.is_empty()) {
         Some(t) => t.finding(),
         None => "The lab wrote no table".to_string(),
     };
@@ -1254,6 +1299,34 @@ fn verdict(data: &LabData) -> (Tone, String, Vec<String>) {
     if !line.is_empty() {
         details.push(escape(&line));
     }
+    // Why each configuration broke (its table of verdicts), at most 12 named here.
+    if let Some(t) = data.tables.iter().find(|t| !t.texts.is_empty()) {
+        let mut said = Vec::new();
+        for i in 0..t.rows.len() {
+            for j in 0..t.cols.len() {
+                if let Some(v) = &t.texts[i][j] {
+                    let mut at = t.row_names(i);
+                    if !t.col_factors.is_empty() {
+                        at = format!("{at} {}", t.col_label(j).replace(", ", " "));
+                    }
+                    said.push(format!("{at}: <strong>{}</strong>", escape(v)));
+                }
+            }
+        }
+        let more = said.len().saturating_sub(12);
+        said.truncate(12);
+        if !said.is_empty() {
+            details.push(format!(
+                "<span data-why=\"lab\">Why it broke (docs/verdicts.md): {}{}</span>",
+                said.join("; "),
+                if more > 0 {
+                    format!("; and {more} more in the table of verdicts")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
     (tone, answer, details)
 }
 
@@ -1276,7 +1349,7 @@ fn tiles(data: &LabData) -> Vec<Tile> {
         ),
         Tile::new("failed", "failed runs", failed.to_string(), ""),
     ];
-    if let Some(t) = data.tables.first() {
+    if let Some(t) = data.tables.iter().find(|t| t.texts.is_empty()) {
         let values = t.values();
         let hi = values.iter().max_by(|a, b| a.2.total_cmp(&b.2));
         let lo = values.iter().min_by(|a, b| a.2.total_cmp(&b.2));
@@ -1448,6 +1521,9 @@ pub fn page(data: &LabData) -> String {
     };
     out.push_str("<div class=\"key\">\n");
     for (k, t) in data.tables.iter().enumerate() {
+        if !t.texts.is_empty() {
+            continue; // words, no bars: its table is below, and the verdict box names them
+        }
         let _ = write!(
             out,
             "<figure>\n<h3>{}</h3>\n<p class=\"finding\">{}</p>\n{}</figure>\n",
@@ -1470,6 +1546,15 @@ pub fn page(data: &LabData) -> String {
         out.push_str("<div class=\"wide\">");
         out.push_str(&t.html());
         out.push_str("</div>\n");
+        if !t.texts.is_empty() {
+            out.push_str(
+                "<p class=\"how\">Each configuration's verdict: why its server stopped scaling, \
+                 from the run's figures and the server's samples (docs/verdicts.md); the \
+                 repetitions' verdicts when they differ. A run's summary.json says it in a \
+                 sentence with its figures.</p>\n",
+            );
+            continue;
+        }
         let groups = if t.row_factors.is_empty() {
             "one group".to_string()
         } else {
@@ -1601,6 +1686,56 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
         ));
     }
 
+    /// A table of verdicts: named in the verdict box, shown as words in its table, no bars;
+    /// a malformed one is refused naming the table.
+    #[test]
+    fn a_table_of_verdicts_says_why_at_the_top_and_draws_no_bars() {
+        let verdicts = r#"{
+    "title": "why it broke: each run's verdict (docs/verdicts.md)",
+    "metric": "verdict",
+    "row_factors": ["poller"],
+    "col_factors": ["sndbuf"],
+    "rows": [["poll"], ["epoll"]],
+    "cols": [["8k"], ["6m"]],
+    "cells": [[null, null], [null, null]],
+    "failed": [[0, 1], [2, 0]],
+    "runs": [[2, 2], [2, 2]],
+    "texts": [["cpu_kernel", "cpu_kernel ×1"], [null, "descriptor_limit <x>"]]
+  }"#;
+        let json = TABLES_JSON.replacen("\n]\n", &format!(",\n  {verdicts}\n]\n"), 1);
+        let dir = fixture(&[("tables.json", &json)]);
+        let html = render_lab(dir.path()).unwrap();
+        let top = &html[html.find("<section class=\"verdict").unwrap()..];
+        let top = &top[..top.find("</section>").unwrap()];
+        assert!(
+            top.contains("poller=poll sndbuf=8k: <strong>cpu_kernel</strong>"),
+            "{top}"
+        );
+        assert!(
+            top.contains("poller=epoll sndbuf=6m: <strong>descriptor_limit &lt;x&gt;</strong>"),
+            "{top}"
+        );
+        // The first numeric table still gives the answer; only it gets bars.
+        assert!(top.contains("epoll"), "{top}");
+        assert_eq!(
+            html.matches("data-chart=\"bars-").count(),
+            1,
+            "one bar chart"
+        );
+        assert!(html.contains(
+            "<td class=\"n failed\" style=\"color:#b00000\">cpu_kernel ×1 (1 failed)</td>"
+        ));
+        assert!(html.contains("<td class=\"n failed\" style=\"color:#b00000\">failed 2/2</td>"));
+        // Texts that do not fit the table are refused.
+        let bad = json.replace(r#"[null, "descriptor_limit <x>"]"#, r#"[null]"#);
+        let dir = fixture(&[("tables.json", &bad)]);
+        let e = render_lab(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("table 2: texts must be 2 rows x 2 columns"),
+            "{e}"
+        );
+    }
+
     fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
@@ -1708,6 +1843,7 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
             ],
             failed: vec![vec![0], vec![0]],
             runs: Some(vec![vec![2], vec![2]]),
+            texts: Vec::new(),
         };
         assert_eq!(
             t.finding(),
@@ -1775,6 +1911,7 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
             cells: vec![vec![cell(14.5)], vec![cell(3.78)]],
             failed: vec![vec![0], vec![0]],
             runs: None,
+            texts: Vec::new(),
         };
         let f = t.finding();
         assert_eq!(

@@ -314,6 +314,42 @@ fn the_page_leads_with_the_verdict_tiles_and_key_charts() {
     }
 }
 
+/// Why the server stopped scaling leads the page with the verdict box; a generator that was
+/// the limit turns a clean run's box to a warning.
+#[test]
+fn the_verdict_box_says_why_and_warns_of_a_generator_at_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = summary();
+    s["thresholds"] = Value::Null;
+    s["thresholds_ok"] = Value::Null;
+    s["errors_total"] = 0.into();
+    s["verdict"] = serde_json::json!({
+        "name": "pool_exhausted",
+        "says": "the server's workers were all taken: 46 connection(s) waited <here>",
+        "candidates": [], "evidence": {"accept_queue_max": 46.0}
+    });
+    write_run(dir.path(), Some(&s), &thirty_lines());
+    let html = render_run(dir.path()).unwrap();
+    let box_ = |html: &str| {
+        let v = &html[html.find("<section class=\"verdict").unwrap()..];
+        v[..v.find("</section>").unwrap()].to_string()
+    };
+    let v = box_(&html);
+    assert!(v.contains("data-verdict=\"good\""), "{v}");
+    assert!(
+        v.contains("<span data-why=\"pool_exhausted\"><strong>Why:</strong> the server&#39;s workers were all taken: 46 connection(s) waited &lt;here&gt;</span>"),
+        "{v}"
+    );
+    s["generator"] = serde_json::json!({"limits": ["its workers ran at least 90% of the time"]});
+    write_run(dir.path(), Some(&s), &thirty_lines());
+    let v = box_(&render_run(dir.path()).unwrap());
+    assert!(v.contains("data-verdict=\"warn\""), "{v}");
+    assert!(
+        v.contains("The load generator was the limit: its workers ran at least 90% of the time."),
+        "{v}"
+    );
+}
+
 #[test]
 fn strings_from_the_files_are_escaped() {
     let dir = tempfile::tempdir().unwrap();

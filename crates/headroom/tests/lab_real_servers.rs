@@ -56,6 +56,14 @@ fn nginx_against_apache_shows_the_pool_limit() {
                 .unwrap();
         assert_eq!(s["errors"]["http_4xx"], 0, "{server}: {s}");
     }
+    // Why (issue 31): Apache's pool is its limit; nginx reached none (or the generator did).
+    assert_eq!(
+        common::lab_verdict(out, apache, ""),
+        "pool_exhausted",
+        "{what}"
+    );
+    let n = common::lab_verdict(out, nginx, "");
+    assert!(n == "no_limit" || n == "client_bound", "nginx: {n}\n{what}");
 }
 
 /// A server program that is not installed stops the lab before its first run, with one line

@@ -322,6 +322,40 @@ pub fn lab_cell(out: &Path, metric: &str, row: &str, col: &str) -> f64 {
         .unwrap_or_else(|| panic!("{metric} {row} {col}: no value"))
 }
 
+/// A lab's verdict of the configuration at `row` / `col` (as [`lab_cell`] finds them), from its
+/// table of verdicts in `OUTPUT/tables.json`: one name, or the names of differing repetitions.
+pub fn lab_verdict(out: &Path, row: &str, col: &str) -> String {
+    let text = std::fs::read_to_string(out.join("tables.json")).expect("tables.json");
+    let tables: serde_json::Value = serde_json::from_str(&text).expect("tables.json parses");
+    let t = tables
+        .as_array()
+        .expect("a list of tables")
+        .iter()
+        .find(|t| t["metric"] == "verdict")
+        .expect("a table of verdicts");
+    let joined = |v: &serde_json::Value| {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| x.as_str().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_default()
+    };
+    let find = |key: &str, want: &str| {
+        t[key]
+            .as_array()
+            .and_then(|l| l.iter().position(|x| want.is_empty() || joined(x) == want))
+            .unwrap_or_else(|| panic!("verdicts: no {key} {want:?} in {t}"))
+    };
+    let (r, c) = (find("rows", row), find("cols", col));
+    t["texts"][r][c]
+        .as_str()
+        .unwrap_or_else(|| panic!("verdict {row} {col}: none in {t}"))
+        .to_string()
+}
+
 /// An output directory the servers' unprivileged processes (www-data) can traverse: a
 /// tempdir is 0700.
 pub fn shared_tempdir() -> tempfile::TempDir {

@@ -183,7 +183,7 @@ fn verdict_text(names: &[String]) -> Option<String> {
             None => counted.push((n.clone(), 1)),
         }
     }
-    counted.sort_by(|a, b| b.1.cmp(&a.1));
+    counted.sort_by_key(|c| std::cmp::Reverse(c.1));
     match counted.as_slice() {
         [] => None,
         [(n, _)] => Some(n.clone()),

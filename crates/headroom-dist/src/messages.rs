@@ -50,6 +50,7 @@
 //!   uint64 tcp_connected_open = 19; uint64 tcp_connected_peak = 20; uint64 idle_closed = 21;
 //!   uint64 reconnects = 22; uint64 worker_cpu_us = 23; uint64 worker_intervals = 24;
 //!   uint64 worker_busy_intervals = 25; uint64 worker_wait_us = 26;
+//!   uint64 worker_late_intervals = 27;
 //! }
 //! message NameStatsMsg { uint64 count = 1; uint64 errors = 2; bytes latency = 3; }
 //! ```
@@ -271,6 +272,8 @@ pub struct CountersMsg {
     pub worker_busy_intervals: u64,
     #[prost(uint64, tag = "26")]
     pub worker_wait_us: u64,
+    #[prost(uint64, tag = "27")]
+    pub worker_late_intervals: u64,
 }
 
 #[derive(Clone, PartialEq, ::prost::Message)]

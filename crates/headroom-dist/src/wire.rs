@@ -146,6 +146,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         worker_wait_us,
         worker_intervals,
         worker_busy_intervals,
+        worker_late_intervals,
     } = *counters;
     let mut s = V2Serializer::new();
     RecorderMsg {
@@ -183,6 +184,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
             worker_intervals,
             worker_busy_intervals,
             worker_wait_us,
+            worker_late_intervals,
         }),
         names: names
             .iter()
@@ -295,6 +297,7 @@ pub fn decode_recorder(m: &RecorderMsg) -> Result<Recorder, WireError> {
         proto: array::<{ ProtoCounter::COUNT }>("proto", &c.proto)?,
         worker_cpu_us: c.worker_cpu_us,
         worker_wait_us: c.worker_wait_us,
+        worker_late_intervals: c.worker_late_intervals,
         worker_intervals: c.worker_intervals,
         worker_busy_intervals: c.worker_busy_intervals,
     };

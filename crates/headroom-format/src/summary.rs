@@ -153,6 +153,9 @@ pub struct GeneratorSection {
     /// How late the generator handled each timer (a send after think time or at a rate, a
     /// session's next step) and each arrival against its intended instant, in µs.
     pub lag_us: Latency,
+    /// Of the worker-intervals, the percentage in which 1% of the worker's timed sends went
+    /// out 10 ms late or more: a generator behind its schedule, not one burst of starts.
+    pub late_intervals_pct: f64,
     /// Arrivals not started because a phase's `max_users` were alive.
     pub arrivals_dropped: u64,
     /// Connection attempts that failed for want of a local port or descriptor.

@@ -87,7 +87,16 @@ pub struct Counters {
     pub worker_wait_us: u64,
     pub worker_intervals: u64,
     pub worker_busy_intervals: u64,
+    /// Worker-intervals in which 1% of the worker's timed sends and arrivals (of at least
+    /// [`LATE_MIN_EVENTS`]) were [`LATE_LAG_US`] or more late: a generator behind its schedule
+    /// for a whole interval, not for one burst.
+    pub worker_late_intervals: u64,
 }
+
+/// How late (µs) the 99th percentile of an interval's timed sends must be for the interval to
+/// count as late ([`Counters::worker_late_intervals`]), and the fewest events that can say so.
+pub const LATE_LAG_US: u64 = 10_000;
+pub const LATE_MIN_EVENTS: u64 = 20;
 
 /// A worker that used this much of a core over an interval counts it as busy
 /// ([`Counters::worker_busy_intervals`]).
@@ -122,6 +131,7 @@ impl Default for Counters {
             worker_wait_us: 0,
             worker_intervals: 0,
             worker_busy_intervals: 0,
+            worker_late_intervals: 0,
         }
     }
 }
@@ -165,6 +175,7 @@ impl Counters {
         self.worker_wait_us += o.worker_wait_us;
         self.worker_intervals += o.worker_intervals;
         self.worker_busy_intervals += o.worker_busy_intervals;
+        self.worker_late_intervals += o.worker_late_intervals;
     }
 
     #[inline]

@@ -1305,11 +1305,8 @@ fn verdict(data: &LabData) -> (Tone, String, Vec<String>) {
         for i in 0..t.rows.len() {
             for j in 0..t.cols.len() {
                 if let Some(v) = &t.texts[i][j] {
-                    let mut at = t.row_names(i);
-                    if !t.col_factors.is_empty() {
-                        at = format!("{at} {}", t.col_label(j).replace(", ", " "));
-                    }
-                    said.push(format!("{at}: <strong>{}</strong>", escape(v)));
+                    let at = config_words(&t.cell_factors(i, j));
+                    said.push(format!("{}: <strong>{}</strong>", escape(&at), escape(v)));
                 }
             }
         }
@@ -1708,11 +1705,11 @@ epoll,8k,1,,0.0,100,0,500,100,100,0,0
         let top = &html[html.find("<section class=\"verdict").unwrap()..];
         let top = &top[..top.find("</section>").unwrap()];
         assert!(
-            top.contains("poller=poll sndbuf=8k: <strong>cpu_kernel</strong>"),
+            top.contains("poller poll, 8k sndbuf: <strong>cpu_kernel</strong>"),
             "{top}"
         );
         assert!(
-            top.contains("poller=epoll sndbuf=6m: <strong>descriptor_limit &lt;x&gt;</strong>"),
+            top.contains("poller epoll, 6m sndbuf: <strong>descriptor_limit &lt;x&gt;</strong>"),
             "{top}"
         );
         // The first numeric table still gives the answer; only it gets bars.

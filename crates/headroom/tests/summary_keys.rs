@@ -35,6 +35,10 @@ const DATA_KEYED: [&str; 5] = [
     "scenario.names",
 ];
 
+/// Lists whose length is the run's data, not its format (empty in a run whose generator kept
+/// up, one line per reason in another): their elements' paths are left out.
+const DATA_LISTS: [&str; 2] = ["generator.limits", "verdict.candidates"];
+
 fn type_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -64,6 +68,7 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
                 paths(child, &p, out);
             }
         }
+        Value::Array(_) if DATA_LISTS.contains(&prefix) => {}
         Value::Array(a) => {
             let p = format!("{prefix}[]");
             for child in a {

@@ -58,6 +58,7 @@ fn random_recorder(rng: &mut SmallRng) -> Recorder {
     c.proto.iter_mut().for_each(|e| *e = rng.gen());
     c.worker_cpu_us = rng.gen();
     c.worker_wait_us = rng.gen();
+    c.worker_late_intervals = rng.gen();
     c.worker_intervals = rng.gen();
     c.worker_busy_intervals = rng.gen();
     for _ in 0..rng.gen_range(0..20) {

@@ -653,6 +653,12 @@ impl Worker {
         c.worker_cpu_us = used.as_micros() as u64;
         c.worker_wait_us = waited.as_micros() as u64;
         c.worker_intervals = 1;
+        let lag = &self.rec.lag;
+        c.worker_late_intervals = u64::from(
+            lag.len() >= headroom_metrics::LATE_MIN_EVENTS
+                && lag.value_at_quantile(0.99) >= headroom_metrics::LATE_LAG_US,
+        );
+        let c = &mut self.rec.counters;
         c.worker_busy_intervals = u64::from(
             !wall.is_zero()
                 && (used + waited).as_secs_f64()

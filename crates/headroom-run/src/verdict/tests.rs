@@ -27,6 +27,9 @@ fn calm() -> Evidence {
         tcp_connected_peak: 50.0,
         timeouts: 0.0,
         attempts: 10_000.0,
+        connect_p99_ms: 0.2,
+        served_p99_ms: 0.5,
+        connect_timeouts: 0.0,
         error_rate: 0.0,
         generator_limits: Vec::new(),
     }
@@ -201,8 +204,27 @@ fn overflows_beside_an_empty_accept_queue_are_the_backlog() {
         attempts: 1_000.0,
         ..calm()
     };
+    // Without its own handshakes waiting, the namespace's overflows were another listener's
+    // (and timeouts with quick handshakes happened inside the server).
+    let elsewhere = Evidence {
+        timeouts: 0.0,
+        ..burst.clone()
+    };
+    assert_eq!(name(&elsewhere), "no_limit");
+    assert_eq!(name(&burst), "pool_exhausted");
+    let burst = Evidence {
+        connect_p99_ms: 1_020.0,
+        ..burst
+    };
     let v = verdict(&burst);
     assert_eq!(v.name, "backlog_overflow", "{}", v.says);
+    // A connect timeout says the same.
+    let timed_out = Evidence {
+        connect_p99_ms: 0.3,
+        connect_timeouts: 4.0,
+        ..burst.clone()
+    };
+    assert_eq!(name(&timed_out), "backlog_overflow");
     assert!(v.says.contains("3,757 connection(s)"), "{}", v.says);
     assert!(v.says.contains("a backlog of 8"), "{}", v.says);
     // The same overflows with a queue that stays full: nobody accepts, a pool is taken.
@@ -346,7 +368,9 @@ fn the_generators_limits_each_have_a_reason() {
         ..calm.clone()
     };
     assert!(generator_limits(&starved, 100, None)[0].contains("waited 62%"));
+    // Behind its schedule in most intervals.
     let late = GeneratorSection {
+        late_intervals_pct: 80.0,
         lag_us: headroom_format::summary::Latency {
             count: 1_000,
             p99: 25_000,
@@ -354,17 +378,23 @@ fn the_generators_limits_each_have_a_reason() {
         },
         ..calm.clone()
     };
-    assert!(generator_limits(&late, 100, None)[0].contains("25 ms"));
-    // A few late wake-ups are no evidence.
-    let few = GeneratorSection {
+    let why = generator_limits(&late, 100, None);
+    assert!(
+        why[0].contains("in 80% of the intervals") && why[0].contains("p99 25 ms"),
+        "{why:?}"
+    );
+    // One burst of a thousand starts, 17 ms late at its tail, in one interval of ten: no
+    // evidence.
+    let burst = GeneratorSection {
+        late_intervals_pct: 10.0,
         lag_us: headroom_format::summary::Latency {
-            count: 20,
-            p99: 25_000,
+            count: 1_021,
+            p99: 17_071,
             ..Default::default()
         },
         ..calm.clone()
     };
-    assert!(generator_limits(&few, 100, None).is_empty());
+    assert!(generator_limits(&burst, 100, None).is_empty());
     assert!(generator_limits(&calm, 700, Some(1_000.0))[0].contains("700 of the 1,000"));
     let dropped = GeneratorSection {
         arrivals_dropped: 12,

@@ -131,6 +131,15 @@ pub struct ServerFigures {
     pub threads: u64,
     pub fds: u64,
     pub processes: u32,
+    /// The busiest thread's CPU over the interval, percent of one core.
+    #[serde(default)]
+    pub busiest_thread_cpu_pct: f64,
+    /// Connections in the accept queue of the server's listener at the sample (the target's
+    /// port, on loopback), and its backlog; 0 when not read.
+    #[serde(default)]
+    pub accept_queue: u64,
+    #[serde(default)]
+    pub accept_backlog: u64,
     /// Threads running or runnable at the sample, and blocked (D).
     #[serde(default)]
     pub threads_running: u64,

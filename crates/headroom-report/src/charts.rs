@@ -27,7 +27,7 @@ pub const TLS_NAME: &str = "tls";
 
 /// The charts of the server under test, after [`NAMES`], in runs that sampled it
 /// (`run --server-pid`).
-pub const SERVER_NAMES: [&str; 2] = ["server-cpu", "server-memory"];
+pub const SERVER_NAMES: [&str; 3] = ["server-cpu", "server-memory", "server-queue"];
 
 /// Every chart of the report: [`NAMES`] in order (with [`TLS_NAME`] after `connect` when the
 /// run timed a TLS handshake), then [`SERVER_NAMES`] when any interval holds a server sample.
@@ -46,6 +46,7 @@ pub fn all(data: &RunData) -> Vec<Chart> {
     if data.intervals.iter().any(|i| i.server.is_some()) {
         charts.push(server_cpu(&data.intervals));
         charts.push(server_memory(&data.intervals));
+        charts.push(server_queue(&data.intervals));
     }
     // Every time chart on the run's own axis: 0 to its duration, whatever the series hold.
     if let Some(span) = run_span_s(data) {
@@ -98,6 +99,30 @@ pub fn server_memory(intervals: &[Interval]) -> Chart {
             Some(i.server.as_ref()?.rss_bytes? as f64 / 1e6)
         }),
     )];
+    c
+}
+
+/// Connections waiting for the server: in its listener's accept queue at each sample, and
+/// those the kernel dropped at a full queue in each interval (docs/verdicts.md).
+pub fn server_queue(intervals: &[Interval]) -> Chart {
+    let mut c = time_chart(
+        "server-queue",
+        "Connections waiting for the server",
+        "connections",
+        intervals,
+    );
+    c.series = vec![
+        Series::new(
+            "in its accept queue",
+            over_time(intervals, |i| Some(i.server.as_ref()?.accept_queue? as f64)),
+        ),
+        Series::new(
+            "dropped at a full queue",
+            over_time(intervals, |i| {
+                Some(i.server.as_ref()?.listen_overflows? as f64)
+            }),
+        ),
+    ];
     c
 }
 

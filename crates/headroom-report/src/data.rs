@@ -232,6 +232,10 @@ pub struct ServerSample {
     pub rss_bytes: Option<u64>,
     pub threads: Option<u64>,
     pub fds: Option<u64>,
+    /// Connections in its listener's accept queue at the sample, and those the kernel dropped
+    /// at a full queue over the interval (the namespace's count); `None` in older files.
+    pub accept_queue: Option<u64>,
+    pub listen_overflows: Option<u64>,
 }
 
 impl Interval {
@@ -749,6 +753,8 @@ pub fn interval_from_line(l: &IntervalLine, line: usize) -> Interval {
             rss_bytes: Some(m.rss_bytes),
             threads: Some(m.threads),
             fds: Some(m.fds),
+            accept_queue: Some(m.accept_queue),
+            listen_overflows: Some(m.listen_overflows),
         }),
     }
 }

@@ -120,6 +120,9 @@ pub struct LabSample {
     pub cpu_sys_pct: Option<f64>,
     pub rss_bytes: Option<f64>,
     pub fds: Option<f64>,
+    /// Connections in the server's accept queue at the sample (`None`: not read, or a lab of
+    /// an older headroom).
+    pub accept_queue: Option<f64>,
     /// Whether the run was good (samples.csv has failed runs' samples too).
     pub run_ok: bool,
 }
@@ -608,6 +611,7 @@ fn parse_samples(c: &Csv) -> Result<Vec<LabSample>, ReportError> {
             cpu_sys_pct: c.num(r, c.col("cpu_sys_pct"))?,
             rss_bytes: c.num(r, c.col("rss_bytes"))?,
             fds: c.num(r, c.col("fds"))?,
+            accept_queue: c.num(r, c.col("accept_queue"))?,
             run_ok: c.boolean(r, c.col("run_ok"))?.unwrap_or(true),
         });
     }
@@ -1165,8 +1169,8 @@ fn sample_times(samples: &[&LabSample]) -> Vec<(f64, bool)> {
     out
 }
 
-/// `server-cpu-sys`, `server-cpu-user`, `server-rss` and `server-fds` over time, one series
-/// per configuration (its first repetition).
+/// `server-cpu-sys`, `server-cpu-user`, `server-rss`, `server-fds` and (when the samples read
+/// it) `server-accept-queue` over time, one series per configuration (its first repetition).
 pub fn server_charts(samples: &[LabSample]) -> Vec<Chart> {
     let runs = first_repetitions(samples.iter().map(|s| &s.run));
     let searched = samples.iter().any(|s| s.probe.is_some());
@@ -1202,7 +1206,7 @@ pub fn server_charts(samples: &[LabSample]) -> Vec<Chart> {
         }
         c
     };
-    vec![
+    let mut charts = vec![
         make(
             "server-cpu-sys",
             "Server system CPU",
@@ -1231,7 +1235,18 @@ pub fn server_charts(samples: &[LabSample]) -> Vec<Chart> {
             false,
             &|s: &LabSample| s.fds,
         ),
-    ]
+    ];
+    // A lab whose samples read the accept queue (the server on loopback, a recent headroom).
+    if samples.iter().any(|s| s.accept_queue.is_some()) {
+        charts.push(make(
+            "server-accept-queue",
+            "Connections waiting in the server's accept queue",
+            "connections",
+            false,
+            &|s: &LabSample| s.accept_queue,
+        ));
+    }
+    charts
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1438,6 +1453,11 @@ fn how_to_read(name: &str, data: &LabData, of: bool) -> String {
         "server-fds" => format!(
             "Open file descriptors of the server's process tree: about one per connection, so \
              it follows the connections the server holds.{probes_note}"
+        ),
+        "server-accept-queue" => format!(
+            "Connections the kernel completed that the server had not accepted yet, at each \
+             sample (its listener on the load's port): a queue that stays full while the CPU \
+             idles is a server whose workers are all taken (docs/verdicts.md).{probes_note}"
         ),
         _ => String::new(),
     }

@@ -165,6 +165,21 @@ fn a_real_runs_report_opens_in_chromium_with_every_chart_drawn() {
             found[0]
         );
     }
+    // The sampled server's charts, each once; its accept queue read at every interval (the
+    // target is on loopback).
+    for name in headroom_report::charts::SERVER_NAMES {
+        let found = charts.iter().filter(|c| c["name"] == name).count();
+        assert_eq!(found, 1, "chart {name} in {charts:?}");
+    }
+    let queue = charts.iter().find(|c| c["name"] == "server-queue").unwrap();
+    assert!(
+        queue["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "in its accept queue" && s["points"].as_u64() >= Some(3)),
+        "{queue}"
+    );
     // The 404s are errors per second of kind http_4xx; the per-name table lists each request.
     let errors = charts.iter().find(|c| c["name"] == "errors").unwrap();
     assert!(

@@ -174,15 +174,26 @@ pub fn connection_capacity<'a>(
     intervals: impl IntoIterator<Item = &'a IntervalLine>,
     rule: &BreakRule,
 ) -> (f64, bool) {
+    let (cap, at) = connection_break(intervals, rule);
+    (cap, at.is_some())
+}
+
+/// [`connection_capacity`], with where the break was found: the position of the interval
+/// that decided it (the bad interval, or the last of the slow ones), `None` without a break.
+/// The verdict at the capacity point reads the run up to there.
+pub fn connection_break<'a>(
+    intervals: impl IntoIterator<Item = &'a IntervalLine>,
+    rule: &BreakRule,
+) -> (f64, Option<usize>) {
     let mut best = 0u64;
     // The peak before the current run of slow intervals, and how long that run is.
     let mut before_slow = 0u64;
     let mut slow = 0u32;
-    for iv in intervals {
+    for (k, iv) in intervals.into_iter().enumerate() {
         let errors = iv.errors.total();
         let rate = errors as f64 / (iv.responses + errors).max(1) as f64;
         if rate > rule.max_error_rate || iv.errors.connect_timeout > 0 {
-            return ((if slow > 0 { before_slow } else { best }) as f64, true);
+            return ((if slow > 0 { before_slow } else { best }) as f64, Some(k));
         }
         if rule.p99.is_some_and(|limit| iv.latency_us.p99 > limit) {
             if slow == 0 {
@@ -190,14 +201,14 @@ pub fn connection_capacity<'a>(
             }
             slow += 1;
             if slow >= rule.p99_intervals {
-                return (before_slow as f64, true);
+                return (before_slow as f64, Some(k));
             }
         } else {
             slow = 0;
         }
         best = best.max(iv.connections_peak);
     }
-    (best as f64, false)
+    (best as f64, None)
 }
 
 #[cfg(test)]
@@ -213,6 +224,32 @@ mod tests {
         };
         l.errors.reset = errors;
         l
+    }
+
+    #[test]
+    fn the_break_is_found_at_the_interval_that_decides_it() {
+        let iv = |peak: u64, err: u64, p99: u64| {
+            let mut l = line(100, err, peak);
+            l.latency_us.p99 = p99;
+            l
+        };
+        let rule = BreakRule {
+            p99: Some(10_000),
+            p99_intervals: 3,
+            ..BreakRule::errors(0.01)
+        };
+        // Slow from the 2nd interval: decided at the 4th (index 3), the peak before the 2nd.
+        let slow = [
+            iv(10, 0, 1),
+            iv(20, 0, 20_000),
+            iv(30, 0, 20_000),
+            iv(40, 0, 20_000),
+        ];
+        assert_eq!(connection_break(&slow, &rule), (10.0, Some(3)));
+        // Errors decide at once.
+        let bad = [iv(10, 0, 1), iv(20, 50, 1), iv(30, 0, 1)];
+        assert_eq!(connection_break(&bad, &rule), (10.0, Some(1)));
+        assert_eq!(connection_break(&bad[..1], &rule), (10.0, None));
     }
 
     #[test]

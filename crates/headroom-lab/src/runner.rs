@@ -16,10 +16,12 @@ use headroom_engine::RunOutcome;
 use headroom_metrics::LatencyStats;
 use headroom_monitor::prom::Scraper;
 use headroom_monitor::Sample;
+use headroom_run::interval::IntervalLine;
 use headroom_run::summary::RunSummaryExt;
+use headroom_run::verdict::{verdict, Evidence};
 
 use crate::experiment::{expand_known, Loaded, RateSearch};
-use crate::intervals::{connection_capacity, kept, LabInterval, CSV_COLUMNS};
+use crate::intervals::{connection_break, kept, LabInterval, CSV_COLUMNS};
 use crate::measure::{measure, warm_up};
 use crate::measure::{LabAgents, PromSource};
 use crate::server::{self, Factors, RunningServer};
@@ -750,26 +752,45 @@ pub fn run(l: &Loaded, opts: &LabOptions, stop: Arc<AtomicBool>) -> Result<LabOu
                             }
                             (Ok(done), Ok(())) => {
                                 let mut mx = figures(&plan, &done.outcome, &m.samples, &m.prom);
-                                let (cap, reached) = connection_capacity(
+                                let (cap, at) = connection_break(
                                     intervals.iter().map(|i| &i.line),
                                     &l.exp.break_rule(),
                                 );
+                                let reached = at.is_some();
                                 mx.insert("capacity_connections".into(), cap);
                                 mx.insert(
                                     "capacity_reached".into(),
                                     if reached { 1.0 } else { 0.0 },
                                 );
-                                if opts.progress {
-                                    let why = done
-                                        .summary
-                                        .verdict
-                                        .as_ref()
-                                        .map(|v| format!("; {}", v.name))
-                                        .unwrap_or_default();
-                                    eprintln!("{tag}: {}{why} ({stopped})", brief(&mx));
-                                }
                                 let mut summary = done.summary.to_json();
                                 summary["server_stop"] = serde_json::json!(stopped);
+                                // The verdict at the capacity point: the run up to its break,
+                                // not what the broken server did after (the run directory's
+                                // summary.json keeps the whole run's).
+                                if let Some(k) = at {
+                                    let lines: Vec<IntervalLine> =
+                                        intervals[..=k].iter().map(|i| i.line.clone()).collect();
+                                    let rated = m.samples.get(1..).unwrap_or(&[]);
+                                    let cores = done.summary.environment.cores.unwrap_or(1);
+                                    let v = verdict(&Evidence::gather_until(
+                                        &done.summary,
+                                        rated,
+                                        &lines,
+                                        cores as f64,
+                                    ));
+                                    let t = lines.last().map_or(0.0, |l| l.t_s + l.length_s);
+                                    summary["verdict_whole_run"] = summary["verdict"].take();
+                                    summary["verdict"] = serde_json::json!(v);
+                                    summary["verdict_until_s"] = serde_json::json!(t);
+                                }
+                                if opts.progress {
+                                    let why = match summary["verdict"]["name"].as_str() {
+                                        Some(v) if at.is_some() => format!("; at its break: {v}"),
+                                        Some(v) => format!("; {v}"),
+                                        None => String::new(),
+                                    };
+                                    eprintln!("{tag}: {}{why} ({stopped})", brief(&mx));
+                                }
                                 if let (Some(e), true) = (m.dir_error, opts.progress) {
                                     eprintln!("{tag}: warning: run directory: {e}");
                                 }

@@ -27,6 +27,7 @@ use headroom_metrics::BUSY_WORKER_PCT;
 use headroom_monitor::Sample;
 
 use crate::human::thousands;
+use crate::interval::IntervalLine;
 use crate::summary::{latency_of, RunSummary};
 
 /// The generator's sends count as late when their 99th percentile is this far behind.
@@ -253,6 +254,80 @@ impl Evidence {
             error_rate: s.error_rate,
             generator_limits: s.generator.limits.clone(),
         }
+    }
+
+    /// The evidence of a run up to its first `lines.len()` intervals (a capacity curve's
+    /// break, where the server stopped scaling, not what it did after): the samples taken by
+    /// their end, and the run's own figures from those interval lines — errors, timeouts,
+    /// connections left waiting, connect time, the generator's CPU, lateness and local
+    /// failures. (Connect-to-first-byte and dropped arrivals are not in the lines: 0 here.)
+    pub fn gather_until(
+        s: &RunSummary,
+        samples: &[Sample],
+        lines: &[IntervalLine],
+        cores: f64,
+    ) -> Evidence {
+        let until = lines
+            .last()
+            .map_or(0.0, |l| l.t_s + l.length_s)
+            // A sample taken just after the interval's end is still its.
+            + 0.5;
+        let samples: Vec<Sample> = samples.iter().filter(|x| x.t_s <= until).cloned().collect();
+        let n = lines.len().max(1) as f64;
+        let workers = s.generator.workers.max(1) as f64;
+        let sum = |f: &dyn Fn(&IntervalLine) -> u64| lines.iter().map(f).sum::<u64>();
+        let late = lines
+            .iter()
+            .filter(|l| l.lag_us.p99 >= headroom_metrics::LATE_LAG_US)
+            .count() as f64;
+        let g = GeneratorSection {
+            workers: s.generator.workers,
+            worker_cpu_pct: lines.iter().map(|l| l.generator_cpu_pct).sum::<f64>() / n,
+            worker_wait_pct: lines.iter().map(|l| l.generator_wait_pct).sum::<f64>() / n,
+            busy_intervals_pct: 100.0 * sum(&|l| l.generator_busy_workers) as f64 / (n * workers),
+            lag_us: headroom_format::summary::Latency {
+                count: lines.len() as u64,
+                p99: lines.iter().map(|l| l.lag_us.p99).max().unwrap_or(0),
+                ..Default::default()
+            },
+            late_intervals_pct: 100.0 * late / n,
+            arrivals_dropped: 0,
+            local_resource_errors: sum(&|l| l.errors.local_resource),
+            limits: Vec::new(),
+        };
+        let errors = sum(&|l| l.errors.total());
+        let responses = sum(&|l| l.responses);
+        // The lines' figures in a summary of the window, for the rest of `gather`.
+        let window = RunSummary {
+            responses,
+            errors_total: errors,
+            error_rate: errors as f64 / (responses + errors).max(1) as f64,
+            errors: headroom_format::summary::Errors {
+                timeout: sum(&|l| l.errors.timeout),
+                connect_timeout: sum(&|l| l.errors.connect_timeout),
+                ..Default::default()
+            },
+            tcp_connected_peak: lines
+                .iter()
+                .map(|l| l.tcp_connected_peak)
+                .max()
+                .unwrap_or(0),
+            connections_peak: lines.iter().map(|l| l.connections_peak).max().unwrap_or(0),
+            connect_us: headroom_format::summary::Latency {
+                p99: lines.iter().map(|l| l.connect_us.p99).max().unwrap_or(0),
+                ..Default::default()
+            },
+            generator: GeneratorSection {
+                limits: generator_limits(&g, sum(&|l| l.users_started), None),
+                ..g
+            },
+            ..Default::default()
+        };
+        let waiting = lines
+            .iter()
+            .filter(|l| waiting_at(l.tcp_connected_open, l.connections_open))
+            .count() as f64;
+        Evidence::gather(&window, &samples, waiting / n, cores)
     }
 
     fn server_cpu(&self) -> f64 {

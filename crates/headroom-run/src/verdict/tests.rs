@@ -476,3 +476,70 @@ fn offered_arrivals_integrate_the_phases_the_run_lived_through() {
     };
     assert_eq!(offered_arrivals(&plan, 10.0), None);
 }
+
+#[test]
+fn the_verdict_at_a_break_reads_the_run_up_to_it() {
+    // poll over a ramp of slow clients: CPU-bound in the kernel from the 5th second (its
+    // break), at its descriptor limit from the 9th, where the generator also ran short of
+    // local ports.
+    let samples: Vec<Sample> = (1..=12)
+        .map(|t| {
+            let mut s = Sample {
+                t_s: t as f64,
+                cpu_sys_pct: if t >= 4 { 99.0 } else { 30.0 },
+                busiest_thread_cpu_pct: if t >= 4 { 99.0 } else { 30.0 },
+                fds_max_process: if t >= 9 { 20_000 } else { 1_000 * t },
+                fd_limit: 20_000,
+                ..Default::default()
+            };
+            s.machine.cores = 2;
+            s.machine.mem_total_bytes = 100;
+            s.machine.mem_available_bytes = 90;
+            s
+        })
+        .collect();
+    let lines: Vec<IntervalLine> = (0..12)
+        .map(|k| {
+            let mut l = IntervalLine {
+                index: k,
+                t_s: k as f64,
+                length_s: 1.0,
+                responses: 1_000,
+                generator_cpu_pct: 10.0,
+                ..Default::default()
+            };
+            if k >= 9 {
+                l.errors.local_resource = 30;
+            }
+            l
+        })
+        .collect();
+    let whole = RunSummary {
+        responses: 12_000,
+        generator: GeneratorSection {
+            workers: 1,
+            limits: vec!["90 connects failed for want of a local port or descriptor".into()],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let v = verdict(&Evidence::gather(&whole, &samples, 0.0, 2.0));
+    assert_eq!(v.name, "mixed", "{}", v.says);
+    assert_eq!(
+        v.candidates,
+        ["descriptor_limit", "cpu_kernel", "client_bound"]
+    );
+    // Up to the break (the 6th interval's end): the kernel's CPU alone.
+    let at = Evidence::gather_until(&whole, &samples, &lines[..6], 2.0);
+    assert_eq!(at.samples, 6, "the samples up to 6.5 s");
+    assert!(at.generator_limits.is_empty(), "{:?}", at.generator_limits);
+    let v = verdict(&at);
+    assert_eq!(v.name, "cpu_kernel", "{}", v.says);
+    // The window's own generator figures: short of ports in its last intervals.
+    let late = Evidence::gather_until(&whole, &samples, &lines, 2.0);
+    assert!(
+        late.generator_limits[0].contains("90 connects"),
+        "{:?}",
+        late.generator_limits
+    );
+}

@@ -1452,6 +1452,9 @@ mod tests {
         full["threads_blocked"] = json!(0);
         full["fds_max_process"] = json!(7);
         full["fd_limit"] = json!(1024);
+        full["busiest_thread_cpu_pct"] = json!(55.5);
+        full["accept_queue"] = json!(12);
+        full["accept_backlog"] = json!(128);
         full["machine"]["cpu_softirq_pct"] = json!(2.5);
         full["kernel"] = json!({"listen_overflows": 9, "listen_drops": 10, "syncookies_sent": 0,
             "syn_drops": 0, "retransmits": 3, "resets_sent": 4, "estab_resets": 5, "tcp_inuse": 6,
@@ -1469,13 +1472,15 @@ mod tests {
         assert_eq!(
             csv,
             "poller,repetition,probe,t_s,cpu_user_pct,cpu_sys_pct,rss_bytes,fds,threads,\
-             threads_running,threads_blocked,fds_max_process,fd_limit,cpu_softirq_pct,\
+             threads_running,threads_blocked,busiest_thread_cpu_pct,fds_max_process,fd_limit,\
+             accept_queue,accept_backlog,cpu_softirq_pct,\
              listen_overflows,listen_drops,syncookies_sent,syn_drops,retransmits,resets_sent,\
              estab_resets,tcp_inuse,tcp_orphan,tcp_time_wait,tcp_mem_pages,procs_running,\
              procs_blocked,run_ok\n\
-             poll,1,,1.0,1.5,60.0,4096,7,2,,,,,,,,,,,,,,,,,,,true\n\
-             poll,1,,2.0,1.5,61.0,4096,7,2,1,0,7,1024,2.5,9,10,0,0,3,4,5,6,0,8,11,2,0,true\n\
-             epoll,1,,1.0,1.5,3.0,4096,7,2,,,,,,,,,,,,,,,,,,,false\n"
+             poll,1,,1.0,1.5,60.0,4096,7,2,,,,,,,,,,,,,,,,,,,,,,true\n\
+             poll,1,,2.0,1.5,61.0,4096,7,2,1,0,55.5,7,1024,12,128,2.5,9,10,0,0,3,4,5,6,0,8,11,2,0,\
+             true\n\
+             epoll,1,,1.0,1.5,3.0,4096,7,2,,,,,,,,,,,,,,,,,,,,,,false\n"
         );
         // Intervals keep to the good runs.
         let iv = curve_csv(&runs, &["poller".to_string()], Curve::Intervals);

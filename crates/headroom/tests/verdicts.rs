@@ -88,22 +88,29 @@ impl Drop for Served {
     }
 }
 
-/// `headroom run URL ARGS --server-pid PID --json` (on CPU `cpu` when given): the summary.
+/// `headroom run URL ARGS --server-pid PID --json -q` (on CPU `cpu` when given): the summary.
 fn run_sampled(url: &str, args: &[&str], pid: u32, cpu: Option<usize>) -> Value {
+    run_sampled_with_stderr(url, &[args, &["-q"]].concat(), pid, cpu).0
+}
+
+/// As [`run_sampled`], without `-q`: the summary and what the run said on stderr as it went.
+fn run_sampled_with_stderr(
+    url: &str,
+    args: &[&str],
+    pid: u32,
+    cpu: Option<usize>,
+) -> (Value, String) {
     let mut cmd = headroom();
     cmd.arg("run")
         .arg(url)
         .args(args)
-        .args(["--server-pid", &pid.to_string(), "--json", "-q"]);
+        .args(["--server-pid", &pid.to_string(), "--json"]);
     confine(&mut cmd, cpu, None);
     let out = cmd.output().expect("spawn headroom run");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no summary ({e}); exit {:?}\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no summary ({e}); exit {:?}\n{stderr}", out.status.code()));
+    (v, stderr)
 }
 
 /// The verdict's name, and a figure of its evidence.
@@ -303,13 +310,21 @@ fn headroom_on_one_core_against_nginx_on_the_other_is_client_bound() {
         }
     }
     // A connection per request: connecting and closing cost the generator more than nginx.
-    let v = run_sampled(
+    let (v, stderr) = run_sampled_with_stderr(
         &ng.url("/"),
         &["--no-keepalive", "-c", "50", "-t", "1", "-d", "5s"],
         master,
         Some(0),
     );
     assert_eq!(verdict(&v), "client_bound", "{}", why(&v));
+    // Said while the run went, once, after three intervals in a row at its limit.
+    assert_eq!(
+        stderr
+            .matches("headroom: warning: the generator is the limit (its workers used")
+            .count(),
+        1,
+        "{stderr}"
+    );
     assert!(v["generator"]["busy_intervals_pct"].as_f64().unwrap() >= 50.0);
     assert!(
         evidence(&v, "server_busiest_thread_pct") < 85.0,

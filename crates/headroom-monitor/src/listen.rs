@@ -185,10 +185,28 @@ mod tests {
         // Accepted: the queue empties.
         let accepted: Vec<_> = (0..5).map(|_| l.accept().unwrap()).collect();
         assert_eq!(accept_queue(port).unwrap().queued, 0);
-        drop((held, accepted));
-        // No listener on a port: nothing found, no error.
-        drop(l);
-        assert_eq!(accept_queue(port).unwrap().listeners, 0);
+        drop((held, accepted, l));
+        // No listener on a port: nothing found, no error. (A port held by a TCP socket bound
+        // but not listening: no other test can listen on it meanwhile, as one could on a port
+        // just freed.)
+        // SAFETY: a fresh socket we own (closed below); bind and getsockname on valid memory.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0);
+            let mut a: libc::sockaddr_in = std::mem::zeroed();
+            a.sin_family = libc::AF_INET as libc::sa_family_t;
+            a.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            assert_eq!(
+                libc::bind(fd, (&a as *const libc::sockaddr_in).cast(), len),
+                0
+            );
+            let mut got = len;
+            libc::getsockname(fd, (&mut a as *mut libc::sockaddr_in).cast(), &mut got);
+            let held = u16::from_be(a.sin_port);
+            assert_eq!(accept_queue(held).unwrap().listeners, 0);
+            libc::close(fd);
+        }
     }
 
     #[test]

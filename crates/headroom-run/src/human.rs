@@ -114,7 +114,8 @@ fn generator_at_limit(iv: &Interval<'_>) -> Option<String> {
     }
     let lag = &iv.merged.lag;
     let p99_ms = lag.value_at_quantile(0.99) as f64 / 1000.0;
-    (lag.len() >= 100 && p99_ms >= crate::verdict::LATE_SEND_MS)
+    let late_ms = headroom_metrics::LATE_LAG_US as f64 / 1000.0;
+    (lag.len() >= 100 && p99_ms >= late_ms)
         .then(|| format!("1% of its sends went out {p99_ms:.0} ms late or more"))
 }
 

@@ -369,6 +369,7 @@ pub fn execute(
         outcome.interrupted = false;
     }
     let mut summary = RunSummary::build(plan, &outcome, &usage, command);
+    summary.generator = crate::verdict::generator_of(plan, &outcome);
     summary.agents = driven.agents;
     summary.stopped = wrong_port.clone();
     for s in sinks.iter_mut() {

@@ -31,7 +31,7 @@ use crate::interval::IntervalLine;
 use crate::summary::{latency_of, RunSummary};
 
 /// The generator's sends count as late when their 99th percentile is this far behind.
-pub const LATE_SEND_MS: f64 = 10.0;
+pub const LATE_SEND_MS: f64 = headroom_metrics::LATE_LAG_US as f64 / 1000.0;
 /// A server's CPU counts as its limit at this share of the cores it can use.
 const CPU_SATURATED: f64 = 0.85;
 /// The machine counts as saturated at this share of all its cores busy.

@@ -459,7 +459,12 @@ pub fn search_rate(
 }
 
 /// Whether a probe kept the SLO; the reason when it did not.
-fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch) -> Result<(), String> {
+fn judge(
+    plan: &Plan,
+    out: &RunOutcome,
+    generator_limits: &[String],
+    rs: &RateSearch,
+) -> Result<(), String> {
     let t = &out.total;
     let c = &t.counters;
     let attempts = (c.responses + c.errors_total()).max(1);
@@ -479,12 +484,11 @@ fn judge(plan: &Plan, out: &RunOutcome, rs: &RateSearch) -> Result<(), String> {
     }
     // A generator that was the limit (flat out, sending late, short of the users it meant to
     // start) is no server limit, but the probe did not offer its rate either: the rule of
-    // every run's `generator.limits`.
-    let g = headroom_run::verdict::generator_of(plan, out);
-    if !g.limits.is_empty() {
+    // every run's `generator.limits` (the probe's summary has them).
+    if !generator_limits.is_empty() {
         return Err(format!(
             "the load generator was the limit (client-bound): {}",
-            g.limits.join("; ")
+            generator_limits.join("; ")
         ));
     }
     let (what, hist) = match &rs.slo.of {
@@ -1062,7 +1066,8 @@ fn search_run(
                 if let (Some(e), true) = (&m.dir_error, progress) {
                     eprintln!("{tag}: probe {index}: warning: run directory: {e}");
                 }
-                (judge(&plan, out, rs), mx, summary)
+                let limits = &done.summary.generator.limits;
+                (judge(&plan, out, limits, rs), mx, summary)
             }
         };
         if progress {

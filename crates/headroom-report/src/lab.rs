@@ -275,6 +275,19 @@ fn json_error(path: &Path, line: usize, column: usize, message: String) -> Repor
     }
 }
 
+/// A list of lists, each entry read by `cell`; `None` when it is not that shape.
+fn grid_of<T>(v: &Value, cell: impl Fn(&Value) -> Option<T>) -> Option<Vec<Vec<T>>> {
+    v.as_array()?
+        .iter()
+        .map(|row| row.as_array()?.iter().map(&cell).collect())
+        .collect()
+}
+
+/// Whether a grid is `rows` x `cols`.
+fn fits<T>(g: &[Vec<T>], rows: usize, cols: usize) -> bool {
+    g.len() == rows && g.iter().all(|r| r.len() == cols)
+}
+
 fn parse_tables_json(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportError> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         let full = e.to_string();
@@ -294,17 +307,7 @@ fn parse_tables_json(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportErr
     };
     let string_rows =
         |v: &Value| -> Option<Vec<Vec<String>>> { v.as_array()?.iter().map(strings).collect() };
-    let count_rows = |v: &Value| -> Option<Vec<Vec<usize>>> {
-        v.as_array()?
-            .iter()
-            .map(|row| {
-                row.as_array()?
-                    .iter()
-                    .map(|n| n.as_u64().map(|n| n as usize))
-                    .collect()
-            })
-            .collect()
-    };
+    let count_rows = |v: &Value| grid_of(v, |n| n.as_u64().map(|n| n as usize));
     let mut tables = Vec::new();
     for (k, t) in items.iter().enumerate() {
         let text_of = |key: &str| t[key].as_str().unwrap_or_default().to_string();
@@ -317,28 +320,17 @@ fn parse_tables_json(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportErr
         };
         let rows = grid("rows")?;
         let cols = grid("cols")?;
-        let cells: Vec<Vec<Option<LabCell>>> = t["cells"]
-            .as_array()
-            .and_then(|rs| {
-                rs.iter()
-                    .map(|row| {
-                        row.as_array()?
-                            .iter()
-                            .map(|c| match c {
-                                Value::Null => Some(None),
-                                Value::Object(o) => Some(Some(LabCell {
-                                    // A NaN mean is written as null: no value.
-                                    mean: o.get("mean")?.as_f64().unwrap_or(f64::NAN),
-                                    ci95: o.get("ci95").and_then(Value::as_f64),
-                                    n: o.get("n").and_then(Value::as_u64).unwrap_or(0) as usize,
-                                })),
-                                _ => None,
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .ok_or_else(|| bad(k, "'cells' is not a list of lists of cells or nulls"))?;
+        let cells: Vec<Vec<Option<LabCell>>> = grid_of(&t["cells"], |c| match c {
+            Value::Null => Some(None),
+            Value::Object(o) => Some(Some(LabCell {
+                // A NaN mean is written as null: no value.
+                mean: o.get("mean")?.as_f64().unwrap_or(f64::NAN),
+                ci95: o.get("ci95").and_then(Value::as_f64),
+                n: o.get("n").and_then(Value::as_u64).unwrap_or(0) as usize,
+            })),
+            _ => None,
+        })
+        .ok_or_else(|| bad(k, "'cells' is not a list of lists of cells or nulls"))?;
         let failed = match &t["failed"] {
             Value::Null => vec![vec![0; cols.len()]; rows.len()],
             v => {
@@ -353,38 +345,24 @@ fn parse_tables_json(text: &str, path: &Path) -> Result<Vec<LabTable>, ReportErr
         };
         let texts: Vec<Vec<Option<String>>> = match &t["texts"] {
             Value::Null => Vec::new(),
-            v => v
-                .as_array()
-                .and_then(|rs| {
-                    rs.iter()
-                        .map(|row| {
-                            row.as_array()?
-                                .iter()
-                                .map(|c| match c {
-                                    Value::Null => Some(None),
-                                    Value::String(s) => Some(Some(s.clone())),
-                                    _ => None,
-                                })
-                                .collect()
-                        })
-                        .collect()
-                })
-                .ok_or_else(|| bad(k, "'texts' is not a list of lists of strings or nulls"))?,
+            v => grid_of(v, |c| match c {
+                Value::Null => Some(None),
+                Value::String(s) => Some(Some(s.clone())),
+                _ => None,
+            })
+            .ok_or_else(|| bad(k, "'texts' is not a list of lists of strings or nulls"))?,
         };
-        if !texts.is_empty()
-            && (texts.len() != rows.len() || texts.iter().any(|r| r.len() != cols.len()))
-        {
+        if !texts.is_empty() && !fits(&texts, rows.len(), cols.len()) {
             return Err(bad(
                 k,
                 &format!("texts must be {} rows x {} columns", rows.len(), cols.len()),
             ));
         }
-        let fits =
-            |g: &[Vec<usize>]| g.len() == rows.len() && g.iter().all(|r| r.len() == cols.len());
-        if cells.len() != rows.len()
-            || cells.iter().any(|r| r.len() != cols.len())
-            || !fits(&failed)
-            || runs.as_deref().is_some_and(|r| !fits(r))
+
+        let (nr, nc) = (rows.len(), cols.len());
+        if !fits(&cells, nr, nc)
+            || !fits(&failed, nr, nc)
+            || runs.as_deref().is_some_and(|r| !fits(r, nr, nc))
         {
             return Err(bad(
                 k,

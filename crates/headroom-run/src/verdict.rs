@@ -28,7 +28,7 @@ use headroom_monitor::Sample;
 
 use crate::human::thousands;
 use crate::interval::IntervalLine;
-use crate::summary::{latency_of, RunSummary};
+use crate::summary::{latency_of, round3, RunSummary};
 
 /// The generator's sends count as late when their 99th percentile is this far behind.
 pub const LATE_SEND_MS: f64 = headroom_metrics::LATE_LAG_US as f64 / 1000.0;
@@ -204,10 +204,9 @@ impl Evidence {
         } else {
             cores
         };
-        let rated = samples;
-        let p90 = |f: &dyn Fn(&Sample) -> f64| percentile(rated.iter().map(f).collect(), 0.9);
+        let p90 = |f: &dyn Fn(&Sample) -> f64| percentile(samples.iter().map(f).collect(), 0.9);
         let max = |f: &dyn Fn(&Sample) -> f64| samples.iter().map(f).fold(0.0, f64::max);
-        let sum = |f: &dyn Fn(&Sample) -> f64| rated.iter().map(f).sum::<f64>();
+        let sum = |f: &dyn Fn(&Sample) -> f64| samples.iter().map(f).sum::<f64>();
         // The limit of the process that held the most descriptors, at that sample.
         let (fds, fd_limit) = samples
             .iter()
@@ -233,10 +232,10 @@ impl Evidence {
             server_fd_limit: fd_limit,
             mem_available_frac,
             accept_queue_known: samples.iter().any(|x| x.listeners > 0),
-            accept_queue_share: if rated.is_empty() {
+            accept_queue_share: if samples.is_empty() {
                 0.0
             } else {
-                rated.iter().filter(|x| x.accept_queue >= 2).count() as f64 / rated.len() as f64
+                samples.iter().filter(|x| x.accept_queue >= 2).count() as f64 / samples.len() as f64
             },
             accept_queue_max: max(&|x| x.accept_queue as f64),
             accept_backlog: max(&|x| x.accept_backlog as f64),
@@ -375,8 +374,8 @@ impl Evidence {
         } else {
             self.waiting_share >= 0.5
         };
-        let outside_the_queue = self.accept_queue_known && self.overflowing();
-        let outside_the_queue = outside_the_queue && self.handshakes_waited();
+        let outside_the_queue =
+            self.accept_queue_known && self.overflowing() && self.handshakes_waited();
         queued || (self.timeouts >= 0.01 * self.attempts && !outside_the_queue)
     }
 
@@ -663,10 +662,6 @@ fn percentile(mut v: Vec<f64>, q: f64) -> f64 {
 
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 #[cfg(test)]

@@ -658,7 +658,6 @@ impl Worker {
             lag.len() >= headroom_metrics::LATE_MIN_EVENTS
                 && lag.value_at_quantile(0.99) >= headroom_metrics::LATE_LAG_US,
         );
-        let c = &mut self.rec.counters;
         c.worker_busy_intervals = u64::from(
             !wall.is_zero()
                 && (used + waited).as_secs_f64()

@@ -292,6 +292,23 @@ pub fn lab_quick(experiment: &str, out: &Path, runs: usize) -> (String, String) 
 /// joined by '/', are `row` and the column whose levels are `col` (`""` takes the first
 /// column). Panics naming what is missing.
 pub fn lab_cell(out: &Path, metric: &str, row: &str, col: &str) -> f64 {
+    lab_table_cell(out, metric, "cells", row, col)["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{metric} {row} {col}: no value"))
+}
+
+/// A lab's verdict of the configuration at `row` / `col` (as [`lab_cell`] finds them), from its
+/// table of verdicts in `OUTPUT/tables.json`: one name, or the names of differing repetitions.
+pub fn lab_verdict(out: &Path, row: &str, col: &str) -> String {
+    lab_table_cell(out, "verdict", "texts", row, col)
+        .as_str()
+        .unwrap_or_else(|| panic!("verdict {row} {col}: none"))
+        .to_string()
+}
+
+/// The `grid` entry (`cells` or `texts`) of `metric`'s table in `OUTPUT/tables.json` at the row
+/// and column whose levels, joined by '/', are `row` and `col` (`""`: the first).
+fn lab_table_cell(out: &Path, metric: &str, grid: &str, row: &str, col: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(out.join("tables.json")).expect("tables.json");
     let tables: serde_json::Value = serde_json::from_str(&text).expect("tables.json parses");
     let t = tables
@@ -314,46 +331,10 @@ pub fn lab_cell(out: &Path, metric: &str, row: &str, col: &str) -> f64 {
         t[key]
             .as_array()
             .and_then(|l| l.iter().position(|x| want.is_empty() || joined(x) == want))
-            .unwrap_or_else(|| panic!("{metric}: no {key} {want:?}"))
+            .unwrap_or_else(|| panic!("{metric}: no {key} {want:?} in {t}"))
     };
     let (r, c) = (find("rows", row), find("cols", col));
-    t["cells"][r][c]["mean"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{metric} {row} {col}: no value"))
-}
-
-/// A lab's verdict of the configuration at `row` / `col` (as [`lab_cell`] finds them), from its
-/// table of verdicts in `OUTPUT/tables.json`: one name, or the names of differing repetitions.
-pub fn lab_verdict(out: &Path, row: &str, col: &str) -> String {
-    let text = std::fs::read_to_string(out.join("tables.json")).expect("tables.json");
-    let tables: serde_json::Value = serde_json::from_str(&text).expect("tables.json parses");
-    let t = tables
-        .as_array()
-        .expect("a list of tables")
-        .iter()
-        .find(|t| t["metric"] == "verdict")
-        .expect("a table of verdicts");
-    let joined = |v: &serde_json::Value| {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|x| x.as_str().unwrap_or(""))
-                    .collect::<Vec<_>>()
-                    .join("/")
-            })
-            .unwrap_or_default()
-    };
-    let find = |key: &str, want: &str| {
-        t[key]
-            .as_array()
-            .and_then(|l| l.iter().position(|x| want.is_empty() || joined(x) == want))
-            .unwrap_or_else(|| panic!("verdicts: no {key} {want:?} in {t}"))
-    };
-    let (r, c) = (find("rows", row), find("cols", col));
-    t["texts"][r][c]
-        .as_str()
-        .unwrap_or_else(|| panic!("verdict {row} {col}: none in {t}"))
-        .to_string()
+    t[grid][r][c].clone()
 }
 
 /// An output directory the servers' unprivileged processes (www-data) can traverse: a

@@ -112,7 +112,9 @@ fn run<'a>(v: Version, pieces: impl Iterator<Item = &'a [u8]>) -> Outcome {
             // The split buffer holds at most one packet (growth by doubling), the id sets at
             // most 8 KiB each, the alias table 4 topics of at most MAX_PACKET.
             assert!(client.buffer_capacity() <= 2 * MAX_PACKET as usize);
-            assert!(client.heap_bytes() <= 2 * MAX_PACKET as usize + 2 * 8192 + 4 * MAX_PACKET as usize);
+            assert!(
+                client.heap_bytes() <= 2 * MAX_PACKET as usize + 2 * 8192 + 4 * MAX_PACKET as usize
+            );
         }
     }
     if end.is_ok() {

@@ -264,12 +264,33 @@ pub enum ProtoCounter {
     HttpBodyBytesDecoded,
     /// HTTP/2: requests the server refused unprocessed (streams above a GOAWAY's last id, or
     /// reset with REFUSED_STREAM) that went again, once, on a new or the same connection (RFC
-    /// 9113 §8.7). Last in the list: counters travel to agents by index.
+    /// 9113 §8.7).
     H2Resent,
+    /// MQTT: CONNACKs that accepted the connection.
+    MqttConnects,
+    /// MQTT: PUBLISH packets sent (any QoS).
+    MqttPublished,
+    /// MQTT: QoS 1 and 2 publishes the broker completed (PUBACK, PUBCOMP) with success.
+    MqttPublishAcked,
+    /// MQTT: QoS 1 and 2 publishes the broker refused (MQTT 5 reason code 0x80 and above).
+    MqttPublishRefused,
+    /// MQTT: Messages (PUBLISH) received from the broker.
+    MqttReceived,
+    /// MQTT: Received messages with the DUP flag: a QoS 1 or 2 message sent again.
+    MqttReceivedDup,
+    /// MQTT: Subscriptions the broker granted (SUBACK).
+    MqttSubscribed,
+    /// MQTT: Subscriptions the broker refused (SUBACK failure code).
+    MqttSubscribeRefused,
+    /// MQTT: PINGREQs sent: ping steps, and the keep-alive's own while a user sends nothing.
+    MqttPings,
+    /// MQTT: MQTT 5 DISCONNECTs from the broker.
+    MqttServerDisconnects,
+    // New counters go last: counters travel to agents by index.
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 52] = [
+    pub const ALL: [ProtoCounter; 62] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -322,6 +343,16 @@ impl ProtoCounter {
         ProtoCounter::HttpBodyBytesEncoded,
         ProtoCounter::HttpBodyBytesDecoded,
         ProtoCounter::H2Resent,
+        ProtoCounter::MqttConnects,
+        ProtoCounter::MqttPublished,
+        ProtoCounter::MqttPublishAcked,
+        ProtoCounter::MqttPublishRefused,
+        ProtoCounter::MqttReceived,
+        ProtoCounter::MqttReceivedDup,
+        ProtoCounter::MqttSubscribed,
+        ProtoCounter::MqttSubscribeRefused,
+        ProtoCounter::MqttPings,
+        ProtoCounter::MqttServerDisconnects,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -381,6 +412,16 @@ impl ProtoCounter {
             HttpBodyBytesEncoded => ("http", "body_bytes_encoded"),
             HttpBodyBytesDecoded => ("http", "body_bytes_decoded"),
             H2Resent => ("http2", "resent"),
+            MqttConnects => ("mqtt", "connects"),
+            MqttPublished => ("mqtt", "published"),
+            MqttPublishAcked => ("mqtt", "publish_acked"),
+            MqttPublishRefused => ("mqtt", "publish_refused"),
+            MqttReceived => ("mqtt", "received"),
+            MqttReceivedDup => ("mqtt", "received_dup"),
+            MqttSubscribed => ("mqtt", "subscribed"),
+            MqttSubscribeRefused => ("mqtt", "subscribe_refused"),
+            MqttPings => ("mqtt", "pings"),
+            MqttServerDisconnects => ("mqtt", "server_disconnects"),
         }
     }
 

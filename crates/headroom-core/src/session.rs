@@ -225,6 +225,8 @@ pub enum Op {
     Sql(SqlOp),
     /// A WebSocket message, ping or close on the upgraded connection.
     Ws(WsOp),
+    /// An MQTT publish, subscribe, wait or disconnect on the connected client.
+    Mqtt(MqttOp),
     Connect,
     Close,
     Set {
@@ -333,6 +335,7 @@ pub enum LinkSpec {
     Xmpp(XmppSpec),
     Pgsql(PgSpec),
     WebSocket(WsSpec),
+    Mqtt(MqttSpec),
 }
 
 impl LinkSpec {
@@ -343,6 +346,7 @@ impl LinkSpec {
             LinkSpec::Xmpp(_) => Some("xmpp:login"),
             LinkSpec::Pgsql(_) => Some("pgsql:startup"),
             LinkSpec::WebSocket(_) => Some("ws:handshake"),
+            LinkSpec::Mqtt(_) => Some("mqtt:connect"),
         }
     }
 }
@@ -382,6 +386,142 @@ pub struct WsSpec {
     pub subprotocol: Option<String>,
     /// `Origin` header to send.
     pub origin: Option<String>,
+}
+
+/// MQTT: the protocol version every connection speaks, and the CONNECT it sends unless its
+/// session's `connect` step says otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MqttSpec {
+    /// MQTT 5 (protocol level 5) instead of 3.1.1 (level 4).
+    pub v5: bool,
+    pub connect: MqttConnect,
+    /// Metric id of the publish-to-receive latency (`mqtt:delivery`): set by the compiler.
+    pub delivery: NameId,
+}
+
+/// What a CONNECT says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MqttConnect {
+    /// Client identifier prefix: user N connects as `{client_id}{N}` (unique per user, as
+    /// brokers need: a second connection with the same id takes the first one over). Empty
+    /// (the default): `headroom-{pid}-{N}`, unique across runs at once on one machine too.
+    pub client_id: String,
+    /// Start a new session (3.1.1's clean session, 5's clean start).
+    pub clean_start: bool,
+    /// Seconds; 0 turns keep-alive off. The client sends PINGREQ when it has sent nothing for
+    /// three quarters of it, so an idle subscriber is not disconnected by the broker.
+    pub keep_alive: u16,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub will: Option<MqttWill>,
+    /// MQTT 5's Session Expiry Interval, seconds (0: the session ends with the connection).
+    pub session_expiry: u32,
+}
+
+impl Default for MqttConnect {
+    fn default() -> Self {
+        MqttConnect {
+            client_id: String::new(),
+            clean_start: true,
+            keep_alive: 60,
+            username: None,
+            password: None,
+            will: None,
+            session_expiry: 0,
+        }
+    }
+}
+
+/// The message the broker publishes when the client goes away without a DISCONNECT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MqttWill {
+    pub topic: String,
+    pub payload: String,
+    pub qos: u8,
+    pub retain: bool,
+}
+
+/// An MQTT request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MqttOp {
+    pub name: NameId,
+    pub action: MqttAction<Template>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MqttAction<T> {
+    /// Connect (TCP, then CONNECT and its CONNACK, timed as `mqtt:connect`) with these
+    /// options; nothing when the user is connected already.
+    Connect(Box<MqttConnect>),
+    /// PUBLISH; done once written (QoS 0), at its PUBACK (1) or its PUBCOMP (2).
+    Publish {
+        topic: T,
+        qos: u8,
+        retain: bool,
+        payload: MqttPayload<T>,
+    },
+    /// SUBSCRIBE to one filter (wildcards `+` and `#`); done at its SUBACK.
+    Subscribe { filter: T, qos: u8 },
+    /// UNSUBSCRIBE; done at its UNSUBACK.
+    Unsubscribe { filter: T },
+    /// PINGREQ; done at its PINGRESP.
+    Ping,
+    /// Done once the connection has received `messages` messages in all, failed (a timeout)
+    /// when `timeout` passes first. (Waiting a time without a count is a think time.)
+    Wait { messages: u64, timeout: Duration },
+    /// DISCONNECT, then the connection closes.
+    Disconnect,
+}
+
+impl<T> MqttAction<T> {
+    /// The step's type as written (`publish`, `subscribe`...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            MqttAction::Connect(_) => "connect",
+            MqttAction::Publish { .. } => "publish",
+            MqttAction::Subscribe { .. } => "subscribe",
+            MqttAction::Unsubscribe { .. } => "unsubscribe",
+            MqttAction::Ping => "ping",
+            MqttAction::Wait { .. } => "wait",
+            MqttAction::Disconnect => "disconnect",
+        }
+    }
+
+    pub fn map_text<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<MqttAction<U>, E> {
+        Ok(match self {
+            MqttAction::Connect(c) => MqttAction::Connect(c),
+            MqttAction::Publish {
+                topic,
+                qos,
+                retain,
+                payload,
+            } => MqttAction::Publish {
+                topic: f(topic)?,
+                qos,
+                retain,
+                payload: match payload {
+                    MqttPayload::Size(n) => MqttPayload::Size(n),
+                    MqttPayload::Text(t) => MqttPayload::Text(f(t)?),
+                },
+            },
+            MqttAction::Subscribe { filter, qos } => MqttAction::Subscribe {
+                filter: f(filter)?,
+                qos,
+            },
+            MqttAction::Unsubscribe { filter } => MqttAction::Unsubscribe { filter: f(filter)? },
+            MqttAction::Ping => MqttAction::Ping,
+            MqttAction::Wait { messages, timeout } => MqttAction::Wait { messages, timeout },
+            MqttAction::Disconnect => MqttAction::Disconnect,
+        })
+    }
+}
+
+/// What a PUBLISH carries: `size` bytes (the first 19 are the send time, which the receiving
+/// users turn into publish-to-receive latency), or a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MqttPayload<T> {
+    Size(u32),
+    Text(T),
 }
 
 /// An XMPP request: what to send, and what ends it.

@@ -20,13 +20,13 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use headroom_core::session::{
-    LinkSpec, PgSpec, SqlOp, Template, WsAction, WsOp, XmppAck, XmppAction, XmppDest, XmppOp,
-    XmppSpec,
+    LinkSpec, MqttAction, MqttConnect, MqttOp, MqttPayload, MqttSpec, PgSpec, SqlOp, Template,
+    WsAction, WsOp, XmppAck, XmppAction, XmppDest, XmppOp, XmppSpec,
 };
 use headroom_core::{ErrorKind, ProtoCounter};
-use headroom_metrics::Counters;
+use headroom_metrics::{Counters, NameStats};
 use headroom_proto::xmpp::{self, Jid, Kind, Login, LoginConfig, Splitter, StanzaType};
-use headroom_proto::{pg, ws};
+use headroom_proto::{mqtt, pg, ws};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -44,6 +44,12 @@ pub(crate) enum LinkWait {
     WsPong,
     /// The server's close frame.
     WsClose,
+    /// MQTT: the PUBACK, PUBCOMP, SUBACK or UNSUBACK of this packet id.
+    MqttAck(u16),
+    /// MQTT: a PINGRESP.
+    MqttPing,
+    /// MQTT: the connection has received this many messages in all.
+    MqttMessages(u64),
 }
 
 /// What one `feed` call completed.
@@ -61,6 +67,15 @@ pub(crate) enum Outcome {
 /// No user fitted an XMPP destination (nobody online, nobody offline, no previous one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NoDestination;
+
+/// An MQTT topic or payload longer than the protocol carries once its `${var}`s are in (a
+/// topic over 65,535 bytes, a payload over the step bound): nothing is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooLong;
+
+/// The longest payload a `text` publish sends once its variables are in: the scenario's bound
+/// on the text as written, 1 MiB, twice over.
+const MAX_TEXT_PAYLOAD: usize = 2 << 20;
 
 /// The shared state of a run's XMPP users (Tsung's user server): who is connected and who is
 /// online, for the `online`/`offline` destinations. One lock per XMPP request or login, never
@@ -89,6 +104,7 @@ enum LinkProtocol {
     Xmpp(Box<XmppLink>),
     Pg(Box<PgLink>),
     Ws(Box<WsLink>),
+    Mqtt(Box<MqttLink>),
 }
 
 struct XmppLink {
@@ -123,6 +139,19 @@ struct PgLink {
     preparing: Option<(u32, u32)>,
 }
 
+struct MqttLink {
+    client: mqtt::Client,
+    version: mqtt::Version,
+    /// Send a PINGREQ after this long without sending anything (`None`: keep-alive off).
+    ping_after: Option<std::time::Duration>,
+    /// When the client last sent a packet (a request, a ping): the keep-alive runs from it.
+    last_sent: Instant,
+    /// Messages received on this connection (a `wait` step counts against it).
+    received: u64,
+    /// Metric id of the publish-to-receive latency.
+    delivery: usize,
+}
+
 struct WsLink {
     handshake: ws::HandshakeDecoder,
     frames: ws::FrameDecoder,
@@ -132,7 +161,15 @@ struct WsLink {
 impl Link {
     /// A link for a fresh connection of user `global`; the setup's first bytes go to `out`.
     /// `None` for HTTP and raw TCP.
-    pub fn start(spec: &LinkSpec, host: &str, global: u64, rng: &mut SmallRng) -> Option<Link> {
+    /// `connect`: the CONNECT of the session's `connect` step, when the connection opens for
+    /// one (MQTT only; the `mqtt:` section's otherwise).
+    pub fn start(
+        spec: &LinkSpec,
+        connect: Option<&MqttConnect>,
+        host: &str,
+        global: u64,
+        rng: &mut SmallRng,
+    ) -> Option<Link> {
         let mut out = Vec::new();
         let protocol = match spec {
             LinkSpec::Plain => return None,
@@ -181,6 +218,12 @@ impl Link {
                     subprotocol: w.subprotocol.clone(),
                 }))
             }
+            LinkSpec::Mqtt(m) => LinkProtocol::Mqtt(Box::new(mqtt_start(
+                m,
+                connect.unwrap_or(&m.connect),
+                global,
+                &mut out,
+            ))),
         };
         Some(Link {
             out,
@@ -200,12 +243,14 @@ impl Link {
 
     /// Takes bytes from the server: returns how many were used and what completed, if
     /// anything; call again with the rest. An error means the connection is unusable.
+    /// `names`: the run's per-name figures (MQTT records publish-to-receive latency there).
     pub fn feed(
         &mut self,
         spec: &LinkSpec,
         shared: Option<&XmppShared>,
         input: &[u8],
         c: &mut Counters,
+        names: &mut [NameStats],
     ) -> Result<(usize, Option<Outcome>), ErrorKind> {
         if !self.pending() {
             // Everything written: start afresh (otherwise append after what is still due).
@@ -305,6 +350,101 @@ impl Link {
                     }
                 }
             }
+            LinkProtocol::Mqtt(m) => {
+                let (used, ev) = m.client.decode(input, &mut self.out).map_err(|e| match e {
+                    mqtt::MqttError::Refused(_) => ErrorKind::Login,
+                    mqtt::MqttError::Incomplete => ErrorKind::Closed,
+                    _ => ErrorKind::Protocol,
+                })?;
+                let done = |wait: &mut LinkWait, want: LinkWait, ok: bool| {
+                    if *wait == want {
+                        *wait = LinkWait::None;
+                        Some(Outcome::Reply { ok })
+                    } else {
+                        None
+                    }
+                };
+                let outcome = match ev {
+                    mqtt::Event::NeedMore => None,
+                    mqtt::Event::ConnAck { .. } => {
+                        if self.ready {
+                            return Err(ErrorKind::Protocol);
+                        }
+                        self.ready = true;
+                        c.proto(ProtoCounter::MqttConnects, 1);
+                        Some(Outcome::Ready)
+                    }
+                    mqtt::Event::Message { payload, dup, .. } => {
+                        c.proto(ProtoCounter::MqttReceived, 1);
+                        if dup {
+                            c.proto(ProtoCounter::MqttReceivedDup, 1);
+                        }
+                        if let (Some(sent), Some(n)) =
+                            (stamp_of(payload), names.get_mut(m.delivery))
+                        {
+                            // The same clock at both ends (one machine, or machines in sync);
+                            // a send time ahead of now (a clock stepped back) is no latency.
+                            if let Some(us) = wall_micros().checked_sub(sent) {
+                                n.record(us, false);
+                            }
+                        }
+                        m.received += 1;
+                        match self.wait {
+                            LinkWait::MqttMessages(want) if m.received >= want => {
+                                self.wait = LinkWait::None;
+                                Some(Outcome::Reply { ok: true })
+                            }
+                            _ => None,
+                        }
+                    }
+                    mqtt::Event::PubAck { packet_id, reason }
+                    | mqtt::Event::PubComp { packet_id, reason } => {
+                        let ok = reason < 0x80;
+                        c.proto(
+                            if ok {
+                                ProtoCounter::MqttPublishAcked
+                            } else {
+                                ProtoCounter::MqttPublishRefused
+                            },
+                            1,
+                        );
+                        done(&mut self.wait, LinkWait::MqttAck(packet_id), ok)
+                    }
+                    mqtt::Event::SubAck {
+                        packet_id,
+                        granted,
+                        failures,
+                    } => {
+                        let ok = failures == 0 && granted < 0x80;
+                        c.proto(
+                            if ok {
+                                ProtoCounter::MqttSubscribed
+                            } else {
+                                ProtoCounter::MqttSubscribeRefused
+                            },
+                            1,
+                        );
+                        done(&mut self.wait, LinkWait::MqttAck(packet_id), ok)
+                    }
+                    mqtt::Event::UnsubAck {
+                        packet_id,
+                        failures,
+                    } => done(&mut self.wait, LinkWait::MqttAck(packet_id), failures == 0),
+                    mqtt::Event::PingResp => match self.wait {
+                        // A wait step's ping: it ends the wait only if the messages are in.
+                        LinkWait::MqttMessages(want) if m.received >= want => {
+                            self.wait = LinkWait::None;
+                            Some(Outcome::Reply { ok: true })
+                        }
+                        _ => done(&mut self.wait, LinkWait::MqttPing, true),
+                    },
+                    mqtt::Event::Disconnect { .. } => {
+                        c.proto(ProtoCounter::MqttServerDisconnects, 1);
+                        Some(Outcome::Closed)
+                    }
+                };
+                Ok((used, outcome))
+            }
             LinkProtocol::Ws(w) => {
                 if !self.ready {
                     let (used, hs) = w
@@ -370,6 +510,7 @@ impl Link {
             LinkProtocol::Xmpp(x) => self.ready && !x.split.in_progress(),
             LinkProtocol::Pg(p) => self.ready && p.conn.eof().is_ok(),
             LinkProtocol::Ws(w) => self.ready && !w.frames.in_progress(),
+            LinkProtocol::Mqtt(m) => self.ready && m.client.eof().is_ok(),
         }
     }
 
@@ -644,6 +785,235 @@ impl Link {
     }
 }
 
+impl Link {
+    /// Encodes MQTT request `op` into `out` (the session's batch) and arms the wait.
+    pub fn mqtt_request(
+        &mut self,
+        op: &MqttOp,
+        vars: &[String],
+        text: &mut String,
+        out: &mut Vec<u8>,
+        now: Instant,
+        c: &mut Counters,
+    ) -> Result<LinkWait, TooLong> {
+        let LinkProtocol::Mqtt(m) = &mut self.protocol else {
+            return Ok(LinkWait::None);
+        };
+        // The codec refuses (panics on) strings the protocol cannot carry: check them here.
+        let fits = |t: &str| t.len() <= usize::from(u16::MAX);
+        let v = m.version;
+        m.last_sent = now;
+        self.wait = match &op.action {
+            // Connected already (the session's step runs only on a ready link).
+            MqttAction::Connect(_) => LinkWait::None,
+            MqttAction::Publish {
+                topic,
+                qos,
+                retain,
+                payload,
+            } => {
+                expand(topic, vars, text);
+                if !fits(text) {
+                    return Err(TooLong);
+                }
+                let q = qos_of(*qos);
+                // The body of a text payload, expanded before an id is taken for it.
+                let mut body = String::new();
+                if let MqttPayload::Text(t) = payload {
+                    expand(t, vars, &mut body);
+                    if body.len() > MAX_TEXT_PAYLOAD {
+                        return Err(TooLong);
+                    }
+                }
+                let id = if *qos > 0 {
+                    m.client.next_packet_id()
+                } else {
+                    0
+                };
+                match payload {
+                    MqttPayload::Size(n) => {
+                        let n = *n as usize;
+                        let stamp = stamp(wall_micros());
+                        let head = &stamp[..n.min(stamp.len())];
+                        mqtt::encode_publish_parts(
+                            out,
+                            v,
+                            text,
+                            q,
+                            *retain,
+                            id,
+                            head,
+                            b'x',
+                            n - head.len(),
+                        );
+                    }
+                    MqttPayload::Text(_) => {
+                        mqtt::encode_publish(out, v, text, q, *retain, false, id, body.as_bytes());
+                    }
+                }
+                c.proto(ProtoCounter::MqttPublished, 1);
+                if *qos == 0 {
+                    LinkWait::None
+                } else {
+                    LinkWait::MqttAck(id)
+                }
+            }
+            MqttAction::Subscribe { filter, qos } => {
+                expand(filter, vars, text);
+                if !fits(text) {
+                    return Err(TooLong);
+                }
+                let id = m.client.next_packet_id();
+                mqtt::encode_subscribe(out, v, id, &[(text.as_str(), qos_of(*qos))]);
+                LinkWait::MqttAck(id)
+            }
+            MqttAction::Unsubscribe { filter } => {
+                expand(filter, vars, text);
+                if !fits(text) {
+                    return Err(TooLong);
+                }
+                let id = m.client.next_packet_id();
+                mqtt::encode_unsubscribe(out, v, id, &[text.as_str()]);
+                LinkWait::MqttAck(id)
+            }
+            MqttAction::Ping => {
+                mqtt::encode_pingreq(out);
+                c.proto(ProtoCounter::MqttPings, 1);
+                LinkWait::MqttPing
+            }
+            MqttAction::Wait { messages, .. } => {
+                // A ping carries the wait: its answer ends it if the messages are in already,
+                // and it keeps the connection alive while it lasts.
+                mqtt::encode_pingreq(out);
+                c.proto(ProtoCounter::MqttPings, 1);
+                LinkWait::MqttMessages(*messages)
+            }
+            MqttAction::Disconnect => {
+                mqtt::encode_disconnect(out, v);
+                self.closing = true;
+                LinkWait::None
+            }
+        };
+        Ok(self.wait)
+    }
+
+    /// MQTT keep-alive: when the client has sent nothing for three quarters of its keep-alive,
+    /// a PINGREQ goes into `out` (true: write it). Never while the setup runs.
+    pub fn keep_alive(&mut self, now: Instant, c: &mut Counters) -> bool {
+        let LinkProtocol::Mqtt(m) = &mut self.protocol else {
+            return false;
+        };
+        let Some(after) = m.ping_after else {
+            return false;
+        };
+        if !self.ready || self.closing || now.saturating_duration_since(m.last_sent) < after {
+            return false;
+        }
+        if self.written >= self.out.len() {
+            self.out.clear();
+            self.written = 0;
+        }
+        mqtt::encode_pingreq(&mut self.out);
+        m.last_sent = now;
+        c.proto(ProtoCounter::MqttPings, 1);
+        true
+    }
+
+    /// The link may want a keep-alive ping (an MQTT one with keep-alive on): the sweep asks.
+    pub fn keeps_alive(&self) -> bool {
+        matches!(&self.protocol, LinkProtocol::Mqtt(m) if m.ping_after.is_some())
+    }
+}
+
+/// A fresh MQTT client for user `global`: its CONNECT goes into `out`.
+fn mqtt_start(spec: &MqttSpec, c: &MqttConnect, global: u64, out: &mut Vec<u8>) -> MqttLink {
+    let version = if spec.v5 {
+        mqtt::Version::V5
+    } else {
+        mqtt::Version::V311
+    };
+    // Unique per user (a broker takes a second connection with the same id as the first
+    // one's takeover): closed users are numbered from 0, arrived ones carry bit 40. Without a
+    // prefix, the process's id keeps two runs at once apart.
+    let prefix = if c.client_id.is_empty() {
+        format!("headroom-{}-", std::process::id())
+    } else {
+        c.client_id.clone()
+    };
+    let id = if global >> 40 != 0 {
+        format!("{prefix}a{}", global & ((1 << 40) - 1))
+    } else {
+        format!("{prefix}{global}")
+    };
+    let will = c.will.as_ref().map(|w| mqtt::Will {
+        topic: &w.topic,
+        payload: w.payload.as_bytes(),
+        qos: qos_of(w.qos),
+        retain: w.retain,
+    });
+    let mut connect = mqtt::Connect::new(version, &id);
+    connect.clean_start = c.clean_start;
+    connect.keep_alive = c.keep_alive;
+    connect.username = c.username.as_deref();
+    connect.password = c.password.as_deref().map(str::as_bytes);
+    connect.will = will;
+    connect.session_expiry = c.session_expiry;
+    let client = mqtt::Client::connect(&connect, out);
+    MqttLink {
+        client,
+        version,
+        ping_after: (c.keep_alive > 0)
+            .then(|| std::time::Duration::from_millis(u64::from(c.keep_alive) * 750)),
+        last_sent: Instant::now(),
+        received: 0,
+        delivery: spec.delivery as usize,
+    }
+}
+
+fn qos_of(q: u8) -> mqtt::QoS {
+    match q {
+        0 => mqtt::QoS::AtMostOnce,
+        1 => mqtt::QoS::AtLeastOnce,
+        _ => mqtt::QoS::ExactlyOnce,
+    }
+}
+
+/// The send time a sized MQTT payload starts with: `hr:` and 16 hex digits of microseconds
+/// since the Unix epoch (19 bytes; a shorter payload carries none and is not timed).
+pub(crate) const STAMP_LEN: usize = 19;
+
+fn stamp(us: u64) -> [u8; STAMP_LEN] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = [0u8; STAMP_LEN];
+    s[..3].copy_from_slice(b"hr:");
+    for (i, b) in s[3..].iter_mut().enumerate() {
+        *b = HEX[((us >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    s
+}
+
+/// The send time of a payload that starts with a stamp.
+fn stamp_of(payload: &[u8]) -> Option<u64> {
+    let digits = payload.get(..STAMP_LEN)?.strip_prefix(b"hr:")?;
+    let mut us = 0u64;
+    for &d in digits {
+        let v = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            _ => return None,
+        };
+        us = us << 4 | u64::from(v);
+    }
+    Some(us)
+}
+
+/// Microseconds since the Unix epoch: the clock publishers and subscribers share.
+fn wall_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// The account number of user `global`: `first + global mod count`. Global ids of users that
 /// arrived in phases carry a high bit (1 << 40) that is masked off first.
 fn xmpp_user(x: &XmppSpec, global: u64) -> u64 {
@@ -727,6 +1097,25 @@ fn mask_of(x: u64) -> [u8; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stamp_reads_back_and_nothing_else_does() {
+        for us in [0, 1, 1_764_000_000_123_456, u64::MAX] {
+            let s = stamp(us);
+            assert_eq!(stamp_of(&s), Some(us));
+            let mut longer = s.to_vec();
+            longer.extend_from_slice(b"xxxx");
+            assert_eq!(stamp_of(&longer), Some(us));
+        }
+        assert_eq!(stamp_of(b"hr:0123"), None, "too short");
+        assert_eq!(stamp_of(b"xx:0000000000000001"), None, "no marker");
+        assert_eq!(stamp_of(b"hr:000000000000000G"), None, "not hex");
+        assert_eq!(
+            stamp_of(b"hr:000000000000000A"),
+            None,
+            "upper case is not ours"
+        );
+    }
 
     #[test]
     fn xmpp_users_map_into_the_range() {

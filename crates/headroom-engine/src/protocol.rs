@@ -38,7 +38,7 @@
 //! Adding a protocol is one module behind this interface (a sans-I/O codec in `headroom-proto`,
 //! its connection state here or in `link.rs`) and one variant of [`Protocol`] with its answers to
 //! the questions above; the worker does not change. The links entered so (XMPP, PostgreSQL,
-//! WebSocket: `link.rs`, one `Link` variant each), as did HTTP/2.
+//! WebSocket, MQTT: `link.rs`, one `Link` variant each), as did HTTP/2.
 
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::Counters;
@@ -221,6 +221,8 @@ pub(crate) struct FeedCx<'a> {
     pub reading: bool,
     pub program: Option<&'a Program>,
     pub counters: &'a mut Counters,
+    /// The run's per-name figures (a link records latencies it measures itself there).
+    pub names: &'a mut [headroom_metrics::NameStats],
 }
 
 /// Takes bytes from the server: how many were used and what completed, if anything. Call again
@@ -240,7 +242,7 @@ pub(crate) fn feed(
             let Some(prog) = cx.program else {
                 return Err(ErrorKind::Other);
             };
-            let (used, o) = l.feed(&prog.w.link, prog.xmpp.as_ref(), buf, cx.counters)?;
+            let (used, o) = l.feed(&prog.w.link, prog.xmpp.as_ref(), buf, cx.counters, cx.names)?;
             if let (Some(link::Outcome::Reply { .. }), Some(st)) =
                 (o, cx.sess.filter(|st| st.capture))
             {

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headroom_core::session::{
-    self, ExpectSpec, ExtractOp, LinkSpec, MatchAction, NameId, Op, SessionBody, SetOp, Workload,
-    VAR_SESSION, VAR_USER_ID,
+    self, ExpectSpec, ExtractOp, LinkSpec, MatchAction, MqttAction, MqttConnect, MqttOp, NameId,
+    Op, SessionBody, SetOp, Workload, VAR_SESSION, VAR_USER_ID,
 };
 use headroom_core::surge::{Page, Zipf};
 use headroom_metrics::{micros, Recorder};
@@ -271,6 +271,9 @@ pub(crate) struct SessionState {
     auth_basic: Vec<u8>,
     /// A request of the session failed: the session ends at the next `advance`.
     pub failed: bool,
+    /// How long the batch's reply may take when its step says (an MQTT `wait`); the run's
+    /// `--timeout` otherwise.
+    pub step_timeout: Option<Duration>,
     /// `reply` holds the captured replies of a whole pipeline (see `keep_last_reply`).
     pipelined_reply: bool,
     last_request_pc: usize,
@@ -325,6 +328,7 @@ impl SessionState {
             auth_password: String::new(),
             auth_basic: Vec::new(),
             failed: false,
+            step_timeout: None,
             pipelined_reply: false,
             last_request_pc: 0,
             match_loops: 0,
@@ -365,6 +369,21 @@ impl SessionState {
                 self.pages = params.session(&mut u, zipf).into();
                 self.surge_at = SurgeAt::Base;
             }
+        }
+    }
+
+    /// The CONNECT options of the step the session stands at, when it is an MQTT `connect`
+    /// (the connection about to open is its own).
+    pub fn connect_options<'p>(&self, prog: &'p Program) -> Option<&'p MqttConnect> {
+        let SessionBody::Ops { ops, .. } = &prog.w.sessions.get(self.session)?.body else {
+            return None;
+        };
+        match ops.get(self.pc)? {
+            Op::Mqtt(MqttOp {
+                action: MqttAction::Connect(c),
+                ..
+            }) => Some(c),
+            _ => None,
         }
     }
 
@@ -486,7 +505,13 @@ impl SessionState {
                     }
                     return Action::Send;
                 }
-                Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) => {
+                Op::Mqtt(MqttOp {
+                    action: MqttAction::Connect(_),
+                    ..
+                }) if env.link.as_deref().is_some_and(|l| l.ready) => {
+                    // Connected (by this step, or before it): nothing to send.
+                }
+                Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) | Op::Mqtt(_) => {
                     let Some(link) = env.link.as_deref_mut().filter(|l| l.ready) else {
                         // Open the connection (and run the protocol's setup) first, then
                         // come back to this step.
@@ -500,6 +525,13 @@ impl SessionState {
                     self.head = false;
                     self.capture = matches!(op, Op::Ws(w) if w.capture);
                     self.reply.clear();
+                    self.step_timeout = match op {
+                        Op::Mqtt(MqttOp {
+                            action: MqttAction::Wait { timeout, .. },
+                            ..
+                        }) => Some(*timeout),
+                        _ => None,
+                    };
                     let c = &mut env.rec.counters;
                     let wait = match op {
                         Op::Xmpp(x) => {
@@ -554,6 +586,28 @@ impl SessionState {
                                 env.rng,
                                 c,
                             )
+                        }
+                        Op::Mqtt(m) => {
+                            self.names.push(m.name);
+                            match link.mqtt_request(
+                                m,
+                                &self.vars,
+                                &mut self.body,
+                                self.out.raw_mut(),
+                                env.now,
+                                c,
+                            ) {
+                                Ok(w) => w,
+                                Err(_) => {
+                                    // A topic or payload the protocol cannot carry once its
+                                    // variables are in: not sent, the step fails, the session
+                                    // goes on (as an XMPP step without a destination).
+                                    c.error(headroom_core::ErrorKind::Other);
+                                    env.rec.name_error(m.name as usize);
+                                    self.names.clear();
+                                    continue;
+                                }
+                            }
                         }
                         _ => unreachable!("matched above"),
                     };

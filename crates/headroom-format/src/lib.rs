@@ -35,7 +35,7 @@ pub mod summary;
 pub use interval::{IntervalLatency, IntervalLine, IntervalName, IntervalScenario, ServerFigures};
 pub use summary::{
     Agents, Checked, Environment, Errors, Http2Section, HttpSection, Latency, Load, LostAgent,
-    NameFigures, NegotiatedFigures, PgsqlCounters, Phase, ProtocolSection, RunSummary,
-    ScenarioSection, Sessions, Stage, StatusClasses, TlsSection, Unit, WebSocketCounters,
-    XmppCounters, FORMAT_VERSION,
+    MqttCounters, NameFigures, NegotiatedFigures, PgsqlCounters, Phase, ProtocolSection,
+    RunSummary, ScenarioSection, Sessions, Stage, StatusClasses, TlsSection, Unit,
+    WebSocketCounters, XmppCounters, FORMAT_VERSION,
 };

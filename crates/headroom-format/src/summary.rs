@@ -45,7 +45,7 @@ pub struct RunSummary {
     /// `--timer-slack` in µs: how early a paced send or a think time's end may fire to share
     /// a wake-up with others (0 in files of earlier headroom versions, which had none).
     pub timer_slack_us: u64,
-    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql` or `websocket`.
+    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql`, `websocket` or `mqtt`.
     pub protocol: String,
     /// HTTP/2 streams per connection; `null` for other protocols.
     pub streams: Option<u32>,
@@ -583,6 +583,8 @@ pub struct ProtocolSection {
     pub pgsql: Option<PgsqlCounters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WebSocketCounters>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mqtt: Option<MqttCounters>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -626,6 +628,33 @@ pub struct WebSocketCounters {
     pub pings_received: u64,
     pub pongs_received: u64,
     pub closes_received: u64,
+}
+
+/// MQTT, as the users counted it (the publish-to-receive latency is the `mqtt:delivery`
+/// transaction of the scenario section).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct MqttCounters {
+    /// CONNACKs that accepted the connection.
+    pub connects: u64,
+    /// PUBLISH packets sent, any QoS.
+    pub published: u64,
+    /// QoS 1 and 2 publishes completed with success (PUBACK, PUBCOMP).
+    pub publish_acked: u64,
+    /// QoS 1 and 2 publishes refused (MQTT 5 reason code 0x80 and above).
+    pub publish_refused: u64,
+    /// Messages received from the broker.
+    pub received: u64,
+    /// Received messages flagged DUP (sent again by the broker).
+    pub received_dup: u64,
+    pub subscribed: u64,
+    pub subscribe_refused: u64,
+    /// PINGREQs sent: ping and wait steps, and the keep-alive's own.
+    pub pings: u64,
+    /// MQTT 5 DISCONNECTs from the broker.
+    pub server_disconnects: u64,
 }
 
 /// A distributed run's agents.

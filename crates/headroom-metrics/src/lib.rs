@@ -449,6 +449,16 @@ pub struct NameStats {
     pub latency: Histogram<u64>,
 }
 
+impl NameStats {
+    /// One completed request or transaction of `us` microseconds.
+    #[inline]
+    pub fn record(&mut self, us: u64, error: bool) {
+        self.count += 1;
+        self.errors += u64::from(error);
+        self.latency.saturating_record(us.max(1));
+    }
+}
+
 impl Default for NameStats {
     fn default() -> Self {
         NameStats {
@@ -496,9 +506,7 @@ impl Recorder {
     #[inline]
     pub fn record_name(&mut self, id: usize, us: u64, error: bool) {
         if let Some(n) = self.names.get_mut(id) {
-            n.count += 1;
-            n.errors += u64::from(error);
-            n.latency.saturating_record(us.max(1));
+            n.record(us, error);
         }
     }
 

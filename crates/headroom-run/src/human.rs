@@ -563,6 +563,21 @@ fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
             p(WsPongsReceived),
             p(WsClosesReceived)
         ),
+        LinkSpec::Mqtt(_) => format!(
+            "  MQTT         {} connects; published {} ({} acknowledged, {} refused); received {} \
+             ({} dup)\n\x20              subscribed {} ({} refused); pings {}, broker \
+             disconnects {}\n",
+            p(MqttConnects),
+            p(MqttPublished),
+            p(MqttPublishAcked),
+            p(MqttPublishRefused),
+            p(MqttReceived),
+            p(MqttReceivedDup),
+            p(MqttSubscribed),
+            p(MqttSubscribeRefused),
+            p(MqttPings),
+            p(MqttServerDisconnects),
+        ),
     })
 }
 

@@ -92,6 +92,7 @@ pub fn protocol_of(w: &Workload, c: &Counters) -> Option<ProtocolSection> {
         LinkSpec::Xmpp(_) => p.xmpp = Some(counters_of("xmpp", c)),
         LinkSpec::Pgsql(_) => p.pgsql = Some(counters_of("pgsql", c)),
         LinkSpec::WebSocket(_) => p.websocket = Some(counters_of("websocket", c)),
+        LinkSpec::Mqtt(_) => p.mqtt = Some(counters_of("mqtt", c)),
     }
     Some(p)
 }
@@ -259,7 +260,8 @@ pub fn load_of(plan: &Plan) -> Load {
 }
 
 /// The application protocol a run spoke, as summary.json says it: `http/1.1`, `h2` (HTTP/2 over
-/// TLS) or `h2c` for URL runs, or the scenario's (`xmpp`, `pgsql`, `websocket`, `http/1.1`).
+/// TLS) or `h2c` for URL runs, or the scenario's (`xmpp`, `pgsql`, `websocket`, `mqtt`,
+/// `http/1.1`).
 pub fn protocol_name(plan: &Plan) -> &'static str {
     if plan.http2.is_some() {
         return if plan.tls.is_some() { "h2" } else { "h2c" };
@@ -268,6 +270,7 @@ pub fn protocol_name(plan: &Plan) -> &'static str {
         Some(LinkSpec::Xmpp(_)) => "xmpp",
         Some(LinkSpec::Pgsql(_)) => "pgsql",
         Some(LinkSpec::WebSocket(_)) => "websocket",
+        Some(LinkSpec::Mqtt(_)) => "mqtt",
         _ => "http/1.1",
     }
 }
@@ -547,12 +550,14 @@ mod tests {
         let _: XmppCounters = counters_of("xmpp", &c);
         let _: PgsqlCounters = counters_of("pgsql", &c);
         let _: WebSocketCounters = counters_of("websocket", &c);
+        let _: MqttCounters = counters_of("mqtt", &c);
         let plan = test_plan();
         assert!(http_of(&plan, &c).is_some());
         // Every group of ProtoCounter has a home here (tls's two are TlsSection's fields).
         for k in ProtoCounter::ALL {
             assert!(
-                ["http", "http2", "tls", "xmpp", "pgsql", "websocket"].contains(&k.name().0),
+                ["http", "http2", "tls", "xmpp", "pgsql", "websocket", "mqtt"]
+                    .contains(&k.name().0),
                 "{:?} belongs to no summary section",
                 k
             );

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    ArrivalPhase, AuthOp, CookieOp, Feeder, LoopCondition, MatchOp, MetricName, NameId, NameKind,
-    Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId,
-    Workload, WsAction, WsOp, XmppOp,
+    ArrivalPhase, AuthOp, CookieOp, Feeder, LoopCondition, MatchOp, MetricName, MqttOp, NameId,
+    NameKind, Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template,
+    VarId, Workload, WsAction, WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -136,6 +136,12 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         .link
         .handshake_name()
         .map(|n| c.name(n, NameKind::Request));
+    // MQTT: the publish-to-receive latency, measured by the receiving users, under its own
+    // name (a transaction: a span between two users, not a request of one).
+    let mut link = s.link.clone();
+    if let LinkSpec::Mqtt(m) = &mut link {
+        m.delivery = c.name("mqtt:delivery", NameKind::Transaction);
+    }
     let mut sessions = Vec::with_capacity(s.sessions.len());
     for sess in &s.sessions {
         let body = match &sess.surge {
@@ -268,7 +274,7 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         matches: c.matches,
         vars: c.vars,
         feeders: c.feeders,
-        link: s.link.clone(),
+        link,
         handshake,
     };
     Ok(Compiled {
@@ -476,6 +482,16 @@ impl Compiler<'_> {
                         capture: false,
                     };
                     ops.push(Op::Ws(op));
+                }
+                Step::Mqtt(x) => {
+                    let op = MqttOp {
+                        name: self.name(&x.name, NameKind::Request),
+                        action: x
+                            .action
+                            .clone()
+                            .map_text(|t| Ok::<_, String>(self.template(&t)))?,
+                    };
+                    ops.push(Op::Mqtt(op));
                 }
                 Step::Think(d) => ops.push(Op::Think(*d)),
                 Step::Loop(l) => {

@@ -15,7 +15,9 @@
 //! YAML reader could take them for something else (see [`scalar`]).
 
 use crate::model::*;
-use crate::parse::{default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to};
+use crate::parse::{
+    default_mqtt_name, default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to,
+};
 use headroom_core::Distribution;
 use std::time::Duration;
 
@@ -138,6 +140,19 @@ fn link(out: &mut String, l: &LinkSpec) {
             line(out, 2, &format!("user: {}", scalar(&p.user, false)));
             if let Some(pw) = &p.password {
                 line(out, 2, &format!("password: {}", scalar(pw, false)));
+            }
+        }
+        LinkSpec::Mqtt(m) => {
+            let fields = mqtt_connect_fields(&m.connect);
+            if !m.v5 && fields.is_empty() {
+                return;
+            }
+            line(out, 0, "mqtt:");
+            if m.v5 {
+                line(out, 2, "version: 5");
+            }
+            for (k, v) in fields {
+                line(out, 2, &format!("{k}: {v}"));
             }
         }
         LinkSpec::WebSocket(w) => {
@@ -303,6 +318,7 @@ fn step(out: &mut String, indent: usize, s: &Step) {
         Step::Xmpp(x) => line(out, indent, &format!("- xmpp: {}", xmpp(x))),
         Step::Sql(q) => line(out, indent, &format!("- sql: {}", sql(q))),
         Step::Ws(w) => line(out, indent, &format!("- ws: {}", ws(w))),
+        Step::Mqtt(m) => line(out, indent, &format!("- mqtt: {}", mqtt(m))),
         Step::Think(d) => line(out, indent, &format!("- think: {}", think(d))),
         Step::Loop(l) => {
             line(out, indent, "- loop:");
@@ -466,6 +482,109 @@ fn sql(q: &Sql) -> String {
     }
     if q.name != default_sql_name(&q.query) {
         m.str("name", &q.name);
+    }
+    m.finish()
+}
+
+/// The CONNECT options that differ from the defaults, as `(key, value)` pairs of YAML.
+fn mqtt_connect_fields(c: &MqttConnect) -> Vec<(&'static str, String)> {
+    let d = MqttConnect::default();
+    let mut f = Vec::new();
+    if c.client_id != d.client_id {
+        f.push(("client_id", scalar(&c.client_id, true)));
+    }
+    if c.clean_start != d.clean_start {
+        f.push(("clean_start", c.clean_start.to_string()));
+    }
+    if c.keep_alive != d.keep_alive {
+        f.push(("keep_alive", format!("{}s", c.keep_alive)));
+    }
+    if let Some(u) = &c.username {
+        f.push(("username", scalar(u, true)));
+    }
+    if let Some(p) = &c.password {
+        f.push(("password", scalar(p, true)));
+    }
+    if let Some(w) = &c.will {
+        let mut m = Flow::default();
+        m.str("topic", &w.topic);
+        if !w.payload.is_empty() {
+            m.str("payload", &w.payload);
+        }
+        if w.qos != 0 {
+            m.raw("qos", w.qos.to_string());
+        }
+        if w.retain {
+            m.raw("retain", "true".into());
+        }
+        f.push(("will", m.finish()));
+    }
+    if c.session_expiry != d.session_expiry {
+        f.push(("session_expiry", format!("{}s", c.session_expiry)));
+    }
+    f
+}
+
+/// The CONNECT options as a flow mapping (`{}` when all are defaults).
+fn mqtt_connect(c: &MqttConnect) -> String {
+    let mut m = Flow::default();
+    for (k, v) in mqtt_connect_fields(c) {
+        m.raw(k, v);
+    }
+    m.finish()
+}
+
+/// `ping` / `disconnect` / `connect`, or a mapping.
+fn mqtt(x: &Mqtt) -> String {
+    let named = x.name != default_mqtt_name(&x.action);
+    let mut m = Flow::default();
+    match &x.action {
+        MqttAction::Ping if !named => return "ping".into(),
+        MqttAction::Disconnect if !named => return "disconnect".into(),
+        MqttAction::Ping => m.raw("ping", "true".into()),
+        MqttAction::Disconnect => m.raw("disconnect", "true".into()),
+        MqttAction::Connect(c) => {
+            let body = mqtt_connect(c);
+            if body == "{}" && !named {
+                return "connect".into();
+            }
+            m.raw("connect", if body == "{}" { "true".into() } else { body });
+        }
+        MqttAction::Publish {
+            topic,
+            qos,
+            retain,
+            payload,
+        } => {
+            m.str("publish", topic);
+            if *qos != 0 {
+                m.raw("qos", qos.to_string());
+            }
+            if *retain {
+                m.raw("retain", "true".into());
+            }
+            match payload {
+                MqttPayload::Size(n) => m.raw("size", n.to_string()),
+                MqttPayload::Text(t) => m.str("text", t),
+            }
+        }
+        MqttAction::Subscribe { filter, qos } => {
+            m.str("subscribe", filter);
+            if *qos != 0 {
+                m.raw("qos", qos.to_string());
+            }
+        }
+        MqttAction::Unsubscribe { filter } => m.str("unsubscribe", filter),
+        MqttAction::Wait { messages, timeout } => m.raw(
+            "wait",
+            format!(
+                "{{messages: {messages}, timeout: {}}}",
+                humantime::format_duration(*timeout)
+            ),
+        ),
+    }
+    if named {
+        m.str("name", &x.name);
     }
     m.finish()
 }

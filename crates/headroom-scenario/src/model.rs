@@ -160,6 +160,8 @@ pub enum Protocol {
     Pgsql,
     /// WebSocket client: `ws` steps; settings in the `websocket:` section.
     WebSocket,
+    /// MQTT client: `mqtt` steps; settings in the `mqtt:` section (optional).
+    Mqtt,
 }
 
 impl Protocol {
@@ -170,6 +172,7 @@ impl Protocol {
             Protocol::Xmpp => "xmpp",
             Protocol::Pgsql => "pgsql",
             Protocol::WebSocket => "websocket",
+            Protocol::Mqtt => "mqtt",
         }
     }
 }
@@ -177,7 +180,8 @@ impl Protocol {
 // Per-protocol connection settings (the scenario's `xmpp:`, `pgsql:` or `websocket:` section)
 // and the protocol actions are the engine's own types.
 pub use headroom_core::session::{
-    LinkSpec, PgSpec, WsAction, WsSpec, XmppAck, XmppAction, XmppDest, XmppSpec,
+    LinkSpec, MqttAction, MqttConnect, MqttPayload, MqttSpec, MqttWill, PgSpec, WsAction, WsSpec,
+    XmppAck, XmppAction, XmppDest, XmppSpec,
 };
 
 /// An `xmpp:` step.
@@ -205,6 +209,14 @@ pub struct Ws {
     /// Metric name; defaults to `ws:send`, `ws:ping`, `ws:close`.
     pub name: String,
     pub action: WsAction<String>,
+}
+
+/// An `mqtt:` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mqtt {
+    /// Metric name; defaults to `mqtt:TYPE` (`mqtt:publish`).
+    pub name: String,
+    pub action: MqttAction<String>,
 }
 
 /// Open arrival phases and/or closed user populations. At least one of the two is non-empty.
@@ -293,6 +305,7 @@ pub enum Step {
     Xmpp(Xmpp),
     Sql(Sql),
     Ws(Ws),
+    Mqtt(Mqtt),
     Think(Distribution),
     Loop(Loop),
     Transaction {

@@ -15,9 +15,11 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod mqtt;
 mod protocols;
 mod steps;
 
+pub(crate) use mqtt::{default_mqtt_name, MAX_MQTT_PAYLOAD};
 pub(crate) use protocols::{default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to};
 
 const TOP_KEYS: &[&str] = &[
@@ -26,6 +28,7 @@ const TOP_KEYS: &[&str] = &[
     "xmpp",
     "pgsql",
     "websocket",
+    "mqtt",
     "load",
     "sessions",
     "thresholds",
@@ -46,6 +49,7 @@ const STEP_KINDS: &[&str] = &[
     "xmpp",
     "sql",
     "ws",
+    "mqtt",
     "include",
     "cookie",
     "pipeline",
@@ -78,6 +82,8 @@ pub(crate) struct Parser {
     /// A server's `protocol` was not understood (already reported): steps and sections are not
     /// checked against `protocol`, which would only repeat that error.
     protocol_unknown: bool,
+    /// The `mqtt:` section's CONNECT: what a session's `connect` step starts from.
+    mqtt_base: MqttConnect,
 }
 
 impl Parser {
@@ -90,6 +96,7 @@ impl Parser {
             included_bytes: 0,
             protocol: Protocol::Http,
             protocol_unknown: false,
+            mqtt_base: MqttConnect::default(),
         }
     }
 
@@ -364,6 +371,9 @@ impl Parser {
             None => Vec::new(),
         };
         let link = self.link(map);
+        if let LinkSpec::Mqtt(m) = &link {
+            self.mqtt_base = m.connect.clone();
+        }
         let load = self
             .required(map, "load", "scenario")
             .and_then(|n| self.load(n))
@@ -441,11 +451,12 @@ impl Parser {
                     Some("xmpp") => protocol = Protocol::Xmpp,
                     Some("pgsql") => protocol = Protocol::Pgsql,
                     Some("websocket") | Some("ws") => protocol = Protocol::WebSocket,
+                    Some("mqtt") => protocol = Protocol::Mqtt,
                     _ => {
                         self.err(
                             p.span(),
                             "protocol: expected one of http, raw (or tcp), xmpp, pgsql, \
-                             websocket (or ws)",
+                             websocket (or ws), mqtt",
                         );
                         self.protocol_unknown = true;
                         continue;

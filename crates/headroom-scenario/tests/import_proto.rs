@@ -978,8 +978,23 @@ fn protocol_errors_name_what_and_where() {
             8,
         ),
         (
-            session(80, "mqtt", "<request><mqtt type=\"connect\"/></request>"),
-            "'<mqtt>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw and ts_websocket sessions); session 's' is of type ts_mqtt",
+            session(5672, "amqp", "<request><amqp type=\"connection.open\"/></request>"),
+            "'<amqp>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket and ts_mqtt sessions); session 's' is of type ts_amqp",
+            8,
+        ),
+        (
+            session(1883, "mqtt", "<request><mqtt type=\"publish\" topic=\"a/#\">x</mqtt></request>"),
+            "topic=\"a/#\": '+' and '#' are wildcards of subscriptions, not of a topic published to",
+            8,
+        ),
+        (
+            session(1883, "mqtt", "<request><mqtt type=\"subscribe\" topic=\"a\" qos=\"3\"/></request>"),
+            "qos=\"3\": expected 0, 1 or 2",
+            8,
+        ),
+        (
+            session(1883, "mqtt", "<request><mqtt type=\"retain\"/></request>"),
+            "<mqtt type=\"retain\">: expected connect, publish, subscribe, unsubscribe, disconnect or waitForMessages",
             8,
         ),
         (

@@ -851,6 +851,9 @@ const WHEAD: &str = "servers: [{host: 127.0.0.1, port: 80, protocol: websocket}]
                      load: {users: [{count: 1}]}\n\
                      sessions:\n  - name: a\n    steps:\n";
 const HHEAD: &str = "load: {users: [{count: 1}]}\nsessions:\n  - name: a\n    steps:\n";
+const MHEAD: &str = "servers: [{host: 127.0.0.1, port: 1883, protocol: mqtt}]\n\
+                     load: {users: [{count: 1}]}\n\
+                     sessions:\n  - name: a\n    steps:\n";
 
 /// One bad file: its text, the line of the error, a marker whose first occurrence on that
 /// line is the error's column, and a fragment of the message.
@@ -883,7 +886,11 @@ fn cases() -> Vec<Case> {
     let x = |step, at, want| case(XHEAD, step, at, want);
     let p = |step, at, want| case(PHEAD, step, at, want);
     let w = |step, at, want| case(WHEAD, step, at, want);
+    let m = |step, at, want| case(MHEAD, step, at, want);
     let top = "load: {users: [{count: 1}]}\nsessions: [{name: a, steps: [connect]}]\n";
+    let mtop = |section: &str| {
+        format!("servers: [{{host: 127.0.0.1, port: 1883, protocol: mqtt}}]\n{section}{top}")
+    };
     let xtop = |section: &str| {
         format!("servers: [{{host: 127.0.0.1, port: 5222, protocol: xmpp}}]\n{section}{top}")
     };
@@ -936,6 +943,29 @@ fn cases() -> Vec<Case> {
         w("ws: {send: x, reply: maybe}", "maybe", "reply: expected true or false"),
         w("ws: {name: x}", "{", "ws: expected ping, close"),
         w("ws: {send: \"${later}\"}", "\"${later}", "undefined variable '${later}'"),
+        // mqtt steps.
+        case(HHEAD, "mqtt: ping", "mqtt", "an mqtt step needs servers with `protocol: mqtt`; these speak http"),
+        m("ws: ping", "ws", "these speak mqtt (use mqtt steps)"),
+        m("mqtt: pong", "pong", "mqtt: expected connect, ping, disconnect"),
+        m("mqtt: {publish: \"a/#\"}", "\"a/#", "publish: '+' and '#' are wildcards of subscriptions, not of a topic published to"),
+        m("mqtt: {subscribe: \"a/b#\"}", "\"a/b#", "subscribe: a wildcard is a whole level: '+' anywhere, '#' only last (got 'b#')"),
+        m("mqtt: {subscribe: \"#/a\"}", "\"#/a", "a wildcard is a whole level"),
+        m("mqtt: {subscribe: \"\"}", "\"\"", "subscribe: expected a topic, got nothing"),
+        m("mqtt: {publish: a, qos: 3}", "3}", "qos: expected 0, 1 or 2"),
+        m("mqtt: {publish: a, size: 1048577}", "1048577", "size: expected bytes, 0..=1048576"),
+        m("mqtt: {publish: a, size: 1, text: x}", "x}", "publish takes size or text, not both"),
+        m("mqtt: {subscribe: a, retain: true}", "retain", "'retain' does not apply to an mqtt subscribe"),
+        m("mqtt: {publish: a, subscribe: b}", "b}", "an mqtt step takes one of connect, publish, subscribe, unsubscribe, ping, wait, disconnect ('subscribe' is a second one)"),
+        m("mqtt: {wait: 5s}", "5s", "wait: expected {messages: N, timeout: DURATION}"),
+        m("mqtt: {wait: {messages: 0}}", "0}", "messages: expected a positive integer"),
+        m("mqtt: {wait: {messages: 1, timeout: 2d}}", "2d", "timeout: expected more than 0, at most 24h"),
+        m("mqtt: {connect: {keep_alive: 1.5s}}", "1.5s", "keep_alive: whole seconds, 0s..=65535s (0s: off)"),
+        m("mqtt: {connect: {will: {payload: x}}}", "{payload", "will is missing 'topic'"),
+        m("mqtt: {connect: {version: 5}}", "version", "unknown key 'version' in connect"),
+        m("mqtt: {publish: \"t/${nope}\"}", "\"t/", "undefined variable '${nope}'"),
+        file(mtop("mqtt: {version: 4.0}\n"), 2, "4.0", "version: expected 3.1.1 or 5"),
+        file(mtop("mqtt: {keep_alive: 70000s}\n"), 2, "70000s", "keep_alive: whole seconds"),
+        file(mtop("mqtt: {client_id: x, host: h}\n"), 2, "host", "unknown key 'host' in mqtt; expected one of client_id"),
         // Sections against the servers' protocol.
         file(
             "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [xmpp: close]}]\n".into(),
@@ -989,7 +1019,7 @@ fn cases() -> Vec<Case> {
         // Servers.
         file(
             format!("servers: [{{host: 127.0.0.1, port: 1, protocol: smtp}}]\n{top}"),
-            1, "smtp", "protocol: expected one of http, raw (or tcp), xmpp, pgsql, websocket (or ws)",
+            1, "smtp", "protocol: expected one of http, raw (or tcp), xmpp, pgsql, websocket (or ws), mqtt",
         ),
         file(
             format!("servers:\n  - {{host: 127.0.0.1, port: 1, protocol: xmpp}}\n  - {{host: 127.0.0.1, port: 2}}\nxmpp: {{domain: d, anonymous: true}}\n{top}"),
@@ -1078,7 +1108,8 @@ fn variables_defined_earlier_are_accepted_in_every_template_field() {
     parse(&text);
 }
 
-/// The examples of docs/scenario.md's "XMPP, PostgreSQL and WebSocket" section stay valid.
+/// The examples of docs/scenario.md's "XMPP, PostgreSQL and WebSocket" section and the MQTT one
+/// after it stay valid (and round-trip).
 #[test]
 fn doc_examples_validate() {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario.md");
@@ -1103,6 +1134,11 @@ fn doc_examples_validate() {
         .collect();
     assert_eq!(
         protocols,
-        [Protocol::Xmpp, Protocol::Pgsql, Protocol::WebSocket]
+        [
+            Protocol::Xmpp,
+            Protocol::Pgsql,
+            Protocol::WebSocket,
+            Protocol::Mqtt
+        ]
     );
 }

@@ -7,7 +7,7 @@
 //! issue 16 brought in are checked for what they became, not only for importing.
 //!
 //! Still refused, and why (each needs more than the importer):
-//! - `amqp`, `fs-nfs`, `ldap`, `mqtt`, `mysql`: protocols headroom does not speak;
+//! - `amqp`, `fs-nfs`, `ldap`, `mysql`: protocols headroom does not speak yet;
 //! - `bosh`: XMPP over BOSH (HTTP long polling);
 //! - `jabber_starttls` (and `bosh`): each user's name and password from a CSV file
 //!   (`xmpp_authenticate`, `random_from_fileid`), where headroom's XMPP users are
@@ -41,6 +41,7 @@ const IMPORT: &[&str] = &[
     "jabber_privacy.xml",
     "jabber_register.xml",
     "jabber_roster.xml",
+    "mqtt.xml",
     "pgsql.xml",
     "raw.xml",
     "thinks.xml",
@@ -223,6 +224,65 @@ fn warned(name: &str, imp: &Imported, line: usize, want: &str) {
 fn check_content(name: &str, imp: &Imported) {
     let sc = &imp.scenario;
     match name {
+        "mqtt.xml" => {
+            // The publisher connects with its will, publishes ten retained QoS 1 messages and
+            // disconnects; the subscriber subscribes, waits 60 s (Tsung's waitForMessages is a
+            // think time), unsubscribes and disconnects.
+            assert_eq!(sc.servers[0].protocol, Protocol::Mqtt);
+            let steps = |n: &str| -> Vec<&Step> {
+                flat(&sc.sessions.iter().find(|s| s.name == n).unwrap().steps)
+            };
+            let publisher = steps("mqtt_publisher");
+            let Step::Mqtt(Mqtt {
+                action: MqttAction::Connect(c),
+                ..
+            }) = publisher[0]
+            else {
+                panic!("{publisher:?}");
+            };
+            assert_eq!((c.keep_alive, c.clean_start), (10, true));
+            let will = c.will.as_ref().expect("the publisher's will");
+            assert_eq!(
+                (will.topic.as_str(), will.payload.as_str()),
+                ("will_topic", "will_msg")
+            );
+            let publishes: Vec<_> = publisher
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Mqtt(Mqtt {
+                        action:
+                            MqttAction::Publish {
+                                topic,
+                                qos,
+                                retain,
+                                payload,
+                            },
+                        ..
+                    }) => Some((topic.as_str(), *qos, *retain, payload.clone())),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                publishes,
+                [(
+                    "test_topic",
+                    1,
+                    true,
+                    MqttPayload::Text("test_message".into())
+                )]
+            );
+            assert!(matches!(
+                publisher.last(),
+                Some(Step::Mqtt(Mqtt {
+                    action: MqttAction::Disconnect,
+                    ..
+                }))
+            ));
+            let subscriber = steps("mqtt_subscriber");
+            assert!(subscriber.iter().any(|s| matches!(s, Step::Mqtt(Mqtt { action: MqttAction::Subscribe { filter, qos: 1 }, .. }) if filter == "test_topic")));
+            assert!(subscriber.iter().any(|s| matches!(s, Step::Think(headroom_core::Distribution::Constant(d)) if d.as_secs() == 60)));
+            assert!(subscriber.iter().any(|s| matches!(s, Step::Mqtt(Mqtt { action: MqttAction::Unsubscribe { filter }, .. }) if filter == "test_topic")));
+        }
         "http-digest.xml" => {
             // The first request draws the 401; the next two answer it with Digest, as Tsung's
             // type="digest" does; the nonce and realm dyn_variables need no step in headroom.

@@ -227,7 +227,10 @@ impl Worker {
             return;
         }
         if let Some(prog) = &self.s.program {
-            if let Some(link) = Link::start(&prog.w.link, &prog.host, u.global, &mut self.rng) {
+            let connect = u.sess.as_deref().and_then(|st| st.connect_options(prog));
+            if let Some(link) =
+                Link::start(&prog.w.link, connect, &prog.host, u.global, &mut self.rng)
+            {
                 // The protocol's setup runs first; `link_ready` goes on from here after it.
                 u.protocol = Protocol::Link(Box::new(link));
                 u.state = State::Handshake;
@@ -313,7 +316,8 @@ impl Worker {
         u.written = off as u32;
         if first {
             // The response timeout runs from the moment the request was (first) written.
-            u.deadline = Some(Instant::now() + self.s.plan.timeout);
+            let timeout = u.sess.as_ref().and_then(|st| st.step_timeout);
+            u.deadline = Some(Instant::now() + timeout.unwrap_or(self.s.plan.timeout));
         }
         u.state = if off < total {
             State::Writing
@@ -430,6 +434,7 @@ impl Worker {
                 reading: u.state == State::Reading,
                 program: self.s.program.as_deref(),
                 counters: &mut self.rec.counters,
+                names: &mut self.rec.names,
             };
             let (used, outcome) = match protocol::feed(&mut u.protocol, cx, buf) {
                 Ok(x) => x,
@@ -556,6 +561,7 @@ impl Worker {
             reading,
             program: self.s.program.as_deref(),
             counters: &mut self.rec.counters,
+            names: &mut self.rec.names,
         };
         match protocol::eof(&u.protocol, cx, !u.flight.is_empty()) {
             // A body delimited by the close: complete. If more responses of a pipelined

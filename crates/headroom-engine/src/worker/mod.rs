@@ -298,6 +298,8 @@ pub(crate) struct Worker {
     next_gen: u32,
     /// Users whose deadline passed, collected by the sweep (kept to reuse its allocation).
     due: Vec<(usize, ErrorKind)>,
+    /// Users whose connection keeps itself alive (MQTT), collected by the sweep (reused).
+    pings: Vec<usize>,
     /// Connections (key, generation) that read `READ_BUDGET` in a turn and may hold more: read
     /// again next turn (edge-triggered: no new event comes for bytes already there, nor for
     /// plaintext rustls holds). The second list is the first's spare allocation.
@@ -358,7 +360,7 @@ fn thread_cpu() -> (Duration, Duration) {
 }
 
 /// The HTTP version a run's connections speak: 20 (HTTP/2), 11 (HTTP/1.1, WebSocket's upgrade
-/// included), 0 for XMPP, PostgreSQL and a scenario of raw TCP steps only.
+/// included), 0 for XMPP, PostgreSQL, MQTT and a scenario of raw TCP steps only.
 fn http_version(plan: &Plan) -> u8 {
     use headroom_core::session::{LinkSpec, Op, SessionBody};
     if plan.http2.is_some() {
@@ -368,7 +370,7 @@ fn http_version(plan: &Plan) -> u8 {
         return 11;
     };
     match &w.link {
-        LinkSpec::Xmpp(_) | LinkSpec::Pgsql(_) => 0,
+        LinkSpec::Xmpp(_) | LinkSpec::Pgsql(_) | LinkSpec::Mqtt(_) => 0,
         LinkSpec::WebSocket(_) => 11,
         LinkSpec::Plain => {
             let http = w.sessions.iter().any(|s| match &s.body {
@@ -422,6 +424,7 @@ impl Worker {
             bind_next: id,
             next_gen: 0,
             due: Vec::new(),
+            pings: Vec::new(),
             more: Vec::new(),
             more_spare: Vec::new(),
             in_flight: 0,
@@ -614,7 +617,11 @@ impl Worker {
         // Collect first: failing a user mutates the slab. The list is reused across sweeps.
         let mut due = std::mem::take(&mut self.due);
         let mut next = now + self.sweep_every;
+        let mut pings = std::mem::take(&mut self.pings);
         for (key, u) in self.users.iter() {
+            if u.protocol.link().is_some_and(|l| l.keeps_alive()) {
+                pings.push(key);
+            }
             if let Some(d) = u.deadline {
                 if d > now {
                     next = next.min(d.max(now + SWEEP_GAP));
@@ -633,6 +640,22 @@ impl Worker {
         }
         due.clear();
         self.due = due;
+        // MQTT keep-alive: a PINGREQ on each connection that has sent nothing for a while (a
+        // subscriber waiting for messages, a user thinking), written unless a request is half
+        // written (it goes after it then).
+        for &key in &pings {
+            let Some(u) = self.users.get_mut(key) else {
+                continue;
+            };
+            let Some(link) = u.protocol.link_mut() else {
+                continue;
+            };
+            if link.keep_alive(now, &mut self.rec.counters) && u.state != State::Writing {
+                self.flush_proto(key);
+            }
+        }
+        pings.clear();
+        self.pings = pings;
         self.next_sweep = next;
     }
 

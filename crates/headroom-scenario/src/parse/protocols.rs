@@ -481,6 +481,7 @@ impl Parser {
             ("xmpp", Protocol::Xmpp),
             ("pgsql", Protocol::Pgsql),
             ("websocket", Protocol::WebSocket),
+            ("mqtt", Protocol::Mqtt),
         ];
         let mut link = None;
         for (key, p) in sections {
@@ -504,6 +505,7 @@ impl Parser {
             link = match p {
                 Protocol::Xmpp => self.xmpp_spec(v).map(LinkSpec::Xmpp),
                 Protocol::Pgsql => self.pg_spec(v).map(LinkSpec::Pgsql),
+                Protocol::Mqtt => self.mqtt_spec(v).map(LinkSpec::Mqtt),
                 _ => self.ws_spec(v).map(LinkSpec::WebSocket),
             };
         }
@@ -520,6 +522,16 @@ impl Parser {
                         path: "/".into(),
                         subprotocol: None,
                         origin: None,
+                    });
+                }
+                None
+            }
+            Protocol::Mqtt => {
+                if top.get_node("mqtt").is_none() {
+                    return LinkSpec::Mqtt(MqttSpec {
+                        v5: false,
+                        connect: MqttConnect::default(),
+                        delivery: 0,
                     });
                 }
                 None

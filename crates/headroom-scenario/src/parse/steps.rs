@@ -87,6 +87,10 @@ impl Parser {
                 self.step_needs(k.span(), "a ws step", Protocol::WebSocket);
                 self.ws(v, vars).map(Step::Ws)
             }
+            "mqtt" => {
+                self.step_needs(k.span(), "an mqtt step", Protocol::Mqtt);
+                self.mqtt(v, vars).map(Step::Mqtt)
+            }
             "think" => self.think(v).map(Step::Think),
             "loop" => self.looop(v, vars).map(Step::Loop),
             "transaction" => self.transaction(v, vars),
@@ -964,6 +968,7 @@ pub(super) fn step_of(p: Protocol) -> &'static str {
         Protocol::Xmpp => "xmpp",
         Protocol::Pgsql => "sql",
         Protocol::WebSocket => "ws",
+        Protocol::Mqtt => "mqtt",
     }
 }
 

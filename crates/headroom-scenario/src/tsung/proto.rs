@@ -1,4 +1,5 @@
-//! Tsung's `ts_jabber`, `ts_pgsql`, `ts_raw` and `ts_websocket` sessions.
+//! Tsung's `ts_jabber`, `ts_pgsql`, `ts_raw` and `ts_websocket` sessions (`ts_mqtt` in
+//! `mqtt.rs`).
 //!
 //! The difference that shapes this module: in headroom the connection setup of XMPP
 //! (stream, SASL, bind, session, registration), PostgreSQL (startup and authentication) and
@@ -52,15 +53,17 @@ pub(super) enum Kind {
     Pgsql,
     Raw,
     WebSocket,
+    Mqtt,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 5] = [
+    pub(super) const ALL: [Kind; 6] = [
         Kind::Http,
         Kind::Jabber,
         Kind::Pgsql,
         Kind::Raw,
         Kind::WebSocket,
+        Kind::Mqtt,
     ];
 
     pub(super) fn of_type(t: &str) -> Option<Kind> {
@@ -79,6 +82,7 @@ impl Kind {
             Kind::Pgsql => "ts_pgsql",
             Kind::Raw => "ts_raw",
             Kind::WebSocket => "ts_websocket",
+            Kind::Mqtt => "ts_mqtt",
         }
     }
 
@@ -90,6 +94,7 @@ impl Kind {
             Kind::Pgsql => "pgsql",
             Kind::Raw => "raw",
             Kind::WebSocket => "websocket",
+            Kind::Mqtt => "mqtt",
         }
     }
 
@@ -100,6 +105,7 @@ impl Kind {
             Kind::Pgsql => Protocol::Pgsql,
             Kind::Raw => Protocol::Raw,
             Kind::WebSocket => Protocol::WebSocket,
+            Kind::Mqtt => Protocol::Mqtt,
         }
     }
 
@@ -109,6 +115,7 @@ impl Kind {
             Kind::Jabber => ("the XMPP login", "xmpp:login"),
             Kind::Pgsql => ("the PostgreSQL startup and authentication", "pgsql:startup"),
             Kind::WebSocket => ("the WebSocket upgrade", "ws:handshake"),
+            Kind::Mqtt => ("the MQTT connect", "mqtt:connect"),
             Kind::Http | Kind::Raw => ("opening the connection", "the connect"),
         }
     }
@@ -121,6 +128,7 @@ impl Kind {
             Kind::Pgsql => "PostgreSQL",
             Kind::Raw => "raw TCP",
             Kind::WebSocket => "WebSocket",
+            Kind::Mqtt => "MQTT",
         }
     }
 }
@@ -300,7 +308,7 @@ impl Conv<'_> {
             );
         }
         match sess.kind {
-            Kind::Http | Kind::Raw => {}
+            Kind::Http | Kind::Raw | Kind::Mqtt => {}
             Kind::Jabber => {
                 match sess.auth {
                     None if has_steps => self.warn(
@@ -438,6 +446,16 @@ impl Conv<'_> {
                 Some((spec, _)) => LinkSpec::WebSocket(spec.clone()),
                 None => LinkSpec::Plain,
             },
+            // Each session's connect step carries its own options; Tsung's keep-alive default
+            // for any connection opened without one.
+            Kind::Mqtt => LinkSpec::Mqtt(MqttSpec {
+                v5: false,
+                connect: MqttConnect {
+                    keep_alive: 10,
+                    ..MqttConnect::default()
+                },
+                delivery: 0,
+            }),
         };
         (link, kind.protocol())
     }
@@ -640,6 +658,14 @@ impl Conv<'_> {
             Kind::Pgsql => self.pgsql(m, subst, out),
             Kind::Raw => self.raw(m, subst, out),
             Kind::WebSocket => self.websocket(m, subst, out),
+            Kind::Mqtt => {
+                if self.mqtt(m, subst, out) {
+                    self.act();
+                    Produced::Unreadable
+                } else {
+                    Produced::Nothing
+                }
+            }
             Kind::Http => Produced::Nothing,
         };
         let why = match produced {

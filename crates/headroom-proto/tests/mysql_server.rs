@@ -970,6 +970,16 @@ fn record_testdata() {
     unit_test_session(&mut c);
     save("session", &c);
     c.quit();
+    // The same without DEPRECATE_EOF: result sets and prepares with their EOF packets.
+    let opts = Options {
+        deprecate_eof: false,
+        ..Options::default()
+    };
+    let (mut c, info) = Client::login_with(&srv, &login, opts).unwrap();
+    assert_eq!(info.caps & caps::DEPRECATE_EOF, 0);
+    unit_test_session(&mut c);
+    save("session_eof", &c);
+    c.quit();
 
     // A wrong password.
     let bad = Login {
@@ -1016,6 +1026,7 @@ fn unit_test_session(c: &mut Client) {
     c.complete();
     assert_eq!(c.query("SELECT id FROM items WHERE id < 0").rows, 0);
     c.conn.com_stmt_close(&mut c.out, id);
+    c.flush();
 }
 
 // ---- steady state allocates nothing ----

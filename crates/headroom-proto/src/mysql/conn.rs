@@ -33,6 +33,10 @@ pub struct Options {
     /// `CLIENT_MULTI_STATEMENTS`: a `com_query` may hold several statements separated by `;`,
     /// each answered by its own result (see [`QueryResult::more`]).
     pub multi_statements: bool,
+    /// Take `CLIENT_DEPRECATE_EOF` when the server offers it (default): result sets end with an
+    /// OK instead of two EOF packets. Off: the classic EOF-terminated result sets (both are
+    /// decoded alike; the option exists for servers and proxies that get the new form wrong).
+    pub deprecate_eof: bool,
     /// Longest packet the connection reads (see [`super::DEFAULT_MAX_PACKET_LEN`]).
     pub max_packet_len: u32,
     /// The connection's character set and collation id (default 45, `utf8mb4_general_ci`).
@@ -44,6 +48,7 @@ impl Default for Options {
         Options {
             tls: false,
             multi_statements: false,
+            deprecate_eof: true,
             max_packet_len: DEFAULT_MAX_PACKET_LEN,
             charset: command::UTF8MB4_GENERAL_CI,
         }
@@ -584,7 +589,11 @@ impl State {
             | caps::MULTI_RESULTS
             | caps::PS_MULTI_RESULTS
             | caps::PLUGIN_AUTH
-            | caps::DEPRECATE_EOF
+            | if opts.deprecate_eof {
+                caps::DEPRECATE_EOF
+            } else {
+                0
+            }
             | if opts.multi_statements {
                 caps::MULTI_STATEMENTS
             } else {

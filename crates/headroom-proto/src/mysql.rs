@@ -93,9 +93,8 @@
 //! costs no memory however it is split; every packet the connection does read (handshake,
 //! OK, ERR, EOF, the column count, a prepare's reply) is refused above
 //! [`DEFAULT_MAX_PACKET_LEN`] ([`MysqlError::TooLong`], settable per connection; such packets
-//! are tens of bytes from a real server). An idle, logged-in [`Connection`] is
-//! `size_of::<Connection>()` bytes (see the integration test's output; under 200 on 64-bit
-//! targets) plus its split-packet buffer (none until a packet arrives split, then at most
+//! are tens of bytes from a real server). An idle, logged-in [`Connection`] is 192 bytes (on
+//! x86-64) plus its split-packet buffer (none until a packet arrives split, then at most
 //! [`RETAINED_CAPACITY`] kept) and its pipeline queue (2 bytes a pending command, kept at its
 //! high-water mark); the credentials are dropped once the login succeeds.
 //!

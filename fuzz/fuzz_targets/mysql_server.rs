@@ -20,7 +20,9 @@
 //! one piece.
 #![no_main]
 
-use headroom_proto::mysql::{Connection, Keep, Login, MysqlError, Options, PacketDecoder, Progress};
+use headroom_proto::mysql::{
+    Connection, Keep, Login, MysqlError, Options, PacketDecoder, Progress,
+};
 use libfuzzer_sys::fuzz_target;
 
 const SESSION: &[u8] =

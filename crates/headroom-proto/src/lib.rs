@@ -2,6 +2,7 @@
 //! incrementally from whatever slice of bytes the transport read; it never touches a socket, so
 //! it can be fuzzed and unit-tested on byte strings alone.
 
+pub mod amqp;
 pub mod auth;
 pub mod cookie;
 pub mod encoding;

@@ -84,7 +84,7 @@
 //! counted down as they arrive, keeping only the first [`HEAD_LEN`] bytes of each message (for
 //! the engine's timestamp), so a 100 MB message costs nothing however it is split. Frames are
 //! refused above the negotiated `frame_max` ([`AmqpError::TooLong`]; ours is
-//! [`DEFAULT_FRAME_MAX`], settable). A ready [`Connection`] is 144 bytes (64-bit targets) plus
+//! [`DEFAULT_FRAME_MAX`], settable). A ready [`Connection`] is 160 bytes (64-bit targets) plus
 //! its split-frame buffer (none until a frame arrives split) and a small table of messages in
 //! transit (one entry per channel with a delivery between its method and its last body frame;
 //! 4 entries, 224 bytes, once the first delivery arrives). The login credentials are dropped

@@ -225,7 +225,7 @@ pub(super) fn start_table(out: &mut Vec<u8>) -> usize {
     at
 }
 
-pub(super) fn end_table(out: &mut Vec<u8>, at: usize) {
+pub(super) fn end_table(out: &mut [u8], at: usize) {
     let size = out.len() - at - 4;
     let size = u32::try_from(size).unwrap_or(u32::MAX).to_be_bytes();
     if let Some(slot) = out.get_mut(at..at + 4) {

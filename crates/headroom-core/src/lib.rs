@@ -286,11 +286,35 @@ pub enum ProtoCounter {
     MqttPings,
     /// MQTT: MQTT 5 DISCONNECTs from the broker.
     MqttServerDisconnects,
+    /// LDAP requests sent (binds, searches, adds, modifies, deletes, unbinds).
+    LdapRequests,
+    /// LDAP search entries received.
+    LdapEntries,
+    /// LDAP results `success` (0).
+    LdapSuccess,
+    /// LDAP results `noSuchObject` (32).
+    LdapNoSuchObject,
+    /// LDAP results `invalidCredentials` (49).
+    LdapInvalidCredentials,
+    /// LDAP results `entryAlreadyExists` (68).
+    LdapEntryAlreadyExists,
+    /// LDAP results `insufficientAccessRights` (50).
+    LdapInsufficientAccessRights,
+    /// LDAP results `sizeLimitExceeded` (4).
+    LdapSizeLimitExceeded,
+    /// LDAP results `busy` (51) and `unavailable` (52).
+    LdapBusy,
+    /// LDAP results `unwillingToPerform` (53).
+    LdapUnwillingToPerform,
+    /// LDAP results of any other code.
+    LdapOtherResults,
+    /// LDAP notices of disconnection from the server.
+    LdapNotices,
     // New counters go last: counters travel to agents by index.
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 62] = [
+    pub const ALL: [ProtoCounter; 74] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -353,6 +377,18 @@ impl ProtoCounter {
         ProtoCounter::MqttSubscribeRefused,
         ProtoCounter::MqttPings,
         ProtoCounter::MqttServerDisconnects,
+        ProtoCounter::LdapRequests,
+        ProtoCounter::LdapEntries,
+        ProtoCounter::LdapSuccess,
+        ProtoCounter::LdapNoSuchObject,
+        ProtoCounter::LdapInvalidCredentials,
+        ProtoCounter::LdapEntryAlreadyExists,
+        ProtoCounter::LdapInsufficientAccessRights,
+        ProtoCounter::LdapSizeLimitExceeded,
+        ProtoCounter::LdapBusy,
+        ProtoCounter::LdapUnwillingToPerform,
+        ProtoCounter::LdapOtherResults,
+        ProtoCounter::LdapNotices,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -422,12 +458,40 @@ impl ProtoCounter {
             MqttSubscribeRefused => ("mqtt", "subscribe_refused"),
             MqttPings => ("mqtt", "pings"),
             MqttServerDisconnects => ("mqtt", "server_disconnects"),
+            LdapRequests => ("ldap", "requests"),
+            LdapEntries => ("ldap", "entries"),
+            LdapSuccess => ("ldap", "success"),
+            LdapNoSuchObject => ("ldap", "no_such_object"),
+            LdapInvalidCredentials => ("ldap", "invalid_credentials"),
+            LdapEntryAlreadyExists => ("ldap", "entry_already_exists"),
+            LdapInsufficientAccessRights => ("ldap", "insufficient_access_rights"),
+            LdapSizeLimitExceeded => ("ldap", "size_limit_exceeded"),
+            LdapBusy => ("ldap", "busy"),
+            LdapUnwillingToPerform => ("ldap", "unwilling_to_perform"),
+            LdapOtherResults => ("ldap", "other_results"),
+            LdapNotices => ("ldap", "notices"),
         }
     }
 
     #[inline]
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// The counter of an LDAP result code.
+    pub fn ldap_result(code: u32) -> ProtoCounter {
+        use ProtoCounter::*;
+        match code {
+            0 => LdapSuccess,
+            4 => LdapSizeLimitExceeded,
+            32 => LdapNoSuchObject,
+            49 => LdapInvalidCredentials,
+            50 => LdapInsufficientAccessRights,
+            51 | 52 => LdapBusy,
+            53 => LdapUnwillingToPerform,
+            68 => LdapEntryAlreadyExists,
+            _ => LdapOtherResults,
+        }
     }
 
     /// The counter of an RST_STREAM error code.

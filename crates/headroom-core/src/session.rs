@@ -227,6 +227,8 @@ pub enum Op {
     Ws(WsOp),
     /// An MQTT publish, subscribe, wait or disconnect on the connected client.
     Mqtt(MqttOp),
+    /// An LDAP bind, search, add, modify, delete or unbind on the connection.
+    Ldap(LdapOp),
     Connect,
     Close,
     Set {
@@ -336,6 +338,8 @@ pub enum LinkSpec {
     Pgsql(PgSpec),
     WebSocket(WsSpec),
     Mqtt(MqttSpec),
+    /// LDAP v3: nothing to set up (a bind is a step of its own).
+    Ldap,
 }
 
 impl LinkSpec {
@@ -347,6 +351,7 @@ impl LinkSpec {
             LinkSpec::Pgsql(_) => Some("pgsql:startup"),
             LinkSpec::WebSocket(_) => Some("ws:handshake"),
             LinkSpec::Mqtt(_) => Some("mqtt:connect"),
+            LinkSpec::Ldap => None,
         }
     }
 }
@@ -522,6 +527,146 @@ impl<T> MqttAction<T> {
 pub enum MqttPayload<T> {
     Size(u32),
     Text(T),
+}
+
+/// An LDAP request; done at its final response (a search at its SearchResultDone, its entries
+/// counted on the way). A result other than `success` (and, for a compare, `compareTrue` or
+/// `compareFalse`) is an error reply of the step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LdapOp {
+    pub name: NameId,
+    pub action: LdapAction<Template>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LdapAction<T> {
+    /// A simple bind.
+    Bind {
+        dn: T,
+        password: T,
+    },
+    /// A search: an RFC 4515 filter, the attributes to return (none: all user attributes).
+    Search {
+        base: T,
+        filter: T,
+        scope: LdapScope,
+        attrs: Vec<String>,
+        size_limit: u32,
+    },
+    Add {
+        dn: T,
+        attrs: Vec<(String, Vec<T>)>,
+    },
+    Modify {
+        dn: T,
+        changes: Vec<(LdapMod, String, Vec<T>)>,
+    },
+    Delete {
+        dn: T,
+    },
+    /// Unbind; the server closes the connection.
+    Unbind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdapScope {
+    Base,
+    One,
+    Sub,
+}
+
+impl LdapScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LdapScope::Base => "base",
+            LdapScope::One => "one",
+            LdapScope::Sub => "sub",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdapMod {
+    Add,
+    Delete,
+    Replace,
+}
+
+impl LdapMod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LdapMod::Add => "add",
+            LdapMod::Delete => "delete",
+            LdapMod::Replace => "replace",
+        }
+    }
+}
+
+impl<T> LdapAction<T> {
+    /// The step's type as written (`bind`, `search`...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            LdapAction::Bind { .. } => "bind",
+            LdapAction::Search { .. } => "search",
+            LdapAction::Add { .. } => "add",
+            LdapAction::Modify { .. } => "modify",
+            LdapAction::Delete { .. } => "delete",
+            LdapAction::Unbind => "unbind",
+        }
+    }
+
+    pub fn map_text<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<LdapAction<U>, E> {
+        let mut values = |v: Vec<T>| v.into_iter().map(&mut f).collect::<Result<Vec<U>, E>>();
+        Ok(match self {
+            LdapAction::Bind { dn, password } => {
+                let dn = values(vec![dn])?.pop();
+                let password = values(vec![password])?.pop();
+                match (dn, password) {
+                    (Some(dn), Some(password)) => LdapAction::Bind { dn, password },
+                    _ => unreachable!("one in, one out"),
+                }
+            }
+            LdapAction::Search {
+                base,
+                filter,
+                scope,
+                attrs,
+                size_limit,
+            } => {
+                let mut v = values(vec![base, filter])?;
+                let (Some(filter), Some(base)) = (v.pop(), v.pop()) else {
+                    unreachable!("two in, two out")
+                };
+                LdapAction::Search {
+                    base,
+                    filter,
+                    scope,
+                    attrs,
+                    size_limit,
+                }
+            }
+            LdapAction::Add { dn, attrs } => {
+                let dn = values(vec![dn])?.pop().expect("one in, one out");
+                let mut out = Vec::with_capacity(attrs.len());
+                for (a, v) in attrs {
+                    out.push((a, values(v)?));
+                }
+                LdapAction::Add { dn, attrs: out }
+            }
+            LdapAction::Modify { dn, changes } => {
+                let dn = values(vec![dn])?.pop().expect("one in, one out");
+                let mut out = Vec::with_capacity(changes.len());
+                for (m, a, v) in changes {
+                    out.push((m, a, values(v)?));
+                }
+                LdapAction::Modify { dn, changes: out }
+            }
+            LdapAction::Delete { dn } => LdapAction::Delete {
+                dn: values(vec![dn])?.pop().expect("one in, one out"),
+            },
+            LdapAction::Unbind => LdapAction::Unbind,
+        })
+    }
 }
 
 /// An XMPP request: what to send, and what ends it.

@@ -20,13 +20,14 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use headroom_core::session::{
-    LinkSpec, MqttAction, MqttConnect, MqttOp, MqttPayload, MqttSpec, PgSpec, SqlOp, Template,
-    WsAction, WsOp, XmppAck, XmppAction, XmppDest, XmppOp, XmppSpec,
+    LdapAction, LdapMod, LdapOp, LdapScope, LinkSpec, MqttAction, MqttConnect, MqttOp, MqttPayload,
+    MqttSpec, PgSpec, SqlOp, Template, WsAction, WsOp, XmppAck, XmppAction, XmppDest, XmppOp,
+    XmppSpec,
 };
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::{Counters, NameStats};
 use headroom_proto::xmpp::{self, Jid, Kind, Login, LoginConfig, Splitter, StanzaType};
-use headroom_proto::{mqtt, pg, ws};
+use headroom_proto::{ldap, mqtt, pg, ws};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -50,6 +51,8 @@ pub(crate) enum LinkWait {
     MqttPing,
     /// MQTT: the connection has received this many messages in all.
     MqttMessages(u64),
+    /// LDAP: the final response to this message id.
+    Ldap(i32),
 }
 
 /// What one `feed` call completed.
@@ -105,6 +108,7 @@ enum LinkProtocol {
     Pg(Box<PgLink>),
     Ws(Box<WsLink>),
     Mqtt(Box<MqttLink>),
+    Ldap(Box<LdapLink>),
 }
 
 struct XmppLink {
@@ -150,6 +154,14 @@ struct MqttLink {
     received: u64,
     /// Metric id of the publish-to-receive latency.
     delivery: usize,
+}
+
+struct LdapLink {
+    decoder: ldap::Decoder,
+    /// The last message id sent (ids run from 1 per connection).
+    id: i32,
+    /// Expansions of the request's texts (DN, filter, values), reused.
+    texts: Vec<String>,
 }
 
 struct WsLink {
@@ -218,6 +230,11 @@ impl Link {
                     subprotocol: w.subprotocol.clone(),
                 }))
             }
+            LinkSpec::Ldap => LinkProtocol::Ldap(Box::new(LdapLink {
+                decoder: ldap::Decoder::new(),
+                id: 0,
+                texts: Vec::new(),
+            })),
             LinkSpec::Mqtt(m) => LinkProtocol::Mqtt(Box::new(mqtt_start(
                 m,
                 connect.unwrap_or(&m.connect),
@@ -225,10 +242,12 @@ impl Link {
                 &mut out,
             ))),
         };
+        // LDAP has no setup: a bind is a step of its own.
+        let ready = matches!(protocol, LinkProtocol::Ldap(_));
         Some(Link {
             out,
             written: 0,
-            ready: false,
+            ready,
             started: Instant::now(),
             wait: LinkWait::None,
             closing: false,
@@ -349,6 +368,41 @@ impl Link {
                         Ok((used, None))
                     }
                 }
+            }
+            LinkProtocol::Ldap(l) => {
+                let (used, resp) = l.decoder.decode(input).map_err(|_| ErrorKind::Protocol)?;
+                let Some(r) = resp else {
+                    return Ok((used, None));
+                };
+                let outcome = match r.op {
+                    ldap::Op::SearchEntry | ldap::Op::SearchReference => {
+                        c.proto(ProtoCounter::LdapEntries, 1);
+                        None
+                    }
+                    ldap::Op::Notice => {
+                        // The server is about to close the connection (its reason counted).
+                        c.proto(ProtoCounter::LdapNotices, 1);
+                        if let Some(code) = r.result {
+                            c.proto(ProtoCounter::ldap_result(code.0), 1);
+                        }
+                        Some(Outcome::Closed)
+                    }
+                    op if op.is_final() => {
+                        let code = r.result.map_or(u32::MAX, |c| c.0);
+                        c.proto(ProtoCounter::ldap_result(code), 1);
+                        // A compare's answer is its result: true (6) and false (5) both are.
+                        let ok = code == 0
+                            || (op == ldap::Op::CompareResponse && (code == 5 || code == 6));
+                        if self.wait == LinkWait::Ldap(r.id) {
+                            self.wait = LinkWait::None;
+                            Some(Outcome::Reply { ok })
+                        } else {
+                            None
+                        }
+                    }
+                    _ => None,
+                };
+                Ok((used, outcome))
             }
             LinkProtocol::Mqtt(m) => {
                 let (used, ev) = m.client.decode(input, &mut self.out).map_err(|e| match e {
@@ -511,6 +565,7 @@ impl Link {
             LinkProtocol::Pg(p) => self.ready && p.conn.eof().is_ok(),
             LinkProtocol::Ws(w) => self.ready && !w.frames.in_progress(),
             LinkProtocol::Mqtt(m) => self.ready && m.client.eof().is_ok(),
+            LinkProtocol::Ldap(l) => l.decoder.eof().is_ok(),
         }
     }
 
@@ -922,6 +977,132 @@ impl Link {
     /// The link may want a keep-alive ping (an MQTT one with keep-alive on): the sweep asks.
     pub fn keeps_alive(&self) -> bool {
         matches!(&self.protocol, LinkProtocol::Mqtt(m) if m.ping_after.is_some())
+    }
+}
+
+impl Link {
+    /// Encodes LDAP request `op` into `out` and arms the wait for its final response. `Err`
+    /// when its filter does not parse once its variables are in (nothing is written).
+    pub fn ldap_request(
+        &mut self,
+        op: &LdapOp,
+        vars: &[String],
+        out: &mut Vec<u8>,
+        c: &mut Counters,
+    ) -> Result<LinkWait, ldap::FilterError> {
+        let LinkProtocol::Ldap(l) = &mut self.protocol else {
+            return Ok(LinkWait::None);
+        };
+        l.id = if l.id == i32::MAX { 1 } else { l.id + 1 };
+        let id = l.id;
+        // Expand every text of the request into the reused slots, in order.
+        let t = &mut l.texts;
+        let mut n = 0;
+        let mut put = |tpl: &Template| {
+            if t.len() <= n {
+                t.push(String::new());
+            }
+            expand(tpl, vars, &mut t[n]);
+            n += 1;
+        };
+        match &op.action {
+            LdapAction::Bind { dn, password } => {
+                put(dn);
+                put(password);
+                ldap::bind_simple(out, id, &t[0], &t[1]);
+            }
+            LdapAction::Search {
+                base,
+                filter,
+                scope,
+                attrs,
+                size_limit,
+            } => {
+                put(base);
+                put(filter);
+                let attrs: Vec<&str> = attrs.iter().map(String::as_str).collect();
+                ldap::search(
+                    out,
+                    id,
+                    &ldap::Search {
+                        base: &t[0],
+                        scope: match scope {
+                            LdapScope::Base => ldap::Scope::Base,
+                            LdapScope::One => ldap::Scope::One,
+                            LdapScope::Sub => ldap::Scope::Sub,
+                        },
+                        size_limit: *size_limit,
+                        filter: t[1].as_str().into(),
+                        attrs: &attrs,
+                        ..ldap::Search::default()
+                    },
+                )?;
+            }
+            LdapAction::Add { dn, attrs } => {
+                put(dn);
+                for (_, vals) in attrs {
+                    vals.iter().for_each(&mut put);
+                }
+                // Writes are rare against searches: the slices of one request are built here.
+                let mut at = 1;
+                let values: Vec<Vec<&str>> = attrs
+                    .iter()
+                    .map(|(_, v)| {
+                        let s = t[at..at + v.len()].iter().map(String::as_str).collect();
+                        at += v.len();
+                        s
+                    })
+                    .collect();
+                let list: Vec<(&str, &[&str])> = attrs
+                    .iter()
+                    .zip(&values)
+                    .map(|((a, _), v)| (a.as_str(), v.as_slice()))
+                    .collect();
+                ldap::add(out, id, &t[0], &list);
+            }
+            LdapAction::Modify { dn, changes } => {
+                put(dn);
+                for (_, _, vals) in changes {
+                    vals.iter().for_each(&mut put);
+                }
+                let mut at = 1;
+                let values: Vec<Vec<&str>> = changes
+                    .iter()
+                    .map(|(_, _, v)| {
+                        let s = t[at..at + v.len()].iter().map(String::as_str).collect();
+                        at += v.len();
+                        s
+                    })
+                    .collect();
+                let list: Vec<(ldap::ModOp, &str, &[&str])> = changes
+                    .iter()
+                    .zip(&values)
+                    .map(|((m, a, _), v)| {
+                        let m = match m {
+                            LdapMod::Add => ldap::ModOp::Add,
+                            LdapMod::Delete => ldap::ModOp::Delete,
+                            LdapMod::Replace => ldap::ModOp::Replace,
+                        };
+                        (m, a.as_str(), v.as_slice())
+                    })
+                    .collect();
+                ldap::modify(out, id, &t[0], &list);
+            }
+            LdapAction::Delete { dn } => {
+                put(dn);
+                ldap::delete(out, id, &t[0]);
+            }
+            LdapAction::Unbind => {
+                ldap::unbind(out, id);
+                self.closing = true;
+                c.proto(ProtoCounter::LdapRequests, 1);
+                self.wait = LinkWait::None;
+                return Ok(self.wait);
+            }
+        }
+        c.proto(ProtoCounter::LdapRequests, 1);
+        self.wait = LinkWait::Ldap(id);
+        Ok(self.wait)
     }
 }
 

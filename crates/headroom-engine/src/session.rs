@@ -87,6 +87,18 @@ impl Program {
                             } => Extra::Regex(regex::Regex::new(re).map_err(|e| {
                                 format!("session '{}': bad regex {re:?}: {e}", s.name)
                             })?),
+                            Op::Ldap(headroom_core::session::LdapOp {
+                                action: headroom_core::session::LdapAction::Search { filter, .. },
+                                ..
+                            }) => {
+                                // A filter without variables is checked now, not per request.
+                                if let Some(f) = filter.as_literal() {
+                                    headroom_proto::ldap::Filter::parse(&f).map_err(|e| {
+                                        format!("session '{}': ldap filter {f:?}: {e}", s.name)
+                                    })?;
+                                }
+                                Extra::None
+                            }
                             Op::Sql(q) if q.prepare => {
                                 Extra::Statement(format!("h{}_{}", extra.len(), ex.len()).into())
                             }
@@ -511,7 +523,7 @@ impl SessionState {
                 }) if env.link.as_deref().is_some_and(|l| l.ready) => {
                     // Connected (by this step, or before it): nothing to send.
                 }
-                Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) | Op::Mqtt(_) => {
+                Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) | Op::Mqtt(_) | Op::Ldap(_) => {
                     let Some(link) = env.link.as_deref_mut().filter(|l| l.ready) else {
                         // Open the connection (and run the protocol's setup) first, then
                         // come back to this step.
@@ -604,6 +616,20 @@ impl SessionState {
                                     // goes on (as an XMPP step without a destination).
                                     c.error(headroom_core::ErrorKind::Other);
                                     env.rec.name_error(m.name as usize);
+                                    self.names.clear();
+                                    continue;
+                                }
+                            }
+                        }
+                        Op::Ldap(l) => {
+                            self.names.push(l.name);
+                            match link.ldap_request(l, &self.vars, self.out.raw_mut(), c) {
+                                Ok(w) => w,
+                                Err(_) => {
+                                    // A filter that does not parse once its variables are in:
+                                    // not sent, the step fails, the session goes on.
+                                    c.error(headroom_core::ErrorKind::Other);
+                                    env.rec.name_error(l.name as usize);
                                     self.names.clear();
                                     continue;
                                 }

@@ -45,7 +45,7 @@ pub struct RunSummary {
     /// `--timer-slack` in µs: how early a paced send or a think time's end may fire to share
     /// a wake-up with others (0 in files of earlier headroom versions, which had none).
     pub timer_slack_us: u64,
-    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql`, `websocket` or `mqtt`.
+    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql`, `websocket`, `mqtt` or `ldap`.
     pub protocol: String,
     /// HTTP/2 streams per connection; `null` for other protocols.
     pub streams: Option<u32>,
@@ -585,6 +585,8 @@ pub struct ProtocolSection {
     pub websocket: Option<WebSocketCounters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mqtt: Option<MqttCounters>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ldap: Option<LdapCounters>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -655,6 +657,31 @@ pub struct MqttCounters {
     pub pings: u64,
     /// MQTT 5 DISCONNECTs from the broker.
     pub server_disconnects: u64,
+}
+
+/// LDAP, as the users counted it: requests, search entries, and every result by its RFC 4511
+/// name (the common ones; the rest in `other_results`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct LdapCounters {
+    /// Requests sent: binds, searches, adds, modifies, deletes, unbinds.
+    pub requests: u64,
+    /// Search entries (and continuation references) received.
+    pub entries: u64,
+    pub success: u64,
+    pub no_such_object: u64,
+    pub invalid_credentials: u64,
+    pub entry_already_exists: u64,
+    pub insufficient_access_rights: u64,
+    pub size_limit_exceeded: u64,
+    /// `busy` and `unavailable`.
+    pub busy: u64,
+    pub unwilling_to_perform: u64,
+    pub other_results: u64,
+    /// Notices of disconnection from the server.
+    pub notices: u64,
 }
 
 /// A distributed run's agents.

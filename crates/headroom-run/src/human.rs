@@ -578,6 +578,24 @@ fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
             p(MqttPings),
             p(MqttServerDisconnects),
         ),
+        LinkSpec::Ldap => format!(
+            "  LDAP         {} requests, {} entries; results: success {}, noSuchObject {}, \
+             invalidCredentials {},\n\x20              entryAlreadyExists {}, \
+             insufficientAccessRights {}, sizeLimitExceeded {}, busy/unavailable {}, \
+             unwillingToPerform {}, other {}; notices {}\n",
+            p(LdapRequests),
+            p(LdapEntries),
+            p(LdapSuccess),
+            p(LdapNoSuchObject),
+            p(LdapInvalidCredentials),
+            p(LdapEntryAlreadyExists),
+            p(LdapInsufficientAccessRights),
+            p(LdapSizeLimitExceeded),
+            p(LdapBusy),
+            p(LdapUnwillingToPerform),
+            p(LdapOtherResults),
+            p(LdapNotices),
+        ),
     })
 }
 

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    ArrivalPhase, AuthOp, CookieOp, Feeder, LoopCondition, MatchOp, MetricName, MqttOp, NameId,
-    NameKind, Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template,
-    VarId, Workload, WsAction, WsOp, XmppOp,
+    ArrivalPhase, AuthOp, CookieOp, Feeder, LdapOp, LoopCondition, MatchOp, MetricName, MqttOp,
+    NameId, NameKind, Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp,
+    Template, VarId, Workload, WsAction, WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -492,6 +492,16 @@ impl Compiler<'_> {
                             .map_text(|t| Ok::<_, String>(self.template(&t)))?,
                     };
                     ops.push(Op::Mqtt(op));
+                }
+                Step::Ldap(x) => {
+                    let op = LdapOp {
+                        name: self.name(&x.name, NameKind::Request),
+                        action: x
+                            .action
+                            .clone()
+                            .map_text(|t| Ok::<_, String>(self.template(&t)))?,
+                    };
+                    ops.push(Op::Ldap(op));
                 }
                 Step::Think(d) => ops.push(Op::Think(*d)),
                 Step::Loop(l) => {

@@ -16,7 +16,8 @@
 
 use crate::model::*;
 use crate::parse::{
-    default_mqtt_name, default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to,
+    default_ldap_name, default_mqtt_name, default_sql_name, default_ws_name, default_xmpp_name,
+    xmpp_default_to,
 };
 use headroom_core::Distribution;
 use std::time::Duration;
@@ -142,6 +143,7 @@ fn link(out: &mut String, l: &LinkSpec) {
                 line(out, 2, &format!("password: {}", scalar(pw, false)));
             }
         }
+        LinkSpec::Ldap => {}
         LinkSpec::Mqtt(m) => {
             let fields = mqtt_connect_fields(&m.connect);
             if !m.v5 && fields.is_empty() {
@@ -319,6 +321,7 @@ fn step(out: &mut String, indent: usize, s: &Step) {
         Step::Sql(q) => line(out, indent, &format!("- sql: {}", sql(q))),
         Step::Ws(w) => line(out, indent, &format!("- ws: {}", ws(w))),
         Step::Mqtt(m) => line(out, indent, &format!("- mqtt: {}", mqtt(m))),
+        Step::Ldap(l) => line(out, indent, &format!("- ldap: {}", ldap(l))),
         Step::Think(d) => line(out, indent, &format!("- think: {}", think(d))),
         Step::Loop(l) => {
             line(out, indent, "- loop:");
@@ -530,6 +533,77 @@ fn mqtt_connect(c: &MqttConnect) -> String {
     let mut m = Flow::default();
     for (k, v) in mqtt_connect_fields(c) {
         m.raw(k, v);
+    }
+    m.finish()
+}
+
+/// A flow list of quoted values.
+fn flow_list(values: &[String]) -> String {
+    let v: Vec<String> = values.iter().map(|x| scalar(x, true)).collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// `unbind`, or a mapping.
+fn ldap(x: &Ldap) -> String {
+    let named = x.name != default_ldap_name(&x.action);
+    let mut m = Flow::default();
+    match &x.action {
+        LdapAction::Unbind if !named => return "unbind".into(),
+        LdapAction::Unbind => m.raw("unbind", "true".into()),
+        LdapAction::Bind { dn, password } => {
+            m.str("bind", dn);
+            m.str("password", password);
+        }
+        LdapAction::Search {
+            base,
+            filter,
+            scope,
+            attrs,
+            size_limit,
+        } => {
+            m.str("search", base);
+            m.str("filter", filter);
+            if *scope != LdapScope::Sub {
+                m.raw("scope", scope.as_str().into());
+            }
+            if !attrs.is_empty() {
+                m.raw("attrs", flow_list(attrs));
+            }
+            if *size_limit != 0 {
+                m.raw("size_limit", size_limit.to_string());
+            }
+        }
+        LdapAction::Add { dn, attrs } => {
+            m.str("add", dn);
+            let items: Vec<String> = attrs
+                .iter()
+                .map(|(a, v)| format!("{}: {}", scalar(a, true), flow_list(v)))
+                .collect();
+            m.raw("attrs", format!("{{{}}}", items.join(", ")));
+        }
+        LdapAction::Modify { dn, changes } => {
+            m.str("modify", dn);
+            let items: Vec<String> = changes
+                .iter()
+                .map(|(op, a, v)| {
+                    if v.is_empty() {
+                        format!("{{{}: {}}}", op.as_str(), scalar(a, true))
+                    } else {
+                        format!(
+                            "{{{}: {}, values: {}}}",
+                            op.as_str(),
+                            scalar(a, true),
+                            flow_list(v)
+                        )
+                    }
+                })
+                .collect();
+            m.raw("changes", format!("[{}]", items.join(", ")));
+        }
+        LdapAction::Delete { dn } => m.str("delete", dn),
+    }
+    if named {
+        m.str("name", &x.name);
     }
     m.finish()
 }

@@ -162,6 +162,8 @@ pub enum Protocol {
     WebSocket,
     /// MQTT client: `mqtt` steps; settings in the `mqtt:` section (optional).
     Mqtt,
+    /// LDAP v3 client: `ldap` steps; no settings section (a bind is a step).
+    Ldap,
 }
 
 impl Protocol {
@@ -173,6 +175,7 @@ impl Protocol {
             Protocol::Pgsql => "pgsql",
             Protocol::WebSocket => "websocket",
             Protocol::Mqtt => "mqtt",
+            Protocol::Ldap => "ldap",
         }
     }
 }
@@ -180,8 +183,8 @@ impl Protocol {
 // Per-protocol connection settings (the scenario's `xmpp:`, `pgsql:` or `websocket:` section)
 // and the protocol actions are the engine's own types.
 pub use headroom_core::session::{
-    LinkSpec, MqttAction, MqttConnect, MqttPayload, MqttSpec, MqttWill, PgSpec, WsAction, WsSpec,
-    XmppAck, XmppAction, XmppDest, XmppSpec,
+    LdapAction, LdapMod, LdapScope, LinkSpec, MqttAction, MqttConnect, MqttPayload, MqttSpec,
+    MqttWill, PgSpec, WsAction, WsSpec, XmppAck, XmppAction, XmppDest, XmppSpec,
 };
 
 /// An `xmpp:` step.
@@ -217,6 +220,14 @@ pub struct Mqtt {
     /// Metric name; defaults to `mqtt:TYPE` (`mqtt:publish`).
     pub name: String,
     pub action: MqttAction<String>,
+}
+
+/// An `ldap:` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ldap {
+    /// Metric name; defaults to `ldap:TYPE` (`ldap:search`).
+    pub name: String,
+    pub action: LdapAction<String>,
 }
 
 /// Open arrival phases and/or closed user populations. At least one of the two is non-empty.
@@ -306,6 +317,7 @@ pub enum Step {
     Sql(Sql),
     Ws(Ws),
     Mqtt(Mqtt),
+    Ldap(Ldap),
     Think(Distribution),
     Loop(Loop),
     Transaction {

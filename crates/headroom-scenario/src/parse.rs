@@ -15,10 +15,12 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod ldap;
 mod mqtt;
 mod protocols;
 mod steps;
 
+pub(crate) use ldap::default_ldap_name;
 pub(crate) use mqtt::{default_mqtt_name, MAX_MQTT_PAYLOAD};
 pub(crate) use protocols::{default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to};
 
@@ -50,6 +52,7 @@ const STEP_KINDS: &[&str] = &[
     "sql",
     "ws",
     "mqtt",
+    "ldap",
     "include",
     "cookie",
     "pipeline",
@@ -452,11 +455,12 @@ impl Parser {
                     Some("pgsql") => protocol = Protocol::Pgsql,
                     Some("websocket") | Some("ws") => protocol = Protocol::WebSocket,
                     Some("mqtt") => protocol = Protocol::Mqtt,
+                    Some("ldap") => protocol = Protocol::Ldap,
                     _ => {
                         self.err(
                             p.span(),
                             "protocol: expected one of http, raw (or tcp), xmpp, pgsql, \
-                             websocket (or ws), mqtt",
+                             websocket (or ws), mqtt, ldap",
                         );
                         self.protocol_unknown = true;
                         continue;

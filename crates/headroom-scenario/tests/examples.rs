@@ -125,6 +125,7 @@ fn schema_matches_the_format() {
         "cookie",
         "extract",
         "include",
+        "ldap",
         "loop",
         "match",
         "mqtt",

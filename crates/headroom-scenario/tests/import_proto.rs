@@ -979,7 +979,7 @@ fn protocol_errors_name_what_and_where() {
         ),
         (
             session(5672, "amqp", "<request><amqp type=\"connection.open\"/></request>"),
-            "'<amqp>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket and ts_mqtt sessions); session 's' is of type ts_amqp",
+            "'<amqp>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt and ts_ldap sessions); session 's' is of type ts_amqp",
             8,
         ),
         (
@@ -1326,4 +1326,88 @@ fn docs_jabber_example_is_current() {
         docs.contains(&format!("warnings\n\n```\n{warnings}```")),
         "docs/import.md is stale:\n{warnings}"
     );
+}
+
+/// Tsung's ldap elements as its stock ldap.xml writes them: bind, searches with scopes, add with
+/// attributes and values, modify whose empty modifications are dropped (with a warning), and
+/// the variables of `subst="true"`.
+#[test]
+fn ldap_sessions_convert() {
+    let xml = session(
+        389,
+        "ldap",
+        r#"<setdynvars sourcetype="random_number" start="1" end="9"><var name="n"/></setdynvars>
+<request><ldap type="bind" user="uid=nniclausse" password="XXX"/></request>
+<request><ldap type="search" base="dc=pablo-desktop" filter="(cn=user2)" scope="wholeSubtree"></ldap></request>
+<request subst="true"><ldap type="search" base="dc=pablo-desktop" filter="(&amp;(cn=a*%%_n%%*n)(dc=pablo-desktop))" scope="singleLevel"></ldap></request>
+<request subst="true"><ldap type="add" dn="cn=u%%_n%%,dc=pablo-desktop"><attr type="objectClass"><value>person</value><value>inetOrgPerson</value></attr><attr type="sn"><value>fffs</value></attr></ldap></request>
+<request><ldap type="modify" dn="cn=u1,dc=pablo-desktop"><modification type="add"/><modification type="replace"><attr type="sn"><value>SomeSN</value></attr><attr type="mail"><value>some@mail.com</value></attr></modification><modification type="delete"/></ldap></request>
+<request><ldap type="unbind"/></request>"#,
+    );
+    let imp = import(&xml);
+    let sc = &imp.scenario;
+    assert_eq!(sc.servers[0].protocol, Protocol::Ldap);
+    assert_eq!(sc.link, LinkSpec::Ldap);
+    let ldap: Vec<&LdapAction<String>> = sc.sessions[0]
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Ldap(l) => Some(&l.action),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ldap,
+        [
+            &LdapAction::Bind {
+                dn: "uid=nniclausse".into(),
+                password: "XXX".into()
+            },
+            &LdapAction::Search {
+                base: "dc=pablo-desktop".into(),
+                filter: "(cn=user2)".into(),
+                scope: LdapScope::Sub,
+                attrs: vec![],
+                size_limit: 0
+            },
+            &LdapAction::Search {
+                base: "dc=pablo-desktop".into(),
+                filter: "(&(cn=a*${n}*n)(dc=pablo-desktop))".into(),
+                scope: LdapScope::One,
+                attrs: vec![],
+                size_limit: 0
+            },
+            &LdapAction::Add {
+                dn: "cn=u${n},dc=pablo-desktop".into(),
+                attrs: vec![
+                    (
+                        "objectClass".into(),
+                        vec!["person".into(), "inetOrgPerson".into()]
+                    ),
+                    ("sn".into(), vec!["fffs".into()])
+                ]
+            },
+            &LdapAction::Modify {
+                dn: "cn=u1,dc=pablo-desktop".into(),
+                changes: vec![
+                    (LdapMod::Replace, "sn".into(), vec!["SomeSN".into()]),
+                    (
+                        LdapMod::Replace,
+                        "mail".into(),
+                        vec!["some@mail.com".into()]
+                    )
+                ]
+            },
+            &LdapAction::Unbind,
+        ]
+    );
+    let empty = imp
+        .warnings
+        .iter()
+        .filter(|w| {
+            w.message
+                .contains("a <modification> without an <attr> changes nothing")
+        })
+        .count();
+    assert_eq!(empty, 2, "{:?}", imp.warnings);
 }

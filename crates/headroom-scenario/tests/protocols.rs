@@ -851,6 +851,9 @@ const WHEAD: &str = "servers: [{host: 127.0.0.1, port: 80, protocol: websocket}]
                      load: {users: [{count: 1}]}\n\
                      sessions:\n  - name: a\n    steps:\n";
 const HHEAD: &str = "load: {users: [{count: 1}]}\nsessions:\n  - name: a\n    steps:\n";
+const LHEAD: &str = "servers: [{host: 127.0.0.1, port: 389, protocol: ldap}]\n\
+                     load: {users: [{count: 1}]}\n\
+                     sessions:\n  - name: a\n    steps:\n";
 const MHEAD: &str = "servers: [{host: 127.0.0.1, port: 1883, protocol: mqtt}]\n\
                      load: {users: [{count: 1}]}\n\
                      sessions:\n  - name: a\n    steps:\n";
@@ -966,6 +969,18 @@ fn cases() -> Vec<Case> {
         file(mtop("mqtt: {version: 4.0}\n"), 2, "4.0", "version: expected 3.1.1 or 5"),
         file(mtop("mqtt: {keep_alive: 70000s}\n"), 2, "70000s", "keep_alive: whole seconds"),
         file(mtop("mqtt: {client_id: x, host: h}\n"), 2, "host", "unknown key 'host' in mqtt; expected one of client_id"),
+        // ldap steps.
+        case(HHEAD, "ldap: unbind", "ldap", "an ldap step needs servers with `protocol: ldap`; these speak http"),
+        case(LHEAD, "ldap: bind", "bind", "ldap: expected unbind, {bind: DN, password}"),
+        case(LHEAD, "ldap: {bind: dn, filter: x}", "filter", "unknown key 'filter' in ldap bind; expected one of bind, name, password"),
+        case(LHEAD, "ldap: {search: b, scope: tree}", "tree", "scope: expected base, one or sub"),
+        case(LHEAD, "ldap: {search: b, size_limit: -1}", "-1", "size_limit: expected entries, 0 (no limit) to 2147483647"),
+        case(LHEAD, "ldap: {add: dn}", "{", "ldap add is missing 'attrs'"),
+        case(LHEAD, "ldap: {add: dn, attrs: {cn: []}}", "[]", "cn: an added attribute needs a value"),
+        case(LHEAD, "ldap: {modify: dn, changes: [{replace: sn, add: cn}]}", "{replace", "a change takes exactly one of add, delete, replace"),
+        case(LHEAD, "ldap: {modify: dn, changes: [{add: cn}]}", "{add", "an add change needs values"),
+        case(LHEAD, "ldap: {delete: dn, search: x}", "dn,", "an ldap step takes one of bind, search, add, modify, delete, unbind ('delete' is a second one)"),
+        case(LHEAD, "ldap: {delete: \"uid=${who}\"}", "\"uid", "undefined variable '${who}'"),
         // Sections against the servers' protocol.
         file(
             "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [xmpp: close]}]\n".into(),
@@ -1019,7 +1034,7 @@ fn cases() -> Vec<Case> {
         // Servers.
         file(
             format!("servers: [{{host: 127.0.0.1, port: 1, protocol: smtp}}]\n{top}"),
-            1, "smtp", "protocol: expected one of http, raw (or tcp), xmpp, pgsql, websocket (or ws), mqtt",
+            1, "smtp", "protocol: expected one of http, raw (or tcp), xmpp, pgsql, websocket (or ws), mqtt, ldap",
         ),
         file(
             format!("servers:\n  - {{host: 127.0.0.1, port: 1, protocol: xmpp}}\n  - {{host: 127.0.0.1, port: 2}}\nxmpp: {{domain: d, anonymous: true}}\n{top}"),
@@ -1108,8 +1123,8 @@ fn variables_defined_earlier_are_accepted_in_every_template_field() {
     parse(&text);
 }
 
-/// The examples of docs/scenario.md's "XMPP, PostgreSQL and WebSocket" section and the MQTT one
-/// after it stay valid (and round-trip).
+/// The examples of docs/scenario.md's "XMPP, PostgreSQL and WebSocket" section and the MQTT and
+/// LDAP ones after it stay valid (and round-trip).
 #[test]
 fn doc_examples_validate() {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario.md");
@@ -1138,7 +1153,8 @@ fn doc_examples_validate() {
             Protocol::Xmpp,
             Protocol::Pgsql,
             Protocol::WebSocket,
-            Protocol::Mqtt
+            Protocol::Mqtt,
+            Protocol::Ldap
         ]
     );
 }

@@ -7,7 +7,8 @@
 //! issue 16 brought in are checked for what they became, not only for importing.
 //!
 //! Still refused, and why (each needs more than the importer):
-//! - `amqp`, `fs-nfs`, `ldap`, `mysql`: protocols headroom does not speak yet;
+//! - `amqp`, `fs-nfs`, `mysql`: protocols headroom does not convert yet;
+//! - `ldap`: its add uses `%%_new_user_dn%%` and `%%_new_user_cn%%`, defined nowhere in the file;
 //! - `bosh`: XMPP over BOSH (HTTP long polling);
 //! - `jabber_starttls` (and `bosh`): each user's name and password from a CSV file
 //!   (`xmpp_authenticate`, `random_from_fileid`), where headroom's XMPP users are

@@ -231,6 +231,12 @@ impl Worker {
             if let Some(link) =
                 Link::start(&prog.w.link, connect, &prog.host, u.global, &mut self.rng)
             {
+                if link.ready {
+                    // No setup (LDAP): the step that asked for the connection goes on.
+                    u.protocol = Protocol::Link(Box::new(link));
+                    self.after_connect(key, now);
+                    return;
+                }
                 // The protocol's setup runs first; `link_ready` goes on from here after it.
                 u.protocol = Protocol::Link(Box::new(link));
                 u.state = State::Handshake;

@@ -526,6 +526,7 @@ impl Parser {
                 }
                 None
             }
+            Protocol::Ldap => return LinkSpec::Ldap,
             Protocol::Mqtt => {
                 if top.get_node("mqtt").is_none() {
                     return LinkSpec::Mqtt(MqttSpec {

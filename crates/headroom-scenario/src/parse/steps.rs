@@ -91,6 +91,10 @@ impl Parser {
                 self.step_needs(k.span(), "an mqtt step", Protocol::Mqtt);
                 self.mqtt(v, vars).map(Step::Mqtt)
             }
+            "ldap" => {
+                self.step_needs(k.span(), "an ldap step", Protocol::Ldap);
+                self.ldap(v, vars).map(Step::Ldap)
+            }
             "think" => self.think(v).map(Step::Think),
             "loop" => self.looop(v, vars).map(Step::Loop),
             "transaction" => self.transaction(v, vars),
@@ -969,6 +973,7 @@ pub(super) fn step_of(p: Protocol) -> &'static str {
         Protocol::Pgsql => "sql",
         Protocol::WebSocket => "ws",
         Protocol::Mqtt => "mqtt",
+        Protocol::Ldap => "ldap",
     }
 }
 

@@ -54,16 +54,18 @@ pub(super) enum Kind {
     Raw,
     WebSocket,
     Mqtt,
+    Ldap,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 6] = [
+    pub(super) const ALL: [Kind; 7] = [
         Kind::Http,
         Kind::Jabber,
         Kind::Pgsql,
         Kind::Raw,
         Kind::WebSocket,
         Kind::Mqtt,
+        Kind::Ldap,
     ];
 
     pub(super) fn of_type(t: &str) -> Option<Kind> {
@@ -83,6 +85,7 @@ impl Kind {
             Kind::Raw => "ts_raw",
             Kind::WebSocket => "ts_websocket",
             Kind::Mqtt => "ts_mqtt",
+            Kind::Ldap => "ts_ldap",
         }
     }
 
@@ -95,6 +98,7 @@ impl Kind {
             Kind::Raw => "raw",
             Kind::WebSocket => "websocket",
             Kind::Mqtt => "mqtt",
+            Kind::Ldap => "ldap",
         }
     }
 
@@ -106,6 +110,7 @@ impl Kind {
             Kind::Raw => Protocol::Raw,
             Kind::WebSocket => Protocol::WebSocket,
             Kind::Mqtt => Protocol::Mqtt,
+            Kind::Ldap => Protocol::Ldap,
         }
     }
 
@@ -116,6 +121,7 @@ impl Kind {
             Kind::Pgsql => ("the PostgreSQL startup and authentication", "pgsql:startup"),
             Kind::WebSocket => ("the WebSocket upgrade", "ws:handshake"),
             Kind::Mqtt => ("the MQTT connect", "mqtt:connect"),
+            Kind::Ldap => ("opening the connection", "the connect"),
             Kind::Http | Kind::Raw => ("opening the connection", "the connect"),
         }
     }
@@ -129,6 +135,7 @@ impl Kind {
             Kind::Raw => "raw TCP",
             Kind::WebSocket => "WebSocket",
             Kind::Mqtt => "MQTT",
+            Kind::Ldap => "LDAP",
         }
     }
 }
@@ -308,7 +315,7 @@ impl Conv<'_> {
             );
         }
         match sess.kind {
-            Kind::Http | Kind::Raw | Kind::Mqtt => {}
+            Kind::Http | Kind::Raw | Kind::Mqtt | Kind::Ldap => {}
             Kind::Jabber => {
                 match sess.auth {
                     None if has_steps => self.warn(
@@ -446,6 +453,7 @@ impl Conv<'_> {
                 Some((spec, _)) => LinkSpec::WebSocket(spec.clone()),
                 None => LinkSpec::Plain,
             },
+            Kind::Ldap => LinkSpec::Ldap,
             // Each session's connect step carries its own options; Tsung's keep-alive default
             // for any connection opened without one.
             Kind::Mqtt => LinkSpec::Mqtt(MqttSpec {
@@ -658,6 +666,14 @@ impl Conv<'_> {
             Kind::Pgsql => self.pgsql(m, subst, out),
             Kind::Raw => self.raw(m, subst, out),
             Kind::WebSocket => self.websocket(m, subst, out),
+            Kind::Ldap => {
+                if self.ldap(m, subst, out) {
+                    self.act();
+                    Produced::Unreadable
+                } else {
+                    Produced::Nothing
+                }
+            }
             Kind::Mqtt => {
                 if self.mqtt(m, subst, out) {
                     self.act();

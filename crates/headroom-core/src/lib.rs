@@ -310,11 +310,21 @@ pub enum ProtoCounter {
     LdapOtherResults,
     /// LDAP notices of disconnection from the server.
     LdapNotices,
+    /// MySQL statements sent (queries and prepared executions).
+    MysqlQueries,
+    /// MySQL result rows received.
+    MysqlRows,
+    /// MySQL rows changed, as the server's OK packets say.
+    MysqlAffected,
+    /// MySQL statements answered with an ERR packet.
+    MysqlSqlErrors,
+    /// MySQL statements prepared (once per connection and statement).
+    MysqlPrepares,
     // New counters go last: counters travel to agents by index.
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 74] = [
+    pub const ALL: [ProtoCounter; 79] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -389,6 +399,11 @@ impl ProtoCounter {
         ProtoCounter::LdapUnwillingToPerform,
         ProtoCounter::LdapOtherResults,
         ProtoCounter::LdapNotices,
+        ProtoCounter::MysqlQueries,
+        ProtoCounter::MysqlRows,
+        ProtoCounter::MysqlAffected,
+        ProtoCounter::MysqlSqlErrors,
+        ProtoCounter::MysqlPrepares,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -470,6 +485,11 @@ impl ProtoCounter {
             LdapUnwillingToPerform => ("ldap", "unwilling_to_perform"),
             LdapOtherResults => ("ldap", "other_results"),
             LdapNotices => ("ldap", "notices"),
+            MysqlQueries => ("mysql", "queries"),
+            MysqlRows => ("mysql", "rows"),
+            MysqlAffected => ("mysql", "affected"),
+            MysqlSqlErrors => ("mysql", "sql_errors"),
+            MysqlPrepares => ("mysql", "prepares"),
         }
     }
 

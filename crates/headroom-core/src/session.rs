@@ -340,6 +340,8 @@ pub enum LinkSpec {
     Mqtt(MqttSpec),
     /// LDAP v3: nothing to set up (a bind is a step of its own).
     Ldap,
+    /// MySQL/MariaDB: the login (after the server's greeting); `sql` steps as for PostgreSQL.
+    Mysql(MysqlSpec),
 }
 
 impl LinkSpec {
@@ -352,6 +354,7 @@ impl LinkSpec {
             LinkSpec::WebSocket(_) => Some("ws:handshake"),
             LinkSpec::Mqtt(_) => Some("mqtt:connect"),
             LinkSpec::Ldap => None,
+            LinkSpec::Mysql(_) => Some("mysql:login"),
         }
     }
 }
@@ -380,6 +383,15 @@ pub struct PgSpec {
     pub database: String,
     pub user: String,
     pub password: Option<String>,
+}
+
+/// MySQL login: user, password (mysql_native_password or caching_sha2_password, as the server
+/// asks) and the default database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MysqlSpec {
+    pub user: String,
+    pub password: Option<String>,
+    pub database: Option<String>,
 }
 
 /// WebSocket upgrade request.

@@ -21,13 +21,13 @@ use std::time::Instant;
 
 use headroom_core::session::{
     LdapAction, LdapMod, LdapOp, LdapScope, LinkSpec, MqttAction, MqttConnect, MqttOp, MqttPayload,
-    MqttSpec, PgSpec, SqlOp, Template, WsAction, WsOp, XmppAck, XmppAction, XmppDest, XmppOp,
-    XmppSpec,
+    MqttSpec, MysqlSpec, PgSpec, SqlOp, Template, WsAction, WsOp, XmppAck, XmppAction, XmppDest,
+    XmppOp, XmppSpec,
 };
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::{Counters, NameStats};
 use headroom_proto::xmpp::{self, Jid, Kind, Login, LoginConfig, Splitter, StanzaType};
-use headroom_proto::{ldap, mqtt, pg, ws};
+use headroom_proto::{ldap, mqtt, mysql, pg, ws};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -109,6 +109,7 @@ enum LinkProtocol {
     Ws(Box<WsLink>),
     Mqtt(Box<MqttLink>),
     Ldap(Box<LdapLink>),
+    Mysql(Box<MysqlLink>),
 }
 
 struct XmppLink {
@@ -154,6 +155,18 @@ struct MqttLink {
     received: u64,
     /// Metric id of the publish-to-receive latency.
     delivery: usize,
+}
+
+struct MysqlLink {
+    conn: mysql::Connection,
+    /// Statements prepared on this connection: (session, op index) and the server's id.
+    statements: Vec<((u32, u32), u32)>,
+    /// The statement being prepared for the request in flight, and its parameters (its
+    /// execute follows the prepare's answer).
+    preparing: Option<(u32, u32)>,
+    params: Vec<String>,
+    /// A result of the command in flight was an error (a multi-result command ends later).
+    failed: bool,
 }
 
 struct LdapLink {
@@ -230,6 +243,14 @@ impl Link {
                     subprotocol: w.subprotocol.clone(),
                 }))
             }
+            LinkSpec::Mysql(m) => LinkProtocol::Mysql(Box::new(MysqlLink {
+                // The server speaks first: nothing to write yet.
+                conn: mysql::Connection::new(&mysql_login(m), mysql::Options::default()),
+                statements: Vec::new(),
+                preparing: None,
+                params: Vec::new(),
+                failed: false,
+            })),
             LinkSpec::Ldap => LinkProtocol::Ldap(Box::new(LdapLink {
                 decoder: ldap::Decoder::new(),
                 id: 0,
@@ -368,6 +389,51 @@ impl Link {
                         Ok((used, None))
                     }
                 }
+            }
+            LinkProtocol::Mysql(my) => {
+                let (used, progress) = my.conn.decode(input, &mut self.out).map_err(|e| {
+                    if e.is_auth() {
+                        ErrorKind::Login
+                    } else {
+                        ErrorKind::Protocol
+                    }
+                })?;
+                let outcome = match progress {
+                    mysql::Progress::NeedMore | mysql::Progress::AuthReply(_) => None,
+                    // TLS is not asked for (the engine does not upgrade MySQL yet).
+                    mysql::Progress::StartTls => return Err(ErrorKind::Protocol),
+                    mysql::Progress::LoggedIn(_) => {
+                        self.ready = true;
+                        Some(Outcome::Ready)
+                    }
+                    mysql::Progress::Prepared { statement_id, .. } => {
+                        if let Some(key) = my.preparing.take() {
+                            c.proto(ProtoCounter::MysqlPrepares, 1);
+                            my.statements.push((key, statement_id));
+                            let values = my.params.iter().map(|v| Some(v.as_bytes()));
+                            my.conn
+                                .com_stmt_execute(&mut self.out, statement_id, values);
+                        }
+                        None
+                    }
+                    mysql::Progress::Complete(r) => {
+                        c.proto(ProtoCounter::MysqlRows, r.rows);
+                        c.proto(ProtoCounter::MysqlAffected, r.affected);
+                        if r.error.is_some() {
+                            c.proto(ProtoCounter::MysqlSqlErrors, 1);
+                            my.failed = true;
+                        }
+                        // A prepare that failed ends its step: no execute follows.
+                        my.preparing = None;
+                        if !r.more && self.wait == LinkWait::Sql {
+                            self.wait = LinkWait::None;
+                            Some(Outcome::Reply { ok: !my.failed })
+                        } else {
+                            None
+                        }
+                    }
+                };
+                Ok((used, outcome))
             }
             LinkProtocol::Ldap(l) => {
                 let (used, resp) = l.decoder.decode(input).map_err(|_| ErrorKind::Protocol)?;
@@ -566,6 +632,7 @@ impl Link {
             LinkProtocol::Ws(w) => self.ready && !w.frames.in_progress(),
             LinkProtocol::Mqtt(m) => self.ready && m.client.eof().is_ok(),
             LinkProtocol::Ldap(l) => l.decoder.eof().is_ok(),
+            LinkProtocol::Mysql(my) => self.ready && my.conn.eof().is_ok(),
         }
     }
 
@@ -755,14 +822,38 @@ impl Link {
         out: &mut Vec<u8>,
         c: &mut Counters,
     ) -> LinkWait {
-        let LinkProtocol::Pg(p) = &mut self.protocol else {
-            return LinkWait::None;
-        };
         expand(&op.query, vars, text);
         params.resize(op.params.len(), String::new());
         for (slot, t) in params.iter_mut().zip(op.params.iter()) {
             expand(t, vars, slot);
         }
+        if let LinkProtocol::Mysql(my) = &mut self.protocol {
+            // MySQL's text protocol has no parameters: a statement with some is prepared (once
+            // per connection), then executed with them.
+            if op.prepare || !op.params.is_empty() {
+                match my.statements.iter().find(|(k, _)| *k == key) {
+                    Some(&(_, id)) => {
+                        let values = params.iter().map(|v| Some(v.as_bytes()));
+                        my.conn.com_stmt_execute(out, id, values);
+                    }
+                    None => {
+                        // The execute follows the prepare's answer (it names the statement).
+                        my.conn.com_stmt_prepare(out, text.as_bytes());
+                        my.preparing = Some(key);
+                        my.params.clone_from(params);
+                    }
+                }
+            } else {
+                my.conn.com_query(out, text.as_bytes());
+            }
+            my.failed = false;
+            c.proto(ProtoCounter::MysqlQueries, 1);
+            self.wait = LinkWait::Sql;
+            return self.wait;
+        }
+        let LinkProtocol::Pg(p) = &mut self.protocol else {
+            return LinkWait::None;
+        };
         let values = params.iter().map(|v| Some(v.as_bytes()));
         if op.prepare {
             let name = statement;
@@ -1215,6 +1306,14 @@ fn login_config(x: &XmppSpec, user: u64) -> LoginConfig<'_> {
         },
         resource: x.resource.as_deref(),
         register: x.register,
+    }
+}
+
+fn mysql_login(m: &MysqlSpec) -> mysql::Login<'_> {
+    mysql::Login {
+        user: &m.user,
+        password: m.password.as_deref().unwrap_or(""),
+        database: m.database.as_deref(),
     }
 }
 

@@ -45,7 +45,7 @@ pub struct RunSummary {
     /// `--timer-slack` in µs: how early a paced send or a think time's end may fire to share
     /// a wake-up with others (0 in files of earlier headroom versions, which had none).
     pub timer_slack_us: u64,
-    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql`, `websocket`, `mqtt` or `ldap`.
+    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql`, `websocket`, `mqtt`, `ldap` or `mysql`.
     pub protocol: String,
     /// HTTP/2 streams per connection; `null` for other protocols.
     pub streams: Option<u32>,
@@ -587,6 +587,8 @@ pub struct ProtocolSection {
     pub mqtt: Option<MqttCounters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ldap: Option<LdapCounters>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql: Option<MysqlCounters>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -682,6 +684,24 @@ pub struct LdapCounters {
     pub other_results: u64,
     /// Notices of disconnection from the server.
     pub notices: u64,
+}
+
+/// MySQL/MariaDB, as the users counted it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct MysqlCounters {
+    /// Statements sent: queries, and executions of prepared statements.
+    pub queries: u64,
+    /// Result rows received.
+    pub rows: u64,
+    /// Rows changed, as the server's OK packets say.
+    pub affected: u64,
+    /// Statements answered with an ERR packet.
+    pub sql_errors: u64,
+    /// Statements prepared (once per connection and statement).
+    pub prepares: u64,
 }
 
 /// A distributed run's agents.

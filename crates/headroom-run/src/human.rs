@@ -578,6 +578,14 @@ fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
             p(MqttPings),
             p(MqttServerDisconnects),
         ),
+        LinkSpec::Mysql(_) => format!(
+            "  MySQL        {} statements ({} prepared), {} rows, {} affected, {} SQL errors\n",
+            p(MysqlQueries),
+            p(MysqlPrepares),
+            p(MysqlRows),
+            p(MysqlAffected),
+            p(MysqlSqlErrors)
+        ),
         LinkSpec::Ldap => format!(
             "  LDAP         {} requests, {} entries; results: success {}, noSuchObject {}, \
              invalidCredentials {},\n\x20              entryAlreadyExists {}, \

@@ -144,6 +144,16 @@ fn link(out: &mut String, l: &LinkSpec) {
             }
         }
         LinkSpec::Ldap => {}
+        LinkSpec::Mysql(p) => {
+            line(out, 0, "mysql:");
+            line(out, 2, &format!("user: {}", scalar(&p.user, false)));
+            if let Some(pw) = &p.password {
+                line(out, 2, &format!("password: {}", scalar(pw, false)));
+            }
+            if let Some(d) = &p.database {
+                line(out, 2, &format!("database: {}", scalar(d, false)));
+            }
+        }
         LinkSpec::Mqtt(m) => {
             let fields = mqtt_connect_fields(&m.connect);
             if !m.v5 && fields.is_empty() {

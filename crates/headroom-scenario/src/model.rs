@@ -164,6 +164,8 @@ pub enum Protocol {
     Mqtt,
     /// LDAP v3 client: `ldap` steps; no settings section (a bind is a step).
     Ldap,
+    /// MySQL/MariaDB client: `sql` steps; settings in the `mysql:` section.
+    Mysql,
 }
 
 impl Protocol {
@@ -176,6 +178,7 @@ impl Protocol {
             Protocol::WebSocket => "websocket",
             Protocol::Mqtt => "mqtt",
             Protocol::Ldap => "ldap",
+            Protocol::Mysql => "mysql",
         }
     }
 }
@@ -184,7 +187,7 @@ impl Protocol {
 // and the protocol actions are the engine's own types.
 pub use headroom_core::session::{
     LdapAction, LdapMod, LdapScope, LinkSpec, MqttAction, MqttConnect, MqttPayload, MqttSpec,
-    MqttWill, PgSpec, WsAction, WsSpec, XmppAck, XmppAction, XmppDest, XmppSpec,
+    MqttWill, MysqlSpec, PgSpec, WsAction, WsSpec, XmppAck, XmppAction, XmppDest, XmppSpec,
 };
 
 /// An `xmpp:` step.

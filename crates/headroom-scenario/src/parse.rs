@@ -31,6 +31,7 @@ const TOP_KEYS: &[&str] = &[
     "pgsql",
     "websocket",
     "mqtt",
+    "mysql",
     "load",
     "sessions",
     "thresholds",
@@ -456,11 +457,12 @@ impl Parser {
                     Some("websocket") | Some("ws") => protocol = Protocol::WebSocket,
                     Some("mqtt") => protocol = Protocol::Mqtt,
                     Some("ldap") => protocol = Protocol::Ldap,
+                    Some("mysql") => protocol = Protocol::Mysql,
                     _ => {
                         self.err(
                             p.span(),
                             "protocol: expected one of http, raw (or tcp), xmpp, pgsql, \
-                             websocket (or ws), mqtt, ldap",
+                             websocket (or ws), mqtt, ldap, mysql",
                         );
                         self.protocol_unknown = true;
                         continue;

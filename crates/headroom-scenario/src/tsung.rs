@@ -1,5 +1,5 @@
-//! Import of Tsung XML configurations (`tsung.xml`: HTTP, jabber, pgsql, raw, websocket, mqtt
-//! and ldap sessions) into a [`Scenario`].
+//! Import of Tsung XML configurations (`tsung.xml`: HTTP, jabber, pgsql, raw, websocket, mqtt,
+//! ldap and mysql sessions) into a [`Scenario`].
 //!
 //! The XML is read with quick-xml into a small element tree that keeps the byte offset of every
 //! element, attribute and text, so every warning and error names `file:line:column`. The tree is
@@ -166,7 +166,7 @@ const PROTOCOL_ELEMENTS: &[&str] = &[
 
 /// The error for an element of a protocol headroom does not convert.
 fn unsupported(what: &str) -> String {
-    format!("'{what}' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt and ts_ldap sessions)")
+    format!("'{what}' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap and ts_mysql sessions)")
 }
 
 fn valid_var(s: &str) -> bool {
@@ -1045,7 +1045,7 @@ impl<'a> Conv<'a> {
             None => {
                 self.error(
                     el.pos,
-                    "<session> needs a type: ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt or ts_ldap",
+                    "<session> needs a type: ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap or ts_mysql",
                 );
                 return None;
             }
@@ -2458,6 +2458,7 @@ fn base64(input: &[u8]) -> String {
 
 mod ldap;
 mod mqtt;
+mod mysql;
 mod proto;
 
 // ---- the XML tree ---------------------------------------------------------------------------

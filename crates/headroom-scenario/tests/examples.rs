@@ -103,6 +103,7 @@ fn schema_matches_the_format() {
             "follow",
             "load",
             "mqtt",
+            "mysql",
             "name",
             "pgsql",
             "servers",

@@ -979,7 +979,7 @@ fn protocol_errors_name_what_and_where() {
         ),
         (
             session(5672, "amqp", "<request><amqp type=\"connection.open\"/></request>"),
-            "'<amqp>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt and ts_ldap sessions); session 's' is of type ts_amqp",
+            "'<amqp>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap and ts_mysql sessions); session 's' is of type ts_amqp",
             8,
         ),
         (

@@ -1153,6 +1153,7 @@ fn doc_examples_validate() {
             Protocol::Xmpp,
             Protocol::Pgsql,
             Protocol::WebSocket,
+            Protocol::Mysql,
             Protocol::Mqtt,
             Protocol::Ldap
         ]

@@ -7,7 +7,7 @@
 //! issue 16 brought in are checked for what they became, not only for importing.
 //!
 //! Still refused, and why (each needs more than the importer):
-//! - `amqp`, `fs-nfs`, `mysql`: protocols headroom does not convert yet;
+//! - `amqp`, `fs-nfs`: protocols headroom does not convert yet;
 //! - `ldap`: its add uses `%%_new_user_dn%%` and `%%_new_user_cn%%`, defined nowhere in the file;
 //! - `bosh`: XMPP over BOSH (HTTP long polling);
 //! - `jabber_starttls` (and `bosh`): each user's name and password from a CSV file
@@ -43,6 +43,7 @@ const IMPORT: &[&str] = &[
     "jabber_register.xml",
     "jabber_roster.xml",
     "mqtt.xml",
+    "mysql.xml",
     "pgsql.xml",
     "raw.xml",
     "thinks.xml",
@@ -225,6 +226,30 @@ fn warned(name: &str, imp: &Imported, line: usize, want: &str) {
 fn check_content(name: &str, imp: &Imported) {
     let sc = &imp.scenario;
     match name {
+        "mysql.xml" => {
+            // The authenticate becomes the login at connect; the three statements are steps.
+            assert_eq!(
+                sc.link,
+                LinkSpec::Mysql(MysqlSpec {
+                    user: "test".into(),
+                    password: Some("test".into()),
+                    database: Some("test".into())
+                })
+            );
+            let sql: Vec<&str> = flat(&sc.sessions[0].steps)
+                .into_iter()
+                .filter_map(|s| match s {
+                    Step::Sql(q) => Some(q.query.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                sql,
+                ["SHOW TABLES", "SELECT * FROM gens", "SELECT * FROM te"]
+            );
+            assert!(matches!(sc.sessions[0].steps.first(), Some(Step::Connect)));
+            assert!(matches!(sc.sessions[0].steps.last(), Some(Step::Close)));
+        }
         "mqtt.xml" => {
             // The publisher connects with its will, publishes ten retained QoS 1 messages and
             // disconnects; the subscriber subscribes, waits 60 s (Tsung's waitForMessages is a

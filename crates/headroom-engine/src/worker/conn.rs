@@ -78,6 +78,17 @@ impl Worker {
             if flags & WRITABLE != 0 {
                 self.on_connect(key);
             }
+            // A server that speaks first (MySQL's greeting) may have spoken by now: edge
+            // triggered, this event is the only one its bytes get. (A TLS handshake reads for
+            // itself.)
+            let speaks = self.users.get(key).is_some_and(|u| {
+                u.gen == gen
+                    && u.conn.is_some()
+                    && !matches!(u.state, State::Connecting | State::Tls)
+            });
+            if flags & READABLE != 0 && speaks {
+                self.read(key, flags);
+            }
             return;
         }
         if flags & WRITABLE != 0 {

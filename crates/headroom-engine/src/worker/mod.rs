@@ -370,7 +370,11 @@ fn http_version(plan: &Plan) -> u8 {
         return 11;
     };
     match &w.link {
-        LinkSpec::Xmpp(_) | LinkSpec::Pgsql(_) | LinkSpec::Mqtt(_) | LinkSpec::Ldap => 0,
+        LinkSpec::Xmpp(_)
+        | LinkSpec::Pgsql(_)
+        | LinkSpec::Mqtt(_)
+        | LinkSpec::Ldap
+        | LinkSpec::Mysql(_) => 0,
         LinkSpec::WebSocket(_) => 11,
         LinkSpec::Plain => {
             let http = w.sessions.iter().any(|s| match &s.body {

@@ -3,7 +3,7 @@
 //! short; same invariants as the parent: every error goes through `Parser::err`, located.
 //!
 //! Which step kinds a session may use follows from the servers' `protocol` (read before the
-//! sessions): `request` on http, `send` on raw, `xmpp` on xmpp, `sql` on pgsql, `ws` on
+//! sessions): `request` on http, `send` on raw, `xmpp` on xmpp, `sql` on pgsql and mysql, `ws` on
 //! websocket. The section of the servers' protocol becomes [`Scenario::link`].
 
 use super::steps::{first_line_name, step_of};
@@ -482,6 +482,7 @@ impl Parser {
             ("pgsql", Protocol::Pgsql),
             ("websocket", Protocol::WebSocket),
             ("mqtt", Protocol::Mqtt),
+            ("mysql", Protocol::Mysql),
         ];
         let mut link = None;
         for (key, p) in sections {
@@ -506,6 +507,7 @@ impl Parser {
                 Protocol::Xmpp => self.xmpp_spec(v).map(LinkSpec::Xmpp),
                 Protocol::Pgsql => self.pg_spec(v).map(LinkSpec::Pgsql),
                 Protocol::Mqtt => self.mqtt_spec(v).map(LinkSpec::Mqtt),
+                Protocol::Mysql => self.mysql_spec(v).map(LinkSpec::Mysql),
                 _ => self.ws_spec(v).map(LinkSpec::WebSocket),
             };
         }
@@ -527,6 +529,7 @@ impl Parser {
                 None
             }
             Protocol::Ldap => return LinkSpec::Ldap,
+            Protocol::Mysql => Some(("mysql", "user")),
             Protocol::Mqtt => {
                 if top.get_node("mqtt").is_none() {
                     return LinkSpec::Mqtt(MqttSpec {
@@ -679,6 +682,28 @@ impl Parser {
             database: database?,
             user: user?,
             password,
+        })
+    }
+
+    /// `mysql: {user, password, database}`.
+    fn mysql_spec(&mut self, node: &Node) -> Option<MysqlSpec> {
+        let m = self.map(node, "mysql")?;
+        self.keys(m, "mysql", &["user", "password", "database"]);
+        let user = self
+            .required(m, "user", "mysql")
+            .and_then(|u| self.name(u, "user"));
+        let password = match m.get_node("password") {
+            Some(p) => Some(self.string(p, "password")?),
+            None => None,
+        };
+        let database = match m.get_node("database") {
+            Some(d) => Some(self.name(d, "database")?),
+            None => None,
+        };
+        Some(MysqlSpec {
+            user: user?,
+            password,
+            database,
         })
     }
 

@@ -80,7 +80,9 @@ impl Parser {
                 self.xmpp(v, vars).map(Step::Xmpp)
             }
             "sql" => {
-                self.step_needs(k.span(), "a sql step", Protocol::Pgsql);
+                if self.protocol != Protocol::Mysql {
+                    self.step_needs(k.span(), "a sql step", Protocol::Pgsql);
+                }
                 self.sql(v, vars).map(Step::Sql)
             }
             "ws" => {
@@ -974,6 +976,7 @@ pub(super) fn step_of(p: Protocol) -> &'static str {
         Protocol::WebSocket => "ws",
         Protocol::Mqtt => "mqtt",
         Protocol::Ldap => "ldap",
+        Protocol::Mysql => "sql",
     }
 }
 

@@ -55,10 +55,11 @@ pub(super) enum Kind {
     WebSocket,
     Mqtt,
     Ldap,
+    Mysql,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 7] = [
+    pub(super) const ALL: [Kind; 8] = [
         Kind::Http,
         Kind::Jabber,
         Kind::Pgsql,
@@ -66,6 +67,7 @@ impl Kind {
         Kind::WebSocket,
         Kind::Mqtt,
         Kind::Ldap,
+        Kind::Mysql,
     ];
 
     pub(super) fn of_type(t: &str) -> Option<Kind> {
@@ -86,6 +88,7 @@ impl Kind {
             Kind::WebSocket => "ts_websocket",
             Kind::Mqtt => "ts_mqtt",
             Kind::Ldap => "ts_ldap",
+            Kind::Mysql => "ts_mysql",
         }
     }
 
@@ -99,6 +102,7 @@ impl Kind {
             Kind::WebSocket => "websocket",
             Kind::Mqtt => "mqtt",
             Kind::Ldap => "ldap",
+            Kind::Mysql => "mysql",
         }
     }
 
@@ -111,6 +115,7 @@ impl Kind {
             Kind::WebSocket => Protocol::WebSocket,
             Kind::Mqtt => Protocol::Mqtt,
             Kind::Ldap => Protocol::Ldap,
+            Kind::Mysql => Protocol::Mysql,
         }
     }
 
@@ -122,6 +127,7 @@ impl Kind {
             Kind::WebSocket => ("the WebSocket upgrade", "ws:handshake"),
             Kind::Mqtt => ("the MQTT connect", "mqtt:connect"),
             Kind::Ldap => ("opening the connection", "the connect"),
+            Kind::Mysql => ("the MySQL login", "mysql:login"),
             Kind::Http | Kind::Raw => ("opening the connection", "the connect"),
         }
     }
@@ -136,6 +142,7 @@ impl Kind {
             Kind::WebSocket => "WebSocket",
             Kind::Mqtt => "MQTT",
             Kind::Ldap => "LDAP",
+            Kind::Mysql => "MySQL",
         }
     }
 }
@@ -170,6 +177,7 @@ pub(super) struct Link {
     pub(super) starttls_at: Option<usize>,
     pg: Option<(PgSpec, String)>,
     ws: Option<(WsSpec, String)>,
+    mysql: Option<(MysqlSpec, String)>,
 }
 
 /// A PostgreSQL extended-protocol unit being read: what came since the last `sync`.
@@ -212,11 +220,13 @@ pub(super) struct Sess {
     executions: HashMap<String, u32>,
     /// WebSocket: the connect's settings.
     ws: Option<(WsSpec, usize)>,
+    /// MySQL: the authenticate's settings.
+    mysql: Option<(MysqlSpec, usize)>,
 }
 
 /// What a protocol element became, for the `<match>` and `<dyn_variable>` next to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Produced {
+pub(super) enum Produced {
     /// A step whose reply headroom keeps for `extract` and `match` (sql, send).
     Readable,
     /// A step whose reply headroom does not keep (xmpp, ws).
@@ -229,7 +239,7 @@ enum Produced {
 
 /// Why a protocol element gives no step with a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NoReply {
+pub(super) enum NoReply {
     /// A `connect` or a request absorbed into the connection setup.
     Setup,
     /// A close.
@@ -403,6 +413,28 @@ impl Conv<'_> {
                     Some(_) => {}
                 }
             }
+            Kind::Mysql => {
+                let Some((spec, pos)) = sess.mysql else {
+                    if has_steps {
+                        self.error(
+                            el.pos,
+                            format!("session '{name}' has no <mysql type=\"authenticate\">: headroom needs its username and password"),
+                        );
+                    }
+                    return;
+                };
+                match &self.link.mysql {
+                    None => self.link.mysql = Some((spec, name)),
+                    Some((s, other)) if *s != spec => {
+                        let msg = format!(
+                            "session '{name}' logs in as {}, session '{other}' as {}: headroom logs every connection in the same way",
+                            spec.user, s.user
+                        );
+                        self.error(pos, msg);
+                    }
+                    Some(_) => {}
+                }
+            }
             Kind::WebSocket => {
                 let Some((spec, pos)) = sess.ws else {
                     self.error(
@@ -454,6 +486,10 @@ impl Conv<'_> {
                 None => LinkSpec::Plain,
             },
             Kind::Ldap => LinkSpec::Ldap,
+            Kind::Mysql => match &self.link.mysql {
+                Some((spec, _)) => LinkSpec::Mysql(spec.clone()),
+                None => LinkSpec::Plain,
+            },
             // Each session's connect step carries its own options; Tsung's keep-alive default
             // for any connection opened without one.
             Kind::Mqtt => LinkSpec::Mqtt(MqttSpec {
@@ -614,6 +650,42 @@ impl Conv<'_> {
         }
     }
 
+    /// The session's MySQL login; false (an error given) when it differs from an earlier one.
+    pub(super) fn sess_mysql(&mut self, spec: MysqlSpec, pos: usize) -> bool {
+        match &self.sess.mysql {
+            Some((s, _)) if *s != spec => {
+                let msg = format!(
+                    "this authenticate logs in as {}, an earlier one of the session as {}: headroom logs every connection in the same way",
+                    spec.user, s.user
+                );
+                self.error(pos, msg);
+                false
+            }
+            Some(_) => true,
+            None => {
+                self.sess.mysql = Some((spec, pos));
+                true
+            }
+        }
+    }
+
+    pub(super) fn proto_act(&mut self) {
+        self.act();
+    }
+
+    pub(super) fn proto_absorb(&mut self) {
+        self.absorb();
+    }
+
+    pub(super) fn proto_connect(&mut self, out: &mut Vec<Step>) {
+        self.connect(out);
+    }
+
+    /// A close was written: the next request opens a new connection.
+    pub(super) fn proto_closed(&mut self) {
+        self.sess.connected = false;
+    }
+
     /// A request that is not part of the setup: think times before it are the session's own.
     fn act(&mut self) {
         self.sess.thinks.clear();
@@ -666,6 +738,7 @@ impl Conv<'_> {
             Kind::Pgsql => self.pgsql(m, subst, out),
             Kind::Raw => self.raw(m, subst, out),
             Kind::WebSocket => self.websocket(m, subst, out),
+            Kind::Mysql => self.mysql(m, subst, out),
             Kind::Ldap => {
                 if self.ldap(m, subst, out) {
                     self.act();
@@ -745,7 +818,7 @@ impl Conv<'_> {
     }
 
     /// A value that goes into the scenario's connection settings: no variables.
-    fn fixed(&mut self, el: &El, key: &str, default: Option<&str>) -> Option<String> {
+    pub(super) fn fixed(&mut self, el: &El, key: &str, default: Option<&str>) -> Option<String> {
         let Some(a) = el.attr(key) else {
             return match default {
                 Some(d) => Some(d.to_string()),

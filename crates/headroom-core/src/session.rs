@@ -628,54 +628,44 @@ impl<T> LdapAction<T> {
     }
 
     pub fn map_text<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<LdapAction<U>, E> {
-        let mut values = |v: Vec<T>| v.into_iter().map(&mut f).collect::<Result<Vec<U>, E>>();
+        fn all<T, U, E>(v: Vec<T>, f: &mut impl FnMut(T) -> Result<U, E>) -> Result<Vec<U>, E> {
+            v.into_iter().map(f).collect()
+        }
         Ok(match self {
-            LdapAction::Bind { dn, password } => {
-                let dn = values(vec![dn])?.pop();
-                let password = values(vec![password])?.pop();
-                match (dn, password) {
-                    (Some(dn), Some(password)) => LdapAction::Bind { dn, password },
-                    _ => unreachable!("one in, one out"),
-                }
-            }
+            LdapAction::Bind { dn, password } => LdapAction::Bind {
+                dn: f(dn)?,
+                password: f(password)?,
+            },
             LdapAction::Search {
                 base,
                 filter,
                 scope,
                 attrs,
                 size_limit,
-            } => {
-                let mut v = values(vec![base, filter])?;
-                let (Some(filter), Some(base)) = (v.pop(), v.pop()) else {
-                    unreachable!("two in, two out")
-                };
-                LdapAction::Search {
-                    base,
-                    filter,
-                    scope,
-                    attrs,
-                    size_limit,
-                }
-            }
+            } => LdapAction::Search {
+                base: f(base)?,
+                filter: f(filter)?,
+                scope,
+                attrs,
+                size_limit,
+            },
             LdapAction::Add { dn, attrs } => {
-                let dn = values(vec![dn])?.pop().expect("one in, one out");
+                let dn = f(dn)?;
                 let mut out = Vec::with_capacity(attrs.len());
                 for (a, v) in attrs {
-                    out.push((a, values(v)?));
+                    out.push((a, all(v, &mut f)?));
                 }
                 LdapAction::Add { dn, attrs: out }
             }
             LdapAction::Modify { dn, changes } => {
-                let dn = values(vec![dn])?.pop().expect("one in, one out");
+                let dn = f(dn)?;
                 let mut out = Vec::with_capacity(changes.len());
                 for (m, a, v) in changes {
-                    out.push((m, a, values(v)?));
+                    out.push((m, a, all(v, &mut f)?));
                 }
                 LdapAction::Modify { dn, changes: out }
             }
-            LdapAction::Delete { dn } => LdapAction::Delete {
-                dn: values(vec![dn])?.pop().expect("one in, one out"),
-            },
+            LdapAction::Delete { dn } => LdapAction::Delete { dn: f(dn)? },
             LdapAction::Unbind => LdapAction::Unbind,
         })
     }

@@ -219,3 +219,46 @@ fn a_literal_filter_that_does_not_parse_is_refused_at_start() {
     let msg = format!("{err:#}");
     assert!(msg.contains("ldap filter \"(cn=a\""), "{msg}");
 }
+
+/// LDAP over TLS from the first byte (slapd's ldaps:// listener, the test PKI's certificate
+/// checked against its CA).
+#[test]
+fn ldaps() {
+    ldap(); // started by its script if it does not run
+    let out =
+        Command::new(headroom_testkit::servers::services::repo_root().join("scripts/slapd.sh"))
+            .arg("ldaps-url")
+            .output()
+            .expect("scripts/slapd.sh ldaps-url");
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let addr = url
+        .strip_prefix("ldaps://")
+        .expect("ldaps:// URL")
+        .trim_end_matches('/');
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let ca = std::path::PathBuf::from(
+        std::env::var("HEADROOM_TEST_CA").unwrap_or_else(|_| "/tmp/headroom-pki/ca.pem".into()),
+    );
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: ldap, tls: {{cacert: ca.pem}}}}]
+load:
+  users: [{{count: 3}}]
+sessions:
+  - name: s
+    steps:
+      - ldap: {{bind: "uid=user7,ou=people,dc=headroom,dc=test", password: pass7}}
+      - ldap: {{search: "ou=people,dc=headroom,dc=test", filter: "(uid=user7)"}}
+      - think: 60s
+"#
+    );
+    let mut spec = scenario_with_files(&yaml, &[("ca.pem", &ca)]);
+    spec.duration = secs(2);
+    let f = run(&spec);
+    let v = &f.summary;
+    let l = ldap_counters(v);
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(l.success, 6, "{l:#?}");
+    assert_eq!(l.entries, 3, "{l:#?}");
+    assert_eq!(tls(v).handshakes, 3, "{}", show(v));
+}

@@ -14,7 +14,7 @@ use common::*;
 use headroom_core::spec::RunSpec;
 use headroom_run::summary::MqttCounters;
 use headroom_run::RunSummary;
-use headroom_testkit::servers::services::{mqtt, MqttSysWatch};
+use headroom_testkit::servers::services::{mqtt, repo_root, MqttSysWatch};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -311,4 +311,48 @@ sessions:
     assert_eq!(v.errors.other, 1, "{}", show(v));
     assert_eq!(by_request(v, "short").count, 1, "{}", show(v));
     assert_eq!(mqtt_counters(v).published, 1, "{}", show(v));
+}
+
+/// MQTT over TLS (mosquitto's TLS listener, the test PKI's certificate checked against its CA).
+#[test]
+fn mqtt_over_tls() {
+    let url = match std::env::var("HEADROOM_MQTTS_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => {
+            mqtt(); // started by its script if it does not run
+            let out = std::process::Command::new(repo_root().join("scripts/mosquitto.sh"))
+                .arg("tls-url")
+                .output()
+                .expect("scripts/mosquitto.sh tls-url");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    };
+    let addr = url.strip_prefix("mqtts://").expect("mqtts:// URL");
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let ca = std::path::PathBuf::from(
+        std::env::var("HEADROOM_TEST_CA").unwrap_or_else(|_| "/tmp/headroom-pki/ca.pem".into()),
+    );
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: mqtt, tls: {{cacert: ca.pem}}}}]
+load:
+  users: [{{count: 5}}]
+sessions:
+  - name: s
+    steps:
+      - mqtt: {{subscribe: "tls/${{user_id}}", qos: 1}}
+      - mqtt: {{publish: "tls/${{user_id}}", qos: 1, size: 64}}
+      - mqtt: {{wait: {{messages: 1, timeout: 5s}}}}
+      - think: 60s
+"#
+    );
+    let mut spec = scenario_with_files(&yaml, &[("ca.pem", &ca)]);
+    spec.duration = secs(3);
+    let f = run(&spec);
+    let v = &f.summary;
+    let m = mqtt_counters(v);
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(m.connects, 5, "{m:#?}");
+    assert_eq!(m.received, 5, "{m:#?}");
+    assert_eq!(tls(v).handshakes, 5, "{}", show(v));
 }

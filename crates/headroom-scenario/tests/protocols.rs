@@ -981,6 +981,10 @@ fn cases() -> Vec<Case> {
         case(LHEAD, "ldap: {modify: dn, changes: [{add: cn}]}", "{add", "an add change needs values"),
         case(LHEAD, "ldap: {delete: dn, search: x}", "dn,", "an ldap step takes one of bind, search, add, modify, delete, unbind ('delete' is a second one)"),
         case(LHEAD, "ldap: {delete: \"uid=${who}\"}", "\"uid", "undefined variable '${who}'"),
+        file(
+            "servers: [{host: 127.0.0.1, port: 3306, protocol: mysql, tls: true}]\nmysql: {user: u}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [connect]}]\n".into(),
+            1, "true}", "tls: not supported yet for protocol mysql (its TLS starts inside the login)",
+        ),
         // Sections against the servers' protocol.
         file(
             "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [xmpp: close]}]\n".into(),

@@ -320,11 +320,25 @@ pub enum ProtoCounter {
     MysqlSqlErrors,
     /// MySQL statements prepared (once per connection and statement).
     MysqlPrepares,
+    /// AMQP messages published.
+    AmqpPublished,
+    /// AMQP publishes the broker confirmed (Basic.Ack, a multiple one counted per message).
+    AmqpConfirmed,
+    /// AMQP publishes the broker refused (Basic.Nack).
+    AmqpNacked,
+    /// AMQP mandatory publishes returned unroutable.
+    AmqpReturned,
+    /// AMQP messages delivered to the users' consumers.
+    AmqpDelivered,
+    /// AMQP deliveries the users acknowledged.
+    AmqpAcked,
+    /// AMQP channels the broker closed (an error of the method that caused it).
+    AmqpChannelsClosed,
     // New counters go last: counters travel to agents by index.
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 79] = [
+    pub const ALL: [ProtoCounter; 86] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -404,6 +418,13 @@ impl ProtoCounter {
         ProtoCounter::MysqlAffected,
         ProtoCounter::MysqlSqlErrors,
         ProtoCounter::MysqlPrepares,
+        ProtoCounter::AmqpPublished,
+        ProtoCounter::AmqpConfirmed,
+        ProtoCounter::AmqpNacked,
+        ProtoCounter::AmqpReturned,
+        ProtoCounter::AmqpDelivered,
+        ProtoCounter::AmqpAcked,
+        ProtoCounter::AmqpChannelsClosed,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -490,6 +511,13 @@ impl ProtoCounter {
             MysqlAffected => ("mysql", "affected"),
             MysqlSqlErrors => ("mysql", "sql_errors"),
             MysqlPrepares => ("mysql", "prepares"),
+            AmqpPublished => ("amqp", "published"),
+            AmqpConfirmed => ("amqp", "confirmed"),
+            AmqpNacked => ("amqp", "nacked"),
+            AmqpReturned => ("amqp", "returned"),
+            AmqpDelivered => ("amqp", "delivered"),
+            AmqpAcked => ("amqp", "acked"),
+            AmqpChannelsClosed => ("amqp", "channels_closed"),
         }
     }
 

@@ -229,6 +229,8 @@ pub enum Op {
     Mqtt(MqttOp),
     /// An LDAP bind, search, add, modify, delete or unbind on the connection.
     Ldap(LdapOp),
+    /// An AMQP method, publish or wait on the connection's channels.
+    Amqp(AmqpOp),
     Connect,
     Close,
     Set {
@@ -342,6 +344,8 @@ pub enum LinkSpec {
     Ldap,
     /// MySQL/MariaDB: the login (after the server's greeting); `sql` steps as for PostgreSQL.
     Mysql(MysqlSpec),
+    /// AMQP 0-9-1: the connection's login (SASL PLAIN) and virtual host.
+    Amqp(AmqpSpec),
 }
 
 impl LinkSpec {
@@ -355,6 +359,7 @@ impl LinkSpec {
             LinkSpec::Mqtt(_) => Some("mqtt:connect"),
             LinkSpec::Ldap => None,
             LinkSpec::Mysql(_) => Some("mysql:login"),
+            LinkSpec::Amqp(_) => Some("amqp:connect"),
         }
     }
 }
@@ -392,6 +397,162 @@ pub struct MysqlSpec {
     pub user: String,
     pub password: Option<String>,
     pub database: Option<String>,
+}
+
+/// AMQP 0-9-1 login: user, password and virtual host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AmqpSpec {
+    pub user: String,
+    pub password: String,
+    pub vhost: String,
+}
+
+/// An AMQP request on one of the connection's channels (numbered from 1, opened by a step).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AmqpOp {
+    pub name: NameId,
+    pub action: AmqpAction<Template>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AmqpAction<T> {
+    /// Channel.Open; done at its Open-Ok.
+    ChannelOpen { channel: u16 },
+    /// Channel.Close; done at its Close-Ok.
+    ChannelClose { channel: u16 },
+    ExchangeDeclare {
+        channel: u16,
+        exchange: T,
+        kind: String,
+        durable: bool,
+    },
+    QueueDeclare {
+        channel: u16,
+        queue: T,
+        durable: bool,
+        exclusive: bool,
+        auto_delete: bool,
+    },
+    QueueBind {
+        channel: u16,
+        queue: T,
+        exchange: T,
+        routing_key: T,
+    },
+    /// Confirm.Select: the broker confirms each later publish of the channel.
+    ConfirmSelect { channel: u16 },
+    /// Basic.Qos: at most `prefetch` unacknowledged deliveries to the channel's consumers.
+    Qos { channel: u16, prefetch: u16 },
+    /// Basic.Consume; with `ack` every delivery is acknowledged (Basic.Ack) as it arrives.
+    Consume { channel: u16, queue: T, ack: bool },
+    /// Basic.Publish; done once written (confirms are waited for by `wait_confirms`).
+    Publish {
+        channel: u16,
+        exchange: T,
+        routing_key: T,
+        persistent: bool,
+        payload: MqttPayload<T>,
+    },
+    /// Done once every publish on a confirming channel of the connection is confirmed; fails
+    /// (a timeout) when `timeout` passes first.
+    WaitConfirms { timeout: Duration },
+    /// Done once the connection has received `messages` deliveries in all; fails (a timeout)
+    /// when `timeout` passes first.
+    Wait { messages: u64, timeout: Duration },
+    /// Connection.Close; done at its Close-Ok, then the connection closes.
+    Close,
+}
+
+impl<T> AmqpAction<T> {
+    /// The step's type as written (`publish`, `queue_declare`...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AmqpAction::ChannelOpen { .. } => "channel_open",
+            AmqpAction::ChannelClose { .. } => "channel_close",
+            AmqpAction::ExchangeDeclare { .. } => "exchange_declare",
+            AmqpAction::QueueDeclare { .. } => "queue_declare",
+            AmqpAction::QueueBind { .. } => "queue_bind",
+            AmqpAction::ConfirmSelect { .. } => "confirm_select",
+            AmqpAction::Qos { .. } => "qos",
+            AmqpAction::Consume { .. } => "consume",
+            AmqpAction::Publish { .. } => "publish",
+            AmqpAction::WaitConfirms { .. } => "wait_confirms",
+            AmqpAction::Wait { .. } => "wait",
+            AmqpAction::Close => "close",
+        }
+    }
+
+    pub fn map_text<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<AmqpAction<U>, E> {
+        Ok(match self {
+            AmqpAction::ChannelOpen { channel } => AmqpAction::ChannelOpen { channel },
+            AmqpAction::ChannelClose { channel } => AmqpAction::ChannelClose { channel },
+            AmqpAction::ExchangeDeclare {
+                channel,
+                exchange,
+                kind,
+                durable,
+            } => AmqpAction::ExchangeDeclare {
+                channel,
+                exchange: f(exchange)?,
+                kind,
+                durable,
+            },
+            AmqpAction::QueueDeclare {
+                channel,
+                queue,
+                durable,
+                exclusive,
+                auto_delete,
+            } => AmqpAction::QueueDeclare {
+                channel,
+                queue: f(queue)?,
+                durable,
+                exclusive,
+                auto_delete,
+            },
+            AmqpAction::QueueBind {
+                channel,
+                queue,
+                exchange,
+                routing_key,
+            } => AmqpAction::QueueBind {
+                channel,
+                queue: f(queue)?,
+                exchange: f(exchange)?,
+                routing_key: f(routing_key)?,
+            },
+            AmqpAction::ConfirmSelect { channel } => AmqpAction::ConfirmSelect { channel },
+            AmqpAction::Qos { channel, prefetch } => AmqpAction::Qos { channel, prefetch },
+            AmqpAction::Consume {
+                channel,
+                queue,
+                ack,
+            } => AmqpAction::Consume {
+                channel,
+                queue: f(queue)?,
+                ack,
+            },
+            AmqpAction::Publish {
+                channel,
+                exchange,
+                routing_key,
+                persistent,
+                payload,
+            } => AmqpAction::Publish {
+                channel,
+                exchange: f(exchange)?,
+                routing_key: f(routing_key)?,
+                persistent,
+                payload: match payload {
+                    MqttPayload::Size(n) => MqttPayload::Size(n),
+                    MqttPayload::Text(t) => MqttPayload::Text(f(t)?),
+                },
+            },
+            AmqpAction::WaitConfirms { timeout } => AmqpAction::WaitConfirms { timeout },
+            AmqpAction::Wait { messages, timeout } => AmqpAction::Wait { messages, timeout },
+            AmqpAction::Close => AmqpAction::Close,
+        })
+    }
 }
 
 /// WebSocket upgrade request.
@@ -533,7 +694,7 @@ impl<T> MqttAction<T> {
     }
 }
 
-/// What a PUBLISH carries: `size` bytes (the first 19 are the send time, which the receiving
+/// What a PUBLISH carries: `size` bytes (the first 16 are the send time, which the receiving
 /// users turn into publish-to-receive latency), or a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MqttPayload<T> {

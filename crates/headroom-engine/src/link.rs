@@ -20,14 +20,14 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use headroom_core::session::{
-    LdapAction, LdapMod, LdapOp, LdapScope, LinkSpec, MqttAction, MqttConnect, MqttOp, MqttPayload,
-    MqttSpec, MysqlSpec, PgSpec, SqlOp, Template, WsAction, WsOp, XmppAck, XmppAction, XmppDest,
-    XmppOp, XmppSpec,
+    AmqpAction, AmqpOp, LdapAction, LdapMod, LdapOp, LdapScope, LinkSpec, MqttAction, MqttConnect,
+    MqttOp, MqttPayload, MqttSpec, MysqlSpec, PgSpec, SqlOp, Template, WsAction, WsOp, XmppAck,
+    XmppAction, XmppDest, XmppOp, XmppSpec,
 };
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::{Counters, NameStats};
 use headroom_proto::xmpp::{self, Jid, Kind, Login, LoginConfig, Splitter, StanzaType};
-use headroom_proto::{ldap, mqtt, mysql, pg, ws};
+use headroom_proto::{amqp, ldap, mqtt, mysql, pg, ws};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -53,6 +53,14 @@ pub(crate) enum LinkWait {
     MqttMessages(u64),
     /// LDAP: the final response to this message id.
     Ldap(i32),
+    /// AMQP: the synchronous reply (Open-Ok, Declare-Ok...) on this channel.
+    AmqpMethod(u16),
+    /// AMQP: every publish on a confirming channel confirmed.
+    AmqpConfirms,
+    /// AMQP: the connection has received this many deliveries in all.
+    AmqpMessages(u64),
+    /// AMQP: the broker's Connection.Close-Ok.
+    AmqpClose,
 }
 
 /// What one `feed` call completed.
@@ -110,6 +118,7 @@ enum LinkProtocol {
     Mqtt(Box<MqttLink>),
     Ldap(Box<LdapLink>),
     Mysql(Box<MysqlLink>),
+    Amqp(Box<AmqpLink>),
 }
 
 struct XmppLink {
@@ -155,6 +164,49 @@ struct MqttLink {
     received: u64,
     /// Metric id of the publish-to-receive latency.
     delivery: usize,
+}
+
+struct AmqpLink {
+    conn: amqp::Connection,
+    /// The channels steps opened: number, confirm mode, publishes and confirms so far, and
+    /// whether its consumer acknowledges deliveries.
+    channels: Vec<AmqpChannel>,
+    /// Deliveries received on this connection (a `wait` step counts against it).
+    received: u64,
+    /// Metric id of the publish-to-receive latency (`amqp:delivery`).
+    delivery: usize,
+}
+
+#[derive(Default)]
+struct AmqpChannel {
+    id: u16,
+    confirming: bool,
+    published: u64,
+    confirmed: u64,
+    acks: bool,
+}
+
+impl AmqpLink {
+    fn channel(&mut self, id: u16) -> &mut AmqpChannel {
+        let i = match self.channels.iter().position(|c| c.id == id) {
+            Some(i) => i,
+            None => {
+                self.channels.push(AmqpChannel {
+                    id,
+                    ..AmqpChannel::default()
+                });
+                self.channels.len() - 1
+            }
+        };
+        &mut self.channels[i]
+    }
+
+    /// Every publish on a confirming channel is confirmed (or refused).
+    fn confirmed(&self) -> bool {
+        self.channels
+            .iter()
+            .all(|c| !c.confirming || c.confirmed >= c.published)
+    }
 }
 
 struct MysqlLink {
@@ -243,6 +295,19 @@ impl Link {
                     subprotocol: w.subprotocol.clone(),
                 }))
             }
+            LinkSpec::Amqp(a) => LinkProtocol::Amqp(Box::new(AmqpLink {
+                conn: amqp::Connection::new(
+                    &amqp::Login {
+                        user: &a.user,
+                        password: &a.password,
+                        vhost: &a.vhost,
+                    },
+                    &mut out,
+                ),
+                channels: Vec::new(),
+                received: 0,
+                delivery: usize::MAX,
+            })),
             LinkSpec::Mysql(m) => LinkProtocol::Mysql(Box::new(MysqlLink {
                 // The server speaks first: nothing to write yet.
                 conn: mysql::Connection::new(&mysql_login(m), mysql::Options::default()),
@@ -389,6 +454,105 @@ impl Link {
                         Ok((used, None))
                     }
                 }
+            }
+            LinkProtocol::Amqp(a) => {
+                let (used, progress) =
+                    a.conn.decode(input, &mut self.out).map_err(|e| match e {
+                        amqp::AmqpError::AuthFailed => ErrorKind::Login,
+                        amqp::AmqpError::Incomplete => ErrorKind::Closed,
+                        _ => ErrorKind::Protocol,
+                    })?;
+                let done = |wait: &mut LinkWait, want: LinkWait, ok: bool| {
+                    if *wait == want {
+                        *wait = LinkWait::None;
+                        Some(Outcome::Reply { ok })
+                    } else {
+                        None
+                    }
+                };
+                let outcome = match progress {
+                    amqp::Progress::NeedMore
+                    | amqp::Progress::Blocked
+                    | amqp::Progress::Unblocked
+                    | amqp::Progress::ConsumerCancelled { .. } => None,
+                    amqp::Progress::Ready => {
+                        self.ready = true;
+                        Some(Outcome::Ready)
+                    }
+                    amqp::Progress::MethodOk { channel, method } => {
+                        if matches!(method, amqp::Method::ConnectionCloseOk) {
+                            done(&mut self.wait, LinkWait::AmqpClose, true)
+                        } else {
+                            done(&mut self.wait, LinkWait::AmqpMethod(channel), true)
+                        }
+                    }
+                    amqp::Progress::Confirm {
+                        channel,
+                        delivery_tag,
+                        multiple,
+                        ack,
+                    } => {
+                        let ch = a.channel(channel);
+                        let before = ch.confirmed;
+                        ch.confirmed = if multiple {
+                            ch.confirmed.max(delivery_tag)
+                        } else {
+                            ch.confirmed + 1
+                        };
+                        let n = ch.confirmed - before;
+                        c.proto(
+                            if ack {
+                                ProtoCounter::AmqpConfirmed
+                            } else {
+                                ProtoCounter::AmqpNacked
+                            },
+                            n,
+                        );
+                        if self.wait == LinkWait::AmqpConfirms && a.confirmed() {
+                            self.wait = LinkWait::None;
+                            Some(Outcome::Reply { ok: true })
+                        } else {
+                            None
+                        }
+                    }
+                    amqp::Progress::Delivery {
+                        channel,
+                        delivery_tag,
+                        head,
+                        ..
+                    } => {
+                        c.proto(ProtoCounter::AmqpDelivered, 1);
+                        if let (Some(sent), Some(n)) = (stamp_of(head), names.get_mut(a.delivery)) {
+                            if let Some(us) = wall_micros().checked_sub(sent) {
+                                n.record(us, false);
+                            }
+                        }
+                        a.received += 1;
+                        if a.channel(channel).acks {
+                            amqp::client::basic_ack(&mut self.out, channel, delivery_tag, false);
+                            c.proto(ProtoCounter::AmqpAcked, 1);
+                        }
+                        match self.wait {
+                            LinkWait::AmqpMessages(want) if a.received >= want => {
+                                self.wait = LinkWait::None;
+                                Some(Outcome::Reply { ok: true })
+                            }
+                            _ => None,
+                        }
+                    }
+                    amqp::Progress::Returned { .. } => {
+                        c.proto(ProtoCounter::AmqpReturned, 1);
+                        None
+                    }
+                    amqp::Progress::ServerClosedChannel { channel, .. } => {
+                        // The broker refused a method of the channel (the codec answered its
+                        // close): the step waiting on it failed; the number may open again.
+                        c.proto(ProtoCounter::AmqpChannelsClosed, 1);
+                        a.channels.retain(|ch| ch.id != channel);
+                        done(&mut self.wait, LinkWait::AmqpMethod(channel), false)
+                    }
+                };
+                Ok((used, outcome))
             }
             LinkProtocol::Mysql(my) => {
                 let (used, progress) = my.conn.decode(input, &mut self.out).map_err(|e| {
@@ -633,6 +797,7 @@ impl Link {
             LinkProtocol::Mqtt(m) => self.ready && m.client.eof().is_ok(),
             LinkProtocol::Ldap(l) => l.decoder.eof().is_ok(),
             LinkProtocol::Mysql(my) => self.ready && my.conn.eof().is_ok(),
+            LinkProtocol::Amqp(a) => self.ready && a.conn.eof().is_ok(),
         }
     }
 
@@ -1197,6 +1362,164 @@ impl Link {
     }
 }
 
+impl Link {
+    /// Whether AMQP step `op` has nothing to wait for (its confirms are in, its messages have
+    /// come): the session counts it done without a request.
+    pub fn amqp_satisfied(&self, op: &AmqpOp) -> bool {
+        let LinkProtocol::Amqp(a) = &self.protocol else {
+            return false;
+        };
+        match op.action {
+            AmqpAction::WaitConfirms { .. } => a.confirmed(),
+            AmqpAction::Wait { messages, .. } => a.received >= messages,
+            _ => false,
+        }
+    }
+
+    /// Encodes AMQP request `op` into `out` and arms its wait. `delivery`: the metric id of
+    /// `amqp:delivery`.
+    pub fn amqp_request(
+        &mut self,
+        op: &AmqpOp,
+        vars: &[String],
+        texts: &mut [String; 3],
+        out: &mut Vec<u8>,
+        delivery: usize,
+        c: &mut Counters,
+    ) -> LinkWait {
+        let LinkProtocol::Amqp(a) = &mut self.protocol else {
+            return LinkWait::None;
+        };
+        a.delivery = delivery;
+        self.wait = match &op.action {
+            AmqpAction::ChannelOpen { channel } => {
+                amqp::client::channel_open(out, *channel);
+                a.channel(*channel);
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::ChannelClose { channel } => {
+                amqp::client::channel_close(out, *channel, amqp::reply::SUCCESS);
+                a.channels.retain(|ch| ch.id != *channel);
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::ExchangeDeclare {
+                channel,
+                exchange,
+                kind,
+                durable,
+            } => {
+                expand(exchange, vars, &mut texts[0]);
+                let opts = amqp::ExchangeOptions {
+                    durable: *durable,
+                    ..Default::default()
+                };
+                amqp::client::exchange_declare(out, *channel, &texts[0], kind, opts);
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::QueueDeclare {
+                channel,
+                queue,
+                durable,
+                exclusive,
+                auto_delete,
+            } => {
+                expand(queue, vars, &mut texts[0]);
+                let opts = amqp::QueueOptions {
+                    durable: *durable,
+                    exclusive: *exclusive,
+                    auto_delete: *auto_delete,
+                    ..Default::default()
+                };
+                amqp::client::queue_declare(out, *channel, &texts[0], opts);
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::QueueBind {
+                channel,
+                queue,
+                exchange,
+                routing_key,
+            } => {
+                expand(queue, vars, &mut texts[0]);
+                expand(exchange, vars, &mut texts[1]);
+                expand(routing_key, vars, &mut texts[2]);
+                amqp::client::queue_bind(out, *channel, &texts[0], &texts[1], &texts[2]);
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::ConfirmSelect { channel } => {
+                amqp::client::confirm_select(out, *channel);
+                a.channel(*channel).confirming = true;
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::Qos { channel, prefetch } => {
+                amqp::client::basic_qos(out, *channel, *prefetch);
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::Consume {
+                channel,
+                queue,
+                ack,
+            } => {
+                expand(queue, vars, &mut texts[0]);
+                amqp::client::basic_consume(out, *channel, &texts[0], "", !*ack);
+                a.channel(*channel).acks = *ack;
+                LinkWait::AmqpMethod(*channel)
+            }
+            AmqpAction::Publish {
+                channel,
+                exchange,
+                routing_key,
+                persistent,
+                payload,
+            } => {
+                let [ex, key, body] = texts;
+                expand(exchange, vars, ex);
+                expand(routing_key, vars, key);
+                if let MqttPayload::Text(t) = payload {
+                    expand(t, vars, body);
+                }
+                let p = amqp::Publish {
+                    channel: *channel,
+                    exchange: ex,
+                    routing_key: key,
+                    mandatory: false,
+                    persistent: *persistent,
+                };
+                match payload {
+                    MqttPayload::Size(n) => {
+                        let n = *n as usize;
+                        let stamp = stamp(wall_micros());
+                        let head = &stamp[..n.min(stamp.len())];
+                        a.conn
+                            .basic_publish_parts(out, &p, head, b'x', n - head.len());
+                    }
+                    MqttPayload::Text(_) => a.conn.basic_publish(out, &p, body.as_bytes()),
+                }
+                let ch = a.channel(*channel);
+                if ch.confirming {
+                    ch.published += 1;
+                }
+                c.proto(ProtoCounter::AmqpPublished, 1);
+                LinkWait::None
+            }
+            AmqpAction::WaitConfirms { .. } => {
+                // A heartbeat frame carries the wait (nothing answers it; the confirms do).
+                amqp::client::heartbeat(out);
+                LinkWait::AmqpConfirms
+            }
+            AmqpAction::Wait { messages, .. } => {
+                amqp::client::heartbeat(out);
+                LinkWait::AmqpMessages(*messages)
+            }
+            AmqpAction::Close => {
+                a.conn.connection_close(out, amqp::reply::SUCCESS);
+                self.closing = true;
+                LinkWait::AmqpClose
+            }
+        };
+        self.wait
+    }
+}
+
 /// A fresh MQTT client for user `global`: its CONNECT goes into `out`.
 fn mqtt_start(spec: &MqttSpec, c: &MqttConnect, global: u64, out: &mut Vec<u8>) -> MqttLink {
     let version = if spec.v5 {
@@ -1250,23 +1573,24 @@ fn qos_of(q: u8) -> mqtt::QoS {
     }
 }
 
-/// The send time a sized MQTT payload starts with: `hr:` and 16 hex digits of microseconds
-/// since the Unix epoch (19 bytes; a shorter payload carries none and is not timed).
-pub(crate) const STAMP_LEN: usize = 19;
+/// The send time a sized MQTT or AMQP payload starts with: `hr` and 14 hex digits of
+/// microseconds since the Unix epoch (16 bytes, what the AMQP codec keeps of a body; 2^56 µs
+/// is beyond year 4000; a shorter payload carries none and is not timed).
+pub(crate) const STAMP_LEN: usize = 16;
 
 fn stamp(us: u64) -> [u8; STAMP_LEN] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = [0u8; STAMP_LEN];
-    s[..3].copy_from_slice(b"hr:");
-    for (i, b) in s[3..].iter_mut().enumerate() {
-        *b = HEX[((us >> (60 - 4 * i)) & 0xf) as usize];
+    s[..2].copy_from_slice(b"hr");
+    for (i, b) in s[2..].iter_mut().enumerate() {
+        *b = HEX[((us >> (52 - 4 * i)) & 0xf) as usize];
     }
     s
 }
 
 /// The send time of a payload that starts with a stamp.
 fn stamp_of(payload: &[u8]) -> Option<u64> {
-    let digits = payload.get(..STAMP_LEN)?.strip_prefix(b"hr:")?;
+    let digits = payload.get(..STAMP_LEN)?.strip_prefix(b"hr")?;
     let mut us = 0u64;
     for &d in digits {
         let v = match d {
@@ -1380,7 +1704,7 @@ mod tests {
 
     #[test]
     fn a_stamp_reads_back_and_nothing_else_does() {
-        for us in [0, 1, 1_764_000_000_123_456, u64::MAX] {
+        for us in [0, 1, 1_764_000_000_123_456, (1 << 56) - 1] {
             let s = stamp(us);
             assert_eq!(stamp_of(&s), Some(us));
             let mut longer = s.to_vec();

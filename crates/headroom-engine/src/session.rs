@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headroom_core::session::{
-    self, ExpectSpec, ExtractOp, LinkSpec, MatchAction, MqttAction, MqttConnect, MqttOp, NameId,
-    Op, SessionBody, SetOp, Workload, VAR_SESSION, VAR_USER_ID,
+    self, AmqpAction, AmqpOp, ExpectSpec, ExtractOp, LinkSpec, MatchAction, MqttAction,
+    MqttConnect, MqttOp, NameId, NameKind, Op, SessionBody, SetOp, Workload, VAR_SESSION,
+    VAR_USER_ID,
 };
 use headroom_core::surge::{Page, Zipf};
 use headroom_metrics::{micros, Recorder};
@@ -45,6 +46,8 @@ pub(crate) struct Program {
     keepalive: bool,
     /// XMPP runs: who is connected and online, shared by every worker.
     pub xmpp: Option<XmppShared>,
+    /// AMQP runs: the metric id of `amqp:delivery` (the publish-to-receive latency).
+    amqp_delivery: usize,
 }
 
 enum Extra {
@@ -124,6 +127,11 @@ impl Program {
             }),
             _ => None,
         };
+        let amqp_delivery = w
+            .names
+            .iter()
+            .position(|n| n.name == "amqp:delivery" && n.kind == NameKind::Transaction)
+            .unwrap_or(usize::MAX);
         Ok(Program {
             w,
             extra,
@@ -131,6 +139,7 @@ impl Program {
             host: host.to_string(),
             keepalive,
             xmpp,
+            amqp_delivery,
         })
     }
 
@@ -295,6 +304,7 @@ pub(crate) struct SessionState {
     pages: VecDeque<Page>,
     surge_at: SurgeAt,
     // Reused expansion buffers.
+    texts: [String; 3],
     path: String,
     hvals: Vec<String>,
     body: String,
@@ -347,6 +357,7 @@ impl SessionState {
             sequences: Vec::new(),
             pages: VecDeque::new(),
             surge_at: SurgeAt::Base,
+            texts: Default::default(),
             path: String::new(),
             hvals: Vec::new(),
             body: String::new(),
@@ -523,7 +534,16 @@ impl SessionState {
                 }) if env.link.as_deref().is_some_and(|l| l.ready) => {
                     // Connected (by this step, or before it): nothing to send.
                 }
-                Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) | Op::Mqtt(_) | Op::Ldap(_) => {
+                Op::Amqp(a)
+                    if env
+                        .link
+                        .as_deref()
+                        .is_some_and(|l| l.ready && l.amqp_satisfied(a)) =>
+                {
+                    // Its confirms are in (or its messages have come) already: done, unsent.
+                    env.rec.record_name(a.name as usize, 1, false);
+                }
+                Op::Xmpp(_) | Op::Sql(_) | Op::Ws(_) | Op::Mqtt(_) | Op::Ldap(_) | Op::Amqp(_) => {
                     let Some(link) = env.link.as_deref_mut().filter(|l| l.ready) else {
                         // Open the connection (and run the protocol's setup) first, then
                         // come back to this step.
@@ -540,6 +560,11 @@ impl SessionState {
                     self.step_timeout = match op {
                         Op::Mqtt(MqttOp {
                             action: MqttAction::Wait { timeout, .. },
+                            ..
+                        })
+                        | Op::Amqp(AmqpOp {
+                            action:
+                                AmqpAction::Wait { timeout, .. } | AmqpAction::WaitConfirms { timeout },
                             ..
                         }) => Some(*timeout),
                         _ => None,
@@ -620,6 +645,17 @@ impl SessionState {
                                     continue;
                                 }
                             }
+                        }
+                        Op::Amqp(a) => {
+                            self.names.push(a.name);
+                            link.amqp_request(
+                                a,
+                                &self.vars,
+                                &mut self.texts,
+                                self.out.raw_mut(),
+                                prog.amqp_delivery,
+                                c,
+                            )
                         }
                         Op::Ldap(l) => {
                             self.names.push(l.name);

@@ -45,7 +45,7 @@ pub struct RunSummary {
     /// `--timer-slack` in µs: how early a paced send or a think time's end may fire to share
     /// a wake-up with others (0 in files of earlier headroom versions, which had none).
     pub timer_slack_us: u64,
-    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql`, `websocket`, `mqtt`, `ldap` or `mysql`.
+    /// `http/1.1`, `h2`, `h2c`, `xmpp`, `pgsql`, `websocket`, `mqtt`, `ldap`, `mysql` or `amqp`.
     pub protocol: String,
     /// HTTP/2 streams per connection; `null` for other protocols.
     pub streams: Option<u32>,
@@ -589,6 +589,8 @@ pub struct ProtocolSection {
     pub ldap: Option<LdapCounters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql: Option<MysqlCounters>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amqp: Option<AmqpCounters>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -702,6 +704,29 @@ pub struct MysqlCounters {
     pub sql_errors: u64,
     /// Statements prepared (once per connection and statement).
     pub prepares: u64,
+}
+
+/// AMQP 0-9-1, as the users counted it (the publish-to-receive latency is the
+/// `amqp:delivery` transaction of the scenario section).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct AmqpCounters {
+    /// Messages published.
+    pub published: u64,
+    /// Publishes the broker confirmed (a multiple confirm counted per message).
+    pub confirmed: u64,
+    /// Publishes the broker refused (Basic.Nack).
+    pub nacked: u64,
+    /// Mandatory publishes returned unroutable.
+    pub returned: u64,
+    /// Messages delivered to the users' consumers.
+    pub delivered: u64,
+    /// Deliveries the users acknowledged.
+    pub acked: u64,
+    /// Channels the broker closed (an error of the method that caused it).
+    pub channels_closed: u64,
 }
 
 /// A distributed run's agents.

@@ -578,6 +578,17 @@ fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
             p(MqttPings),
             p(MqttServerDisconnects),
         ),
+        LinkSpec::Amqp(_) => format!(
+            "  AMQP         published {} ({} confirmed, {} refused, {} returned); delivered {} \
+             ({} acknowledged); channels closed by the broker {}\n",
+            p(AmqpPublished),
+            p(AmqpConfirmed),
+            p(AmqpNacked),
+            p(AmqpReturned),
+            p(AmqpDelivered),
+            p(AmqpAcked),
+            p(AmqpChannelsClosed)
+        ),
         LinkSpec::Mysql(_) => format!(
             "  MySQL        {} statements ({} prepared), {} rows, {} affected, {} SQL errors\n",
             p(MysqlQueries),

@@ -95,6 +95,7 @@ pub fn protocol_of(w: &Workload, c: &Counters) -> Option<ProtocolSection> {
         LinkSpec::Mqtt(_) => p.mqtt = Some(counters_of("mqtt", c)),
         LinkSpec::Ldap => p.ldap = Some(counters_of("ldap", c)),
         LinkSpec::Mysql(_) => p.mysql = Some(counters_of("mysql", c)),
+        LinkSpec::Amqp(_) => p.amqp = Some(counters_of("amqp", c)),
     }
     Some(p)
 }
@@ -263,7 +264,7 @@ pub fn load_of(plan: &Plan) -> Load {
 
 /// The application protocol a run spoke, as summary.json says it: `http/1.1`, `h2` (HTTP/2 over
 /// TLS) or `h2c` for URL runs, or the scenario's (`xmpp`, `pgsql`, `websocket`, `mqtt`,
-/// `ldap`, `mysql`, `http/1.1`).
+/// `ldap`, `mysql`, `amqp`, `http/1.1`).
 pub fn protocol_name(plan: &Plan) -> &'static str {
     if plan.http2.is_some() {
         return if plan.tls.is_some() { "h2" } else { "h2c" };
@@ -275,6 +276,7 @@ pub fn protocol_name(plan: &Plan) -> &'static str {
         Some(LinkSpec::Mqtt(_)) => "mqtt",
         Some(LinkSpec::Ldap) => "ldap",
         Some(LinkSpec::Mysql(_)) => "mysql",
+        Some(LinkSpec::Amqp(_)) => "amqp",
         _ => "http/1.1",
     }
 }
@@ -557,6 +559,7 @@ mod tests {
         let _: MqttCounters = counters_of("mqtt", &c);
         let _: LdapCounters = counters_of("ldap", &c);
         let _: MysqlCounters = counters_of("mysql", &c);
+        let _: AmqpCounters = counters_of("amqp", &c);
         let plan = test_plan();
         assert!(http_of(&plan, &c).is_some());
         // Every group of ProtoCounter has a home here (tls's two are TlsSection's fields).

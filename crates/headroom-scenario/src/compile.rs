@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    ArrivalPhase, AuthOp, CookieOp, Feeder, LdapOp, LoopCondition, MatchOp, MetricName, MqttOp,
-    NameId, NameKind, Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp,
-    Template, VarId, Workload, WsAction, WsOp, XmppOp,
+    AmqpOp, ArrivalPhase, AuthOp, CookieOp, Feeder, LdapOp, LoopCondition, MatchOp, MetricName,
+    MqttOp, NameId, NameKind, Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp,
+    SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -141,6 +141,10 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
     let mut link = s.link.clone();
     if let LinkSpec::Mqtt(m) = &mut link {
         m.delivery = c.name("mqtt:delivery", NameKind::Transaction);
+    }
+    if let LinkSpec::Amqp(_) = &link {
+        // The engine finds it by name (AMQP's delivery latency, as MQTT's).
+        c.name("amqp:delivery", NameKind::Transaction);
     }
     let mut sessions = Vec::with_capacity(s.sessions.len());
     for sess in &s.sessions {
@@ -492,6 +496,16 @@ impl Compiler<'_> {
                             .map_text(|t| Ok::<_, String>(self.template(&t)))?,
                     };
                     ops.push(Op::Mqtt(op));
+                }
+                Step::Amqp(x) => {
+                    let op = AmqpOp {
+                        name: self.name(&x.name, NameKind::Request),
+                        action: x
+                            .action
+                            .clone()
+                            .map_text(|t| Ok::<_, String>(self.template(&t)))?,
+                    };
+                    ops.push(Op::Amqp(op));
                 }
                 Step::Ldap(x) => {
                     let op = LdapOp {

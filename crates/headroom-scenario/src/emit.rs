@@ -16,8 +16,8 @@
 
 use crate::model::*;
 use crate::parse::{
-    default_ldap_name, default_mqtt_name, default_sql_name, default_ws_name, default_xmpp_name,
-    xmpp_default_to,
+    default_amqp_name, default_ldap_name, default_mqtt_name, default_sql_name, default_ws_name,
+    default_xmpp_name, xmpp_default_to,
 };
 use headroom_core::Distribution;
 use std::time::Duration;
@@ -144,6 +144,15 @@ fn link(out: &mut String, l: &LinkSpec) {
             }
         }
         LinkSpec::Ldap => {}
+        LinkSpec::Amqp(a) => {
+            if a.user == "guest" && a.password == "guest" && a.vhost == "/" {
+                return;
+            }
+            line(out, 0, "amqp:");
+            line(out, 2, &format!("user: {}", scalar(&a.user, true)));
+            line(out, 2, &format!("password: {}", scalar(&a.password, true)));
+            line(out, 2, &format!("vhost: {}", scalar(&a.vhost, true)));
+        }
         LinkSpec::Mysql(p) => {
             line(out, 0, "mysql:");
             line(out, 2, &format!("user: {}", scalar(&p.user, false)));
@@ -332,6 +341,7 @@ fn step(out: &mut String, indent: usize, s: &Step) {
         Step::Ws(w) => line(out, indent, &format!("- ws: {}", ws(w))),
         Step::Mqtt(m) => line(out, indent, &format!("- mqtt: {}", mqtt(m))),
         Step::Ldap(l) => line(out, indent, &format!("- ldap: {}", ldap(l))),
+        Step::Amqp(a) => line(out, indent, &format!("- amqp: {}", amqp(a))),
         Step::Think(d) => line(out, indent, &format!("- think: {}", think(d))),
         Step::Loop(l) => {
             line(out, indent, "- loop:");
@@ -551,6 +561,118 @@ fn mqtt_connect(c: &MqttConnect) -> String {
 fn flow_list(values: &[String]) -> String {
     let v: Vec<String> = values.iter().map(|x| scalar(x, true)).collect();
     format!("[{}]", v.join(", "))
+}
+
+/// `close`, or a mapping.
+fn amqp(x: &Amqp) -> String {
+    let named = x.name != default_amqp_name(&x.action);
+    let mut m = Flow::default();
+    let channel = |m: &mut Flow, ch: u16| {
+        if ch != 1 {
+            m.raw("channel", ch.to_string());
+        }
+    };
+    match &x.action {
+        AmqpAction::Close if !named => return "close".into(),
+        AmqpAction::Close => m.raw("close", "true".into()),
+        AmqpAction::ChannelOpen { channel: c } => m.raw("channel_open", c.to_string()),
+        AmqpAction::ChannelClose { channel: c } => m.raw("channel_close", c.to_string()),
+        AmqpAction::ConfirmSelect { channel: c } => m.raw("confirm_select", c.to_string()),
+        AmqpAction::ExchangeDeclare {
+            channel: c,
+            exchange,
+            kind,
+            durable,
+        } => {
+            m.str("exchange_declare", exchange);
+            m.str("type", kind);
+            if *durable {
+                m.raw("durable", "true".into());
+            }
+            channel(&mut m, *c);
+        }
+        AmqpAction::QueueDeclare {
+            channel: c,
+            queue,
+            durable,
+            exclusive,
+            auto_delete,
+        } => {
+            m.str("queue_declare", queue);
+            for (k, v) in [
+                ("durable", durable),
+                ("exclusive", exclusive),
+                ("auto_delete", auto_delete),
+            ] {
+                if *v {
+                    m.raw(k, "true".into());
+                }
+            }
+            channel(&mut m, *c);
+        }
+        AmqpAction::QueueBind {
+            channel: c,
+            queue,
+            exchange,
+            routing_key,
+        } => {
+            m.str("queue_bind", queue);
+            m.str("exchange", exchange);
+            m.str("routing_key", routing_key);
+            channel(&mut m, *c);
+        }
+        AmqpAction::Qos {
+            channel: c,
+            prefetch,
+        } => {
+            m.raw("qos", prefetch.to_string());
+            channel(&mut m, *c);
+        }
+        AmqpAction::Consume {
+            channel: c,
+            queue,
+            ack,
+        } => {
+            m.str("consume", queue);
+            if !*ack {
+                m.raw("ack", "false".into());
+            }
+            channel(&mut m, *c);
+        }
+        AmqpAction::Publish {
+            channel: c,
+            exchange,
+            routing_key,
+            persistent,
+            payload,
+        } => {
+            m.str("publish", exchange);
+            m.str("routing_key", routing_key);
+            if *persistent {
+                m.raw("persistent", "true".into());
+            }
+            match payload {
+                MqttPayload::Size(n) => m.raw("size", n.to_string()),
+                MqttPayload::Text(t) => m.str("text", t),
+            }
+            channel(&mut m, *c);
+        }
+        AmqpAction::WaitConfirms { timeout } => m.raw(
+            "wait_confirms",
+            humantime::format_duration(*timeout).to_string(),
+        ),
+        AmqpAction::Wait { messages, timeout } => m.raw(
+            "wait",
+            format!(
+                "{{messages: {messages}, timeout: {}}}",
+                humantime::format_duration(*timeout)
+            ),
+        ),
+    }
+    if named {
+        m.str("name", &x.name);
+    }
+    m.finish()
 }
 
 /// `unbind`, or a mapping.

@@ -166,6 +166,8 @@ pub enum Protocol {
     Ldap,
     /// MySQL/MariaDB client: `sql` steps; settings in the `mysql:` section.
     Mysql,
+    /// AMQP 0-9-1 client: `amqp` steps; settings in the `amqp:` section (optional).
+    Amqp,
 }
 
 impl Protocol {
@@ -179,6 +181,7 @@ impl Protocol {
             Protocol::Mqtt => "mqtt",
             Protocol::Ldap => "ldap",
             Protocol::Mysql => "mysql",
+            Protocol::Amqp => "amqp",
         }
     }
 }
@@ -186,8 +189,9 @@ impl Protocol {
 // Per-protocol connection settings (the scenario's `xmpp:`, `pgsql:` or `websocket:` section)
 // and the protocol actions are the engine's own types.
 pub use headroom_core::session::{
-    LdapAction, LdapMod, LdapScope, LinkSpec, MqttAction, MqttConnect, MqttPayload, MqttSpec,
-    MqttWill, MysqlSpec, PgSpec, WsAction, WsSpec, XmppAck, XmppAction, XmppDest, XmppSpec,
+    AmqpAction, AmqpSpec, LdapAction, LdapMod, LdapScope, LinkSpec, MqttAction, MqttConnect,
+    MqttPayload, MqttSpec, MqttWill, MysqlSpec, PgSpec, WsAction, WsSpec, XmppAck, XmppAction,
+    XmppDest, XmppSpec,
 };
 
 /// An `xmpp:` step.
@@ -231,6 +235,14 @@ pub struct Ldap {
     /// Metric name; defaults to `ldap:TYPE` (`ldap:search`).
     pub name: String,
     pub action: LdapAction<String>,
+}
+
+/// An `amqp:` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Amqp {
+    /// Metric name; defaults to `amqp:TYPE` (`amqp:publish`).
+    pub name: String,
+    pub action: AmqpAction<String>,
 }
 
 /// Open arrival phases and/or closed user populations. At least one of the two is non-empty.
@@ -321,6 +333,7 @@ pub enum Step {
     Ws(Ws),
     Mqtt(Mqtt),
     Ldap(Ldap),
+    Amqp(Amqp),
     Think(Distribution),
     Loop(Loop),
     Transaction {

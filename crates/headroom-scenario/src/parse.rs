@@ -15,11 +15,13 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod amqp;
 mod ldap;
 mod mqtt;
 mod protocols;
 mod steps;
 
+pub(crate) use amqp::default_amqp_name;
 pub(crate) use ldap::default_ldap_name;
 pub(crate) use mqtt::{default_mqtt_name, MAX_MQTT_PAYLOAD};
 pub(crate) use protocols::{default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to};
@@ -32,6 +34,7 @@ const TOP_KEYS: &[&str] = &[
     "websocket",
     "mqtt",
     "mysql",
+    "amqp",
     "load",
     "sessions",
     "thresholds",
@@ -54,6 +57,7 @@ const STEP_KINDS: &[&str] = &[
     "ws",
     "mqtt",
     "ldap",
+    "amqp",
     "include",
     "cookie",
     "pipeline",
@@ -458,11 +462,12 @@ impl Parser {
                     Some("mqtt") => protocol = Protocol::Mqtt,
                     Some("ldap") => protocol = Protocol::Ldap,
                     Some("mysql") => protocol = Protocol::Mysql,
+                    Some("amqp") => protocol = Protocol::Amqp,
                     _ => {
                         self.err(
                             p.span(),
                             "protocol: expected one of http, raw (or tcp), xmpp, pgsql, \
-                             websocket (or ws), mqtt, ldap, mysql",
+                             websocket (or ws), mqtt, ldap, mysql, amqp",
                         );
                         self.protocol_unknown = true;
                         continue;

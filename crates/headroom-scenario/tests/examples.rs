@@ -99,6 +99,7 @@ fn schema_matches_the_format() {
     assert_eq!(
         top,
         [
+            "amqp",
             "cookies",
             "follow",
             "load",
@@ -121,6 +122,7 @@ fn schema_matches_the_format() {
         .collect();
     kinds.sort();
     let mut want = [
+        "amqp",
         "close",
         "connect",
         "cookie",

@@ -854,6 +854,9 @@ const HHEAD: &str = "load: {users: [{count: 1}]}\nsessions:\n  - name: a\n    st
 const LHEAD: &str = "servers: [{host: 127.0.0.1, port: 389, protocol: ldap}]\n\
                      load: {users: [{count: 1}]}\n\
                      sessions:\n  - name: a\n    steps:\n";
+const AHEAD: &str = "servers: [{host: 127.0.0.1, port: 5672, protocol: amqp}]\n\
+                     load: {users: [{count: 1}]}\n\
+                     sessions:\n  - name: a\n    steps:\n";
 const MHEAD: &str = "servers: [{host: 127.0.0.1, port: 1883, protocol: mqtt}]\n\
                      load: {users: [{count: 1}]}\n\
                      sessions:\n  - name: a\n    steps:\n";
@@ -985,6 +988,17 @@ fn cases() -> Vec<Case> {
             "servers: [{host: 127.0.0.1, port: 3306, protocol: mysql, tls: true}]\nmysql: {user: u}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [connect]}]\n".into(),
             1, "true}", "tls: not supported yet for protocol mysql (its TLS starts inside the login)",
         ),
+        // amqp steps.
+        case(HHEAD, "amqp: close", "amqp", "an amqp step needs servers with `protocol: amqp`; these speak http"),
+        case(AHEAD, "amqp: open", "open", "amqp: expected close or a mapping with one of channel_open"),
+        case(AHEAD, "amqp: {channel_open: 0}", "0}", "channel: expected a number, 1 to 65535"),
+        case(AHEAD, "amqp: {exchange_declare: x, type: fast}", "fast", "type: expected direct, fanout, topic or headers"),
+        case(AHEAD, "amqp: {queue_bind: q}", "{", "amqp queue_bind is missing 'exchange'"),
+        case(AHEAD, "amqp: {qos: -1}", "-1", "qos: expected a prefetch count, 0 (no limit) to 65535"),
+        case(AHEAD, "amqp: {qos: 5, ack: true}", "ack", "unknown key 'ack' in amqp qos"),
+        case(AHEAD, "amqp: {publish: x, size: 1, text: y}", "y}", "publish takes size or text, not both"),
+        case(AHEAD, "amqp: {wait_confirms: 0s}", "0s", "wait_confirms: expected more than 0, at most 24h"),
+        case(AHEAD, "amqp: {publish: x, consume: q}", "x,", "an amqp step takes one action ('publish' is a second one)"),
         // Sections against the servers' protocol.
         file(
             "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [xmpp: close]}]\n".into(),
@@ -1127,8 +1141,8 @@ fn variables_defined_earlier_are_accepted_in_every_template_field() {
     parse(&text);
 }
 
-/// The examples of docs/scenario.md's "XMPP, PostgreSQL and WebSocket" section and the MQTT and
-/// LDAP ones after it stay valid (and round-trip).
+/// The examples of docs/scenario.md's "XMPP, PostgreSQL and WebSocket" section and the MQTT,
+/// LDAP and AMQP ones after it stay valid (and round-trip).
 #[test]
 fn doc_examples_validate() {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario.md");
@@ -1159,7 +1173,8 @@ fn doc_examples_validate() {
             Protocol::WebSocket,
             Protocol::Mysql,
             Protocol::Mqtt,
-            Protocol::Ldap
+            Protocol::Ldap,
+            Protocol::Amqp
         ]
     );
 }

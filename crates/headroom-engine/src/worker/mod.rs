@@ -374,7 +374,8 @@ fn http_version(plan: &Plan) -> u8 {
         | LinkSpec::Pgsql(_)
         | LinkSpec::Mqtt(_)
         | LinkSpec::Ldap
-        | LinkSpec::Mysql(_) => 0,
+        | LinkSpec::Mysql(_)
+        | LinkSpec::Amqp(_) => 0,
         LinkSpec::WebSocket(_) => 11,
         LinkSpec::Plain => {
             let http = w.sessions.iter().any(|s| match &s.body {

@@ -483,6 +483,7 @@ impl Parser {
             ("websocket", Protocol::WebSocket),
             ("mqtt", Protocol::Mqtt),
             ("mysql", Protocol::Mysql),
+            ("amqp", Protocol::Amqp),
         ];
         let mut link = None;
         for (key, p) in sections {
@@ -508,6 +509,7 @@ impl Parser {
                 Protocol::Pgsql => self.pg_spec(v).map(LinkSpec::Pgsql),
                 Protocol::Mqtt => self.mqtt_spec(v).map(LinkSpec::Mqtt),
                 Protocol::Mysql => self.mysql_spec(v).map(LinkSpec::Mysql),
+                Protocol::Amqp => self.amqp_spec(v).map(LinkSpec::Amqp),
                 _ => self.ws_spec(v).map(LinkSpec::WebSocket),
             };
         }
@@ -529,6 +531,16 @@ impl Parser {
                 None
             }
             Protocol::Ldap => return LinkSpec::Ldap,
+            Protocol::Amqp => {
+                if top.get_node("amqp").is_none() {
+                    return LinkSpec::Amqp(AmqpSpec {
+                        user: "guest".into(),
+                        password: "guest".into(),
+                        vhost: "/".into(),
+                    });
+                }
+                None
+            }
             Protocol::Mysql => Some(("mysql", "user")),
             Protocol::Mqtt => {
                 if top.get_node("mqtt").is_none() {

@@ -97,6 +97,10 @@ impl Parser {
                 self.step_needs(k.span(), "an ldap step", Protocol::Ldap);
                 self.ldap(v, vars).map(Step::Ldap)
             }
+            "amqp" => {
+                self.step_needs(k.span(), "an amqp step", Protocol::Amqp);
+                self.amqp(v, vars).map(Step::Amqp)
+            }
             "think" => self.think(v).map(Step::Think),
             "loop" => self.looop(v, vars).map(Step::Loop),
             "transaction" => self.transaction(v, vars),
@@ -977,6 +981,7 @@ pub(super) fn step_of(p: Protocol) -> &'static str {
         Protocol::Mqtt => "mqtt",
         Protocol::Ldap => "ldap",
         Protocol::Mysql => "sql",
+        Protocol::Amqp => "amqp",
     }
 }
 

@@ -587,7 +587,7 @@ pub struct MqttConnect {
     /// Start a new session (3.1.1's clean session, 5's clean start).
     pub clean_start: bool,
     /// Seconds; 0 turns keep-alive off. The client sends PINGREQ when it has sent nothing for
-    /// three quarters of it, so an idle subscriber is not disconnected by the broker.
+    /// that long (the broker waits one and a half), so an idle subscriber is not disconnected.
     pub keep_alive: u16,
     pub username: Option<String>,
     pub password: Option<String>,

@@ -1208,8 +1208,9 @@ impl Link {
         Ok(self.wait)
     }
 
-    /// MQTT keep-alive: when the client has sent nothing for three quarters of its keep-alive,
-    /// a PINGREQ goes into `out` (true: write it). Never while the setup runs.
+    /// MQTT keep-alive: when the client has sent nothing for its keep-alive, a PINGREQ goes
+    /// into `out` (true: write it), as Tsung and paho ping; the broker allows one and a half
+    /// keep-alives, and the sweep looks at most every 250 ms. Never while the setup runs.
     pub fn keep_alive(&mut self, now: Instant, c: &mut Counters) -> bool {
         let LinkProtocol::Mqtt(m) = &mut self.protocol else {
             return false;
@@ -1558,7 +1559,7 @@ fn mqtt_start(spec: &MqttSpec, c: &MqttConnect, global: u64, out: &mut Vec<u8>) 
         client,
         version,
         ping_after: (c.keep_alive > 0)
-            .then(|| std::time::Duration::from_millis(u64::from(c.keep_alive) * 750)),
+            .then(|| std::time::Duration::from_secs(u64::from(c.keep_alive))),
         last_sent: Instant::now(),
         received: 0,
         delivery: spec.delivery as usize,

@@ -38,11 +38,13 @@
 #     summary.json scenario.protocol.mqtt publish_acked + received (the other counters beside:
 #     mqtt_connected / connects, mqtt_published / published, errors);
 #   * the broker's own counts over the run ($SYS/broker/messages/received, .../messages/sent,
-#     .../publish/messages/sent, .../publish/messages/received, clients/maximum), read with
-#     mosquitto_sub before and after, less one read's own footprint (measured on the idle broker
-#     just before): publish/messages/sent is the messages the subscriber got, messages/received
-#     every packet the clients sent (pings included); mosquitto 2.0 leaves retained (and QoS 2)
-#     publishes out of publish/messages/received, so it stays ~0 here;
+#     .../publish/messages/sent, .../publish/messages/received, .../bytes/received), read with
+#     mosquitto_sub before and after, each read after a "poke" (mosquitto_rr: one message to
+#     itself; mosquitto lets a $SYS value unchanged for 60 s expire), less what one read and one
+#     poke add (measured on the idle broker just before): publish/messages/sent is the messages
+#     the subscriber got, messages/received every packet the clients sent (pings included);
+#     mosquitto 2.0 leaves retained (and QoS 2) publishes out of publish/messages/received, so
+#     it stays 0 here;
 #   * peak connected users: TCP connections established to the broker's port, counted with `ss`
 #     every second (publishers + the subscriber);
 #   * generator CPU-seconds: user + sys of the tool's process tree over the whole run (wait4's
@@ -233,24 +235,34 @@ broker_fresh() {
 }
 
 # The broker's own counters read by the bench ($SYS, published every second: sys_interval 1).
+# mosquitto publishes them retained with a 60 s expiry, and again only when they change: a
+# counter left unchanged for 60 s (publish/messages/sent once the last message went out, a
+# maximum, a count that stays 0) is no longer there to read. sys_poke makes every one of these
+# change just before a read.
 SYS_KEYS=(messages/received messages/sent publish/messages/sent publish/messages/received
-    publish/messages/dropped clients/maximum bytes/received bytes/sent)
-# sys_snapshot FILE: "key value" per SYS_KEYS entry (0 when the broker has not published it yet:
-# clients/maximum appears a second after the first client), from one mosquitto_sub that takes
-# the retained values (-C: as many as there are keys) and leaves. The broker counts the reader's
-# own packets too (its CONNECT and SUBSCRIBE, the PUBLISHes it gets): measure() reads twice on
-# the idle broker and subtracts the difference, one read's footprint.
+    bytes/received bytes/sent)
+# sys_snapshot FILE: "key value" per SYS_KEYS entry ("-" when the broker holds no value), from
+# one mosquitto_sub that takes the retained values (-C: one per key) and leaves. The broker
+# counts the reader's own packets too (its CONNECT, SUBSCRIBE and DISCONNECT, the PUBLISHes it
+# gets): measure() measures one read and one poke on the idle broker and subtracts them.
 sys_snapshot() {
     local args=() k
     for k in "${SYS_KEYS[@]}"; do args+=(-t "\$SYS/broker/$k"); done
     timeout 10 mosquitto_sub -h 127.0.0.1 -p "$MQTT_PORT" -i "bench-sys-$$" -v --retained-only \
         -C "${#SYS_KEYS[@]}" -W 5 "${args[@]}" >"$1.sub" 2>/dev/null || true
     for k in "${SYS_KEYS[@]}"; do
-        awk -v t="\$SYS/broker/$k" -v k="$k" '$1 == t { v = $2 } END { print k, (v == "" ? 0 : v) }' "$1.sub"
+        awk -v t="\$SYS/broker/$k" -v k="$k" '$1 == t { v = $2 } END { print k, (v == "" ? "-" : v) }' "$1.sub"
     done >"$1"
 }
-# sys_delta A B: "key (B - A)" per key.
-sys_delta() { awk 'NR == FNR { a[$1] = $2; next } { print $1, $2 - a[$1] }' "$1" "$2"; }
+# sys_poke: one client that subscribes to a topic of its own, publishes one message (QoS 0, not
+# retained) to it, gets it back and leaves (mosquitto_rr): every counter of SYS_KEYS moves, so
+# the broker publishes all of them again at its next tick.
+sys_poke() {
+    timeout 10 mosquitto_rr -h 127.0.0.1 -p "$MQTT_PORT" -i "bench-poke-$$" -t "bench/poke/$$" -e "bench/poke/$$" \
+        -m poke -W 5 >/dev/null 2>&1 || log "mosquitto_rr (the \$SYS poke) failed: the broker's counts may be missing"
+}
+# sys_delta A B: "key (B - A)" per key ("-" if either is missing).
+sys_delta() { awk 'NR == FNR { a[$1] = $2; next } { print $1, (($2 == "-" || a[$1] == "-") ? "-" : $2 - a[$1]) }' "$1" "$2"; }
 
 # --- Tsung's epmd ------------------------------------------------------------------------------
 
@@ -392,12 +404,14 @@ measure() {
     log "$run: fresh mosquitto on 127.0.0.1:$MQTT_PORT"
     broker_fresh
     srv=$(broker_pid)
-    # A first read makes every counter exist (clients/maximum comes with a client); then two
-    # reads on the idle broker: the second minus the first is what one read adds itself.
+    # The broker's counts: a first read after the first $SYS tick; then a read, a poke and a
+    # read on the idle broker: their difference is what one read and one poke add themselves.
     # (The broker's $SYS tick is not exactly a second when idle: 2.5 s between reads.)
+    sleep 1.2
     sys_snapshot "$WORK/$tag.sysw"
     sleep 2.5
     sys_snapshot "$WORK/$tag.sys0"
+    sys_poke
     sleep 2.5
     sys_snapshot "$WORK/$tag.sys1"
     echo "${GEN_PIN[*]} $*" >>"$OUT/$NAME.commands"
@@ -415,7 +429,8 @@ measure() {
     kill "$SAMPLER_PID" 2>/dev/null || true
     wait "$SAMPLER_PID" 2>/dev/null || true
     SAMPLER_PID=""
-    sleep 1.5 # the broker publishes its counts every second or so: 3 s after the tool's end
+    sys_poke
+    sleep 2.5 # the broker publishes its counts every second or so
     sys_snapshot "$WORK/$tag.sys2"
     R[$run.status]=$rc
     ((rc == 124 || rc == 137)) && R[$run.status]="$rc (timeout)"
@@ -433,18 +448,16 @@ measure() {
     R[$run.server_cpu_s]=$sc R[$run.server_peak_rss_kb]=$sr R[$run.samples]=$ns
     R[$run.peak_conns_at_s]=$(awk -v p="${R[$run.peak_conns]}" 'NR > 1 && $5 == p { print $1; exit }' "$samples")
     R[$run.connected_s]=$(awk -v p="${R[$run.peak_conns]}" 'NR > 1 && $5 == p { n++ } END { print n + 0 }' "$samples")
-    # The broker over the run: (after - before) - one read's own footprint (before - idle).
+    # The broker over the run: (after - before) less one read and one poke (before - idle).
     sys_delta "$WORK/$tag.sys0" "$WORK/$tag.sys1" >"$WORK/$tag.footprint"
     sys_delta "$WORK/$tag.sys1" "$WORK/$tag.sys2" >"$WORK/$tag.delta"
     local k v f
     while read -r k v; do
         f=$(awk -v k="$k" '$1 == k { print $2 }' "$WORK/$tag.footprint")
-        R[$run.broker.$k]=$((v - f))
+        if [[ $v == - || $f == - ]]; then R[$run.broker.$k]="-"; else R[$run.broker.$k]=$((v - f)); fi
         R[$run.broker_read.$k]=$f
     done <"$WORK/$tag.delta"
-    # clients/maximum is a peak, not a count: its value after the run (the reader included).
-    R[$run.broker.clients/maximum]=$(awk '$1 == "clients/maximum" { print $2 }' "$WORK/$tag.sys2")
-    for k in sys0 sys1 sys2; do echo "$k $(paste -sd' ' "$WORK/$tag.$k")"; done >"$RAW/$tag.broker-sys"
+    for k in sys0 sys1 sys2; do echo "$k: $(paste -sd' ' "$WORK/$tag.$k.sub")"; done >"$RAW/$tag.broker-sys"
     # The broker's log: how the clients left (cleanly, by a closed socket, by keep-alive timeout).
     local blog=$MQTT_DIR/mosquitto.log
     R[$run.broker_log]=$(awk '/New client connected/ { c++ } / disconnected\.$/ { d++ } /closed its connection/ { cl++ }
@@ -674,9 +687,8 @@ BROKER_VERSION=$(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?'
     row "broker: messages/sent" "broker.messages/sent"
     row "broker: publish/messages/sent" "broker.publish/messages/sent"
     row "broker: publish/messages/received" "broker.publish/messages/received"
-    row "broker: clients/maximum" "broker.clients/maximum"
     row "broker: bytes received" "broker.bytes/received"
-    pair "  one read's own: recv / pub. sent" "broker_read.messages/received" "broker_read.publish/messages/sent"
+    pair "  bench's read+poke: recv/pub sent" "broker_read.messages/received" "broker_read.publish/messages/sent"
     row "generator CPU (s, user+sys)" cpu_s
     pair "  user / sys (s)" user_s sys_s
     pair "  sampled tree / tool's own" sampled_cpu_s self_cpu_s
@@ -709,7 +721,7 @@ BROKER_VERSION=$(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?'
     echo "(operations: Tsung mqtt_server_pubacked + mqtt_server_published, headroom publish_acked + received;"
     echo " per connected user = peak RSS / peak connections established at once, counted by ss; CPU = wait4"
     echo " rusage of the tool's process tree over the whole run, Tsung's VM start/stop included; broker counts:"
-    echo " \$SYS after - before the run, less one reading's own packets; headroom's subscriber runs its session"
+    echo " \$SYS after - before the run, less the bench's own read and poke; headroom's subscriber runs its session"
     echo " again from ~60 s until -d (one more connect, subscribe and retained message); Tsung pings every 10 s,"
     echo " headroom after 7.5 s idle)"
 } | tee "$OUT/$NAME.txt"

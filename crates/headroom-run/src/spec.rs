@@ -319,9 +319,14 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
     use headroom_scenario::model::Protocol;
     let shown = match scenario.servers.first().map(|s| s.protocol) {
         Some(Protocol::Raw) => format!("tcp://{}", plan.target),
-        Some(p @ Protocol::Xmpp) | Some(p @ Protocol::Pgsql) => {
+        Some(p @ Protocol::Xmpp) | Some(p @ Protocol::Pgsql) | Some(p @ Protocol::Mysql) => {
             format!("{}://{}", p.as_str(), plan.target)
         }
+        Some(Protocol::Mqtt) if scheme_tls => format!("mqtts://{}", plan.target),
+        Some(Protocol::Mqtt) => format!("mqtt://{}", plan.target),
+        Some(Protocol::Ldap) if scheme_tls => format!("ldaps://{}", plan.target),
+        Some(Protocol::Ldap) => format!("ldap://{}", plan.target),
+        Some(Protocol::Amqp) => format!("amqp://{}", plan.target),
         Some(Protocol::WebSocket) if scheme_tls => format!("wss://{}", plan.target),
         Some(Protocol::WebSocket) => format!("ws://{}", plan.target),
         _ => plan.target_name.clone(),

@@ -140,6 +140,7 @@ sessions:
     ] {
         assert_eq!(by_request(v, name).count, want, "{name}: {}", show(v));
     }
+    assert!(v.target.contains("(ldap://127.0.0.1:"), "{}", v.target);
     assert_eq!(l.requests, 7000, "{l:#?}");
     assert_eq!(l.success, 7000, "{l:#?}");
     // Each uid search finds its user; each cn search at least that one (user1 finds user1,

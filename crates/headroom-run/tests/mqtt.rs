@@ -90,6 +90,7 @@ sessions:
     let (sent, received) = before.until(&watch.snapshot());
     let m = mqtt_counters(v);
     assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert!(v.target.contains("(mqtt://127.0.0.1:"), "{}", v.target);
     assert_eq!(m.connects, 200, "{m:#?}");
     assert_eq!(m.subscribed, 100, "{m:#?}");
     assert_eq!(m.published, 1000, "{m:#?}");

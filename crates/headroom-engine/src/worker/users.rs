@@ -163,6 +163,12 @@ impl Worker {
                     self.conn_failed(key, ErrorKind::Closed);
                 }
             }
+            _ if clean && u.protocol.closing() => {
+                // Our own close (an MQTT DISCONNECT, an LDAP unbind), done once written, answered
+                // by the server's close before the worker moved on: the session goes on (a
+                // Tsung publisher's session aborted so, 2 in 2,001, in bench/mqtt-vs-tsung.sh).
+                self.close(key);
+            }
             _ if clean => {
                 // The server ended the stream politely between requests: the session cannot go
                 // on without its connection, but nothing failed.

@@ -401,7 +401,10 @@ fn the_generators_limits_each_have_a_reason() {
         local_resource_errors: 3,
         ..calm
     };
-    assert_eq!(generator_limits(&dropped, 100, None).len(), 2);
+    // A phase's max_users is the scenario's cap, not the generator's limit.
+    let limits = generator_limits(&dropped, 100, None);
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert!(limits[0].contains("3 connects failed"), "{limits:?}");
 }
 
 #[test]

@@ -565,8 +565,19 @@ mod tests {
         // Every group of ProtoCounter has a home here (tls's two are TlsSection's fields).
         for k in ProtoCounter::ALL {
             assert!(
-                ["http", "http2", "tls", "xmpp", "pgsql", "websocket", "mqtt"]
-                    .contains(&k.name().0),
+                [
+                    "http",
+                    "http2",
+                    "tls",
+                    "xmpp",
+                    "pgsql",
+                    "websocket",
+                    "mqtt",
+                    "ldap",
+                    "mysql",
+                    "amqp"
+                ]
+                .contains(&k.name().0),
                 "{:?} belongs to no summary section",
                 k
             );

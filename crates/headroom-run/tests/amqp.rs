@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use headroom_core::spec::RunSpec;
 use headroom_run::summary::AmqpCounters;
 use headroom_run::RunSummary;
 use headroom_testkit::servers::services::{repo_root, service};
@@ -24,12 +23,6 @@ fn amqp() -> String {
     let addr = addr.split('/').next().unwrap_or_default();
     assert!(addr.starts_with("127.0.0.1:"), "RabbitMQ at {url}");
     addr.to_string()
-}
-
-fn lasting(yaml: &str, d: u64) -> RunSpec {
-    let mut spec = scenario_spec(yaml, None);
-    spec.duration = secs(d);
-    spec
 }
 
 fn amqp_counters(v: &RunSummary) -> &AmqpCounters {

@@ -9,7 +9,6 @@
 mod common;
 
 use common::*;
-use headroom_core::spec::RunSpec;
 use headroom_run::summary::LdapCounters;
 use headroom_run::RunSummary;
 use headroom_testkit::servers::services::service;
@@ -29,12 +28,6 @@ fn ldap() -> String {
         .trim_end_matches('/');
     assert!(addr.starts_with("127.0.0.1:"), "slapd at {url}");
     addr.to_string()
-}
-
-fn lasting(yaml: &str, d: u64) -> RunSpec {
-    let mut spec = scenario_spec(yaml, None);
-    spec.duration = secs(d);
-    spec
 }
 
 fn ldap_counters(v: &RunSummary) -> &LdapCounters {

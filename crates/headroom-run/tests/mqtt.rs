@@ -20,12 +20,6 @@ use std::time::Duration;
 
 static BROKER: Mutex<()> = Mutex::new(());
 
-fn lasting(yaml: &str, d: u64) -> RunSpec {
-    let mut spec = scenario_spec(yaml, None);
-    spec.duration = secs(d);
-    spec
-}
-
 fn mqtt_counters(v: &RunSummary) -> &MqttCounters {
     scenario_of(v)
         .protocol

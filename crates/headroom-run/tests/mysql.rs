@@ -27,12 +27,6 @@ fn mysql() -> String {
     addr.to_string()
 }
 
-fn lasting(yaml: &str, d: u64) -> RunSpec {
-    let mut spec = scenario_spec(yaml, None);
-    spec.duration = secs(d);
-    spec
-}
-
 fn mysql_counters(v: &RunSummary) -> &MysqlCounters {
     scenario_of(v)
         .protocol

@@ -14,13 +14,6 @@ use headroom_core::spec::RunSpec;
 use headroom_run::summary::{PgsqlCounters, ProtocolSection, WebSocketCounters, XmppCounters};
 use headroom_run::RunSummary;
 
-/// `headroom run s.yaml -d D` with `yaml` as s.yaml.
-fn lasting(yaml: &str, d: u64) -> RunSpec {
-    let mut spec = scenario_spec(yaml, None);
-    spec.duration = secs(d);
-    spec
-}
-
 /// `headroom run s.yaml -n N -d D` with `yaml` as s.yaml.
 fn counted_for(yaml: &str, n: u64, d: u64) -> RunSpec {
     let mut spec = lasting(yaml, d);

@@ -43,6 +43,13 @@ pub fn scenario_spec(yaml: &str, target: Option<String>) -> RunSpec {
     RunSpec::new(Target::Scenario(sc))
 }
 
+/// `headroom run s.yaml -d D` with `yaml` as s.yaml (the protocol tests' runs).
+pub fn lasting(yaml: &str, d: u64) -> RunSpec {
+    let mut spec = scenario_spec(yaml, None);
+    spec.duration = secs(d);
+    spec
+}
+
 /// Time bound of every load the tests give a request count (`-n`): far above what each
 /// needs, so a hang fails the test.
 pub const BOUND: u64 = 30;

@@ -1102,11 +1102,13 @@ impl Link {
         &mut self,
         op: &MqttOp,
         vars: &[String],
-        text: &mut String,
+        texts: &mut [String; 3],
         out: &mut Vec<u8>,
         now: Instant,
         c: &mut Counters,
     ) -> Result<LinkWait, TooLong> {
+        // The topic (or filter) and a text payload, expanded into the session's reused slots.
+        let [text, body, _] = texts;
         let LinkProtocol::Mqtt(m) = &mut self.protocol else {
             return Ok(LinkWait::None);
         };
@@ -1129,9 +1131,8 @@ impl Link {
                 }
                 let q = qos_of(*qos);
                 // The body of a text payload, expanded before an id is taken for it.
-                let mut body = String::new();
                 if let MqttPayload::Text(t) = payload {
-                    expand(t, vars, &mut body);
+                    expand(t, vars, body);
                     if body.len() > MAX_TEXT_PAYLOAD {
                         return Err(TooLong);
                     }
@@ -1277,7 +1278,19 @@ impl Link {
             } => {
                 put(base);
                 put(filter);
-                let attrs: Vec<&str> = attrs.iter().map(String::as_str).collect();
+                // The attributes asked for, as the codec takes them: on the stack for up to 16
+                // (a search is the hot request), collected only for more.
+                let mut few = [""; 16];
+                let many: Vec<&str>;
+                let attrs: &[&str] = if attrs.len() <= few.len() {
+                    for (slot, a) in few.iter_mut().zip(attrs) {
+                        *slot = a;
+                    }
+                    &few[..attrs.len()]
+                } else {
+                    many = attrs.iter().map(String::as_str).collect();
+                    &many
+                };
                 ldap::search(
                     out,
                     id,
@@ -1290,7 +1303,7 @@ impl Link {
                         },
                         size_limit: *size_limit,
                         filter: t[1].as_str().into(),
-                        attrs: &attrs,
+                        attrs,
                         ..ldap::Search::default()
                     },
                 )?;
@@ -1301,15 +1314,7 @@ impl Link {
                     vals.iter().for_each(&mut put);
                 }
                 // Writes are rare against searches: the slices of one request are built here.
-                let mut at = 1;
-                let values: Vec<Vec<&str>> = attrs
-                    .iter()
-                    .map(|(_, v)| {
-                        let s = t[at..at + v.len()].iter().map(String::as_str).collect();
-                        at += v.len();
-                        s
-                    })
-                    .collect();
+                let values = value_runs(t, attrs.iter().map(|(_, v)| v.len()));
                 let list: Vec<(&str, &[&str])> = attrs
                     .iter()
                     .zip(&values)
@@ -1322,15 +1327,7 @@ impl Link {
                 for (_, _, vals) in changes {
                     vals.iter().for_each(&mut put);
                 }
-                let mut at = 1;
-                let values: Vec<Vec<&str>> = changes
-                    .iter()
-                    .map(|(_, _, v)| {
-                        let s = t[at..at + v.len()].iter().map(String::as_str).collect();
-                        at += v.len();
-                        s
-                    })
-                    .collect();
+                let values = value_runs(t, changes.iter().map(|(_, _, v)| v.len()));
                 let list: Vec<(ldap::ModOp, &str, &[&str])> = changes
                     .iter()
                     .zip(&values)
@@ -1519,6 +1516,18 @@ impl Link {
         };
         self.wait
     }
+}
+
+/// The values of an add or modify, one run per attribute or change of `lens` values each,
+/// from the expanded texts after the DN (`texts[0]`).
+fn value_runs(texts: &[String], lens: impl Iterator<Item = usize>) -> Vec<Vec<&str>> {
+    let mut at = 1;
+    lens.map(|n| {
+        let run = texts[at..at + n].iter().map(String::as_str).collect();
+        at += n;
+        run
+    })
+    .collect()
 }
 
 /// A fresh MQTT client for user `global`: its CONNECT goes into `out`.

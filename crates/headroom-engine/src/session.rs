@@ -629,7 +629,7 @@ impl SessionState {
                             match link.mqtt_request(
                                 m,
                                 &self.vars,
-                                &mut self.body,
+                                &mut self.texts,
                                 self.out.raw_mut(),
                                 env.now,
                                 c,

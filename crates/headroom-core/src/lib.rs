@@ -334,11 +334,19 @@ pub enum ProtoCounter {
     AmqpAcked,
     /// AMQP channels the broker closed (an error of the method that caused it).
     AmqpChannelsClosed,
+    /// BOSH HTTP requests written (session creation, restarts, stanzas, polls, terminate).
+    BoshRequests,
+    /// Of them, empty polls (written so that the server holds one request).
+    BoshPolls,
+    /// BOSH responses read.
+    BoshResponses,
+    /// Of them, empty (a held poll the server let go).
+    BoshEmpty,
     // New counters go last: counters travel to agents by index.
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 86] = [
+    pub const ALL: [ProtoCounter; 90] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -425,6 +433,10 @@ impl ProtoCounter {
         ProtoCounter::AmqpDelivered,
         ProtoCounter::AmqpAcked,
         ProtoCounter::AmqpChannelsClosed,
+        ProtoCounter::BoshRequests,
+        ProtoCounter::BoshPolls,
+        ProtoCounter::BoshResponses,
+        ProtoCounter::BoshEmpty,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -518,6 +530,10 @@ impl ProtoCounter {
             AmqpDelivered => ("amqp", "delivered"),
             AmqpAcked => ("amqp", "acked"),
             AmqpChannelsClosed => ("amqp", "channels_closed"),
+            BoshRequests => ("xmpp", "bosh_requests"),
+            BoshPolls => ("xmpp", "bosh_polls"),
+            BoshResponses => ("xmpp", "bosh_responses"),
+            BoshEmpty => ("xmpp", "bosh_empty"),
         }
     }
 

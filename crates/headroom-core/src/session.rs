@@ -379,6 +379,8 @@ pub struct XmppSpec {
     pub anonymous: bool,
     /// In-band registration (XEP-0077) before logging in; an existing account counts as done.
     pub register: bool,
+    /// Over BOSH (XEP-0124/0206) at this HTTP path instead of a TCP stream.
+    pub bosh: Option<String>,
 }
 
 /// PostgreSQL startup: database, role and password (cleartext, MD5 or SCRAM-SHA-256, as the

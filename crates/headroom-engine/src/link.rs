@@ -27,7 +27,9 @@ use headroom_core::session::{
 use headroom_core::{ErrorKind, ProtoCounter};
 use headroom_metrics::{Counters, NameStats};
 use headroom_proto::xmpp::{self, Jid, Kind, Login, LoginConfig, Splitter, StanzaType};
-use headroom_proto::{amqp, ldap, mqtt, mysql, pg, ws};
+use headroom_proto::{amqp, bosh, ldap, mqtt, mysql, pg, ws};
+
+use crate::transport::Conn;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -131,6 +133,73 @@ struct XmppLink {
     /// Marked connected / online in the shared pool (undone at close).
     connected: bool,
     online: bool,
+    /// Over BOSH: the session and its second connection.
+    bosh: Option<Box<BoshLink>>,
+}
+
+/// An XMPP stream carried by BOSH (`headroom_proto::bosh`): the session, and the second HTTP
+/// connection beside the user's own (connection 0), which the worker opens, writes and reads
+/// (`worker/conn.rs`, `aux_*`). It closes with the link: dropping the socket ends its
+/// registration with the poller.
+pub(crate) struct BoshLink {
+    b: bosh::Bosh,
+    /// The `Host` field of every request.
+    host: String,
+    /// The second connection, once opened; connected once its connect completed.
+    pub aux: Option<Conn>,
+    pub aux_connected: bool,
+    /// When its connect began.
+    pub aux_started: Instant,
+    /// Its request to write, and how much of it is written.
+    pub aux_out: Vec<u8>,
+    pub aux_written: usize,
+    /// The session cannot go on (the worker fails the user when it sees this).
+    pub failed: Option<ErrorKind>,
+}
+
+impl BoshLink {
+    /// Writes the requests due: connection 0's into `out`, the second's into `aux_out`.
+    fn pump(&mut self, cfg: &XmppSpec, out: &mut Vec<u8>) {
+        let bc = bosh::Config {
+            host: &self.host,
+            path: cfg.bosh.as_deref().unwrap_or("/"),
+            domain: &cfg.domain,
+            wait: bosh::WAIT,
+        };
+        self.b.request(0, &bc, out);
+        if self.aux_written >= self.aux_out.len() {
+            self.aux_out.clear();
+            self.aux_written = 0;
+        }
+        self.b.request(1, &bc, &mut self.aux_out);
+    }
+
+    /// The second connection has a request still to write.
+    pub fn aux_pending(&self) -> bool {
+        self.aux_written < self.aux_out.len()
+    }
+
+    /// A request is outstanding on the second connection (its close then is an error).
+    pub fn aux_outstanding(&self) -> bool {
+        self.b.outstanding(1)
+    }
+
+    /// Counts what the session did since the last call.
+    fn count(&mut self, c: &mut Counters) {
+        let s = std::mem::take(&mut self.b.stats);
+        c.proto(ProtoCounter::BoshRequests, s.requests);
+        c.proto(ProtoCounter::BoshPolls, s.polls);
+        c.proto(ProtoCounter::BoshResponses, s.responses);
+        c.proto(ProtoCounter::BoshEmpty, s.empty);
+    }
+}
+
+fn bosh_kind(e: bosh::BoshError) -> ErrorKind {
+    match e {
+        bosh::BoshError::Status(code) if code >= 500 => ErrorKind::Http5xx,
+        bosh::BoshError::Status(_) => ErrorKind::Http4xx,
+        _ => ErrorKind::Protocol,
+    }
 }
 
 impl XmppLink {
@@ -258,6 +327,23 @@ impl Link {
                 // A configuration the login refuses (registration without accounts) fails at
                 // the first event; the scenario validator already refuses it.
                 let _ = login.start(&login_config(x, user), &mut out);
+                let bosh = x.bosh.as_ref().map(|_| {
+                    let mut bl = Box::new(BoshLink {
+                        b: bosh::Bosh::new(rng.gen()),
+                        host: host.to_string(),
+                        aux: None,
+                        aux_connected: false,
+                        aux_started: Instant::now(),
+                        aux_out: Vec::new(),
+                        aux_written: 0,
+                        failed: None,
+                    });
+                    // The stream open: the session's creation.
+                    let _ = bl.b.submit(&out);
+                    out.clear();
+                    bl.pump(x, &mut out);
+                    bl
+                });
                 LinkProtocol::Xmpp(Box::new(XmppLink {
                     split,
                     login,
@@ -266,6 +352,7 @@ impl Link {
                     previous: None,
                     connected: false,
                     online: false,
+                    bosh,
                 }))
             }
             LinkSpec::Pgsql(p) => {
@@ -363,64 +450,26 @@ impl Link {
             self.written = 0;
         }
         match &mut self.protocol {
-            LinkProtocol::Xmpp(x) => {
+            LinkProtocol::Xmpp(_) => {
                 let LinkSpec::Xmpp(cfg) = spec else {
                     return Err(ErrorKind::Other);
                 };
-                let (used, ev) = x.split.feed(input).map_err(|_| ErrorKind::Protocol)?;
-                let Some(ev) = ev else {
-                    return Ok((used, None));
-                };
-                count_xmpp(&ev, c);
-                if !self.ready {
-                    let status = x
-                        .login
-                        .on_event(&login_config(cfg, x.user), &ev, &mut self.out)
-                        .map_err(|e| match e {
-                            xmpp::LoginError::Closed => ErrorKind::Closed,
-                            xmpp::LoginError::Unexpected => ErrorKind::Protocol,
-                            _ => ErrorKind::Login,
-                        })?;
-                    if status == xmpp::LoginStatus::Ready {
-                        self.ready = true;
-                        x.split.set_capture(false);
-                        c.proto(ProtoCounter::XmppLogins, 1);
-                        if let Some(s) = shared {
-                            if let Ok(mut p) = s.pool.lock() {
-                                x.connected = p.set_connected(x.user, true).is_ok();
-                            }
-                        }
-                        return Ok((used, Some(Outcome::Ready)));
+                let mark = self.out.len();
+                let mut r = self.feed_xmpp(cfg, shared, input, c);
+                // Over BOSH, an event that completes nothing (a stream header, a login step)
+                // is no reason to stop: the inbox's next stanzas are here already.
+                while input.is_empty() && matches!(r, Ok((0, None))) {
+                    let left = self.inbox_len();
+                    if left == 0 {
+                        break;
                     }
-                    return Ok((used, None));
-                }
-                if let LinkWait::Xmpp(w) = self.wait {
-                    match w.check(&ev) {
-                        xmpp::WaitOutcome::Pending => {}
-                        xmpp::WaitOutcome::Done => {
-                            self.wait = LinkWait::None;
-                            return Ok((used, Some(Outcome::Reply { ok: true })));
-                        }
-                        xmpp::WaitOutcome::Failed(xmpp::ReplyError::ErrorReply) => {
-                            self.wait = LinkWait::None;
-                            c.proto(ProtoCounter::XmppErrorReplies, 1);
-                            return Ok((used, Some(Outcome::Reply { ok: false })));
-                        }
-                        xmpp::WaitOutcome::Failed(xmpp::ReplyError::StreamError) => {
-                            return Err(ErrorKind::Protocol)
-                        }
-                        xmpp::WaitOutcome::Failed(xmpp::ReplyError::Closed) => {
-                            return Err(ErrorKind::Closed)
-                        }
+                    r = self.feed_xmpp(cfg, shared, input, c);
+                    if self.inbox_len() == left {
+                        break;
                     }
                 }
-                match ev {
-                    xmpp::Event::StreamClose { .. } => Ok((used, Some(Outcome::Closed))),
-                    xmpp::Event::Stanza(s) if s.kind == Kind::StreamError => {
-                        Err(ErrorKind::Protocol)
-                    }
-                    _ => Ok((used, None)),
-                }
+                self.bosh_after(cfg, mark, c)?;
+                r
             }
             LinkProtocol::Pg(p) => {
                 let (used, progress) = p.conn.decode(input, &mut self.out).map_err(|e| {
@@ -802,6 +851,182 @@ impl Link {
     }
 
     /// The connection is closing: the user is no longer connected (nor online) for others.
+    /// XMPP's part of [`Link::feed`]: over TCP the socket's bytes go to the splitter; over BOSH
+    /// they are HTTP responses, whose stanzas wait in the session's inbox and are handed to the
+    /// splitter by the calls after (with no input: the worker calls again while
+    /// [`Link::queued`]), one event per call.
+    fn feed_xmpp(
+        &mut self,
+        cfg: &XmppSpec,
+        shared: Option<&XmppShared>,
+        input: &[u8],
+        c: &mut Counters,
+    ) -> Result<(usize, Option<Outcome>), ErrorKind> {
+        let LinkProtocol::Xmpp(x) = &mut self.protocol else {
+            return Err(ErrorKind::Other);
+        };
+        let (used, ev) = match x.bosh.as_deref_mut() {
+            None => x.split.feed(input).map_err(|_| ErrorKind::Protocol)?,
+            Some(bl) => {
+                if !input.is_empty() {
+                    let used = bl.b.feed(0, input).map_err(bosh_kind)?;
+                    return Ok((used, None));
+                }
+                // Whitespace between stanzas is the splitter's too, but it gives no event.
+                let blank =
+                    bl.b.inbox()
+                        .iter()
+                        .take_while(|b| b.is_ascii_whitespace())
+                        .count();
+                bl.b.consume(blank);
+                let inbox = bl.b.inbox();
+                if inbox.is_empty() {
+                    return Ok((0, None));
+                }
+                let (n, ev) = x.split.feed(inbox).map_err(|_| ErrorKind::Protocol)?;
+                bl.b.consume(n);
+                if ev.is_none() {
+                    if n == 0 {
+                        return Ok((0, None));
+                    }
+                    // Used without an event (a comment, say): on with the rest, each call
+                    // taking at least one byte.
+                    return self.feed_xmpp(cfg, shared, input, c);
+                }
+                (0, ev)
+            }
+        };
+        let Some(ev) = ev else {
+            return Ok((used, None));
+        };
+        count_xmpp(&ev, c);
+        if !self.ready {
+            let status = x
+                .login
+                .on_event(&login_config(cfg, x.user), &ev, &mut self.out)
+                .map_err(|e| match e {
+                    xmpp::LoginError::Closed => ErrorKind::Closed,
+                    xmpp::LoginError::Unexpected => ErrorKind::Protocol,
+                    _ => ErrorKind::Login,
+                })?;
+            if status == xmpp::LoginStatus::Ready {
+                self.ready = true;
+                x.split.set_capture(false);
+                c.proto(ProtoCounter::XmppLogins, 1);
+                if let Some(s) = shared {
+                    if let Ok(mut p) = s.pool.lock() {
+                        x.connected = p.set_connected(x.user, true).is_ok();
+                    }
+                }
+                return Ok((used, Some(Outcome::Ready)));
+            }
+            return Ok((used, None));
+        }
+        if let LinkWait::Xmpp(w) = self.wait {
+            match w.check(&ev) {
+                xmpp::WaitOutcome::Pending => {}
+                xmpp::WaitOutcome::Done => {
+                    self.wait = LinkWait::None;
+                    return Ok((used, Some(Outcome::Reply { ok: true })));
+                }
+                xmpp::WaitOutcome::Failed(xmpp::ReplyError::ErrorReply) => {
+                    self.wait = LinkWait::None;
+                    c.proto(ProtoCounter::XmppErrorReplies, 1);
+                    return Ok((used, Some(Outcome::Reply { ok: false })));
+                }
+                xmpp::WaitOutcome::Failed(xmpp::ReplyError::StreamError) => {
+                    return Err(ErrorKind::Protocol)
+                }
+                xmpp::WaitOutcome::Failed(xmpp::ReplyError::Closed) => {
+                    return Err(ErrorKind::Closed)
+                }
+            }
+        }
+        match ev {
+            xmpp::Event::StreamClose { .. } => Ok((used, Some(Outcome::Closed))),
+            xmpp::Event::Stanza(s) if s.kind == Kind::StreamError => Err(ErrorKind::Protocol),
+            _ => Ok((used, None)),
+        }
+    }
+
+    /// Over BOSH: what the XMPP side wrote into `self.out` from `mark` on goes to the session
+    /// (stanzas queued, a stream open or close made a request of), and the requests due are
+    /// written: connection 0's into `self.out`, the second connection's into its own buffer.
+    fn bosh_after(
+        &mut self,
+        cfg: &XmppSpec,
+        mark: usize,
+        c: &mut Counters,
+    ) -> Result<(), ErrorKind> {
+        let LinkProtocol::Xmpp(x) = &mut self.protocol else {
+            return Ok(());
+        };
+        let Some(bl) = x.bosh.as_deref_mut() else {
+            return Ok(());
+        };
+        let mark = mark.min(self.out.len());
+        let submitted = bl.b.submit(&self.out[mark..]);
+        self.out.truncate(mark);
+        submitted.map_err(bosh_kind)?;
+        bl.pump(cfg, &mut self.out);
+        bl.count(c);
+        Ok(())
+    }
+
+    /// Over BOSH: the session and its second connection.
+    pub fn bosh_mut(&mut self) -> Option<&mut BoshLink> {
+        match &mut self.protocol {
+            LinkProtocol::Xmpp(x) => x.bosh.as_deref_mut(),
+            _ => None,
+        }
+    }
+
+    fn inbox_len(&self) -> usize {
+        match &self.protocol {
+            LinkProtocol::Xmpp(x) => x.bosh.as_ref().map_or(0, |b| b.b.inbox().len()),
+            _ => 0,
+        }
+    }
+
+    /// Stream bytes received (over BOSH) and not yet handed to the splitter.
+    pub fn queued(&self) -> bool {
+        match &self.protocol {
+            LinkProtocol::Xmpp(x) => x.bosh.as_ref().is_some_and(|b| !b.b.inbox().is_empty()),
+            _ => false,
+        }
+    }
+
+    /// Response bytes read from the BOSH session's second connection: taken into the session
+    /// (its stanzas into the inbox, which the next [`Link::feed`] calls hand out) and the
+    /// requests due written.
+    pub fn aux_input(
+        &mut self,
+        spec: &LinkSpec,
+        mut input: &[u8],
+        c: &mut Counters,
+    ) -> Result<(), ErrorKind> {
+        let LinkSpec::Xmpp(cfg) = spec else {
+            return Err(ErrorKind::Other);
+        };
+        if !self.pending() {
+            self.out.clear();
+            self.written = 0;
+        }
+        let LinkProtocol::Xmpp(x) = &mut self.protocol else {
+            return Err(ErrorKind::Other);
+        };
+        let Some(bl) = x.bosh.as_deref_mut() else {
+            return Err(ErrorKind::Other);
+        };
+        while !input.is_empty() {
+            let used = bl.b.feed(1, input).map_err(bosh_kind)?;
+            input = &input[used..];
+        }
+        bl.pump(cfg, &mut self.out);
+        bl.count(c);
+        Ok(())
+    }
+
     pub fn release(&mut self, shared: Option<&XmppShared>) {
         if let LinkProtocol::Xmpp(x) = &mut self.protocol {
             x.go_offline(shared);
@@ -816,8 +1041,44 @@ impl Link {
 
     /// Encodes XMPP request `op` into `out` and arms the wait. `Err` when no user fits the
     /// destination (nothing is written; the caller counts it and goes on).
+    /// Over BOSH the request's bytes go to the session, not into `out`: the HTTP request that
+    /// carries them is written into [`Link::out`] or the second connection's buffer.
     #[allow(clippy::too_many_arguments)]
     pub fn xmpp_request(
+        &mut self,
+        spec: &XmppSpec,
+        shared: Option<&XmppShared>,
+        op: &XmppOp,
+        vars: &[String],
+        text: &mut String,
+        out: &mut Vec<u8>,
+        rng: &mut SmallRng,
+        c: &mut Counters,
+    ) -> Result<LinkWait, NoDestination> {
+        let mark = out.len();
+        let wait = self.xmpp_request_bytes(spec, shared, op, vars, text, out, rng, c)?;
+        if !self.pending() {
+            self.out.clear();
+            self.written = 0;
+        }
+        if let LinkProtocol::Xmpp(x) = &mut self.protocol {
+            if let Some(bl) = x.bosh.as_deref_mut() {
+                let mark = mark.min(out.len());
+                if let Err(e) = bl.b.submit(&out[mark..]) {
+                    // Over a mebibyte waiting for the server to answer: the link fails at
+                    // the worker's next look (`Link::failed`).
+                    bl.failed = Some(bosh_kind(e));
+                }
+                out.truncate(mark);
+                bl.pump(spec, &mut self.out);
+                bl.count(c);
+            }
+        }
+        Ok(wait)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn xmpp_request_bytes(
         &mut self,
         spec: &XmppSpec,
         shared: Option<&XmppShared>,
@@ -1742,6 +2003,7 @@ mod tests {
             resource: None,
             anonymous: false,
             register: false,
+            bosh: None,
         };
         assert_eq!(xmpp_user(&x, 0), 1);
         assert_eq!(xmpp_user(&x, 4999), 5000);

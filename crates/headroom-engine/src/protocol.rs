@@ -93,7 +93,8 @@ impl Protocol {
     pub fn queued(&self) -> bool {
         match self {
             Protocol::H2(h) => h.queued(),
-            _ => false,
+            Protocol::Link(l) => l.queued(),
+            Protocol::Plain => false,
         }
     }
 
@@ -236,7 +237,7 @@ pub(crate) fn feed(
     match proto {
         Protocol::Plain => feed_plain(cx, buf),
         Protocol::Link(l) => {
-            if buf.is_empty() {
+            if buf.is_empty() && !l.queued() {
                 return Ok((0, None));
             }
             let Some(prog) = cx.program else {

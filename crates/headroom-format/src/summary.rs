@@ -612,6 +612,11 @@ pub struct XmppCounters {
     pub error_replies: u64,
     pub stream_errors: u64,
     pub no_destination: u64,
+    /// Over BOSH: HTTP requests written, of them empty polls, responses read, of them empty.
+    pub bosh_requests: u64,
+    pub bosh_polls: u64,
+    pub bosh_responses: u64,
+    pub bosh_empty: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

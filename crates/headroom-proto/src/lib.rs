@@ -4,6 +4,7 @@
 
 pub mod amqp;
 pub mod auth;
+pub mod bosh;
 pub mod cookie;
 pub mod encoding;
 pub mod h2;

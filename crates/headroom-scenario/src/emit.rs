@@ -134,6 +134,9 @@ fn link(out: &mut String, l: &LinkSpec) {
             if x.register {
                 line(out, 2, "register: true");
             }
+            if let Some(b) = &x.bosh {
+                line(out, 2, &format!("bosh: {}", scalar(b, false)));
+            }
         }
         LinkSpec::Pgsql(p) => {
             line(out, 0, "pgsql:");

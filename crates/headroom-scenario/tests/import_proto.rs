@@ -179,6 +179,7 @@ fn jabber_mix_converts() {
             resource: Some("tsung".into()),
             anonymous: false,
             register: false,
+            bosh: None,
         })
     );
     let mix: Vec<(&str, f64)> = s
@@ -324,6 +325,7 @@ fn jabber_defaults_login_variants_and_roster() {
             resource: Some("bench".into()),
             anonymous: false,
             register: true,
+            bosh: None,
         })
     );
     use XmppAck::*;

@@ -156,6 +156,7 @@ fn xmpp_steps_and_section_parse_to_exact_values() {
             resource: None,
             anonymous: false,
             register: false,
+            bosh: None,
         })
     );
     let want = vec![
@@ -330,6 +331,7 @@ fn xmpp_section_options() {
             resource: Some("headroom".into()),
             anonymous: false,
             register: true,
+            bosh: None,
         })
     );
     // Anonymous logins need no accounts: `users` may be left out (stored as 1..=1).
@@ -342,6 +344,7 @@ fn xmpp_section_options() {
         resource: None,
         anonymous: true,
         register: false,
+        bosh: None,
     });
     assert_eq!(with("xmpp: {domain: d, anonymous: true}\n"), anon);
     assert_eq!(
@@ -794,6 +797,7 @@ fn random_protocol_steps_round_trip() {
                 resource: rng.coin().then(|| rng.text(true)),
                 anonymous: false,
                 register: rng.coin(),
+                bosh: None,
             }),
             Protocol::Pgsql => LinkSpec::Pgsql(PgSpec {
                 database: rng.text(true),
@@ -1026,6 +1030,8 @@ fn cases() -> Vec<Case> {
         file(xtop("xmpp: {domain: d, users: {first: 5, last: 2}}\n"), 2, "{first", "users: first (5) must not exceed last (2)"),
         file(xtop("xmpp: {domain: d, users: {first: -1, last: 2}}\n"), 2, "-1", "first: expected an integer >= 0"),
         file(xtop("xmpp: {domain: d, users: {first: 1}}\n"), 2, "{first", "users is missing 'last'"),
+        file(xtop("xmpp: {domain: d, anonymous: true, bosh: http-bind}\n"), 2, "http-bind", "bosh: expected the endpoint's HTTP path, e.g. /bosh"),
+        file(xtop("xmpp: {domain: d, anonymous: true, bosh: /a b}\n"), 2, "/a b", "bosh: expected the endpoint's HTTP path"),
         file(xtop("xmpp: {domain: d, users: {first: 1, last: 2, step: 1}}\n"), 2, "step", "unknown key 'step' in users; expected one of first, last"),
         file(xtop("xmpp: {domain: d, host: h, users: {first: 1, last: 2}}\n"), 2, "host", "unknown key 'host' in xmpp; expected one of domain, users, username, password, resource, anonymous, register"),
         file(xtop("xmpp: {domain: d, anonymous: maybe}\n"), 2, "maybe", "anonymous: expected true or false"),
@@ -1177,4 +1183,19 @@ fn doc_examples_validate() {
             Protocol::Amqp
         ]
     );
+}
+
+#[test]
+fn bosh_over_tls_is_refused_at_compile() {
+    let yaml = "servers: [{host: 127.0.0.1, port: 5443, protocol: xmpp, tls: true}]\n\
+                xmpp: {domain: localhost, anonymous: true, bosh: /bosh}\n\
+                load: {phases: [{duration: 1s, arrival_rate: 1}]}\n\
+                sessions:\n  - name: s\n    steps:\n      - xmpp: presence:initial\n";
+    let sc = parse_str(yaml, "t.yaml").expect("parses");
+    let err = headroom_scenario::compile(&sc, std::path::Path::new(".")).unwrap_err();
+    assert!(err.contains("BOSH over TLS"), "{err}");
+    // Without tls it compiles.
+    let plain = yaml.replace(", tls: true", "");
+    let sc = parse_str(&plain, "t.yaml").expect("parses");
+    headroom_scenario::compile(&sc, std::path::Path::new(".")).expect("plain BOSH compiles");
 }

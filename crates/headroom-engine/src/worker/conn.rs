@@ -13,7 +13,7 @@ use headroom_proto::http1::HeaderSet;
 use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
 
 use super::users::Sending;
-use super::{token, Net, State, Wake, Worker, READ_BUDGET};
+use super::{token, Net, State, Wake, Worker, AUX, READ_BUDGET};
 use crate::flight::{take, Slot};
 use crate::http2::{H2Conn, SESSION_STREAMS};
 use crate::link::Link;
@@ -297,6 +297,24 @@ impl Worker {
         }
         let mut off = u.written as usize;
         let gen = u.gen;
+        if total == 0 && first {
+            // Nothing for this connection: the protocol carries the request itself (BOSH
+            // queues a step's stanzas for whichever of its connections is free). The request
+            // exists from now.
+            let now = Instant::now();
+            u.sent = now;
+            u.flight.clear();
+            u.flight.reserve_exact(u.batch as usize);
+            let intended = u.intended;
+            u.flight.extend((0..u.batch).map(|i| Slot {
+                stream: i,
+                intended,
+                sent: now,
+                index: i,
+                again: false,
+            }));
+            self.rec.counters.requests += u64::from(u.batch);
+        }
         while off < total {
             match conn.send(&bytes[off..total], &mut self.rec.counters) {
                 Ok(n) => {
@@ -350,6 +368,9 @@ impl Worker {
             if u.state != State::Reading {
                 return;
             }
+        }
+        if !self.service_aux(key) {
+            return;
         }
         let u = &mut self.users[key];
         if u.state == State::Reading
@@ -475,8 +496,167 @@ impl Worker {
                 Some(o) => self.on_outcome(key, o),
             }
         }
+        if !self.service_aux(key) {
+            return;
+        }
         if self.users[key].conn.is_some() {
             self.after_read(key);
+        }
+    }
+
+    /// BOSH's second connection (`link::BoshLink`): opened when it first has a request to
+    /// carry, then written whenever one is due; a failure of the session is the user's. Returns
+    /// false when the user failed (or its connection is gone).
+    pub(super) fn service_aux(&mut self, key: usize) -> bool {
+        let Some(u) = self.users.get_mut(key) else {
+            return false;
+        };
+        let gen = u.gen;
+        let Some(bl) = u.protocol.link_mut().and_then(|l| l.bosh_mut()) else {
+            return u.conn.is_some();
+        };
+        let mut failure = bl.failed.take();
+        if failure.is_none() && bl.aux_pending() {
+            if bl.aux.is_none() {
+                let plan = &self.s.plan;
+                let ep = &self.ep;
+                let opened = open_socket(plan, None).and_then(|sock| {
+                    ep.add(sock.as_raw_fd(), token(key | AUX, gen))?;
+                    match sock.connect(&SockAddr::from(plan.target)) {
+                        Ok(()) => {}
+                        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                        Err(e) => return Err(e),
+                    }
+                    Ok(sock)
+                });
+                match opened {
+                    Ok(sock) => {
+                        bl.aux = Some(Conn::plain(sock));
+                        bl.aux_connected = false;
+                        bl.aux_started = Instant::now();
+                    }
+                    Err(e) => failure = Some(ErrorKind::from_io(&e, true)),
+                }
+            } else if bl.aux_connected {
+                if let Some(conn) = bl.aux.as_mut() {
+                    while bl.aux_written < bl.aux_out.len() {
+                        match conn.send(&bl.aux_out[bl.aux_written..], &mut self.rec.counters) {
+                            Ok(n) => bl.aux_written += n,
+                            Err(IoErr::WouldBlock) => break,
+                            Err(IoErr::Failed(kind)) => {
+                                failure = Some(kind);
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(kind) = failure {
+            self.proto_failed(key, kind);
+            return false;
+        }
+        self.users
+            .get(key)
+            .is_some_and(|u| u.gen == gen && u.conn.is_some())
+    }
+
+    /// An event of a user's second connection (BOSH's): its connect completing, room to write,
+    /// responses to read (taken by the session, whose stanzas then go through [`Self::feed`]
+    /// like the first connection's), its close.
+    pub(super) fn on_aux_event(&mut self, key: usize, gen: u32, flags: u32) {
+        const READABLE: u32 = poller::IN | poller::RDHUP | poller::ERR | poller::HUP;
+        const WRITABLE: u32 = poller::OUT | poller::ERR | poller::HUP;
+        let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) else {
+            return;
+        };
+        let Some(bl) = u.protocol.link_mut().and_then(|l| l.bosh_mut()) else {
+            return;
+        };
+        let Some(conn) = bl.aux.as_ref() else {
+            return;
+        };
+        if !bl.aux_connected {
+            if flags & WRITABLE == 0 {
+                return;
+            }
+            match conn.sock.take_error() {
+                Ok(None) => {}
+                Ok(Some(e)) | Err(e) => {
+                    self.proto_failed(key, ErrorKind::from_io(&e, true));
+                    return;
+                }
+            }
+            if let Err(e) = conn.sock.peer_addr() {
+                if e.raw_os_error() == Some(libc::ENOTCONN) {
+                    return;
+                }
+            }
+            bl.aux_connected = true;
+            // A TCP connection like the user's own: counted and timed with them.
+            self.rec.counters.connects += 1;
+            self.rec
+                .record_connect(micros(Instant::now() - bl.aux_started));
+        }
+        if flags & WRITABLE != 0 && !self.service_aux(key) {
+            return;
+        }
+        if flags & READABLE == 0 {
+            return;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut failure = None;
+        while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
+            let Some(link) = u.protocol.link_mut() else {
+                break;
+            };
+            let Some(conn) = link.bosh_mut().and_then(|bl| bl.aux.as_mut()) else {
+                break;
+            };
+            match conn.recv(&mut scratch, &mut self.rec.counters) {
+                Ok(0) => {
+                    let bl = link.bosh_mut().expect("checked above");
+                    if bl.aux_outstanding() {
+                        failure = Some(ErrorKind::Closed);
+                    } else {
+                        // Closed while idle (HTTP keep-alive ended): opened again when next
+                        // needed.
+                        bl.aux = None;
+                        bl.aux_connected = false;
+                        self.rec.counters.disconnects += 1;
+                    }
+                    break;
+                }
+                Ok(n) => {
+                    let Some(prog) = self.s.program.as_deref() else {
+                        break;
+                    };
+                    if let Err(kind) =
+                        link.aux_input(&prog.w.link, &scratch[..n], &mut self.rec.counters)
+                    {
+                        failure = Some(kind);
+                        break;
+                    }
+                    if u.state != State::Writing && u.protocol.pending() {
+                        self.flush_proto(key);
+                    }
+                    self.feed(key, gen, &[]);
+                    if n < scratch.len() {
+                        break;
+                    }
+                }
+                Err(IoErr::WouldBlock) => break,
+                Err(IoErr::Failed(kind)) => {
+                    failure = Some(kind);
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+        if let Some(kind) = failure {
+            if self.users.get(key).is_some_and(|u| u.gen == gen) {
+                self.proto_failed(key, kind);
+            }
         }
     }
 
@@ -680,6 +860,14 @@ impl Worker {
 
     pub(super) fn close(&mut self, key: usize) {
         let u = &mut self.users[key];
+        if u.protocol
+            .link_mut()
+            .and_then(|l| l.bosh_mut())
+            .is_some_and(|b| b.aux.is_some())
+        {
+            // BOSH's second connection closes with the link.
+            self.rec.counters.disconnects += 1;
+        }
         u.protocol
             .release(self.s.program.as_ref().and_then(|p| p.xmpp.as_ref()));
         if let Some(conn) = u.conn.take() {

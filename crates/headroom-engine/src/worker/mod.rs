@@ -391,6 +391,10 @@ fn http_version(plan: &Plan) -> u8 {
     }
 }
 
+/// The bit of a token's key that marks a user's second connection (BOSH's, `link::BoshLink`):
+/// keys stay far below it (a worker holds at most the process's 20,000 descriptors).
+const AUX: usize = 1 << 31;
+
 fn token(key: usize, gen: u32) -> u64 {
     (u64::from(gen) << 32) | key as u64
 }
@@ -531,7 +535,12 @@ impl Worker {
             self.ep.wait(&mut events, Some(wait))?;
             for ev in events.iter() {
                 let (data, flags) = (ev.u64, ev.events);
-                self.on_event((data & 0xFFFF_FFFF) as usize, (data >> 32) as u32, flags);
+                let (key, gen) = ((data & 0xFFFF_FFFF) as usize, (data >> 32) as u32);
+                if key & AUX != 0 {
+                    self.on_aux_event(key & !AUX, gen, flags);
+                } else {
+                    self.on_event(key, gen, flags);
+                }
             }
             self.events = events;
         }

@@ -592,6 +592,7 @@ impl Parser {
                 "resource",
                 "anonymous",
                 "register",
+                "bosh",
             ],
         );
         let domain = self
@@ -638,6 +639,10 @@ impl Parser {
             Some(n) => Some(self.name(n, "resource")?),
             None => None,
         };
+        let bosh = match m.get_node("bosh") {
+            Some(n) => Some(self.bosh_path(n)?),
+            None => None,
+        };
         let (first, last) = users?;
         Some(XmppSpec {
             domain: domain?,
@@ -648,7 +653,22 @@ impl Parser {
             resource,
             anonymous: anonymous?,
             register: register?,
+            bosh,
         })
+    }
+
+    /// `bosh: /path`: the HTTP path of the server's BOSH endpoint (ejabberd: `/bosh`).
+    fn bosh_path(&mut self, node: &Node) -> Option<String> {
+        let p = self.string(node, "bosh")?;
+        if !p.starts_with('/') || p.len() > 1024 || p.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            self.err(
+                node.span(),
+                "bosh: expected the endpoint's HTTP path, e.g. /bosh (starting with '/', no \
+                 spaces, at most 1,024 bytes)",
+            );
+            return None;
+        }
+        Some(p)
     }
 
     fn xmpp_users(&mut self, node: &Node) -> Option<(u64, u64)> {

@@ -548,6 +548,7 @@ impl Conv<'_> {
             ),
             anonymous,
             register,
+            bosh: None,
         }
     }
 

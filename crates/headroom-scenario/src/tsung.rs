@@ -141,6 +141,9 @@ pub(crate) fn finish(
 /// Length of the random string that stands in for a call to the file's own Erlang code.
 const STAND_IN_LENGTH: usize = 20;
 
+/// What Tsung substitutes for a variable that is not set (`ts_search:extract_variable`).
+const UNDEFINED: &str = "undefined";
+
 /// Variables every session has (as in the parser).
 const BUILTINS: &[&str] = &["user_id", "session"];
 
@@ -210,6 +213,9 @@ struct Conv<'a> {
     /// Variables of the session that a `<dyn_variable>` names but headroom does not set, with
     /// why (for the error at a use).
     unset_vars: HashMap<String, String>,
+    /// Every variable the session defines anywhere (`<var>`, `<dyn_variable>`, `<for var>`):
+    /// a `%%_name%%` of none of them is Tsung's undefined variable.
+    session_defs: HashSet<String>,
     /// Steps that must run before the step being converted: the cookie of an `<add_cookie>`,
     /// the stand-in value of a call to the file's own Erlang code. `steps` puts them in place.
     pending: Vec<Step>,
@@ -240,6 +246,7 @@ impl<'a> Conv<'a> {
             vars: HashSet::new(),
             for_vars: HashSet::new(),
             unset_vars: HashMap::new(),
+            session_defs: HashSet::new(),
             pending: Vec::new(),
             zero: HashSet::new(),
             other_hosts: HashSet::new(),
@@ -446,6 +453,29 @@ impl<'a> Conv<'a> {
         false
     }
 
+    /// What `%%_name%%` becomes: `${name}`, or for a variable the session defines nowhere
+    /// Tsung's own text for it, `undefined` (`ts_search:subst` substitutes the word and logs
+    /// a warning), with a warning here; `None` after an error.
+    fn var_ref(&mut self, name: &str, pos: usize) -> Option<String> {
+        let defined = self.vars.contains(name) || BUILTINS.contains(&name);
+        if !defined
+            && !self.session_defs.contains(name)
+            && !self.unset_vars.contains_key(name)
+            && !self.for_vars.contains(name)
+        {
+            // One warning per variable and place, however often the text uses it.
+            let w = self.at.error(
+                pos,
+                format!("variable '{name}' is defined nowhere in the session: Tsung substitutes the text 'undefined' for '%%_{name}%%', and so does the converted scenario (a literal)"),
+            );
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+            return Some(UNDEFINED.to_string());
+        }
+        self.use_var(name, pos).then(|| format!("${{{name}}}"))
+    }
+
     /// Tsung substitution (`%%_name%%`, `%%name%%`) to headroom's `${name}`. With `enabled`
     /// false (no `subst="true"`), Tsung sends the text as is, and so does headroom.
     fn subst(&mut self, text: &str, pos: usize, enabled: bool) -> Option<String> {
@@ -484,8 +514,10 @@ impl<'a> Conv<'a> {
             }
             out.push_str(&rest[..i]);
             if is_var {
-                ok &= self.use_var(var, pos);
-                out.push_str(&format!("${{{var}}}"));
+                match self.var_ref(var, pos) {
+                    Some(r) => out.push_str(&r),
+                    None => ok = false,
+                }
             } else if inner == "ts_user_server:get_unique_id" {
                 out.push_str("${user_id}");
             } else if let Some(var) = self.stand_in(inner, pos) {
@@ -1091,6 +1123,8 @@ impl<'a> Conv<'a> {
         self.vars.clear();
         self.for_vars.clear();
         self.unset_vars.clear();
+        self.session_defs.clear();
+        definitions(el, &mut self.session_defs);
         self.pending.clear();
         if !self.begin_session(el, kind, &name) {
             return None;
@@ -2276,6 +2310,22 @@ impl<'a> Conv<'a> {
             from,
             default: None,
         })
+    }
+}
+
+/// The names of every variable `el`'s descendants define: `<var name>` (of a `<setdynvars>`),
+/// `<dyn_variable name>`, `<for var>`.
+fn definitions(el: &El, out: &mut HashSet<String>) {
+    for c in &el.children {
+        let key = match c.name.as_str() {
+            "var" | "dyn_variable" => "name",
+            "for" => "var",
+            _ => "",
+        };
+        if let Some(a) = c.attr(key) {
+            out.insert(a.value.clone());
+        }
+        definitions(c, out);
     }
 }
 

@@ -808,7 +808,9 @@ fn tsung_errors_name_what_and_where() {
             7,
         ),
         (
-            http_session("<request subst=\"true\"><http url=\"/u/%%_who%%\"/></request>"),
+            // Defined, but only later: Tsung sends 'undefined' the first time and the value
+            // after, which one scenario text cannot say.
+            http_session("<request subst=\"true\"><http url=\"/u/%%_who%%\"/></request>\n<request><dyn_variable name=\"who\" re=\"w=(\\w+)\"/><http url=\"/\"/></request>"),
             "variable 'who' is used before it is defined",
             7,
         ),
@@ -1052,6 +1054,41 @@ fn tsung_auth_cookies_stand_ins_and_xpath() {
         "cookies are honoured: {}",
         show(&imp.warnings)
     );
+}
+
+/// A `%%_var%%` the session defines nowhere is sent as Tsung sends it: the text `undefined`
+/// (Tsung's `ts_search:subst`), a literal of the converted step, with one warning per variable
+/// and place.
+#[test]
+fn tsung_undefined_variable_is_the_word_undefined() {
+    let xml = http_session(
+        "<request subst=\"true\"><http url=\"/u/%%_who%%?x=%%_who%%\" method=\"POST\" contents=\"n=%%_nobody%%\"/></request>\n\
+         <request subst=\"false\"><http url=\"/v/%%_who%%\"/></request>",
+    );
+    let imp = import_tsung(&xml, "t.xml").unwrap_or_else(|e| panic!("{}", show(&e)));
+    round_trip(&imp.scenario);
+    let steps = &imp.scenario.sessions[0].steps;
+    let r = request(&steps[0]);
+    assert_eq!(r.path, "/u/undefined?x=undefined");
+    assert_eq!(r.body.as_deref(), Some("n=undefined"));
+    // Without subst Tsung sends the text as written; so does headroom.
+    assert_eq!(request(&steps[1]).path, "/v/%%_who%%");
+    let undefined: Vec<(usize, &str)> = imp
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("defined nowhere"))
+        .map(|w| (w.line, w.message.as_str()))
+        .collect();
+    assert_eq!(
+        undefined,
+        [
+            (7, "variable 'who' is defined nowhere in the session: Tsung substitutes the text 'undefined' for '%%_who%%', and so does the converted scenario (a literal)"),
+            (7, "variable 'nobody' is defined nowhere in the session: Tsung substitutes the text 'undefined' for '%%_nobody%%', and so does the converted scenario (a literal)"),
+        ]
+    );
+    // The compiled scenario sends exactly that: no variable is left to resolve.
+    let c = headroom_scenario::compile(&imp.scenario, std::path::Path::new(".")).unwrap();
+    assert_eq!(c.workload.vars, ["user_id", "session"]);
 }
 
 #[test]

@@ -8,7 +8,6 @@
 //!
 //! Still refused, and why (each needs more than the importer):
 //! - `amqp`, `fs-nfs`: protocols headroom does not convert yet;
-//! - `ldap`: its add uses `%%_new_user_dn%%` and `%%_new_user_cn%%`, defined nowhere in the file;
 //! - `bosh`: XMPP over BOSH (HTTP long polling);
 //! - `jabber_starttls` (and `bosh`): each user's name and password from a CSV file
 //!   (`xmpp_authenticate`, `random_from_fileid`), where headroom's XMPP users are
@@ -42,6 +41,7 @@ const IMPORT: &[&str] = &[
     "jabber_privacy.xml",
     "jabber_register.xml",
     "jabber_roster.xml",
+    "ldap.xml",
     "mqtt.xml",
     "mysql.xml",
     "pgsql.xml",
@@ -384,6 +384,31 @@ fn check_content(name: &str, imp: &Imported) {
                     password: "open sesame".into()
                 })
             );
+        }
+        "ldap.xml" => {
+            // The add's DN and cn are variables the file defines nowhere: Tsung sends the text
+            // 'undefined' for each, and so does the converted add (a literal), with a warning.
+            let add = flat(&sc.sessions[0].steps)
+                .into_iter()
+                .find_map(|s| match s {
+                    Step::Ldap(Ldap {
+                        action: LdapAction::Add { dn, attrs },
+                        ..
+                    }) => Some((dn, attrs)),
+                    _ => None,
+                })
+                .expect("the add");
+            assert_eq!(add.0, "undefined", "{add:?}");
+            let cn = add.1.iter().find(|(a, _)| a == "cn").expect("cn");
+            assert_eq!(cn.1, ["undefined"], "{add:?}");
+            warned(name, imp, 64, "variable 'new_user_dn' is defined nowhere in the session: Tsung substitutes the text 'undefined'");
+            warned(
+                name,
+                imp,
+                70,
+                "variable 'new_user_cn' is defined nowhere in the session",
+            );
+            assert!(!to_yaml(sc).contains("${new_user"), "{}", to_yaml(sc));
         }
         "jabber.xml" => {
             let names: Vec<&str> = sc.sessions.iter().map(|s| s.name.as_str()).collect();

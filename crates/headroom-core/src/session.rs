@@ -209,11 +209,12 @@ pub enum Op {
         slot: u16,
     },
     /// Leave the loop (jump to `exit`) when the counter reached `count` or the condition fails;
-    /// otherwise count one iteration and go on.
+    /// otherwise count one iteration, set the loop's counter variable if it has one, and go on.
     LoopTest {
         slot: u16,
         count: Option<u64>,
         condition: Option<LoopCondition>,
+        counter: Option<LoopCounterOp>,
         exit: usize,
     },
     Jump(usize),
@@ -275,6 +276,23 @@ pub struct LoopCondition {
     pub var: VarId,
     /// `true` for `while` (go on while truthy), `false` for `until`.
     pub while_true: bool,
+}
+
+/// A loop's counter variable: pass `n` (0-based) sets `var` to `start + n * step`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopCounterOp {
+    pub var: VarId,
+    pub start: i64,
+    pub step: i64,
+}
+
+impl LoopCounterOp {
+    /// The value of pass `n` (0-based), saturating at the ends of `i64` (a loop without a
+    /// count may run past them).
+    pub fn value(&self, n: u64) -> i64 {
+        let v = i128::from(self.start) + i128::from(n) * i128::from(self.step);
+        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
 }
 
 /// An HTTP request with `${var}` templates.

@@ -691,6 +691,7 @@ impl SessionState {
                     slot,
                     count,
                     condition,
+                    counter,
                     exit,
                 } => {
                     let n = self.loops[*slot as usize];
@@ -701,6 +702,13 @@ impl SessionState {
                     }
                     if go {
                         self.loops[*slot as usize] = n + 1;
+                        if let Some(c) = counter {
+                            // In place: the variable's buffer is reused from pass to pass.
+                            use std::fmt::Write;
+                            let v = &mut self.vars[c.var as usize];
+                            v.clear();
+                            let _ = write!(v, "{}", c.value(n));
+                        }
                     } else {
                         self.pc = *exit;
                     }

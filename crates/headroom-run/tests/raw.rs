@@ -191,3 +191,45 @@ sessions:
     assert_eq!(v.errors.protocol, 5, "{}", show(v));
     assert_eq!(by_request(v, "stats").errors, 5, "{}", show(v));
 }
+
+/// A loop's counter is substituted on the wire: each pass's `send` carries its own value, a
+/// nested loop's counter counts from 1 in each outer pass, and after the loop the variable keeps
+/// the last pass's value. A server of the test records every byte the user sends.
+#[test]
+fn loop_counters_are_sent_as_each_pass_sets_them() {
+    use std::sync::{Arc, Mutex};
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    let server = TestServer::start(move |mut c| {
+        let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = c.read(&mut buf) {
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let yaml = r#"
+servers: [{host: 127.0.0.1, port: 1, protocol: raw}]
+load: {users: [{count: 1}]}
+sessions:
+  - name: s
+    steps:
+      - loop:
+          count: 3
+          counter: {var: ch, start: 3, step: 2}
+          steps:
+            - send: "p${ch};"
+            - loop: {count: 2, counter: i, steps: [{send: "q${ch}.${i};"}]}
+      - loop: {count: 2, counter: {var: down, start: -1, step: -3}, steps: [{send: "d${down};"}]}
+      - send: "after=${ch},${i};"
+      - think: 60s
+"#;
+    let mut spec = load(yaml, server.addr);
+    spec.duration = secs(1);
+    let f = run(&spec);
+    assert_eq!(f.summary.errors_total, 0, "{}", show(&f.summary));
+    let sent = String::from_utf8(got.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        sent,
+        "p3;q3.1;q3.2;p5;q5.1;q5.2;p7;q7.1;q7.2;d-1;d-4;after=7,2;"
+    );
+}

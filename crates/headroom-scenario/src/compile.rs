@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    AmqpOp, ArrivalPhase, AuthOp, CookieOp, Feeder, LdapOp, LoopCondition, MatchOp, MetricName,
-    MqttOp, NameId, NameKind, Op, Piece, RequestOp, SendOp, SessionBody, SessionProgram, SetOp,
-    SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
+    AmqpOp, ArrivalPhase, AuthOp, CookieOp, Feeder, LdapOp, LoopCondition, LoopCounterOp, MatchOp,
+    MetricName, MqttOp, NameId, NameKind, Op, Piece, RequestOp, SendOp, SessionBody,
+    SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -541,10 +541,16 @@ impl Compiler<'_> {
                             while_true: false,
                         },
                     });
+                    let counter = l.counter.as_ref().map(|c| LoopCounterOp {
+                        var: self.var(&c.var),
+                        start: c.start,
+                        step: c.step,
+                    });
                     ops.push(Op::LoopTest {
                         slot,
                         count: l.count,
                         condition,
+                        counter,
                         exit: 0,
                     });
                     self.steps(&l.steps, ops, loops)?;

@@ -360,6 +360,22 @@ fn step(out: &mut String, indent: usize, s: &Step) {
                 }
                 None => {}
             }
+            match &l.counter {
+                Some(c) if c.start == 1 && c.step == 1 => {
+                    line(out, inner, &format!("counter: {}", scalar(&c.var, false)))
+                }
+                Some(c) => line(
+                    out,
+                    inner,
+                    &format!(
+                        "counter: {{var: {}, start: {}, step: {}}}",
+                        scalar(&c.var, false),
+                        c.start,
+                        c.step
+                    ),
+                ),
+                None => {}
+            }
             steps(out, inner, &l.steps);
         }
         Step::Transaction { name, steps: body } => {

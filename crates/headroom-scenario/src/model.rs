@@ -409,7 +409,19 @@ pub enum CookieStep {
 pub struct Loop {
     pub count: Option<u64>,
     pub condition: Option<Condition>,
+    /// A variable holding the pass's number (`counter:`), as Tsung's `<for var>`.
+    pub counter: Option<LoopCounter>,
     pub steps: Vec<Step>,
+}
+
+/// A loop's counter variable: `start` in the first pass, then `step` more in each (Tsung's
+/// `<for from incr var>`). Set before each pass's steps; after the loop it keeps the last
+/// pass's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopCounter {
+    pub var: String,
+    pub start: i64,
+    pub step: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -208,8 +208,6 @@ struct Conv<'a> {
     think: ThinkDefault,
     /// Variables defined so far in the current session (document order, as the parser checks).
     vars: HashSet<String>,
-    /// `<for var>` counters seen in the session (headroom loops have none).
-    for_vars: HashSet<String>,
     /// Variables of the session that a `<dyn_variable>` names but headroom does not set, with
     /// why (for the error at a use).
     unset_vars: HashMap<String, String>,
@@ -244,7 +242,6 @@ impl<'a> Conv<'a> {
                 overrides: false,
             },
             vars: HashSet::new(),
-            for_vars: HashSet::new(),
             unset_vars: HashMap::new(),
             session_defs: HashSet::new(),
             pending: Vec::new(),
@@ -439,11 +436,6 @@ impl<'a> Conv<'a> {
         if let Some(why) = self.unset_vars.get(name) {
             let msg = format!("variable '{name}' is not set: {why}");
             self.error(pos, msg);
-        } else if self.for_vars.contains(name) {
-            self.error(
-                pos,
-                format!("'%%_{name}%%' is the counter of a <for> loop: headroom loops have no counter variable"),
-            );
         } else {
             self.error(
                 pos,
@@ -458,11 +450,7 @@ impl<'a> Conv<'a> {
     /// a warning), with a warning here; `None` after an error.
     fn var_ref(&mut self, name: &str, pos: usize) -> Option<String> {
         let defined = self.vars.contains(name) || BUILTINS.contains(&name);
-        if !defined
-            && !self.session_defs.contains(name)
-            && !self.unset_vars.contains_key(name)
-            && !self.for_vars.contains(name)
-        {
+        if !defined && !self.session_defs.contains(name) && !self.unset_vars.contains_key(name) {
             // One warning per variable and place, however often the text uses it.
             let w = self.at.error(
                 pos,
@@ -1121,7 +1109,6 @@ impl<'a> Conv<'a> {
             }
         };
         self.vars.clear();
-        self.for_vars.clear();
         self.unset_vars.clear();
         self.session_defs.clear();
         definitions(el, &mut self.session_defs);
@@ -1467,33 +1454,33 @@ impl<'a> Conv<'a> {
     fn for_loop(&mut self, el: &El, out: &mut Vec<Step>) {
         self.check_attrs(el, &["var", "from", "to", "incr"]);
         self.no_text(el);
-        if let Some(v) = self.required(el, "var") {
-            let (pos, name) = (v.pos, v.value.clone());
-            self.warn(
-                pos,
-                format!(
-                    "loop variable '{name}' is not set: headroom loops have no counter variable"
-                ),
-            );
-            self.for_vars.insert(name);
-        }
+        // The counter is a variable of the loop (Tsung sets it before the first pass and keeps
+        // it after the last), defined for the body and for what follows.
+        let var = self.required(el, "var").and_then(|v| self.var_name(v));
         let from = self.required(el, "from").and_then(|a| self.int(a));
         let to = self.required(el, "to").and_then(|a| self.int(a));
         let incr = match el.attr("incr") {
             Some(a) => self.positive_int(a),
             None => Some(1),
         };
+        if let Some(v) = &var {
+            self.vars.insert(v.clone());
+        }
         self.loop_boundary();
         let steps = self.steps(&el.children, "for");
         self.loop_boundary();
-        let (Some(from), Some(to), Some(incr)) = (from, to, incr) else {
+        let (Some(var), Some(from), Some(to), Some(incr)) = (var, from, to, incr) else {
             return;
         };
-        if to < from {
-            self.warn(el.pos, "<for> never runs (to < from): skipped");
+        // Tsung's for_end leaves once the counter is at least `to`, and adds `incr` otherwise:
+        // the body runs with from, from + incr, ... up to the first value >= to (once when
+        // to <= from).
+        let span = (i128::from(to) - i128::from(from)).max(0);
+        let count = 1 + (span + i128::from(incr) - 1) / i128::from(incr);
+        let Ok(count) = u64::try_from(count) else {
+            self.error(el.pos, "<for>: too many passes");
             return;
-        }
-        let count = ((to as i128 - from as i128) / incr as i128 + 1) as u64;
+        };
         if steps.is_empty() {
             self.warn(el.pos, "<for> has no step headroom can run: skipped");
             return;
@@ -1501,6 +1488,11 @@ impl<'a> Conv<'a> {
         out.push(Step::Loop(Loop {
             count: Some(count),
             condition: None,
+            counter: Some(LoopCounter {
+                var,
+                start: from,
+                step: incr as i64,
+            }),
             steps,
         }));
     }
@@ -1538,6 +1530,7 @@ impl<'a> Conv<'a> {
         out.push(Step::Loop(Loop {
             count: Some(max),
             condition: Some(condition),
+            counter: None,
             steps,
         }));
     }

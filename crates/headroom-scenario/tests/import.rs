@@ -360,9 +360,16 @@ impl Gen {
                 };
                 let count =
                     (condition.is_none() || self.rng.coin()).then(|| 1 + self.rng.below(99));
+                // A counter on some loops, its variable usable in the body.
+                let counter = self.rng.coin().then(|| LoopCounter {
+                    var: format!("c{depth}"),
+                    start: self.rng.below(5) as i64 - 2,
+                    step: self.rng.below(3) as i64 + 1,
+                });
                 Step::Loop(Loop {
                     count,
                     condition,
+                    counter,
                     steps,
                 })
             }
@@ -507,7 +514,6 @@ fn tsung_example_converts_and_docs_show_it() {
             pos_of(&text, "<clients>").0,
             pos_of(&text, "maxnumber").0,
             pos_of(&text, "name=\"user_agent\"").0,
-            pos_of(&text, "var=\"i\"").0,
         ]
     );
     round_trip(s);
@@ -584,11 +590,20 @@ fn tsung_shop_maps_every_feature() {
     assert!(
         matches!(&a[4], Step::Set { var, source: SetSource::Csv { column: 1, .. } } if var == "category")
     );
-    // for from=0 to=9 incr=2: 0, 2, 4, 6, 8.
+    // for from=0 to=9 incr=2: 0, 2, 4, 6, 8 and 10 (Tsung's for_end adds incr while the
+    // counter is below `to`), the counter in `page`.
     let Step::Loop(l) = &a[5] else {
         panic!("{:?}", a[5])
     };
-    assert_eq!((l.count, &l.condition), (Some(5), &None));
+    assert_eq!((l.count, &l.condition), (Some(6), &None));
+    assert_eq!(
+        l.counter,
+        Some(LoopCounter {
+            var: "page".into(),
+            start: 0,
+            step: 2
+        })
+    );
     let r = request(&l.steps[0]);
     assert_eq!(
         (r.method.as_str(), r.path.as_str()),
@@ -725,7 +740,6 @@ fn tsung_shop_warnings_are_located() {
         "do=\"log\"",
         "version=\"1.0\"/>",
         "<setdynvars sourcetype=\"file\" fileid=\"products\"",
-        "var=\"page\"",
         "^HTTP/1",
         "delimiter=\";\"",
         "sleep_loop=",
@@ -742,8 +756,8 @@ fn tsung_shop_warnings_are_located() {
         msg(5)
     );
     assert!(msg(10).contains("splits CSV lines on ','"), "{}", msg(10));
-    assert!(msg(12).contains("match dropped"), "{}", msg(12));
-    assert!(msg(15).contains("weight 0, out of the mix"), "{}", msg(15));
+    assert!(msg(11).contains("match dropped"), "{}", msg(11));
+    assert!(msg(14).contains("weight 0, out of the mix"), "{}", msg(14));
     assert!(imp.warnings.iter().all(|w| w.file == "tsung-shop.xml"));
 }
 
@@ -815,11 +829,17 @@ fn tsung_errors_name_what_and_where() {
             7,
         ),
         (
+            // The counter exists from its loop on; Tsung sends 'undefined' before it.
             http_session(
-                "<for from=\"1\" to=\"2\" var=\"i\">\n<request subst=\"true\"><http url=\"/p/%%_i%%\"/></request></for>",
+                "<request subst=\"true\"><http url=\"/p/%%_i%%\"/></request>\n<for from=\"1\" to=\"2\" var=\"i\"><request><http url=\"/\"/></request></for>",
             ),
-            "counter of a <for> loop",
-            8,
+            "variable 'i' is used before it is defined",
+            7,
+        ),
+        (
+            http_session("<for from=\"1\" to=\"2\" var=\"%%_i\"><request><http url=\"/\"/></request></for>"),
+            "variable name '%%_i'",
+            7,
         ),
         (
             http_session(
@@ -1089,6 +1109,54 @@ fn tsung_undefined_variable_is_the_word_undefined() {
     // The compiled scenario sends exactly that: no variable is left to resolve.
     let c = headroom_scenario::compile(&imp.scenario, std::path::Path::new(".")).unwrap();
     assert_eq!(c.workload.vars, ["user_id", "session"]);
+}
+
+/// `<for from to incr var>`: a loop whose counter is the variable, with Tsung's passes (its
+/// `for_end` adds `incr` while the counter is below `to`, so the last pass may pass `to`, and a
+/// loop with to <= from runs once); the counter used after the loop keeps its last value.
+#[test]
+fn tsung_for_counter_is_the_loop_counter() {
+    let xml = http_session(
+        "<for from=\"1\" to=\"11\" incr=\"3\" var=\"ch\"><request subst=\"true\"><http url=\"/c/%%_ch%%\"/></request></for>\n\
+         <for from=\"5\" to=\"1\" var=\"x\"><request subst=\"true\"><http url=\"/x/%%_x%%\"/></request></for>\n\
+         <request subst=\"true\"><http url=\"/last/%%_ch%%\"/></request>",
+    );
+    let imp = import_tsung(&xml, "t.xml").unwrap_or_else(|e| panic!("{}", show(&e)));
+    round_trip(&imp.scenario);
+    let steps = &imp.scenario.sessions[0].steps;
+    let loops: Vec<(Option<u64>, Option<LoopCounter>, &str)> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Loop(l) => Some((
+                l.count,
+                l.counter.clone(),
+                request(&l.steps[0]).path.as_str(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let counter = |var: &str, start, step| {
+        Some(LoopCounter {
+            var: var.into(),
+            start,
+            step,
+        })
+    };
+    assert_eq!(
+        loops,
+        [
+            (Some(5), counter("ch", 1, 3), "/c/${ch}"),
+            (Some(1), counter("x", 5, 1), "/x/${x}"),
+        ]
+    );
+    assert_eq!(request(&steps[2]).path, "/last/${ch}");
+    assert!(
+        imp.warnings.iter().all(|w| !w.message.contains("counter")),
+        "{}",
+        show(&imp.warnings)
+    );
+    // The YAML says so.
+    assert!(to_yaml(&imp.scenario).contains("counter: {var: ch, start: 1, step: 3}"));
 }
 
 #[test]

@@ -220,6 +220,7 @@ fn jabber_mix_converts() {
             Step::Loop(Loop {
                 count: Some(10),
                 condition: Some(Condition::While("more".into())),
+                counter: None,
                 steps: vec![
                     tx(
                         "online",
@@ -644,6 +645,11 @@ fn pgsql_bench_converts() {
             Step::Loop(Loop {
                 count: Some(5),
                 condition: None,
+                counter: Some(LoopCounter {
+                    var: "i".into(),
+                    start: 1,
+                    step: 1,
+                }),
                 steps: vec![
                     // Parsed once (its own unit), executed in a loop: prepared.
                     sql(by_id, &["${id}"], true),
@@ -682,7 +688,6 @@ fn pgsql_bench_converts() {
             (3, 8, "attribute 'loglevel' of <tsung> is not honoured: logs, traces and statistics are headroom's own"),
             (17, 7, "transaction 'authentication' holds only requests of the PostgreSQL startup and authentication, which headroom runs when the connection opens, timed as pgsql:startup: dropped"),
             (24, 16, "this parse of statement 'by_id' is no step of its own: headroom parses a statement when a bind executes it (a prepared one once per connection)"),
-            (29, 28, "loop variable 'i' is not set: headroom loops have no counter variable"),
         ]
     );
     assert_eq!(at(&text, "<transaction name=\"authentication\""), (17, 7));

@@ -578,7 +578,7 @@ impl Parser {
 
     fn looop(&mut self, node: &Node, vars: &mut Vars) -> Option<Loop> {
         let m = self.map(node, "loop")?;
-        self.keys(m, "loop", &["count", "while", "until", "steps"]);
+        self.keys(m, "loop", &["count", "while", "until", "counter", "steps"]);
         let count = match m.get_node("count") {
             Some(c) => Some(self.count(c, "count")?),
             None => None,
@@ -595,6 +595,15 @@ impl Parser {
         if count.is_none() && cond_node.is_none() {
             self.err(m.span(), "loop needs 'count', 'while' or 'until'");
         }
+        // The counter is set before each pass: the body may use it.
+        let counter = match m.get_node("counter") {
+            Some(c) => {
+                let c = self.loop_counter(c)?;
+                vars.insert(c.var.clone());
+                Some(c)
+            }
+            None => None,
+        };
         let sn = self.required(m, "steps", "loop")?;
         let steps = self.steps(sn, vars);
         if steps.is_empty() && sn.as_sequence().is_some_and(|q| q.is_empty()) {
@@ -625,7 +634,37 @@ impl Parser {
         Some(Loop {
             count,
             condition,
+            counter,
             steps,
+        })
+    }
+
+    /// `counter: i` (1, 2, 3, ...) or `counter: {var: i, start: 1, step: 1}`.
+    fn loop_counter(&mut self, node: &Node) -> Option<LoopCounter> {
+        let Some(cm) = node.as_mapping() else {
+            let var = self.var_name(node, "counter")?;
+            return Some(LoopCounter {
+                var,
+                start: 1,
+                step: 1,
+            });
+        };
+        self.keys(cm, "counter", &["var", "start", "step"]);
+        let var = self
+            .required(cm, "var", "counter")
+            .and_then(|v| self.var_name(v, "var"));
+        let start = match cm.get_node("start") {
+            Some(x) => self.int(x, "start"),
+            None => Some(1),
+        };
+        let step = match cm.get_node("step") {
+            Some(x) => self.int(x, "step"),
+            None => Some(1),
+        };
+        Some(LoopCounter {
+            var: var?,
+            start: start?,
+            step: step?,
         })
     }
 

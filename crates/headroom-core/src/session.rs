@@ -41,6 +41,8 @@ pub struct Workload {
     /// Closed populations in order: `(users, session)`; `None` draws from the mix each time.
     /// User `g` (0-based, over all populations) belongs to the population whose range holds it.
     pub populations: Vec<(u32, Option<usize>)>,
+    /// Users that each run one session once from their own start, then leave (`load.once`).
+    pub once: Vec<OnceUser>,
     /// Names of per-name figures: requests and transactions.
     pub names: Vec<MetricName>,
     /// Names of `match` checks, index = the match's id.
@@ -55,6 +57,18 @@ pub struct Workload {
     /// `None` for HTTP and raw TCP, which have none.
     pub handshake: Option<NameId>,
 }
+
+/// A user that runs session `session` (an index of [`Workload::sessions`]) once, starting `at`
+/// into the run, then leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnceUser {
+    pub at: Duration,
+    pub session: usize,
+}
+
+/// Global ids of `once` users: bit 41 above their index (closed users count from 0, arrived
+/// ones carry bit 40).
+pub const ONCE_ID_BIT: u64 = 1 << 41;
 
 /// A CSV feeder: the file's text in one buffer and where each row starts, so a file of short
 /// rows costs its own bytes plus 4 per row (a `String` per field and a `Vec` per row cost ~80
@@ -1209,6 +1223,7 @@ mod tests {
             ],
             cumulative: vec![0.2, 0.8, 1.0],
             populations: vec![(2, Some(1)), (3, None)],
+            once: vec![],
             names: vec![],
             matches: vec![],
             vars: vec!["user_id".into(), "session".into()],

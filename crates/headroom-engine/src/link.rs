@@ -1806,7 +1806,9 @@ fn mqtt_start(spec: &MqttSpec, c: &MqttConnect, global: u64, out: &mut Vec<u8>) 
     } else {
         c.client_id.clone()
     };
-    let id = if global >> 40 != 0 {
+    let id = if global >> 41 != 0 {
+        format!("{prefix}o{}", global & ((1 << 40) - 1))
+    } else if global >> 40 != 0 {
         format!("{prefix}a{}", global & ((1 << 40) - 1))
     } else {
         format!("{prefix}{global}")
@@ -1882,7 +1884,8 @@ fn wall_micros() -> u64 {
 }
 
 /// The account number of user `global`: `first + global mod count`. Global ids of users that
-/// arrived in phases carry a high bit (1 << 40) that is masked off first.
+/// arrived in phases carry a high bit (1 << 40), those of `once` users 1 << 41: masked off
+/// first.
 fn xmpp_user(x: &XmppSpec, global: u64) -> u64 {
     let count = x.last.saturating_sub(x.first) + 1;
     x.first + (global & ((1 << 40) - 1)) % count

@@ -189,6 +189,7 @@ pub fn load_for(
             }],
             users: Vec::new(),
             stages: Vec::new(),
+            once: Vec::new(),
         };
     }
     // TLS comes from the scenario's first server (`tls:`), as `headroom run SCENARIO` takes

@@ -145,6 +145,10 @@ fn describe_load(load: &headroom_scenario::model::Load) -> String {
         let n = load.phases.len();
         parts.push(format!("{n} arrival phase{}", plural(n as u64)));
     }
+    if !load.once.is_empty() {
+        let n = load.once.len() as u64;
+        parts.push(format!("{n} user{} started once", plural(n)));
+    }
     if parts.is_empty() {
         "no users".into()
     } else {
@@ -337,8 +341,12 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
         .phases_duration
         .max(RampStage::total(&compiled.ramp));
     let unshaped = compiled.phases.is_empty() && compiled.ramp.is_empty();
+    // Users started once and no closed users: like Tsung, the run lasts until every user has
+    // left (the phases' arrivals finish their sessions too), however long that is.
+    let until_left = !compiled.workload.once.is_empty() && compiled.users == 0;
     let duration = match (a.duration, unshaped) {
         (Some(d), _) => Some(d),
+        (None, _) if until_left => None,
         (None, false) => Some(shaped),
         (None, true) if a.requests.is_some() => None,
         (None, true) => Some(Duration::from_secs(10)),
@@ -349,7 +357,8 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
     };
     let mut threads = a.threads.unwrap_or_else(default_threads);
     if compiled.phases.is_empty() {
-        threads = threads.min(compiled.users.max(1) as usize);
+        let users = compiled.users as usize + compiled.workload.once.len();
+        threads = threads.min(users.max(1));
     }
     plan.threads = threads.max(1);
     plan.model = LoadModel::Sessions {

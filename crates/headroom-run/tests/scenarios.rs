@@ -431,3 +431,89 @@ fn a_failed_request_aborts_its_session_and_counts_under_its_name() {
     assert!(tx.errors <= named && named <= tx.errors + 2, "{}", show(v));
     assert_eq!(tx.count, 0, "{}", show(v));
 }
+
+/// A `once` user (Tsung's `<user session start_time>`) runs its session exactly once, starting
+/// no earlier than its `at`, beside a phase's arrivals that draw from the mix (where its
+/// session, of weight 0, never is); without `-d` the run lasts until it has left, past the
+/// phase's end. The server records each request's path and wall time.
+#[test]
+fn a_once_user_runs_its_session_once_from_its_start_time() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen: Arc<Mutex<Vec<(String, std::time::SystemTime)>>> = Arc::default();
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut pending = Vec::new();
+                loop {
+                    match c.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(i) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&pending[..i]).to_string();
+                        let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                        s.lock().unwrap().push((path, std::time::SystemTime::now()));
+                        pending.drain(..i + 4);
+                        if c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let yaml = format!(
+        r#"
+servers: [{{host: 127.0.0.1, port: {}}}]
+load:
+  phases: [{{duration: 1s, arrival_rate: 10, arrival: constant}}]
+  once: [{{session: late, at: 2s}}]
+sessions:
+  - name: main
+    steps: [{{request: {{name: main, path: /main}}}}]
+  - name: late
+    weight: 0
+    steps:
+      - request: {{name: late, path: /late}}
+      - think: 300ms
+      - request: {{name: late2, path: /late2}}
+"#,
+        addr.port()
+    );
+    let mut spec = scenario_spec(&yaml, None);
+    spec.threads = Some(2);
+    let f = run(&spec);
+    let v = &f.summary;
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    let started = humantime::parse_rfc3339(&v.started_at).unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let late: Vec<_> = seen.iter().filter(|(p, _)| p == "/late").collect();
+    assert_eq!(late.len(), 1, "{seen:?}");
+    assert_eq!(seen.iter().filter(|(p, _)| p == "/late2").count(), 1);
+    let after = late[0].1.duration_since(started).unwrap();
+    assert!(
+        after >= Duration::from_secs(2),
+        "the once user began {after:?} into the run"
+    );
+    assert_eq!(by_request(v, "late").count, 1, "{}", show(v));
+    assert_eq!(by_request(v, "late2").count, 1, "{}", show(v));
+    // The phase's arrivals all ran `main`; every user, the once user too, left.
+    let mains = seen.iter().filter(|(p, _)| p == "/main").count() as u64;
+    assert!((8..=12).contains(&mains), "{mains} arrivals in 1 s at 10/s");
+    assert_eq!(by_request(v, "main").count, mains, "{}", show(v));
+    assert_eq!(v.users_started, mains + 1, "{}", show(v));
+    assert_eq!(v.users_finished, mains + 1, "{}", show(v));
+    // The run outlasted its phase until the once user had left, and no longer than needed.
+    assert!(
+        (2.3..6.0).contains(&v.duration_s),
+        "the run lasted {} s",
+        v.duration_s
+    );
+}

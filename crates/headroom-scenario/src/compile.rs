@@ -12,7 +12,7 @@ use std::time::Duration;
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
     AmqpOp, ArrivalPhase, AuthOp, CookieOp, Feeder, LdapOp, LoopCondition, LoopCounterOp, MatchOp,
-    MetricName, MqttOp, NameId, NameKind, Op, Piece, RequestOp, SendOp, SessionBody,
+    MetricName, MqttOp, NameId, NameKind, OnceUser, Op, Piece, RequestOp, SendOp, SessionBody,
     SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
@@ -209,6 +209,19 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         let n = u32::try_from(u.count).map_err(|_| "users: count too large".to_string())?;
         populations.push((n, idx));
     }
+    let once = s
+        .load
+        .once
+        .iter()
+        .map(|o| {
+            let session = s
+                .sessions
+                .iter()
+                .position(|x| x.name == o.session)
+                .ok_or_else(|| format!("once: no session named '{}'", o.session))?;
+            Ok(OnceUser { at: o.at, session })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let ramp: Vec<RampStage> = s
         .load
         .stages
@@ -282,6 +295,7 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         sessions,
         cumulative,
         populations,
+        once,
         names: c.names,
         matches: c.matches,
         vars: c.vars,

@@ -42,7 +42,9 @@ pub fn to_yaml(s: &Scenario) -> String {
         line(&mut out, 0, &format!("follow: {}", s.http.follow));
     }
     line(&mut out, 0, "load:");
-    if !s.load.phases.is_empty() || (s.load.users.is_empty() && s.load.stages.is_empty()) {
+    if !s.load.phases.is_empty()
+        || (s.load.users.is_empty() && s.load.stages.is_empty() && s.load.once.is_empty())
+    {
         if s.load.phases.is_empty() {
             line(&mut out, 2, "phases: []");
         } else {
@@ -69,6 +71,15 @@ pub fn to_yaml(s: &Scenario) -> String {
             let mut m = Flow::default();
             m.raw("duration", duration(st.duration));
             m.raw("users", st.users.to_string());
+            line(&mut out, 4, &format!("- {}", m.finish()));
+        }
+    }
+    if !s.load.once.is_empty() {
+        line(&mut out, 2, "once:");
+        for o in &s.load.once {
+            let mut m = Flow::default();
+            m.str("session", &o.session);
+            m.raw("at", duration(o.at));
             line(&mut out, 4, &format!("- {}", m.finish()));
         }
     }

@@ -567,6 +567,7 @@ impl Conv<'_> {
                     }],
                     users: Vec::new(),
                     stages: Vec::new(),
+                    once: Vec::new(),
                 })
             }
             (users, None) => match users.unwrap_or(1) {
@@ -578,6 +579,7 @@ impl Conv<'_> {
                         session: None,
                     }],
                     stages: Vec::new(),
+                    once: Vec::new(),
                 }),
             },
         }

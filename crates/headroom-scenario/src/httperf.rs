@@ -101,6 +101,7 @@ pub fn import_httperf(
             }],
             users: Vec::new(),
             stages: Vec::new(),
+            once: Vec::new(),
         },
         sessions,
         thresholds: Vec::new(),

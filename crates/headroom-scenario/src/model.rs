@@ -245,17 +245,31 @@ pub struct Amqp {
     pub action: AmqpAction<String>,
 }
 
-/// Open arrival phases and/or closed user populations. At least one of the two is non-empty.
+/// Open arrival phases, closed user populations and/or users started once. At least one is
+/// non-empty.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Load {
     /// Run one after another.
     pub phases: Vec<Phase>,
     /// Closed populations: each user runs sessions back to back.
     pub users: Vec<Users>,
+    /// Users that each run one named session once, starting at a time of their own, then
+    /// leave (Tsung's `<user session start_time>`), at most [`MAX_ONCE`].
+    pub once: Vec<Once>,
     /// Stages of the closed population (`stages:`): each moves the number of users linearly
     /// to `users` over `duration`, from 0 at the start (k6's ramping-vus). Empty: every user of
     /// `users` starts at once.
     pub stages: Vec<Stage>,
+}
+
+/// Most `once` users of a scenario: each is a user started on its own.
+pub const MAX_ONCE: usize = 10_000;
+
+/// A user that runs `session` once, starting `at` into the run, then leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Once {
+    pub session: String,
+    pub at: Duration,
 }
 
 /// One stage of a closed population's ramp.

@@ -92,6 +92,8 @@ pub(crate) struct Parser {
     protocol_unknown: bool,
     /// The `mqtt:` section's CONNECT: what a session's `connect` step starts from.
     mqtt_base: MqttConnect,
+    /// Where each `load.once` entry names its session (checked once the sessions are read).
+    once_at: Vec<Span>,
 }
 
 impl Parser {
@@ -105,6 +107,7 @@ impl Parser {
             protocol: Protocol::Http,
             protocol_unknown: false,
             mqtt_base: MqttConnect::default(),
+            once_at: Vec::new(),
         }
     }
 
@@ -398,6 +401,12 @@ impl Parser {
                 }
             }
         }
+        let once_at = std::mem::take(&mut self.once_at);
+        for (o, span) in load.once.iter().zip(&once_at) {
+            if !sessions.iter().any(|x| x.name == o.session) {
+                self.err(span, format!("once: no session named '{}'", o.session));
+            }
+        }
         let draws = !load.phases.is_empty() || load.users.iter().any(|u| u.session.is_none());
         if draws && !sessions.is_empty() && sessions.iter().all(|s| s.weight == 0.0) {
             let span = *map
@@ -626,7 +635,7 @@ impl Parser {
 
     fn load(&mut self, node: &Node) -> Option<Load> {
         let m = self.map(node, "load")?;
-        self.keys(m, "load", &["phases", "users", "stages"]);
+        self.keys(m, "load", &["phases", "users", "stages", "once"]);
         let mut load = Load::default();
         if let Some(p) = m.get_node("phases") {
             for n in self.seq(p, "phases").unwrap_or_default() {
@@ -653,17 +662,55 @@ impl Parser {
         if let Some(st) = m.get_node("stages") {
             load.stages = self.stages(st, &load.users);
         }
-        if ["phases", "users", "stages"]
+        if let Some(o) = m.get_node("once") {
+            load.once = self.once(o);
+        }
+        if ["phases", "users", "stages", "once"]
             .iter()
             .all(|k| m.get_node(k).is_none())
         {
             self.err(
                 m.span(),
-                "load needs 'phases' (open arrivals), 'users' (closed populations) or 'stages' \
-                 (a ramped closed population)",
+                "load needs 'phases' (open arrivals), 'users' (closed populations), 'stages' \
+                 (a ramped closed population) or 'once' (users that run a session once)",
             );
         }
         Some(load)
+    }
+
+    /// `once: [{session: s, at: 10s}, ...]`: users that each run `session` once, from `at`
+    /// into the run (default 0s).
+    fn once(&mut self, node: &Node) -> Vec<Once> {
+        let mut out = Vec::new();
+        let Some(list) = self.seq(node, "once") else {
+            return out;
+        };
+        if list.len() > MAX_ONCE {
+            self.err(
+                node.span(),
+                format!("once: {} users, at most {MAX_ONCE}", list.len()),
+            );
+            return out;
+        }
+        for n in list {
+            let Some(om) = self.map(n, "once") else {
+                continue;
+            };
+            self.keys(om, "once", &["session", "at"]);
+            let session = self.required(om, "session", "once").and_then(|s| {
+                let name = self.name(s, "session")?;
+                Some((name, *s.span()))
+            });
+            let at = match om.get_node("at") {
+                Some(a) => self.duration(a, "at"),
+                None => Some(Duration::ZERO),
+            };
+            if let (Some((session, span)), Some(at)) = (session, at) {
+                out.push(Once { session, at });
+                self.once_at.push(span);
+            }
+        }
+        out
     }
 
     /// `stages: [{duration: 10s, users: 100}, ...]`: the closed population's ramp. With

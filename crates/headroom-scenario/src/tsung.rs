@@ -861,7 +861,6 @@ impl<'a> Conv<'a> {
             }
         }
         let mut load = Load::default();
-        let mut statics: Vec<(String, u64)> = Vec::new();
         for c in &el.children {
             match c.name.as_str() {
                 "arrivalphase" => {
@@ -883,26 +882,28 @@ impl<'a> Conv<'a> {
                         );
                         continue;
                     }
-                    self.warn(
-                        c.pos,
-                        format!("<user> becomes a closed user running session '{name}' back to back from the start (Tsung runs it once, at start_time)"),
-                    );
-                    match statics.iter_mut().find(|(n, _)| *n == name) {
-                        Some((_, count)) => *count += 1,
-                        None => statics.push((name, 1)),
+                    // Tsung starts the session once, start_time into the run; the user leaves
+                    // when it ends: a `once` user.
+                    let unit = self.unit(c, "second");
+                    let Some(t) = self.required(c, "start_time") else {
+                        continue;
+                    };
+                    let (Some(v), Some(unit)) = (self.number(t), unit) else {
+                        continue;
+                    };
+                    let Some(at) = self.secs(v * unit, t.pos, "start_time") else {
+                        continue;
+                    };
+                    if load.once.len() == MAX_ONCE {
+                        self.error(c.pos, format!("more than {MAX_ONCE} <user>s"));
+                        continue;
                     }
+                    load.once.push(Once { session: name, at });
                 }
                 _ => self.unexpected(c, "load"),
             }
         }
-        load.users = statics
-            .into_iter()
-            .map(|(session, count)| Users {
-                count,
-                session: Some(session),
-            })
-            .collect();
-        if load.phases.is_empty() && load.users.is_empty() && self.errors.is_empty() {
+        if load.phases.is_empty() && load.once.is_empty() && self.errors.is_empty() {
             self.error(el.pos, "<load> has no <arrivalphase> or <user>");
         }
         load

@@ -136,6 +136,51 @@ fn cases() -> Vec<(&'static str, String, usize, usize, &'static str)> {
             "undefined variable '${i}'",
         ),
         (
+            "once naming no session",
+            "load:\n  once: [{session: b, at: 1s}]\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
+            2,
+            20,
+            "once: no session named 'b'",
+        ),
+        (
+            "once at a time that is no duration",
+            "load:\n  once: [{session: a, at: soon}]\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
+            2,
+            27,
+            "at: expected a duration",
+        ),
+        (
+            "once without its session",
+            "load:\n  once: [{at: 1s}]\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
+            2,
+            10,
+            "once is missing 'session'",
+        ),
+        (
+            "once with a count",
+            "load:\n  once: [{session: a, count: 2}]\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
+            2,
+            23,
+            "unknown key 'count' in once; expected one of session, at",
+        ),
+        (
+            "more once users than the bound",
+            format!(
+                "load:\n  once: [{}]\nsessions: [{{name: a, steps: [{{request: GET /}}]}}]\n",
+                vec!["{session: a}"; 10_001].join(", ")
+            ),
+            2,
+            9,
+            "once: 10001 users, at most 10000",
+        ),
+        (
+            "once not a list",
+            "load:\n  once: {session: a}\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
+            2,
+            9,
+            "once",
+        ),
+        (
             "missing include",
             s("      - include: nowhere.yaml\n"),
             7,
@@ -281,4 +326,25 @@ fn include_loop_is_reported() {
     assert_eq!((e.line, e.column), (2, 12), "{e}");
     assert!(e.message.contains("a.yaml -> b.yaml -> a.yaml"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A session of weight 0 that only a `once` user runs is no error: nothing draws from the mix.
+#[test]
+fn a_weight_zero_session_run_once_is_valid() {
+    let sc = parse_str(
+        "load:\n  once: [{session: late, at: 2m}, {session: late}]\nsessions: [{name: late, weight: 0, steps: [{request: GET /}]}]\n",
+        "t.yaml",
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let at: Vec<_> = sc
+        .load
+        .once
+        .iter()
+        .map(|o| (o.session.as_str(), o.at.as_secs()))
+        .collect();
+    assert_eq!(at, [("late", 120), ("late", 0)]);
+    let c = headroom_scenario::compile(&sc, std::path::Path::new(".")).unwrap();
+    assert_eq!(c.users, 0);
+    assert_eq!(c.workload.once.len(), 2);
+    assert_eq!(c.workload.once[0].at.as_secs(), 120);
 }

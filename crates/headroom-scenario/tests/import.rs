@@ -94,6 +94,7 @@ fn emit_writes_short_readable_yaml() {
             }],
             users: vec![],
             stages: Vec::new(),
+            once: Vec::new(),
         },
         sessions: vec![Session {
             name: "s".into(),
@@ -445,6 +446,16 @@ impl Gen {
             let yaml = "load: {users: [{count: 1}]}\nsessions: [{name: named-by-thresholds, steps: [{request: {name: login, path: /}}, {request: {name: \"sign in: ${x}\", path: /}}]}]\n";
             sessions.push(parse_str(yaml, "t.yaml").unwrap().sessions.remove(0));
         }
+        // Users started once, at sessions of the file.
+        let once = match sessions.len() {
+            0 => Vec::new(),
+            n => (0..self.rng.below(3))
+                .map(|_| Once {
+                    session: sessions[self.rng.below(n as u64) as usize].name.clone(),
+                    at: Duration::from_millis(self.rng.below(100_000)),
+                })
+                .collect(),
+        };
         Scenario {
             name: self.rng.coin().then(|| self.text(false)),
             servers: (0..self.rng.below(3))
@@ -460,6 +471,7 @@ impl Gen {
                 phases,
                 users,
                 stages: Vec::new(),
+                once,
             },
             sessions,
             thresholds,

@@ -144,6 +144,7 @@ fn one_phase(secs: u64, rate: f64) -> Load {
         }],
         users: vec![],
         stages: Vec::new(),
+        once: Vec::new(),
     }
 }
 
@@ -599,6 +600,7 @@ fn tsung_jabber_fixture_converts_with_its_notes() {
             }],
             users: vec![],
             stages: Vec::new(),
+            once: Vec::new(),
         }
     );
     let session = at(&text, "<session probability");

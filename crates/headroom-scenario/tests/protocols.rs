@@ -826,6 +826,7 @@ fn random_protocol_steps_round_trip() {
                     session: None,
                 }],
                 stages: Vec::new(),
+                once: Vec::new(),
             },
             sessions: vec![Session {
                 name: "s".into(),

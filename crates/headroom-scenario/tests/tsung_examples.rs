@@ -13,8 +13,6 @@
 //!   (`xmpp_authenticate`, `random_from_fileid`), where headroom's XMPP users are
 //!   `{username}N`/`{passwd}N`;
 //! - `http-oauth`: OAuth 1.0 signatures computed per request;
-//! - `jabber_node`: a probability-0 session started only by a `<user>` (headroom's sessions
-//!   all take part in the weighted mix; its publish-subscribe requests do convert);
 //! - `websocket`: a `<dyn_variable>` on a WebSocket reply, which headroom's engine does not keep.
 
 use headroom_scenario::model::*;
@@ -255,6 +253,22 @@ fn check_content(name: &str, imp: &Imported) {
             // disconnects; the subscriber subscribes, waits 60 s (Tsung's waitForMessages is a
             // think time), unsubscribes and disconnects.
             assert_eq!(sc.servers[0].protocol, Protocol::Mqtt);
+            // <user session="mqtt_subscriber" start_time="10">: the subscriber runs once, 10 s
+            // into the run, and is out of the mix (probability 0).
+            assert_eq!(
+                sc.load.once,
+                [Once {
+                    session: "mqtt_subscriber".into(),
+                    at: std::time::Duration::from_secs(10)
+                }]
+            );
+            assert!(sc.load.users.is_empty());
+            let sub = sc
+                .sessions
+                .iter()
+                .find(|s| s.name == "mqtt_subscriber")
+                .unwrap();
+            assert_eq!(sub.weight, 0.0);
             let steps = |n: &str| -> Vec<&Step> {
                 flat(&sc.sessions.iter().find(|s| s.name == n).unwrap().steps)
             };
@@ -384,6 +398,24 @@ fn check_content(name: &str, imp: &Imported) {
                     password: "open sesame".into()
                 })
             );
+        }
+        "jabber_node.xml" => {
+            // <user session="create_node" start_time="0" unit="minute">: the node is created
+            // once, at the start, by a session out of the mix.
+            assert_eq!(
+                sc.load.once,
+                [Once {
+                    session: "create_node".into(),
+                    at: std::time::Duration::ZERO
+                }]
+            );
+            assert!(sc.load.users.is_empty());
+            let create = sc
+                .sessions
+                .iter()
+                .find(|s| s.name == "create_node")
+                .unwrap();
+            assert_eq!(create.weight, 0.0);
         }
         "ldap.xml" => {
             // The add's DN and cn are variables the file defines nowhere: Tsung sends the text

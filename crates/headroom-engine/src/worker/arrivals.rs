@@ -53,6 +53,21 @@ impl Worker {
         Some(key)
     }
 
+    /// A `once` user: session `session` from `at` (it sleeps until then), then it leaves.
+    pub(super) fn spawn_once_user(&mut self, global: u64, session: usize, at: Instant) {
+        let Some(prog) = self.s.program.clone() else {
+            return;
+        };
+        let key = self.add_user(global, None);
+        let mut st = Box::new(SessionState::new(&prog, global));
+        st.begin(&prog, session, &mut self.rng, at);
+        let u = &mut self.users[key];
+        u.sess = Some(st);
+        u.once = true;
+        self.rec.counters.users_started += 1;
+        self.schedule(key, at, Wake::Next);
+    }
+
     /// The next arrival after `from` over the phases, moving to later phases as they begin.
     /// Poisson phases with a ramp use thinning (candidates at the peak rate, each kept with
     /// probability rate(t)/peak), which gives an exact non-homogeneous Poisson process.
@@ -135,6 +150,7 @@ impl Worker {
             written: 0,
             sess: None,
             arrived: false,
+            once: false,
             protocol: Protocol::Plain,
             browser: None,
             own_request: false,

@@ -195,6 +195,8 @@ struct User {
     sess: Option<Box<SessionState>>,
     /// Arrived in an open phase: leaves after one session and counts against `max_users`.
     arrived: bool,
+    /// A `once` user: leaves after its one session (and counts against no phase).
+    once: bool,
     /// The connection's protocol above its transport (`Plain` while there is none).
     protocol: Protocol,
     /// Cookies, redirects, Digest answers (HTTP/1.1), made on first need.
@@ -496,6 +498,15 @@ impl Worker {
                 let (mine, first) = (pacer::share(users, n, id), pacer::first_index(users, n, id));
                 for g in first..first + mine {
                     w.spawn_session_user(g, false, start);
+                }
+                // Once users: worker `id` of `n` takes every n-th, each asleep until its start.
+                if let Some(prog) = w.s.program.clone() {
+                    for (i, o) in prog.w.once.iter().enumerate() {
+                        if i % n == id {
+                            let g = headroom_core::session::ONCE_ID_BIT + i as u64;
+                            w.spawn_once_user(g, o.session, start + o.at);
+                        }
+                    }
                 }
                 w.phases = phases.clone();
                 w.next_arrival = w.next_phase_arrival(start);

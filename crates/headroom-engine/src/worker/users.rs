@@ -465,7 +465,7 @@ impl Worker {
                     }
                     let leaves = self.ramp_leaves(key);
                     let u = &mut self.users[key];
-                    if u.arrived || self.budget == Some(0) || leaves {
+                    if u.arrived || u.once || self.budget == Some(0) || leaves {
                         self.user_done(key);
                         return;
                     }

@@ -441,7 +441,9 @@ pub struct AmqpSpec {
     pub vhost: String,
 }
 
-/// An AMQP request on one of the connection's channels (numbered from 1, opened by a step).
+/// An AMQP request on one of the connection's channels (numbered from 1, opened by a step). A
+/// channel is a template: its number once the variables are in, 1 to 65535 (anything else fails
+/// the step unsent).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AmqpOp {
     pub name: NameId,
@@ -450,38 +452,40 @@ pub struct AmqpOp {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum AmqpAction<T> {
-    /// Channel.Open; done at its Open-Ok.
-    ChannelOpen { channel: u16 },
+    /// Channel.Open; done at its Open-Ok. `None`: the number Tsung's client picks, one below
+    /// the lowest channel open (1 when none is), else one above the highest, else the lowest
+    /// free.
+    ChannelOpen { channel: Option<T> },
     /// Channel.Close; done at its Close-Ok.
-    ChannelClose { channel: u16 },
+    ChannelClose { channel: T },
     ExchangeDeclare {
-        channel: u16,
+        channel: T,
         exchange: T,
         kind: String,
         durable: bool,
     },
     QueueDeclare {
-        channel: u16,
+        channel: T,
         queue: T,
         durable: bool,
         exclusive: bool,
         auto_delete: bool,
     },
     QueueBind {
-        channel: u16,
+        channel: T,
         queue: T,
         exchange: T,
         routing_key: T,
     },
     /// Confirm.Select: the broker confirms each later publish of the channel.
-    ConfirmSelect { channel: u16 },
+    ConfirmSelect { channel: T },
     /// Basic.Qos: at most `prefetch` unacknowledged deliveries to the channel's consumers.
-    Qos { channel: u16, prefetch: u16 },
+    Qos { channel: T, prefetch: u16 },
     /// Basic.Consume; with `ack` every delivery is acknowledged (Basic.Ack) as it arrives.
-    Consume { channel: u16, queue: T, ack: bool },
+    Consume { channel: T, queue: T, ack: bool },
     /// Basic.Publish; done once written (confirms are waited for by `wait_confirms`).
     Publish {
-        channel: u16,
+        channel: T,
         exchange: T,
         routing_key: T,
         persistent: bool,
@@ -518,15 +522,19 @@ impl<T> AmqpAction<T> {
 
     pub fn map_text<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<AmqpAction<U>, E> {
         Ok(match self {
-            AmqpAction::ChannelOpen { channel } => AmqpAction::ChannelOpen { channel },
-            AmqpAction::ChannelClose { channel } => AmqpAction::ChannelClose { channel },
+            AmqpAction::ChannelOpen { channel } => AmqpAction::ChannelOpen {
+                channel: channel.map(&mut f).transpose()?,
+            },
+            AmqpAction::ChannelClose { channel } => AmqpAction::ChannelClose {
+                channel: f(channel)?,
+            },
             AmqpAction::ExchangeDeclare {
                 channel,
                 exchange,
                 kind,
                 durable,
             } => AmqpAction::ExchangeDeclare {
-                channel,
+                channel: f(channel)?,
                 exchange: f(exchange)?,
                 kind,
                 durable,
@@ -538,7 +546,7 @@ impl<T> AmqpAction<T> {
                 exclusive,
                 auto_delete,
             } => AmqpAction::QueueDeclare {
-                channel,
+                channel: f(channel)?,
                 queue: f(queue)?,
                 durable,
                 exclusive,
@@ -550,19 +558,24 @@ impl<T> AmqpAction<T> {
                 exchange,
                 routing_key,
             } => AmqpAction::QueueBind {
-                channel,
+                channel: f(channel)?,
                 queue: f(queue)?,
                 exchange: f(exchange)?,
                 routing_key: f(routing_key)?,
             },
-            AmqpAction::ConfirmSelect { channel } => AmqpAction::ConfirmSelect { channel },
-            AmqpAction::Qos { channel, prefetch } => AmqpAction::Qos { channel, prefetch },
+            AmqpAction::ConfirmSelect { channel } => AmqpAction::ConfirmSelect {
+                channel: f(channel)?,
+            },
+            AmqpAction::Qos { channel, prefetch } => AmqpAction::Qos {
+                channel: f(channel)?,
+                prefetch,
+            },
             AmqpAction::Consume {
                 channel,
                 queue,
                 ack,
             } => AmqpAction::Consume {
-                channel,
+                channel: f(channel)?,
                 queue: f(queue)?,
                 ack,
             },
@@ -573,7 +586,7 @@ impl<T> AmqpAction<T> {
                 persistent,
                 payload,
             } => AmqpAction::Publish {
-                channel,
+                channel: f(channel)?,
                 exchange: f(exchange)?,
                 routing_key: f(routing_key)?,
                 persistent,
@@ -1116,6 +1129,34 @@ impl Template {
     }
 }
 
+/// The AMQP channel number `t` says once its variables are in: ASCII digits only, 1 to 65535;
+/// `None` for anything else (empty, a sign, a space, 0, too large). Reads the pieces in place,
+/// allocating nothing.
+pub fn amqp_channel(t: &Template, vars: &[String]) -> Option<u16> {
+    let mut n: u32 = 0;
+    let mut digits = 0usize;
+    for p in &t.0 {
+        let text = match p {
+            Piece::Lit(l) => l.as_str(),
+            Piece::Var(v) => vars.get(*v as usize).map_or("", String::as_str),
+        };
+        for b in text.bytes() {
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            n = n * 10 + u32::from(b - b'0');
+            digits += 1;
+            if n > u32::from(u16::MAX) {
+                return None;
+            }
+        }
+    }
+    match u16::try_from(n) {
+        Ok(c) if digits > 0 && c >= 1 => Some(c),
+        _ => None,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetOp {
     Value(Template),
@@ -1291,6 +1332,32 @@ mod tests {
         assert_eq!(out, "/u/ann?s=web");
         assert_eq!(t.as_literal(), None);
         assert_eq!(Template::literal("/x").as_literal().as_deref(), Some("/x"));
+    }
+
+    #[test]
+    fn amqp_channels_are_numbers_from_1_to_65535() {
+        let vars: Vec<String> = [
+            "7", "web", "12", "0", "", "65535", "70000", " 3", "-1", "00",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let var = |v| Template(vec![Piece::Var(v)]);
+        assert_eq!(amqp_channel(&var(0), &vars), Some(7));
+        assert_eq!(amqp_channel(&var(2), &vars), Some(12));
+        assert_eq!(amqp_channel(&var(5), &vars), Some(65535));
+        // A number split over pieces: "1" then "2".
+        let split = Template(vec![Piece::Lit("1".into()), Piece::Var(0)]);
+        assert_eq!(amqp_channel(&split, &vars), Some(17));
+        assert_eq!(amqp_channel(&Template::literal("1"), &vars), Some(1));
+        for bad in [1, 3, 4, 6, 7, 8, 9, 99] {
+            assert_eq!(amqp_channel(&var(bad), &vars), None, "{bad}");
+        }
+        assert_eq!(
+            amqp_channel(&Template::literal("99999999999999999999"), &vars),
+            None
+        );
+        assert_eq!(amqp_channel(&Template::default(), &vars), None);
     }
 
     #[test]

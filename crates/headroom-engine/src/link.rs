@@ -270,6 +270,20 @@ impl AmqpLink {
         &mut self.channels[i]
     }
 
+    /// The number Tsung's client gives a channel opened without one (`ts_amqp:new_number`):
+    /// 1 when none is open, else one below the lowest, else one above the highest, else the
+    /// lowest free; `None` when all 65535 are taken.
+    fn next_channel(&self) -> Option<u16> {
+        let lowest = self.channels.iter().map(|c| c.id).min();
+        let highest = self.channels.iter().map(|c| c.id).max();
+        match (lowest, highest) {
+            (None, _) | (_, None) => Some(1),
+            (Some(lo), _) if lo > 1 => Some(lo - 1),
+            (_, Some(hi)) if hi < u16::MAX => Some(hi + 1),
+            _ => (1..=u16::MAX).find(|n| !self.channels.iter().any(|c| c.id == *n)),
+        }
+    }
+
     /// Every publish on a confirming channel is confirmed (or refused).
     fn confirmed(&self) -> bool {
         self.channels
@@ -1636,7 +1650,8 @@ impl Link {
     }
 
     /// Encodes AMQP request `op` into `out` and arms its wait. `delivery`: the metric id of
-    /// `amqp:delivery`.
+    /// `amqp:delivery`. `Err` (nothing written) when its channel, once its variables are in, is
+    /// no number from 1 to 65535, or a channel opened without a number finds none free.
     pub fn amqp_request(
         &mut self,
         op: &AmqpOp,
@@ -1645,21 +1660,27 @@ impl Link {
         out: &mut Vec<u8>,
         delivery: usize,
         c: &mut Counters,
-    ) -> LinkWait {
+    ) -> Result<LinkWait, ()> {
         let LinkProtocol::Amqp(a) = &mut self.protocol else {
-            return LinkWait::None;
+            return Ok(LinkWait::None);
         };
         a.delivery = delivery;
+        let number = |t: &Template| headroom_core::session::amqp_channel(t, vars).ok_or(());
         self.wait = match &op.action {
             AmqpAction::ChannelOpen { channel } => {
-                amqp::client::channel_open(out, *channel);
-                a.channel(*channel);
-                LinkWait::AmqpMethod(*channel)
+                let ch = match channel {
+                    Some(t) => number(t)?,
+                    None => a.next_channel().ok_or(())?,
+                };
+                amqp::client::channel_open(out, ch);
+                a.channel(ch);
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::ChannelClose { channel } => {
-                amqp::client::channel_close(out, *channel, amqp::reply::SUCCESS);
-                a.channels.retain(|ch| ch.id != *channel);
-                LinkWait::AmqpMethod(*channel)
+                let ch = number(channel)?;
+                amqp::client::channel_close(out, ch, amqp::reply::SUCCESS);
+                a.channels.retain(|c| c.id != ch);
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::ExchangeDeclare {
                 channel,
@@ -1667,13 +1688,14 @@ impl Link {
                 kind,
                 durable,
             } => {
+                let ch = number(channel)?;
                 expand(exchange, vars, &mut texts[0]);
                 let opts = amqp::ExchangeOptions {
                     durable: *durable,
                     ..Default::default()
                 };
-                amqp::client::exchange_declare(out, *channel, &texts[0], kind, opts);
-                LinkWait::AmqpMethod(*channel)
+                amqp::client::exchange_declare(out, ch, &texts[0], kind, opts);
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::QueueDeclare {
                 channel,
@@ -1682,6 +1704,7 @@ impl Link {
                 exclusive,
                 auto_delete,
             } => {
+                let ch = number(channel)?;
                 expand(queue, vars, &mut texts[0]);
                 let opts = amqp::QueueOptions {
                     durable: *durable,
@@ -1689,8 +1712,8 @@ impl Link {
                     auto_delete: *auto_delete,
                     ..Default::default()
                 };
-                amqp::client::queue_declare(out, *channel, &texts[0], opts);
-                LinkWait::AmqpMethod(*channel)
+                amqp::client::queue_declare(out, ch, &texts[0], opts);
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::QueueBind {
                 channel,
@@ -1698,30 +1721,34 @@ impl Link {
                 exchange,
                 routing_key,
             } => {
+                let ch = number(channel)?;
                 expand(queue, vars, &mut texts[0]);
                 expand(exchange, vars, &mut texts[1]);
                 expand(routing_key, vars, &mut texts[2]);
-                amqp::client::queue_bind(out, *channel, &texts[0], &texts[1], &texts[2]);
-                LinkWait::AmqpMethod(*channel)
+                amqp::client::queue_bind(out, ch, &texts[0], &texts[1], &texts[2]);
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::ConfirmSelect { channel } => {
-                amqp::client::confirm_select(out, *channel);
-                a.channel(*channel).confirming = true;
-                LinkWait::AmqpMethod(*channel)
+                let ch = number(channel)?;
+                amqp::client::confirm_select(out, ch);
+                a.channel(ch).confirming = true;
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::Qos { channel, prefetch } => {
-                amqp::client::basic_qos(out, *channel, *prefetch);
-                LinkWait::AmqpMethod(*channel)
+                let ch = number(channel)?;
+                amqp::client::basic_qos(out, ch, *prefetch);
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::Consume {
                 channel,
                 queue,
                 ack,
             } => {
+                let ch = number(channel)?;
                 expand(queue, vars, &mut texts[0]);
-                amqp::client::basic_consume(out, *channel, &texts[0], "", !*ack);
-                a.channel(*channel).acks = *ack;
-                LinkWait::AmqpMethod(*channel)
+                amqp::client::basic_consume(out, ch, &texts[0], "", !*ack);
+                a.channel(ch).acks = *ack;
+                LinkWait::AmqpMethod(ch)
             }
             AmqpAction::Publish {
                 channel,
@@ -1730,6 +1757,7 @@ impl Link {
                 persistent,
                 payload,
             } => {
+                let ch = number(channel)?;
                 let [ex, key, body] = texts;
                 expand(exchange, vars, ex);
                 expand(routing_key, vars, key);
@@ -1737,7 +1765,7 @@ impl Link {
                     expand(t, vars, body);
                 }
                 let p = amqp::Publish {
-                    channel: *channel,
+                    channel: ch,
                     exchange: ex,
                     routing_key: key,
                     mandatory: false,
@@ -1753,9 +1781,9 @@ impl Link {
                     }
                     MqttPayload::Text(_) => a.conn.basic_publish(out, &p, body.as_bytes()),
                 }
-                let ch = a.channel(*channel);
-                if ch.confirming {
-                    ch.published += 1;
+                let state = a.channel(ch);
+                if state.confirming {
+                    state.published += 1;
                 }
                 c.proto(ProtoCounter::AmqpPublished, 1);
                 LinkWait::None
@@ -1775,7 +1803,7 @@ impl Link {
                 LinkWait::AmqpClose
             }
         };
-        self.wait
+        Ok(self.wait)
     }
 }
 
@@ -1993,6 +2021,64 @@ mod tests {
             None,
             "upper case is not ours"
         );
+    }
+
+    /// AMQP channels: `channel_open: auto` numbers as Tsung's client does, a template channel is
+    /// resolved per step from the user's variables, and one that gives no number from 1 to 65535
+    /// fails the step with nothing written.
+    #[test]
+    fn amqp_channels_resolve_per_step_and_auto_numbers_as_tsung() {
+        use headroom_core::session::{AmqpSpec, Piece};
+        use rand::SeedableRng;
+        let spec = LinkSpec::Amqp(AmqpSpec {
+            user: "u".into(),
+            password: "p".into(),
+            vhost: "/".into(),
+        });
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut link = Link::start(&spec, None, "h", 0, &mut rng).unwrap();
+        let mut c = Counters::default();
+        let mut texts: [String; 3] = Default::default();
+        let var = |v| Template(vec![Piece::Var(v)]);
+        // user_id, session, then `ch`.
+        let mut vars: Vec<String> = vec!["0".into(), "s".into(), String::new()];
+        // The channel of the one frame a request wrote (a method frame: type 1, channel, size).
+        let mut send = |link: &mut Link, action, vars: &[String]| -> Result<u16, ()> {
+            let mut out = Vec::new();
+            let op = AmqpOp { name: 0, action };
+            match link.amqp_request(&op, vars, &mut texts, &mut out, 0, &mut c) {
+                Ok(_) => {
+                    assert_eq!(out[0], 1, "{out:?}");
+                    Ok(u16::from_be_bytes([out[1], out[2]]))
+                }
+                Err(()) => {
+                    assert!(out.is_empty(), "{out:?}");
+                    Err(())
+                }
+            }
+        };
+        let auto = || AmqpAction::ChannelOpen { channel: None };
+        let opened: Vec<_> = (0..3).map(|_| send(&mut link, auto(), &vars)).collect();
+        assert_eq!(opened, [Ok(1), Ok(2), Ok(3)]);
+        vars[2] = "1".into();
+        let close = AmqpAction::ChannelClose { channel: var(2) };
+        assert_eq!(send(&mut link, close, &vars), Ok(1));
+        // 2 and 3 open: one below the lowest.
+        assert_eq!(send(&mut link, auto(), &vars), Ok(1));
+        // 1 to 3 open: one above the highest.
+        assert_eq!(send(&mut link, auto(), &vars), Ok(4));
+        for (value, want) in [
+            ("7", Ok(7)),
+            ("65535", Ok(65535)),
+            ("0", Err(())),
+            ("70000", Err(())),
+            ("x", Err(())),
+            ("", Err(())),
+        ] {
+            vars[2] = value.into();
+            let select = AmqpAction::ConfirmSelect { channel: var(2) };
+            assert_eq!(send(&mut link, select, &vars), want, "{value:?}");
+        }
     }
 
     #[test]

@@ -648,14 +648,25 @@ impl SessionState {
                         }
                         Op::Amqp(a) => {
                             self.names.push(a.name);
-                            link.amqp_request(
+                            match link.amqp_request(
                                 a,
                                 &self.vars,
                                 &mut self.texts,
                                 self.out.raw_mut(),
                                 prog.amqp_delivery,
                                 c,
-                            )
+                            ) {
+                                Ok(w) => w,
+                                Err(_) => {
+                                    // A channel that is no number from 1 to 65535 once its
+                                    // variables are in (or none free to open): not sent, the
+                                    // step fails, the session goes on.
+                                    c.error(headroom_core::ErrorKind::Other);
+                                    env.rec.name_error(a.name as usize);
+                                    self.names.clear();
+                                    continue;
+                                }
+                            }
                         }
                         Op::Ldap(l) => {
                             self.names.push(l.name);

@@ -597,17 +597,26 @@ fn flow_list(values: &[String]) -> String {
 fn amqp(x: &Amqp) -> String {
     let named = x.name != default_amqp_name(&x.action);
     let mut m = Flow::default();
-    let channel = |m: &mut Flow, ch: u16| {
-        if ch != 1 {
-            m.raw("channel", ch.to_string());
+    // A channel: a number as such, a template as a string.
+    let put = |m: &mut Flow, key: &str, ch: &str| {
+        if ch.parse::<u16>().is_ok() {
+            m.raw(key, ch.to_string());
+        } else {
+            m.str(key, ch);
+        }
+    };
+    let channel = |m: &mut Flow, ch: &str| {
+        if ch != "1" {
+            put(m, "channel", ch);
         }
     };
     match &x.action {
         AmqpAction::Close if !named => return "close".into(),
         AmqpAction::Close => m.raw("close", "true".into()),
-        AmqpAction::ChannelOpen { channel: c } => m.raw("channel_open", c.to_string()),
-        AmqpAction::ChannelClose { channel: c } => m.raw("channel_close", c.to_string()),
-        AmqpAction::ConfirmSelect { channel: c } => m.raw("confirm_select", c.to_string()),
+        AmqpAction::ChannelOpen { channel: None } => m.raw("channel_open", "auto".into()),
+        AmqpAction::ChannelOpen { channel: Some(c) } => put(&mut m, "channel_open", c),
+        AmqpAction::ChannelClose { channel: c } => put(&mut m, "channel_close", c),
+        AmqpAction::ConfirmSelect { channel: c } => put(&mut m, "confirm_select", c),
         AmqpAction::ExchangeDeclare {
             channel: c,
             exchange,
@@ -619,7 +628,7 @@ fn amqp(x: &Amqp) -> String {
             if *durable {
                 m.raw("durable", "true".into());
             }
-            channel(&mut m, *c);
+            channel(&mut m, c);
         }
         AmqpAction::QueueDeclare {
             channel: c,
@@ -638,7 +647,7 @@ fn amqp(x: &Amqp) -> String {
                     m.raw(k, "true".into());
                 }
             }
-            channel(&mut m, *c);
+            channel(&mut m, c);
         }
         AmqpAction::QueueBind {
             channel: c,
@@ -649,14 +658,14 @@ fn amqp(x: &Amqp) -> String {
             m.str("queue_bind", queue);
             m.str("exchange", exchange);
             m.str("routing_key", routing_key);
-            channel(&mut m, *c);
+            channel(&mut m, c);
         }
         AmqpAction::Qos {
             channel: c,
             prefetch,
         } => {
             m.raw("qos", prefetch.to_string());
-            channel(&mut m, *c);
+            channel(&mut m, c);
         }
         AmqpAction::Consume {
             channel: c,
@@ -667,7 +676,7 @@ fn amqp(x: &Amqp) -> String {
             if !*ack {
                 m.raw("ack", "false".into());
             }
-            channel(&mut m, *c);
+            channel(&mut m, c);
         }
         AmqpAction::Publish {
             channel: c,
@@ -685,7 +694,7 @@ fn amqp(x: &Amqp) -> String {
                 MqttPayload::Size(n) => m.raw("size", n.to_string()),
                 MqttPayload::Text(t) => m.str("text", t),
             }
-            channel(&mut m, *c);
+            channel(&mut m, c);
         }
         AmqpAction::WaitConfirms { timeout } => m.raw(
             "wait_confirms",

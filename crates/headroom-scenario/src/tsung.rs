@@ -1,5 +1,5 @@
 //! Import of Tsung XML configurations (`tsung.xml`: HTTP, jabber, pgsql, raw, websocket, mqtt,
-//! ldap and mysql sessions) into a [`Scenario`].
+//! ldap, mysql and amqp sessions) into a [`Scenario`].
 //!
 //! The XML is read with quick-xml into a small element tree that keeps the byte offset of every
 //! element, attribute and text, so every warning and error names `file:line:column`. The tree is
@@ -169,7 +169,7 @@ const PROTOCOL_ELEMENTS: &[&str] = &[
 
 /// The error for an element of a protocol headroom does not convert.
 fn unsupported(what: &str) -> String {
-    format!("'{what}' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap and ts_mysql sessions)")
+    format!("'{what}' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql and ts_amqp sessions)")
 }
 
 fn valid_var(s: &str) -> bool {
@@ -689,6 +689,10 @@ impl<'a> Conv<'a> {
                 self.jabber_option(o);
                 continue;
             }
+            if o.attr("type").is_some_and(|t| t.value == "ts_amqp") {
+                self.amqp_option(o);
+                continue;
+            }
             let name = o.attr("name").map(|a| a.value.as_str()).unwrap_or("");
             match name {
                 "file_server" => {
@@ -1066,7 +1070,7 @@ impl<'a> Conv<'a> {
             None => {
                 self.error(
                     el.pos,
-                    "<session> needs a type: ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap or ts_mysql",
+                    "<session> needs a type: ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql or ts_amqp",
                 );
                 return None;
             }
@@ -2500,6 +2504,7 @@ fn base64(input: &[u8]) -> String {
     out
 }
 
+mod amqp;
 mod ldap;
 mod mqtt;
 mod mysql;

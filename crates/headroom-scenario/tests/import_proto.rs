@@ -987,8 +987,13 @@ fn protocol_errors_name_what_and_where() {
             8,
         ),
         (
-            session(5672, "amqp", "<request><amqp type=\"connection.open\"/></request>"),
-            "'<amqp>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap and ts_mysql sessions); session 's' is of type ts_amqp",
+            session(2049, "fs", "<request><fs cmd=\"read\" path=\"/x\"/></request>"),
+            "'<fs>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql and ts_amqp sessions); session 's' is of type ts_fs",
+            8,
+        ),
+        (
+            session(5672, "amqp", "<request subst=\"true\"><amqp type=\"basic.publish\" channel=\"%%_ch%%x\"/></request>"),
+            "channel=\"%%_ch%%x\": expected a channel number, 1 to 65535 (or, with subst=\"true\", a variable holding one)",
             8,
         ),
         (

@@ -4,16 +4,19 @@
 //! every refusal is located (`file:line:col: reason`). It never passes by skipping: without the
 //! examples it fails and says that `scripts/test` installs them. Every imported file must also
 //! compile as headroom runs it (`headroom run FILE.xml` takes the same path), and the files
-//! issue 16 brought in are checked for what they became, not only for importing.
+//! issues 16 and 32 brought in are checked for what they became, not only for importing.
 //!
 //! Still refused, and why (each needs more than the importer):
-//! - `amqp`, `fs-nfs`: protocols headroom does not convert yet;
+//! - `fs-nfs`: a protocol headroom does not convert;
 //! - `bosh`: XMPP over BOSH (HTTP long polling);
 //! - `jabber_starttls` (and `bosh`): each user's name and password from a CSV file
 //!   (`xmpp_authenticate`, `random_from_fileid`), where headroom's XMPP users are
 //!   `{username}N`/`{passwd}N`;
-//! - `http-oauth`: OAuth 1.0 signatures computed per request;
-//! - `websocket`: a `<dyn_variable>` on a WebSocket reply, which headroom's engine does not keep.
+//! - `http-oauth`: OAuth 1.0 signatures computed per request.
+//!
+//! Issue 32 brought in `ldap` (Tsung's `undefined` for the variables it never defines), `amqp`
+//! (loop counters as channel numbers, the consumer as a `once` user) and `once` users for
+//! `jabber_node` and `mqtt`; each is checked for what it became.
 
 use headroom_scenario::model::*;
 use headroom_scenario::{compile, import_tsung, to_yaml, Imported};
@@ -28,6 +31,7 @@ const AT_LEAST: usize = 16;
 /// The examples known to import; each must keep importing (the count above is the floor, this
 /// list pins which).
 const IMPORT: &[&str] = &[
+    "amqp.xml",
     "http-digest.xml",
     "http_distributed.xml",
     "http_setdynvars.xml",
@@ -397,6 +401,116 @@ fn check_content(name: &str, imp: &Imported) {
                     user: "Aladdin".into(),
                     password: "open sesame".into()
                 })
+            );
+        }
+        "amqp.xml" => {
+            // Tsung's defaults: guest/guest (the ts_amqp options say so too) on "/".
+            assert_eq!(
+                sc.link,
+                LinkSpec::Amqp(AmqpSpec {
+                    user: "guest".into(),
+                    password: "guest".into(),
+                    vhost: "/".into()
+                })
+            );
+            assert_eq!(sc.servers[0].protocol, Protocol::Amqp);
+            // <user session="amqp_consumer" start_time="1">: the consumer runs once, 1 s in.
+            assert_eq!(
+                sc.load.once,
+                [Once {
+                    session: "amqp_consumer".into(),
+                    at: std::time::Duration::from_secs(1)
+                }]
+            );
+            let session = |n: &str| sc.sessions.iter().find(|s| s.name == n).unwrap();
+            assert_eq!(session("amqp_consumer").weight, 0.0);
+            // The <for var="loops"> loops count their passes in `loops`, 1 to 10, and the
+            // channels of their steps are that variable; channel.open without a channel takes
+            // the next number, as Tsung's client does (1 to 10 here).
+            let publisher = &session("amqp_publisher").steps;
+            assert_eq!(publisher[0], Step::Connect);
+            let loops: Vec<&Loop> = publisher
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Loop(l) => Some(l),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(loops.len(), 4);
+            for l in &loops {
+                assert_eq!(l.count, Some(10));
+                assert_eq!(
+                    l.counter,
+                    Some(LoopCounter {
+                        var: "loops".into(),
+                        start: 1,
+                        step: 1
+                    })
+                );
+            }
+            let actions = |steps: &[Step]| -> Vec<AmqpAction<String>> {
+                flat(steps)
+                    .into_iter()
+                    .filter_map(|s| match s {
+                        Step::Amqp(a) => Some(a.action.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let ch = || "${loops}".to_string();
+            assert_eq!(
+                actions(&loops[0].steps),
+                [AmqpAction::ChannelOpen { channel: None }]
+            );
+            assert_eq!(
+                actions(&loops[1].steps),
+                [AmqpAction::ConfirmSelect { channel: ch() }]
+            );
+            let publish = |payload| AmqpAction::Publish {
+                channel: ch(),
+                exchange: "test_exchange".into(),
+                routing_key: "test_queue".into(),
+                persistent: true,
+                payload,
+            };
+            assert_eq!(
+                actions(&loops[2].steps),
+                [
+                    publish(MqttPayload::Size(100)),
+                    publish(MqttPayload::Text("Test Payload".into()))
+                ]
+            );
+            // waitForConfirms timeout="1": a think time of 1 s, as Tsung compiles it.
+            assert!(flat(&loops[2].steps)
+                .iter()
+                .any(|s| matches!(s, Step::Think(headroom_core::Distribution::Constant(d)) if d.as_secs() == 1)));
+            assert_eq!(
+                actions(&loops[3].steps),
+                [AmqpAction::ChannelClose { channel: ch() }]
+            );
+            assert_eq!(
+                actions(std::slice::from_ref(publisher.last().unwrap())),
+                [AmqpAction::Close]
+            );
+            let consumer = actions(&session("amqp_consumer").steps);
+            assert!(consumer.contains(&AmqpAction::Qos {
+                channel: ch(),
+                prefetch: 200
+            }));
+            assert!(consumer.contains(&AmqpAction::Consume {
+                channel: ch(),
+                queue: "test_queue".into(),
+                ack: true
+            }));
+            // waitForMessages timeout="180": a think time of 3 minutes.
+            assert!(flat(&session("amqp_consumer").steps)
+                .iter()
+                .any(|s| matches!(s, Step::Think(headroom_core::Distribution::Constant(d)) if d.as_secs() == 180)));
+            warned(
+                name,
+                imp,
+                26,
+                "<option type=\"ts_amqp\" name=\"heartbeat\"> is not honoured",
             );
         }
         "jabber_node.xml" => {

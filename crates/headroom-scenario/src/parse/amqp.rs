@@ -35,6 +35,9 @@ const ACTIONS: &[&str] = &[
     "close",
 ];
 const MAX_WAIT: Duration = Duration::from_secs(86_400);
+const CHANNEL: &str = "channel: expected a number, 1 to 65535, or a template such as \"${ch}\"";
+/// Longest channel template: a number and some variables, not a text.
+const MAX_CHANNEL_TEXT: usize = 255;
 
 /// An amqp step's metric name without `name`: `amqp:TYPE`.
 pub(crate) fn default_amqp_name<T>(a: &AmqpAction<T>) -> String {
@@ -98,18 +101,21 @@ impl Parser {
         }
         self.keys(m, &format!("amqp {kind}"), &allowed);
         let channel = match m.get_node("channel") {
-            Some(c) => self.amqp_channel(c),
-            None => Some(1),
+            Some(c) => self.amqp_channel(c, vars),
+            None => Some("1".to_string()),
         };
         let flag = |p: &mut Parser, key: &str, default: bool| match m.get_node(key) {
             Some(b) => p.boolean(b, key),
             None => Some(default),
         };
         let action = match kind {
+            "channel_open" if n.as_scalar().is_some_and(|s| s.as_str() == "auto") => {
+                AmqpAction::ChannelOpen { channel: None }
+            }
             "channel_open" | "channel_close" | "confirm_select" => {
-                let ch = self.amqp_channel(n)?;
+                let ch = self.amqp_channel(n, vars)?;
                 match kind {
-                    "channel_open" => AmqpAction::ChannelOpen { channel: ch },
+                    "channel_open" => AmqpAction::ChannelOpen { channel: Some(ch) },
                     "channel_close" => AmqpAction::ChannelClose { channel: ch },
                     _ => AmqpAction::ConfirmSelect { channel: ch },
                 }
@@ -250,14 +256,29 @@ impl Parser {
         Some(Amqp { name, action })
     }
 
-    fn amqp_channel(&mut self, n: &Node) -> Option<u16> {
-        let v = n
-            .as_scalar()
-            .and_then(|s| s.as_str().trim().parse::<u16>().ok());
-        match v {
-            Some(c) if c >= 1 => Some(c),
+    /// A channel: a number from 1 to 65535, or text with `${var}`s that makes one when the
+    /// step runs (a value that does not fails the step unsent). Kept as its text.
+    fn amqp_channel(&mut self, n: &Node, vars: &Vars) -> Option<String> {
+        let Some(s) = n.as_scalar().map(|s| s.as_str().trim().to_string()) else {
+            self.err(n.span(), CHANNEL);
+            return None;
+        };
+        if s.contains("${") {
+            if s.len() > MAX_CHANNEL_TEXT {
+                self.err(
+                    n.span(),
+                    format!("channel: at most {MAX_CHANNEL_TEXT} bytes"),
+                );
+                return None;
+            }
+            self.refs(n, &s, vars);
+            return Some(s);
+        }
+        match s.parse::<u16>() {
+            // Written back as the number, which reads the same.
+            Ok(c) if c >= 1 => Some(c.to_string()),
             _ => {
-                self.err(n.span(), "channel: expected a number, 1 to 65535");
+                self.err(n.span(), CHANNEL);
                 None
             }
         }

@@ -56,10 +56,11 @@ pub(super) enum Kind {
     Mqtt,
     Ldap,
     Mysql,
+    Amqp,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 8] = [
+    pub(super) const ALL: [Kind; 9] = [
         Kind::Http,
         Kind::Jabber,
         Kind::Pgsql,
@@ -68,6 +69,7 @@ impl Kind {
         Kind::Mqtt,
         Kind::Ldap,
         Kind::Mysql,
+        Kind::Amqp,
     ];
 
     pub(super) fn of_type(t: &str) -> Option<Kind> {
@@ -89,6 +91,7 @@ impl Kind {
             Kind::Mqtt => "ts_mqtt",
             Kind::Ldap => "ts_ldap",
             Kind::Mysql => "ts_mysql",
+            Kind::Amqp => "ts_amqp",
         }
     }
 
@@ -103,6 +106,7 @@ impl Kind {
             Kind::Mqtt => "mqtt",
             Kind::Ldap => "ldap",
             Kind::Mysql => "mysql",
+            Kind::Amqp => "amqp",
         }
     }
 
@@ -116,6 +120,7 @@ impl Kind {
             Kind::Mqtt => Protocol::Mqtt,
             Kind::Ldap => Protocol::Ldap,
             Kind::Mysql => Protocol::Mysql,
+            Kind::Amqp => Protocol::Amqp,
         }
     }
 
@@ -128,6 +133,7 @@ impl Kind {
             Kind::Mqtt => ("the MQTT connect", "mqtt:connect"),
             Kind::Ldap => ("opening the connection", "the connect"),
             Kind::Mysql => ("the MySQL login", "mysql:login"),
+            Kind::Amqp => ("the AMQP login and connection.open", "amqp:connect"),
             Kind::Http | Kind::Raw => ("opening the connection", "the connect"),
         }
     }
@@ -143,6 +149,7 @@ impl Kind {
             Kind::Mqtt => "MQTT",
             Kind::Ldap => "LDAP",
             Kind::Mysql => "MySQL",
+            Kind::Amqp => "AMQP",
         }
     }
 }
@@ -178,6 +185,13 @@ pub(super) struct Link {
     pg: Option<(PgSpec, String)>,
     ws: Option<(WsSpec, String)>,
     mysql: Option<(MysqlSpec, String)>,
+    /// AMQP: the virtual host and the session that opened it first; the `ts_amqp` options'
+    /// username and password.
+    amqp_vhost: Option<(String, String)>,
+    pub(super) amqp_user: Option<String>,
+    pub(super) amqp_password: Option<String>,
+    /// Where those options are (warned about in a file without amqp sessions).
+    pub(super) amqp_options: Vec<usize>,
 }
 
 /// A PostgreSQL extended-protocol unit being read: what came since the last `sync`.
@@ -222,6 +236,8 @@ pub(super) struct Sess {
     ws: Option<(WsSpec, usize)>,
     /// MySQL: the authenticate's settings.
     mysql: Option<(MysqlSpec, usize)>,
+    /// AMQP: the connection.open's virtual host and where it was.
+    amqp_vhost: Option<(String, usize)>,
 }
 
 /// What a protocol element became, for the `<match>` and `<dyn_variable>` next to it.
@@ -303,7 +319,8 @@ impl Conv<'_> {
         if kind == Kind::Pgsql {
             count_binds(el, false, &mut self.sess.executions);
         }
-        if kind != Kind::Http {
+        // AMQP's bidi (ack deliveries, answer heartbeats) is what headroom's client always does.
+        if kind != Kind::Http && kind != Kind::Amqp {
             self.ignored(
                 el,
                 "bidi",
@@ -326,6 +343,20 @@ impl Conv<'_> {
         }
         match sess.kind {
             Kind::Http | Kind::Raw | Kind::Mqtt | Kind::Ldap => {}
+            Kind::Amqp => {
+                if let Some((vhost, pos)) = sess.amqp_vhost {
+                    match &self.link.amqp_vhost {
+                        None => self.link.amqp_vhost = Some((vhost, name)),
+                        Some((v, other)) if *v != vhost => {
+                            let msg = format!(
+                                "session '{name}' opens virtual host '{vhost}', session '{other}' '{v}': headroom opens the same one on every connection"
+                            );
+                            self.error(pos, msg);
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
             Kind::Jabber => {
                 match sess.auth {
                     None if has_steps => self.warn(
@@ -474,6 +505,14 @@ impl Conv<'_> {
                 );
             }
         }
+        if kind != Kind::Amqp {
+            for pos in std::mem::take(&mut self.link.amqp_options) {
+                self.warn(
+                    pos,
+                    "<option type=\"ts_amqp\"> is not honoured: the file has no amqp session",
+                );
+            }
+        }
         let link = match kind {
             Kind::Http | Kind::Raw => LinkSpec::Plain,
             Kind::Jabber => LinkSpec::Xmpp(self.xmpp_spec(&options)),
@@ -492,6 +531,24 @@ impl Conv<'_> {
             },
             // Each session's connect step carries its own options; Tsung's keep-alive default
             // for any connection opened without one.
+            // Tsung's defaults, guest/guest on /.
+            Kind::Amqp => LinkSpec::Amqp(AmqpSpec {
+                user: self
+                    .link
+                    .amqp_user
+                    .clone()
+                    .unwrap_or_else(|| "guest".into()),
+                password: self
+                    .link
+                    .amqp_password
+                    .clone()
+                    .unwrap_or_else(|| "guest".into()),
+                vhost: self
+                    .link
+                    .amqp_vhost
+                    .as_ref()
+                    .map_or_else(|| "/".into(), |v| v.0.clone()),
+            }),
             Kind::Mqtt => LinkSpec::Mqtt(MqttSpec {
                 v5: false,
                 connect: MqttConnect {
@@ -651,6 +708,25 @@ impl Conv<'_> {
         }
     }
 
+    /// The session's AMQP virtual host; false (an error given) when it differs from an earlier
+    /// one of the session.
+    pub(super) fn sess_amqp_vhost(&mut self, vhost: String, pos: usize) -> bool {
+        match &self.sess.amqp_vhost {
+            Some((v, _)) if *v != vhost => {
+                let msg = format!(
+                    "this connection.open opens virtual host '{vhost}', an earlier one of the session '{v}': headroom opens the same one on every connection"
+                );
+                self.error(pos, msg);
+                false
+            }
+            Some(_) => true,
+            None => {
+                self.sess.amqp_vhost = Some((vhost, pos));
+                true
+            }
+        }
+    }
+
     /// The session's MySQL login; false (an error given) when it differs from an earlier one.
     pub(super) fn sess_mysql(&mut self, spec: MysqlSpec, pos: usize) -> bool {
         match &self.sess.mysql {
@@ -740,6 +816,7 @@ impl Conv<'_> {
             Kind::Raw => self.raw(m, subst, out),
             Kind::WebSocket => self.websocket(m, subst, out),
             Kind::Mysql => self.mysql(m, subst, out),
+            Kind::Amqp => self.amqp(m, subst, out),
             Kind::Ldap => {
                 if self.ldap(m, subst, out) {
                     self.act();

@@ -166,12 +166,31 @@ impl BoshLink {
             domain: &cfg.domain,
             wait: bosh::WAIT,
         };
-        self.b.request(0, &bc, out);
+        self.b.request_data(0, &bc, out);
         if self.aux_written >= self.aux_out.len() {
             self.aux_out.clear();
             self.aux_written = 0;
         }
-        self.b.request(1, &bc, &mut self.aux_out);
+        self.b.request_data(1, &bc, &mut self.aux_out);
+    }
+
+    /// The poll, if one is due (nothing outstanding): written once the worker has acted on
+    /// what came, so that a stanza the user sends at once goes first (`headroom_proto::bosh`).
+    fn poll(&mut self, cfg: &XmppSpec, out: &mut Vec<u8>, c: &mut Counters) {
+        let bc = bosh::Config {
+            host: &self.host,
+            path: cfg.bosh.as_deref().unwrap_or("/"),
+            domain: &cfg.domain,
+            wait: bosh::WAIT,
+        };
+        if !self.b.request(0, &bc, out) {
+            if self.aux_written >= self.aux_out.len() {
+                self.aux_out.clear();
+                self.aux_written = 0;
+            }
+            self.b.request(1, &bc, &mut self.aux_out);
+        }
+        self.count(c);
     }
 
     /// The second connection has a request still to write.
@@ -999,6 +1018,23 @@ impl Link {
         match &self.protocol {
             LinkProtocol::Xmpp(x) => x.bosh.as_ref().map_or(0, |b| b.b.inbox().len()),
             _ => 0,
+        }
+    }
+
+    /// Over BOSH, the poll if one is due (see `BoshLink::poll`): into [`Link::out`] for the
+    /// user's connection, or the second connection's buffer.
+    pub fn bosh_poll(&mut self, spec: &LinkSpec, c: &mut Counters) {
+        let LinkSpec::Xmpp(cfg) = spec else {
+            return;
+        };
+        if !self.pending() {
+            self.out.clear();
+            self.written = 0;
+        }
+        if let LinkProtocol::Xmpp(x) = &mut self.protocol {
+            if let Some(bl) = x.bosh.as_deref_mut() {
+                bl.poll(cfg, &mut self.out, c);
+            }
         }
     }
 

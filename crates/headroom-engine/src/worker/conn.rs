@@ -512,8 +512,30 @@ impl Worker {
             return false;
         };
         let gen = u.gen;
-        let Some(bl) = u.protocol.link_mut().and_then(|l| l.bosh_mut()) else {
+        let Some(link) = u.protocol.link_mut() else {
             return u.conn.is_some();
+        };
+        if link.bosh_mut().is_none() {
+            return u.conn.is_some();
+        }
+        // What came is acted on: the poll now, if none is outstanding.
+        if let Some(prog) = self.s.program.as_deref() {
+            link.bosh_poll(&prog.w.link, &mut self.rec.counters);
+        }
+        if u.state != State::Writing && u.protocol.pending() {
+            if !self.flush_proto(key) {
+                return false;
+            }
+            if !self.users.get(key).is_some_and(|u| u.gen == gen) {
+                return false;
+            }
+        }
+        let Some(bl) = self.users[key]
+            .protocol
+            .link_mut()
+            .and_then(|l| l.bosh_mut())
+        else {
+            return false;
         };
         let mut failure = bl.failed.take();
         if failure.is_none() && bl.aux_pending() {

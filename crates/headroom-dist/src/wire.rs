@@ -49,11 +49,22 @@ pub enum WireError {
 const V2_HEADER: usize = 40;
 const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
 
-fn encode_histogram(s: &mut V2Serializer, h: &Histogram<u64>) -> Vec<u8> {
+/// Encodes histograms for the wire, with the standard bounds the decoder checks: a recorder's
+/// histograms are sized by their values, and go through a scratch one of the standard range
+/// ([`headroom_metrics::standard_range`]).
+#[derive(Default)]
+struct HistogramEncoder {
+    ser: V2Serializer,
+    scratch: Option<Histogram<u64>>,
+}
+
+fn encode_histogram(e: &mut HistogramEncoder, h: &Histogram<u64>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
+    let h = headroom_metrics::standard_range(h, &mut e.scratch);
     // Writing to a Vec cannot fail, and a count above i64::MAX (the only other error) would take
     // millennia to record.
-    s.serialize(h, &mut out)
+    e.ser
+        .serialize(h, &mut out)
         .expect("V2 serialization of a u64 histogram into a Vec");
     out
 }
@@ -148,7 +159,7 @@ pub fn encode_recorder(r: &Recorder) -> RecorderMsg {
         worker_busy_intervals,
         worker_late_intervals,
     } = *counters;
-    let mut s = V2Serializer::new();
+    let mut s = HistogramEncoder::default();
     RecorderMsg {
         latency: encode_histogram(&mut s, latency),
         latency_uncorrected: encode_histogram(&mut s, latency_uncorrected),

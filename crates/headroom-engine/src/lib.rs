@@ -98,6 +98,15 @@ pub enum EngineError {
     Tls(String),
 }
 
+/// An interval being merged by the collector: the first worker's snapshot, the others added in.
+struct Pending {
+    merged: Recorder,
+    /// The worker whose recorder `merged` is (it gets it back once the interval is emitted).
+    owner: usize,
+    /// Snapshots merged.
+    count: usize,
+}
+
 /// Execute `plan`. `stop` may be set from another thread (e.g. a Ctrl-C handler) to end the run
 /// early; the run still reports everything measured until then. `sink` sees each interval.
 pub fn run(
@@ -222,8 +231,11 @@ pub fn run(
     }
     drop(snap_tx);
 
-    // Collector: merge per interval, emit in order once every live worker has reported.
-    let mut pending: BTreeMap<u64, (Recorder, usize)> = BTreeMap::new();
+    // Collector: merge per interval, emit in order once every live worker has reported. The
+    // first snapshot of an interval is its merge: the others are added into it (and go back to
+    // their workers at once), and it goes back to its own worker once emitted. With one worker
+    // nothing is copied, and no recorder is held here besides the run's total.
+    let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
     // finished[w] = Some(i) once worker w sent its last snapshot, for interval i.
     let mut finished: Vec<Option<u64>> = vec![None; n];
     let mut next_emit: u64 = 0;
@@ -258,31 +270,43 @@ pub fn run(
         if snap.last {
             finished[w] = Some(snap.index);
         }
-        let entry = pending
-            .entry(snap.index)
-            .or_insert_with(|| (Recorder::new(), 0));
-        entry.0.add(&snap.recorder);
-        entry.1 += 1;
-        let mut rec = snap.recorder;
-        rec.reset();
-        let _ = recycle_tx[w].send(rec);
+        match pending.entry(snap.index) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(Pending {
+                    merged: snap.recorder,
+                    owner: w,
+                    count: 1,
+                });
+            }
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                let p = o.get_mut();
+                p.merged.add(&snap.recorder);
+                p.count += 1;
+                let mut rec = snap.recorder;
+                rec.reset();
+                let _ = recycle_tx[w].send(rec);
+            }
+        }
         // Emit every complete interval in order.
-        while let Some((_, count)) = pending.get(&next_emit) {
+        while let Some(p) = pending.get(&next_emit) {
             let expected = finished
                 .iter()
                 .filter(|f| f.is_none_or(|i| i >= next_emit))
                 .count();
-            if *count < expected {
+            if p.count < expected {
                 break;
             }
-            let (rec, _) = pending.remove(&next_emit).expect("present");
-            emit(next_emit, &rec, &finished, &mut total, sink);
+            let mut p = pending.remove(&next_emit).expect("present");
+            emit(next_emit, &p.merged, &finished, &mut total, sink);
+            p.merged.reset();
+            // A worker that has stopped takes nothing back.
+            let _ = recycle_tx[p.owner].send(p.merged);
             next_emit += 1;
         }
     }
     // All workers gone: flush what is left, in order.
-    for (idx, (rec, _)) in std::mem::take(&mut pending) {
-        emit(idx, &rec, &finished, &mut total, sink);
+    for (idx, p) in std::mem::take(&mut pending) {
+        emit(idx, &p.merged, &finished, &mut total, sink);
         next_emit = idx + 1;
     }
     let elapsed = start.elapsed();

@@ -18,6 +18,9 @@ pub struct HlogWriter<W: Write> {
     out: W,
     ser: V2DeflateSerializer,
     buf: Vec<u8>,
+    /// A histogram of the standard range, to write a recorder's (sized by its values) with the
+    /// standard bounds ([`crate::standard_range`]).
+    scratch: Option<Histogram<u64>>,
 }
 
 impl<W: Write> HlogWriter<W> {
@@ -43,6 +46,7 @@ impl<W: Write> HlogWriter<W> {
             out,
             ser: V2DeflateSerializer::new(),
             buf: Vec::new(),
+            scratch: None,
         })
     }
 
@@ -56,6 +60,7 @@ impl<W: Write> HlogWriter<W> {
         h: &Histogram<u64>,
     ) -> io::Result<()> {
         self.buf.clear();
+        let h = crate::standard_range(h, &mut self.scratch);
         self.ser
             .serialize(h, &mut self.buf)
             .map_err(|e| io::Error::other(format!("histogram encoding: {e:?}")))?;

@@ -460,7 +460,7 @@ impl Worker {
                         c.sessions_completed += 1;
                         if let Some(st) = self.users[key].sess.as_ref() {
                             let took = micros(now.saturating_duration_since(st.started));
-                            self.rec.sessions.saturating_record(took.max(1));
+                            headroom_metrics::record(&mut self.rec.sessions, took.max(1));
                         }
                     }
                     let leaves = self.ramp_leaves(key);

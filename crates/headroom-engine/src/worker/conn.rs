@@ -482,9 +482,13 @@ impl Worker {
                 }
             };
             buf = buf.get(used..).unwrap_or(&[]);
-            if u.protocol.urgent() && u.state != State::Writing {
-                // A link's answer (a pong, a login step) goes out at once; HTTP/2's frames wait
-                // for the end of the read, with the requests it makes room for.
+            // A link's answers (a pong, a login step, an MQTT PUBACK) go out before the user
+            // acts on an outcome, and otherwise once the bytes read are used up: the answers to
+            // the messages of one read share one write (a subscriber acknowledging QoS 1
+            // messages made a send per message). HTTP/2's frames wait for the end of the read,
+            // with the requests it makes room for.
+            let settle = outcome.is_some() || used == 0 || buf.is_empty();
+            if settle && u.protocol.urgent() && u.state != State::Writing {
                 self.flush_proto(key);
                 if self.users.get(key).is_none_or(|u| u.gen != gen) {
                     return;

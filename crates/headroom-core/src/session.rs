@@ -397,7 +397,9 @@ impl LinkSpec {
 }
 
 /// XMPP accounts and login. User `N` (from `first..=last`) logs in as
-/// `{username}{N}@{domain}` with password `{password}{N}`, as Tsung's jabber plugin does.
+/// `{username}{N}@{domain}` with password `{password}{N}`, as Tsung's jabber plugin does;
+/// with [`XmppSpec::login`], each connection logs in with the user and password its session's
+/// variables hold at the connect instead (Tsung's `<xmpp_authenticate>` over a CSV file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct XmppSpec {
     pub domain: String,
@@ -405,6 +407,9 @@ pub struct XmppSpec {
     pub password: String,
     pub first: u64,
     pub last: u64,
+    /// The login's user and password from the session's variables; `None`: numbered accounts.
+    /// Such users are nobody's destination (a `to` needs numbered accounts).
+    pub login: Option<XmppLogin>,
     /// Resource to bind; `None` lets the server pick one.
     pub resource: Option<String>,
     /// SASL ANONYMOUS instead of PLAIN (no accounts needed).
@@ -413,6 +418,28 @@ pub struct XmppSpec {
     pub register: bool,
     /// Over BOSH (XEP-0124/0206) at this HTTP path instead of a TCP stream.
     pub bosh: Option<String>,
+}
+
+/// An XMPP login from the session's variables: `user` and `password` as written (`${name}`
+/// holes), and the same compiled over the workload's variable slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XmppLogin {
+    pub user: String,
+    pub password: String,
+    /// `[user, password]` over the variable slots: set by the scenario compiler (empty
+    /// before); the engine reads only these.
+    pub templates: [Template; 2],
+}
+
+impl XmppLogin {
+    /// A login of these texts, not compiled yet.
+    pub fn new(user: &str, password: &str) -> XmppLogin {
+        XmppLogin {
+            user: user.to_string(),
+            password: password.to_string(),
+            templates: Default::default(),
+        }
+    }
 }
 
 /// PostgreSQL startup: database, role and password (cleartext, MD5 or SCRAM-SHA-256, as the
@@ -1009,6 +1036,24 @@ impl<T> XmppAction<T> {
         }
     }
 
+    /// The other user the action goes to, for the types that have one.
+    pub fn dest(&self) -> Option<XmppDest> {
+        match self {
+            XmppAction::PresenceDirected { to, .. }
+            | XmppAction::PresenceSubscribe { to }
+            | XmppAction::RosterAdd { to }
+            | XmppAction::RosterRename { to, .. }
+            | XmppAction::RosterRemove { to }
+            | XmppAction::Chat { to, .. } => Some(*to),
+            XmppAction::PresenceInitial
+            | XmppAction::PresenceFinal
+            | XmppAction::PresenceBroadcast { .. }
+            | XmppAction::RosterGet
+            | XmppAction::Raw(_)
+            | XmppAction::Close => None,
+        }
+    }
+
     /// The same action with its text mapped (scenario strings to templates).
     pub fn map_text<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<XmppAction<U>, E> {
         Ok(match self {
@@ -1157,15 +1202,28 @@ pub fn amqp_channel(t: &Template, vars: &[String]) -> Option<u16> {
     }
 }
 
+/// Which row of its feeder a `csv` set reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvRow {
+    /// The next row in turn. The run's workers take rows in turn (worker `k` of `n` reads rows
+    /// `k`, `k + n`, ...), so users of different workers do not read the same row until the
+    /// file wraps.
+    Next,
+    /// A row drawn at random.
+    Random,
+    /// The row this user's previous `csv` set of the same feeder read (the next one when it
+    /// read none yet): several columns of one row into several variables.
+    Same,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetOp {
     Value(Template),
-    /// Column `column` of feeder `feeder`; sequential rows go round-robin over all users of a
-    /// worker, random rows are drawn.
+    /// Column `column` of feeder `feeder`, of the row `row` says.
     Csv {
         feeder: usize,
         column: usize,
-        random: bool,
+        row: CsvRow,
     },
     RandomNumber {
         min: i64,

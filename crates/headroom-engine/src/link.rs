@@ -128,6 +128,9 @@ struct XmppLink {
     login: Login,
     /// The account number (`user{N}`).
     user: u64,
+    /// With [`XmppSpec::login`]: the user and password the session's variables held at the
+    /// connect (one expansion per connection); such a user is not in the shared pool.
+    named: Option<Box<(String, String)>>,
     next_id: u64,
     previous: Option<u64>,
     /// Marked connected / online in the shared pool (undone at close).
@@ -341,12 +344,14 @@ impl Link {
     /// A link for a fresh connection of user `global`; the setup's first bytes go to `out`.
     /// `None` for HTTP and raw TCP.
     /// `connect`: the CONNECT of the session's `connect` step, when the connection opens for
-    /// one (MQTT only; the `mqtt:` section's otherwise).
+    /// one (MQTT only; the `mqtt:` section's otherwise). `vars`: the session's variables (an
+    /// XMPP login from variables reads them).
     pub fn start(
         spec: &LinkSpec,
         connect: Option<&MqttConnect>,
         host: &str,
         global: u64,
+        vars: &[String],
         rng: &mut SmallRng,
     ) -> Option<Link> {
         let mut out = Vec::new();
@@ -354,12 +359,18 @@ impl Link {
             LinkSpec::Plain => return None,
             LinkSpec::Xmpp(x) => {
                 let user = xmpp_user(x, global);
+                let named = x.login.as_ref().map(|l| {
+                    let (mut u, mut p) = (String::new(), String::new());
+                    l.templates[0].expand_into(vars, &mut u);
+                    l.templates[1].expand_into(vars, &mut p);
+                    Box::new((u, p))
+                });
                 let mut login = Login::new();
                 let mut split = Splitter::new();
                 split.set_capture(true);
                 // A configuration the login refuses (registration without accounts) fails at
                 // the first event; the scenario validator already refuses it.
-                let _ = login.start(&login_config(x, user), &mut out);
+                let _ = login.start(&login_config(x, user, named.as_deref()), &mut out);
                 let bosh = x.bosh.as_ref().map(|_| {
                     let mut bl = Box::new(BoshLink {
                         b: bosh::Bosh::new(rng.gen()),
@@ -381,6 +392,7 @@ impl Link {
                     split,
                     login,
                     user,
+                    named,
                     next_id: 1,
                     previous: None,
                     connected: false,
@@ -936,7 +948,11 @@ impl Link {
         if !self.ready {
             let status = x
                 .login
-                .on_event(&login_config(cfg, x.user), &ev, &mut self.out)
+                .on_event(
+                    &login_config(cfg, x.user, x.named.as_deref()),
+                    &ev,
+                    &mut self.out,
+                )
                 .map_err(|e| match e {
                     xmpp::LoginError::Closed => ErrorKind::Closed,
                     xmpp::LoginError::Unexpected => ErrorKind::Protocol,
@@ -946,7 +962,7 @@ impl Link {
                 self.ready = true;
                 x.split.set_capture(false);
                 c.proto(ProtoCounter::XmppLogins, 1);
-                if let Some(s) = shared {
+                if let (Some(s), None) = (shared, &x.named) {
                     if let Ok(mut p) = s.pool.lock() {
                         x.connected = p.set_connected(x.user, true).is_ok();
                     }
@@ -1173,7 +1189,8 @@ impl Link {
             XmppAction::PresenceInitial => {
                 xmpp::presence_initial(out);
                 c.proto(ProtoCounter::XmppSentPresence, 1);
-                if let Some(s) = shared {
+                // A user logged in from variables is nobody's destination.
+                if let (Some(s), None) = (shared, &x.named) {
                     if let Ok(mut p) = s.pool.lock() {
                         x.online = p.set_online(x.user, true).is_ok();
                     }
@@ -1955,16 +1972,25 @@ fn xmpp_user(x: &XmppSpec, global: u64) -> u64 {
     x.first + (global & ((1 << 40) - 1)) % count
 }
 
-fn login_config(x: &XmppSpec, user: u64) -> LoginConfig<'_> {
+/// The login of account `user`, or of the user and password `named` (from the session's
+/// variables, [`XmppSpec::login`]).
+fn login_config<'a>(
+    x: &'a XmppSpec,
+    user: u64,
+    named: Option<&'a (String, String)>,
+) -> LoginConfig<'a> {
     LoginConfig {
         domain: &x.domain,
-        credentials: if x.anonymous {
-            xmpp::Credentials::Anonymous
-        } else {
-            xmpp::Credentials::Plain {
+        credentials: match named {
+            _ if x.anonymous => xmpp::Credentials::Anonymous,
+            Some((u, p)) => xmpp::Credentials::Plain {
+                user: xmpp::Name::Str(u),
+                password: xmpp::Name::Str(p),
+            },
+            None => xmpp::Credentials::Plain {
                 user: xmpp::Name::Indexed(&x.username, user),
                 password: xmpp::Name::Indexed(&x.password, user),
-            }
+            },
         },
         resource: x.resource.as_deref(),
         register: x.register,
@@ -2125,6 +2151,7 @@ mod tests {
             password: "pass".into(),
             first: 1,
             last: 5000,
+            login: None,
             resource: None,
             anonymous: false,
             register: false,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headroom_core::session::{
-    self, AmqpAction, AmqpOp, ExpectSpec, ExtractOp, LinkSpec, MatchAction, MqttAction,
+    self, AmqpAction, AmqpOp, CsvRow, ExpectSpec, ExtractOp, LinkSpec, MatchAction, MqttAction,
     MqttConnect, MqttOp, NameId, NameKind, Op, SessionBody, SetOp, Workload, VAR_SESSION,
     VAR_USER_ID,
 };
@@ -301,6 +301,8 @@ pub(crate) struct SessionState {
     match_loops: u64,
     /// Next values of `sequence` variables, by slot.
     sequences: Vec<(u16, i64)>,
+    /// The row each feeder's last `csv` set read (`usize::MAX`: none yet), by feeder.
+    csv_rows: Vec<usize>,
     pages: VecDeque<Page>,
     surge_at: SurgeAt,
     // Reused expansion buffers.
@@ -315,8 +317,11 @@ pub(crate) struct SessionState {
 pub(crate) struct Env<'a> {
     pub rng: &'a mut SmallRng,
     pub rec: &'a mut Recorder,
-    /// Sequential CSV cursors of this worker, by feeder.
+    /// Sequential CSV cursors of this worker, by feeder: the next row to read, before the
+    /// modulo (they start at the worker's slot).
     pub cursors: &'a mut [usize],
+    /// How far a cursor moves per row read: the run's number of worker slots.
+    pub cursor_step: usize,
     pub now: Instant,
     /// The connection's protocol link, when the connection is open and speaks one.
     pub link: Option<&'a mut Link>,
@@ -355,6 +360,7 @@ impl SessionState {
             last_request_pc: 0,
             match_loops: 0,
             sequences: Vec::new(),
+            csv_rows: Vec::new(),
             pages: VecDeque::new(),
             surge_at: SurgeAt::Base,
             texts: Default::default(),
@@ -393,6 +399,11 @@ impl SessionState {
                 self.surge_at = SurgeAt::Base;
             }
         }
+    }
+
+    /// The variables by slot (unset: empty).
+    pub fn vars(&self) -> &[String] {
+        &self.vars
     }
 
     /// The CONNECT options of the step the session stands at, when it is an MQTT `connect`
@@ -990,19 +1001,27 @@ impl SessionState {
         if let SetOp::Csv {
             feeder,
             column,
-            random,
+            row,
         } = source
         {
             // Copied into the variable's own buffer: no allocation once it is big enough.
             let f = &prog.w.feeders[*feeder];
-            let i = if *random {
-                env.rng.gen_range(0..f.len())
-            } else {
-                let c = &mut env.cursors[*feeder];
-                let i = *c % f.len();
-                *c = c.wrapping_add(1);
-                i
+            if self.csv_rows.len() < prog.w.feeders.len() {
+                self.csv_rows.resize(prog.w.feeders.len(), usize::MAX);
+            }
+            let last = self.csv_rows[*feeder];
+            let i = match row {
+                CsvRow::Same if last < f.len() => last,
+                CsvRow::Random => env.rng.gen_range(0..f.len()),
+                CsvRow::Next | CsvRow::Same => {
+                    // This worker's rows: its slot, then every `cursor_step`-th row after it.
+                    let c = &mut env.cursors[*feeder];
+                    let i = *c % f.len();
+                    *c = c.wrapping_add(env.cursor_step.max(1));
+                    i
+                }
             };
+            self.csv_rows[*feeder] = i;
             let v = &mut self.vars[slot];
             v.clear();
             v.push_str(f.field(i, *column));

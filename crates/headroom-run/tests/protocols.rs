@@ -378,3 +378,87 @@ sessions:
     assert_eq!(matched(v, "echoed"), again, "{}", show(v));
     assert_eq!(matched(v, "empty"), 0, "{}", show(v));
 }
+
+/// Issue 32: Debian's `jabber_starttls.xml` (Tsung's stock example), run as headroom imports
+/// it: STARTTLS on the plain port, then each user logs in with the user and password of one
+/// row of a CSV file (`<setdynvars sourcetype="file">` + `<xmpp_authenticate>`). Only the
+/// server, the domain, the file's path and the load's length (and the think times, shortened)
+/// are changed. ejabberd accepts the file's accounts, and refuses them as login errors once
+/// the file's passwords are wrong: the passwords sent are the file's.
+#[test]
+fn tsung_jabber_starttls_example_logs_in_with_the_csv_files_accounts() {
+    let example = "/usr/share/doc/tsung/examples/jabber_starttls.xml";
+    let xml = std::fs::read_to_string(example)
+        .unwrap_or_else(|e| panic!("{example}: {e} (scripts/test installs Debian's tsung)"));
+    let (host, port) = split(xmpp());
+    let mut edited = xml.clone();
+    for (from, to) in [
+        (
+            r#"host="myserver" port="5222""#.to_string(),
+            format!(r#"host="{host}" port="{port}""#),
+        ),
+        (r#"value="mydomain""#.into(), r#"value="localhost""#.into()),
+        (
+            r#"value="/home/nniclaus/.tsung/usernames.csv""#.into(),
+            r#"value="users.csv""#.into(),
+        ),
+        // 10 users a second for 1 s (the file says 2 a second for 1 hour).
+        (
+            r#"duration="1" unit="hour""#.into(),
+            r#"duration="1" unit="second""#.into(),
+        ),
+        (r#"arrivalrate="2""#.into(), r#"arrivalrate="10""#.into()),
+        (
+            r#"<thinktime value="5">"#.into(),
+            r#"<thinktime value="1">"#.into(),
+        ),
+        (
+            r#"<thinktime value="3">"#.into(),
+            r#"<thinktime value="1">"#.into(),
+        ),
+    ] {
+        assert!(edited.contains(&from), "{from} not in {example}");
+        edited = edited.replace(&from, &to);
+    }
+    // Accounts registered for the tests (users 1..=600); far more rows than users (Poisson:
+    // 10 expected, over 32 about never), so that the workers' rows (worker k of n reads rows
+    // k, k + n, ...) never meet and no account logs in twice at once.
+    let rows = |password: &dyn Fn(u32) -> String| -> String {
+        (401..=464)
+            .map(|n| format!("user{n},{}\n", password(n)))
+            .collect()
+    };
+    let run_with_csv = |csv: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("jabber_starttls.xml");
+        std::fs::write(&file, &edited).unwrap();
+        std::fs::write(dir.path().join("users.csv"), csv).unwrap();
+        let sc = headroom_run::files::scenario_file(&file, None)
+            .unwrap_or_else(|e| panic!("the example does not read: {e}"));
+        let mut spec = RunSpec::new(headroom_core::spec::Target::Scenario(sc));
+        spec.duration = secs(20);
+        run(&spec)
+    };
+
+    // Tsung's arrivals are Poisson: however many users came, each one logged in, over TLS,
+    // read its roster and closed, without an error.
+    let f = run_with_csv(&rows(&|n| format!("pass{n}")));
+    let v = &f.summary;
+    let users = v.users_started;
+    assert!((1..=64).contains(&users), "{}", show(v));
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(xmpp_counters(v).logins, users, "{}", show(v));
+    assert_eq!(by_request(v, "xmpp:login").count, users, "{}", show(v));
+    assert_eq!(v.tls_us.count, users, "{}", show(v));
+    assert_eq!(by_request(v, "xmpp:roster:get").count, users, "{}", show(v));
+    // The server's close answers the file's close (ack="local").
+    assert_eq!(by_request(v, "xmpp:close").count, users, "{}", show(v));
+    assert_eq!(scenario_of(v).sessions.completed, users, "{}", show(v));
+
+    let f = run_with_csv(&rows(&|n| format!("wrong{n}")));
+    let v = &f.summary;
+    assert!(v.users_started >= 1, "{}", show(v));
+    assert_eq!(v.errors.login, v.users_started, "{}", show(v));
+    assert_eq!(v.errors_total, v.errors.login, "{}", show(v));
+    assert_eq!(xmpp_counters(v).logins, 0, "{}", show(v));
+}

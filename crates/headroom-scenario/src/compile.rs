@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    AmqpOp, ArrivalPhase, AuthOp, CookieOp, Feeder, LdapOp, LoopCondition, LoopCounterOp, MatchOp,
-    MetricName, MqttOp, NameId, NameKind, OnceUser, Op, Piece, RequestOp, SendOp, SessionBody,
-    SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
+    AmqpOp, ArrivalPhase, AuthOp, CookieOp, CsvRow, Feeder, LdapOp, LoopCondition, LoopCounterOp,
+    MatchOp, MetricName, MqttOp, NameId, NameKind, OnceUser, Op, Piece, RequestOp, SendOp,
+    SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
+    XmppSpec,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -141,6 +142,10 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
     let mut link = s.link.clone();
     if let LinkSpec::Mqtt(m) = &mut link {
         m.delivery = c.name("mqtt:delivery", NameKind::Transaction);
+    }
+    if let LinkSpec::Xmpp(XmppSpec { login: Some(l), .. }) = &mut link {
+        // Over the sessions' variables (the parser checked each is set before the connect).
+        l.templates = [c.template(&l.user), c.template(&l.password)];
     }
     if let LinkSpec::Amqp(_) = &link {
         // The engine finds it by name (AMQP's delivery latency, as MQTT's).
@@ -277,9 +282,7 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         }
         None => None,
     };
-    if let (Some(_), LinkSpec::Xmpp(headroom_core::session::XmppSpec { bosh: Some(_), .. })) =
-        (&tls, &s.link)
-    {
+    if let (Some(_), LinkSpec::Xmpp(XmppSpec { bosh: Some(_), .. })) = (&tls, &s.link) {
         return Err(
             "xmpp.bosh: BOSH over TLS (https) is not supported yet; the server's tls must be off"
                 .to_string(),
@@ -606,7 +609,11 @@ impl Compiler<'_> {
                         } => SetOp::Csv {
                             feeder: self.feeder(file)?,
                             column: *column,
-                            random: *order == CsvOrder::Random,
+                            row: match order {
+                                CsvOrder::Sequential => CsvRow::Next,
+                                CsvOrder::Random => CsvRow::Random,
+                                CsvOrder::SameRow => CsvRow::Same,
+                            },
                         },
                         SetSource::RandomNumber { min, max } => SetOp::RandomNumber {
                             min: *min,

@@ -123,18 +123,25 @@ fn link(out: &mut String, l: &LinkSpec) {
         LinkSpec::Xmpp(x) => {
             line(out, 0, "xmpp:");
             line(out, 2, &format!("domain: {}", scalar(&x.domain, false)));
-            if !(x.anonymous && x.first == 1 && x.last == 1) {
-                line(
-                    out,
-                    2,
-                    &format!("users: {{first: {}, last: {}}}", x.first, x.last),
-                );
-            }
-            if x.username != "user" {
-                line(out, 2, &format!("username: {}", scalar(&x.username, false)));
-            }
-            if x.password != "pass" {
-                line(out, 2, &format!("password: {}", scalar(&x.password, false)));
+            if let Some(l) = &x.login {
+                let mut m = Flow::default();
+                m.str("user", &l.user);
+                m.str("password", &l.password);
+                line(out, 2, &format!("login: {}", m.finish()));
+            } else {
+                if !(x.anonymous && x.first == 1 && x.last == 1) {
+                    line(
+                        out,
+                        2,
+                        &format!("users: {{first: {}, last: {}}}", x.first, x.last),
+                    );
+                }
+                if x.username != "user" {
+                    line(out, 2, &format!("username: {}", scalar(&x.username, false)));
+                }
+                if x.password != "pass" {
+                    line(out, 2, &format!("password: {}", scalar(&x.password, false)));
+                }
             }
             if let Some(r) = &x.resource {
                 line(out, 2, &format!("resource: {}", scalar(r, false)));
@@ -876,8 +883,10 @@ fn set(var: &str, source: &SetSource) -> String {
             let mut c = Flow::default();
             c.str("file", file);
             c.raw("column", column.to_string());
-            if *order == CsvOrder::Random {
-                c.raw("order", "random".into());
+            match order {
+                CsvOrder::Sequential => {}
+                CsvOrder::Random => c.raw("order", "random".into()),
+                CsvOrder::SameRow => c.raw("order", "same_row".into()),
             }
             m.raw("csv", c.finish());
         }

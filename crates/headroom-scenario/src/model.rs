@@ -191,7 +191,7 @@ impl Protocol {
 pub use headroom_core::session::{
     AmqpAction, AmqpSpec, LdapAction, LdapMod, LdapScope, LinkSpec, MqttAction, MqttConnect,
     MqttPayload, MqttSpec, MqttWill, MysqlSpec, PgSpec, WsAction, WsSpec, XmppAck, XmppAction,
-    XmppDest, XmppSpec,
+    XmppDest, XmppLogin, XmppSpec,
 };
 
 /// An `xmpp:` step.
@@ -470,9 +470,13 @@ pub enum SetSource {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CsvOrder {
+    /// The next row in turn (the run's workers take rows in turn).
     #[default]
     Sequential,
     Random,
+    /// The row this user's previous `csv` set of the same file read: several columns of one
+    /// row into several variables.
+    SameRow,
 }
 
 /// Takes a value from the last reply into `var`.

@@ -94,6 +94,12 @@ pub(crate) struct Parser {
     mqtt_base: MqttConnect,
     /// Where each `load.once` entry names its session (checked once the sessions are read).
     once_at: Vec<Span>,
+
+    /// The `xmpp:` section's `login` (user and password over the session's variables): each
+    /// session must set its variables before the step that first opens a connection.
+    xmpp_login: Option<XmppLogin>,
+    /// The current session opened a connection already (its login's variables are checked).
+    opened: bool,
 }
 
 impl Parser {
@@ -108,6 +114,9 @@ impl Parser {
             protocol_unknown: false,
             mqtt_base: MqttConnect::default(),
             once_at: Vec::new(),
+
+            xmpp_login: None,
+            opened: false,
         }
     }
 
@@ -384,6 +393,9 @@ impl Parser {
         let link = self.link(map);
         if let LinkSpec::Mqtt(m) = &link {
             self.mqtt_base = m.connect.clone();
+        }
+        if let LinkSpec::Xmpp(x) = &link {
+            self.xmpp_login.clone_from(&x.login);
         }
         let load = self
             .required(map, "load", "scenario")
@@ -920,6 +932,7 @@ impl Parser {
                 },
             };
             let mut vars = Vars::new();
+            self.opened = false;
             let (mut steps, mut surge) = (Vec::new(), None);
             match (m.get_node("steps"), m.get_node("surge")) {
                 (Some(_), Some(sg)) => {

@@ -1423,11 +1423,17 @@ impl<'a> Conv<'a> {
                         format!("headroom splits CSV lines on ','; Tsung splits this file on '{d}' (convert the file, or check it has one column)"),
                     );
                 }
+                // Tsung reads one line and splits it over the <var>s: the first takes the row,
+                // the others read the same one.
                 (0..vars.len())
                     .map(|column| SetSource::Csv {
                         file: file.clone(),
                         column,
-                        order,
+                        order: if column == 0 {
+                            order
+                        } else {
+                            CsvOrder::SameRow
+                        },
                     })
                     .collect()
             }

@@ -44,6 +44,13 @@ fn cases() -> Vec<(&'static str, String, usize, usize, &'static str)> {
             "undefined variable '${user}'",
         ),
         (
+            "csv order",
+            s("      - set: {var: x, csv: {file: u.csv, order: backwards}}\n"),
+            7,
+            49,
+            "order: expected one of sequential, random, same_row",
+        ),
+        (
             "phase without rate",
             "load:\n  phases:\n    - {duration: 10s}\nsessions: [{name: a, steps: [{request: GET /}]}]\n"
                 .to_string(),

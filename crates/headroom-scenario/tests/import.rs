@@ -651,7 +651,7 @@ fn tsung_shop_maps_every_feature() {
 
     let b = &s.sessions[1].steps;
     assert!(
-        matches!(&b[1], Step::Set { var, source: SetSource::Csv { file, column: 1, order: CsvOrder::Sequential } } if var == "password" && file == "data/accounts.csv")
+        matches!(&b[1], Step::Set { var, source: SetSource::Csv { file, column: 1, order: CsvOrder::SameRow } } if var == "password" && file == "data/accounts.csv")
     );
     assert_eq!(
         b[2],

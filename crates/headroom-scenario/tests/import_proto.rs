@@ -177,6 +177,7 @@ fn jabber_mix_converts() {
             password: "pass".into(),
             first: 1,
             last: 20_000,
+            login: None,
             resource: Some("tsung".into()),
             anonymous: false,
             register: false,
@@ -324,6 +325,7 @@ fn jabber_defaults_login_variants_and_roster() {
             password: "sesame".into(),
             first: 1,
             last: 10_000,
+            login: None,
             resource: Some("bench".into()),
             anonymous: false,
             register: true,
@@ -521,6 +523,61 @@ fn jabber_starttls_becomes_the_servers_tls() {
         "{}",
         show(&errs)
     );
+}
+
+/// Issue 32: accounts from a CSV file, as Debian's `jabber_starttls.xml` has them —
+/// `userid_max="0"`, a `<setdynvars sourcetype="file">` of the user and password, and the
+/// connect's `<xmpp_authenticate>` over them — become `xmpp.login` over the two variables, which
+/// read one row of the file.
+#[test]
+fn jabber_accounts_from_a_csv_file_become_the_login() {
+    let xml = doc(
+        5222,
+        "<option type=\"ts_jabber\" name=\"domain\" value=\"localhost\"/>\
+         <option type=\"ts_jabber\" name=\"userid_max\" value=\"0\"/>\
+         <option type=\"ts_jabber\" name=\"random_from_fileid\" value=\"userdb\"/>\
+         <option type=\"ts_jabber\" name=\"fileid_delimiter\" value=\";\"/>\
+         <option name=\"file_server\" id=\"userdb\" value=\"users.csv\"/>",
+        "<session name=\"s\" probability=\"100\" type=\"ts_jabber\">\n\
+         <setdynvars sourcetype=\"file\" fileid=\"userdb\" delimiter=\",\" order=\"random\"><var name=\"username\"/><var name=\"password\"/></setdynvars>\n\
+         <request subst=\"true\"><jabber type=\"connect\" ack=\"local\"><xmpp_authenticate username=\"%%_username%%\" passwd=\"%%_password%%\"/></jabber></request>\n\
+         <request><jabber type=\"auth_sasl\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"iq:roster:get\" ack=\"local\"><xmpp_authenticate username=\"late\" passwd=\"x\"/></jabber></request>\n\
+         </session>",
+    );
+    let imp = import(&xml);
+    let LinkSpec::Xmpp(x) = &imp.scenario.link else {
+        panic!("{:?}", imp.scenario.link)
+    };
+    assert_eq!(x.login, Some(XmppLogin::new("${username}", "${password}")));
+    assert_eq!((x.first, x.last, x.domain.as_str()), (1, 1, "localhost"));
+    let steps = &imp.scenario.sessions[0].steps;
+    let csv = |column: usize, order| Step::Set {
+        var: ["username", "password"][column].into(),
+        source: SetSource::Csv {
+            file: "users.csv".into(),
+            column,
+            order,
+        },
+    };
+    assert_eq!(
+        steps[..3],
+        [
+            csv(0, CsvOrder::Random),
+            csv(1, CsvOrder::SameRow),
+            Step::Connect
+        ]
+    );
+    let w = located(&imp);
+    let has = |line: usize, want: &str| {
+        assert!(
+            w.iter().any(|(l, _, m)| *l == line && m.contains(want)),
+            "no warning at {line} saying {want:?}: {w:#?}"
+        )
+    };
+    has(5, "name=\"random_from_fileid\"> is not honoured: Tsung names the random user a chat or roster request goes to from file 'users.csv' (fileid 'userdb'); no request of this file goes to another user");
+    has(5, "name=\"fileid_delimiter\"> is not honoured");
+    has(11, "<xmpp_authenticate> is not honoured: Tsung takes a session's account from its first <jabber> request only");
 }
 
 #[test]
@@ -897,9 +954,39 @@ fn protocol_errors_name_what_and_where() {
             10,
         ),
         (
-            jabber("<request><jabber type=\"connect\"><xmpp_authenticate username=\"a\" passwd=\"b\"/></jabber></request>"),
-            "'<xmpp_authenticate>' is not supported",
+            jabber("<request><jabber type=\"connect\"><xmpp_authenticate username=\"a\" passwd=\"b\"/></jabber></request>\n<request><jabber type=\"chat\" size=\"5\" destination=\"online\"/></request>"),
+            "'<jabber type=\"chat\">' goes to another (online) user, which headroom picks among numbered accounts; this session logs in with <xmpp_authenticate>, and such users are nobody's destination",
+            9,
+        ),
+        (
+            jabber("<request subst=\"true\"><jabber type=\"connect\"><xmpp_authenticate username=\"%%_who%%\" passwd=\"b\"/></jabber></request>"),
+            "variable 'who' is used before it is defined",
             8,
+        ),
+        (
+            jabber("<request><jabber type=\"connect\"><xmpp_authenticate username=\"\" passwd=\"b\"/></jabber></request>"),
+            "username=\"\": expected a user name",
+            8,
+        ),
+        (
+            jabber("<request><jabber type=\"connect\"><xmpp_authenticate username=\"a\"/></jabber></request>"),
+            "<xmpp_authenticate> needs the attribute 'passwd'",
+            8,
+        ),
+        (
+            doc(
+                5222,
+                "",
+                "<session name=\"a\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"connect\"/></request>\n</session>\n\
+                 <session name=\"b\" probability=\"50\" type=\"ts_jabber\">\n<request><jabber type=\"connect\"><xmpp_authenticate username=\"x\" passwd=\"y\"/></jabber></request>\n</session>",
+            ),
+            "session 'b' logs in as 'x' (<xmpp_authenticate>), session 'a' with a numbered account: headroom logs every connection of a scenario in the same way",
+            11,
+        ),
+        (
+            doc(5222, "<option type=\"ts_jabber\" name=\"random_from_fileid\" value=\"userdb\"/>", &jabber_session("s")),
+            "'<option type=\"ts_jabber\" name=\"random_from_fileid\">' is not supported without <xmpp_authenticate>",
+            5,
         ),
         (
             jabber("<request><jabber type=\"connect\" version=\"legacy\"/></request>"),
@@ -953,7 +1040,12 @@ fn protocol_errors_name_what_and_where() {
         ),
         (
             doc(5222, "<option type=\"ts_jabber\" name=\"userid_max\" value=\"0\"/>", &jabber_session("s")),
-            "value=\"0\": expected a positive integer",
+            "userid_max=\"0\": Tsung then takes each session's account from an <xmpp_authenticate> in its first <jabber> request, and the file has none",
+            5,
+        ),
+        (
+            doc(5222, "<option type=\"ts_jabber\" name=\"userid_max\" value=\"-3\"/>", &jabber_session("s")),
+            "value=\"-3\": expected an integer >= 0",
             5,
         ),
         (

@@ -153,6 +153,7 @@ fn xmpp_steps_and_section_parse_to_exact_values() {
             password: "pass".into(),
             first: 1,
             last: 5000,
+            login: None,
             resource: None,
             anonymous: false,
             register: false,
@@ -328,6 +329,7 @@ fn xmpp_section_options() {
             password: "secret".into(),
             first: 10,
             last: 20,
+            login: None,
             resource: Some("headroom".into()),
             anonymous: false,
             register: true,
@@ -341,6 +343,7 @@ fn xmpp_section_options() {
         password: "pass".into(),
         first: 1,
         last: 1,
+        login: None,
         resource: None,
         anonymous: true,
         register: false,
@@ -572,6 +575,73 @@ fn every_form_round_trips_and_defaults_are_written_compactly() {
     }
 }
 
+/// Issue 32: `xmpp.login` logs each connection in with its session's variables (Tsung's
+/// `<xmpp_authenticate>` over a CSV file): parsed as written, round-tripped, and compiled over
+/// the variables' slots, the same slots the session's `set` steps fill.
+#[test]
+fn xmpp_login_from_the_sessions_variables() {
+    let text = "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\n\
+                xmpp:\n  domain: d\n  login: {user: \"${name}\", password: \"pw-${pass}\"}\n\
+                load: {users: [{count: 1}]}\n\
+                sessions:\n  - name: a\n    steps:\n\
+                \x20     - set: {var: name, csv: {file: u.csv, column: 0}}\n\
+                \x20     - set: {var: pass, csv: {file: u.csv, column: 1, order: same_row}}\n\
+                \x20     - xmpp: roster:get\n\
+                \x20     - xmpp: close\n";
+    let s = parse(text);
+    let LinkSpec::Xmpp(x) = &s.link else {
+        panic!("{:?}", s.link)
+    };
+    let login = x.login.as_ref().expect("a login");
+    assert_eq!(
+        (login.user.as_str(), login.password.as_str()),
+        ("${name}", "pw-${pass}")
+    );
+    // Numbered accounts do not apply: users defaults to 1..=1.
+    assert_eq!((x.first, x.last, x.anonymous), (1, 1, false));
+    assert!(matches!(
+        &s.sessions[0].steps[1],
+        Step::Set {
+            source: SetSource::Csv {
+                column: 1,
+                order: CsvOrder::SameRow,
+                ..
+            },
+            ..
+        }
+    ));
+    let yaml = round_trip(&s);
+    assert!(
+        yaml.contains("  login: {user: \"${name}\", password: \"pw-${pass}\"}\n"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("order: same_row"), "{yaml}");
+    assert!(!yaml.contains("users: {first"), "{yaml}");
+
+    let dir = std::env::temp_dir().join(format!("headroom-login-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("u.csv"), "ann,1\n").unwrap();
+    let c = compile(&s, &dir).expect("compiles");
+    let _ = std::fs::remove_dir_all(&dir);
+    let LinkSpec::Xmpp(cx) = &c.workload.link else {
+        panic!()
+    };
+    let t = &cx.login.as_ref().unwrap().templates;
+    let slot = |v: &str| c.workload.vars.iter().position(|n| n == v).unwrap() as u16;
+    use headroom_core::session::{Piece, Template};
+    assert_eq!(t[0], Template(vec![Piece::Var(slot("name"))]));
+    assert_eq!(
+        t[1],
+        Template(vec![Piece::Lit("pw-".into()), Piece::Var(slot("pass"))])
+    );
+    let mut vars = vec![String::new(); c.workload.vars.len()];
+    vars[slot("name") as usize] = "ann".into();
+    vars[slot("pass") as usize] = "1".into();
+    let mut out = String::new();
+    t[1].expand_into(&vars, &mut out);
+    assert_eq!(out, "pw-1");
+}
+
 #[test]
 fn sections_round_trip_with_every_option() {
     for section in [
@@ -794,6 +864,7 @@ fn random_protocol_steps_round_trip() {
                 password: rng.text(false),
                 first: rng.below(10) as u64,
                 last: 10 + rng.below(10) as u64,
+                login: None,
                 resource: rng.coin().then(|| rng.text(true)),
                 anonymous: false,
                 register: rng.coin(),
@@ -1033,7 +1104,29 @@ fn cases() -> Vec<Case> {
         ),
         // The xmpp section.
         file(xtop("xmpp: {users: {first: 1, last: 2}}\n"), 2, "{", "xmpp is missing 'domain'"),
-        file(xtop("xmpp: {domain: d}\n"), 2, "{", "xmpp is missing 'users' ({first, last}: user N logs in as {username}N@{domain}); only `anonymous: true` does without"),
+        file(xtop("xmpp: {domain: d}\n"), 2, "{", "xmpp is missing 'users' ({first, last}: user N logs in as {username}N@{domain}); only `anonymous: true` and `login` do without"),
+        // A login from variables (issue 32).
+        file(xtop("xmpp: {domain: d, login: {user: u, password: p}, users: {first: 1, last: 2}}\n"), 2, "users", "users: with `login`, each user logs in as its session's variables say; numbered accounts do not apply"),
+        file(xtop("xmpp: {domain: d, password: x, login: {user: u, password: p}}\n"), 2, "password: x", "password: with `login`"),
+        file(xtop("xmpp: {domain: d, login: {password: p}}\n"), 2, "{password", "login is missing 'user'"),
+        file(xtop("xmpp: {domain: d, login: {user: \"\", password: p}}\n"), 2, "\"\"", "user: expected a non-empty name"),
+        file(xtop("xmpp: {domain: d, login: {user: \"${u\", password: p}}\n"), 2, "\"${u", "user: unterminated '${'; expected '${name}'"),
+        file(xtop("xmpp: {domain: d, login: {user: u, password: \"${}\"}}\n"), 2, "\"${}", "password: '${}' names no variable"),
+        file(xtop("xmpp: {domain: d, login: {user: u, password: p, resource: r}}\n"), 2, "resource", "unknown key 'resource' in login; expected one of user, password"),
+        file(xtop("xmpp: {domain: d, anonymous: true, login: {user: u, password: p}}\n"), 2, "true", "anonymous: SASL ANONYMOUS logs in without a user and password; login gives them"),
+        file(xtop("xmpp: {domain: d, login: {user: \"${who}\", password: p}}\n"), 4, "connect", "xmpp.login uses '${who}', which this session does not set before this step opens the connection (the login runs at the connect)"),
+        file(
+            "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nxmpp: {domain: d, login: {user: \"${who}\", password: p}}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [{xmpp: roster:get}, {set: {var: who, value: x}}, connect]}]\n".into(),
+            4, "xmpp:", "xmpp.login uses '${who}', which this session does not set before this step opens the connection",
+        ),
+        file(
+            "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nxmpp: {domain: d, login: {user: \"${user_id}\", password: p}}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [{xmpp: {type: chat, size: 5}}]}]\n".into(),
+            4, "{type", "xmpp chat goes to another user (`to`), picked among the numbered accounts of xmpp.users; this scenario's users log in with xmpp.login, which numbers none",
+        ),
+        file(
+            "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nxmpp: {domain: d, login: {user: \"${user_id}\", password: p}}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [{xmpp: {type: roster:add, to: offline}}]}]\n".into(),
+            4, "offline", "xmpp roster:add goes to another user (`to`)",
+        ),
         file(xtop("xmpp: {domain: d, users: {first: 5, last: 2}}\n"), 2, "{first", "users: first (5) must not exceed last (2)"),
         file(xtop("xmpp: {domain: d, users: {first: -1, last: 2}}\n"), 2, "-1", "first: expected an integer >= 0"),
         file(xtop("xmpp: {domain: d, users: {first: 1}}\n"), 2, "{first", "users is missing 'last'"),
@@ -1181,6 +1274,8 @@ fn doc_examples_validate() {
     assert_eq!(
         protocols,
         [
+            Protocol::Xmpp,
+            // Accounts from a file (`login`).
             Protocol::Xmpp,
             Protocol::Pgsql,
             Protocol::WebSocket,

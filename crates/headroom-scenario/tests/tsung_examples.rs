@@ -7,16 +7,15 @@
 //! issues 16 and 32 brought in are checked for what they became, not only for importing.
 //!
 //! Still refused, and why (each needs more than the importer):
-//! - `fs-nfs`: a protocol headroom does not convert;
-//! - `bosh`: XMPP over BOSH (HTTP long polling);
-//! - `jabber_starttls` (and `bosh`): each user's name and password from a CSV file
-//!   (`xmpp_authenticate`, `random_from_fileid`), where headroom's XMPP users are
-//!   `{username}N`/`{passwd}N`;
-//! - `http-oauth`: OAuth 1.0 signatures computed per request.
+//! - `fs-nfs`: its paths use `<for>` counters and it computes another user's id with Erlang code
+//!   (`<setdynvars sourcetype="eval">`), which headroom does not run;
+//! - `bosh`: XMPP over BOSH converts only once `<server type="bosh">` does (the engine speaks
+//!   BOSH, `xmpp: {bosh: PATH}`; its accounts from a CSV file convert, as `jabber_starttls`'s do).
 //!
 //! Issue 32 brought in `ldap` (Tsung's `undefined` for the variables it never defines), `amqp`
-//! (loop counters as channel numbers, the consumer as a `once` user) and `once` users for
-//! `jabber_node` and `mqtt`; each is checked for what it became.
+//! (loop counters as channel numbers, the consumer as a `once` user), `once` users for
+//! `jabber_node` and `mqtt`, `jabber_starttls` (accounts from a CSV file) and `http-oauth` (OAuth
+//! 1.0 signatures per request); each is checked for what it became.
 
 use headroom_scenario::model::*;
 use headroom_scenario::{compile, import_tsung, to_yaml, Imported};
@@ -44,6 +43,7 @@ const IMPORT: &[&str] = &[
     "jabber_register.xml",
     "jabber_roster.xml",
     "ldap.xml",
+    "jabber_starttls.xml",
     "mqtt.xml",
     "mysql.xml",
     "pgsql.xml",
@@ -555,6 +555,41 @@ fn check_content(name: &str, imp: &Imported) {
                 "variable 'new_user_cn' is defined nowhere in the session",
             );
             assert!(!to_yaml(sc).contains("${new_user"), "{}", to_yaml(sc));
+        }
+        "jabber_starttls.xml" => {
+            // Issue 32: STARTTLS, then each user's account from one row of the CSV file
+            // (`<setdynvars sourcetype="file">` + `<xmpp_authenticate>`, `userid_max="0"`).
+            let LinkSpec::Xmpp(x) = &sc.link else {
+                panic!("{:?}", sc.link)
+            };
+            assert_eq!(x.login, Some(XmppLogin::new("${username}", "${password}")));
+            assert!(sc.servers[0].tls.as_ref().is_some_and(|t| t.starttls));
+            let file = "/home/nniclaus/.tsung/usernames.csv";
+            let csv = |var: &str, column, order| Step::Set {
+                var: var.into(),
+                source: SetSource::Csv {
+                    file: file.into(),
+                    column,
+                    order,
+                },
+            };
+            let steps = &sc.sessions[0].steps;
+            assert_eq!(
+                steps[..3],
+                [
+                    csv("username", 0, CsvOrder::Sequential),
+                    csv("password", 1, CsvOrder::SameRow),
+                    Step::Connect
+                ]
+            );
+            warned(name, imp, 32, "name=\"random_from_fileid\"> is not honoured: Tsung names the random user a chat or roster request goes to from file '/home/nniclaus/.tsung/usernames.csv' (fileid 'userdb'); no request of this file goes to another user");
+            warned(
+                name,
+                imp,
+                33,
+                "name=\"offline_from_fileid\"> is not honoured",
+            );
+            warned(name, imp, 34, "name=\"fileid_delimiter\"> is not honoured");
         }
         "jabber.xml" => {
             let names: Vec<&str> = sc.sessions.iter().map(|s| s.name.as_str()).collect();

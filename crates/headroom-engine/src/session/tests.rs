@@ -45,6 +45,7 @@ impl Harness {
             rng: &mut self.rng,
             rec: &mut self.rec,
             cursors: &mut self.cursors,
+            cursor_step: 1,
             now: self.now,
             link: None,
             browser: &mut self.browser,
@@ -304,6 +305,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
             rng: &mut rng,
             rec: &mut rec,
             cursors: &mut cursors,
+            cursor_step: 1,
             now: Instant::now(),
             link: None,
             browser: &mut agent,
@@ -327,6 +329,66 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
         ]
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 32: two columns of one row into two variables (`order: same_row`, what a Tsung
+/// `<setdynvars sourcetype="file">` of two `<var>`s reads), and the workers' rows in turn: worker
+/// 1 of 2 reads rows 1, 3, 5, ... (0-based), so no two workers hand out the same account.
+#[test]
+fn same_row_columns_stay_together_and_workers_take_rows_in_turn() {
+    let dir = std::env::temp_dir().join(format!("headroom-same-row-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("u.csv"),
+        "ann,a1\nbob,b2\ncid,c3\ndan,d4\neve,e5\n",
+    )
+    .unwrap();
+    let s = headroom_scenario::parse_str(
+        "load: {users: [{count: 1}]}\n\
+         sessions: [{name: s, steps: [{loop: {count: 3, steps: [{set: {var: u, csv: {file: u.csv, column: 0}}}, {set: {var: p, csv: {file: u.csv, column: 1, order: same_row}}}, {request: \"GET /${u}/${p}\"}]}}]}]\n",
+        "t.yaml",
+    )
+    .unwrap();
+    let c = headroom_scenario::compile(&s, &dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let prog = Program::new(Arc::new(c.workload), "h", true).unwrap();
+    let mut rng = SmallRng::seed_from_u64(1);
+    let mut st = SessionState::new(&prog, 1);
+    st.begin(&prog, 0, &mut rng, Instant::now());
+    let mut rec = Recorder::new();
+    // Worker slot 1 of 2.
+    let mut cursors = vec![1; 1];
+    let mut lines = Vec::new();
+    let mut agent = None;
+    for _ in 0..3 {
+        let mut env = Env {
+            rng: &mut rng,
+            rec: &mut rec,
+            cursors: &mut cursors,
+            cursor_step: 2,
+            now: Instant::now(),
+            link: None,
+            browser: &mut agent,
+            browser_cfg: None,
+        };
+        assert_eq!(st.advance(&prog, &mut env), Action::Send);
+        lines.push(
+            String::from_utf8_lossy(&st.out)
+                .lines()
+                .next()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    // Rows 1, 3, then 5 mod 5 = 0: each name with its own password.
+    assert_eq!(
+        lines,
+        [
+            "GET /bob/b2 HTTP/1.1",
+            "GET /dan/d4 HTTP/1.1",
+            "GET /ann/a1 HTTP/1.1"
+        ]
+    );
 }
 
 #[test]

@@ -38,6 +38,7 @@ impl H {
             rng: &mut self.rng,
             rec: &mut self.rec,
             cursors: &mut self.cursors,
+            cursor_step: 1,
             now: Instant::now(),
             link: None,
             browser: &mut None,

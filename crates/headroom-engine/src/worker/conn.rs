@@ -239,9 +239,15 @@ impl Worker {
         }
         if let Some(prog) = &self.s.program {
             let connect = u.sess.as_deref().and_then(|st| st.connect_options(prog));
-            if let Some(link) =
-                Link::start(&prog.w.link, connect, &prog.host, u.global, &mut self.rng)
-            {
+            let vars = u.sess.as_deref().map_or(&[][..], |st| st.vars());
+            if let Some(link) = Link::start(
+                &prog.w.link,
+                connect,
+                &prog.host,
+                u.global,
+                vars,
+                &mut self.rng,
+            ) {
                 if link.ready {
                     // No setup (LDAP): the step that asked for the connection goes on.
                     u.protocol = Protocol::Link(Box::new(link));

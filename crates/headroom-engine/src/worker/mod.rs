@@ -456,7 +456,8 @@ impl Worker {
         };
         if let Some(p) = w.s.program.clone() {
             w.rec.ensure_names(p.names(), p.matches());
-            w.cursors = vec![0; p.w.feeders.len()];
+            // Worker k of n reads rows k, k + n, ... of each file (see `CsvRow::Next`).
+            w.cursors = vec![id; p.w.feeders.len()];
         }
         match plan.model {
             LoadModel::Closed { .. } | LoadModel::Sessions { .. } if !plan.ramp.is_empty() => {

@@ -412,6 +412,7 @@ impl Worker {
                 rng: &mut self.rng,
                 rec: &mut self.rec,
                 cursors: &mut self.cursors,
+                cursor_step: self.s.slots,
                 now,
                 link: u.protocol.link_mut(),
                 browser: &mut u.browser,

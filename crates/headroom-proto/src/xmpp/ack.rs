@@ -81,6 +81,10 @@ impl Wait {
     pub fn for_request(ack: Ack, kind: RequestKind) -> Wait {
         match (ack, kind) {
             (Ack::NoAck, _) => Wait::Nothing,
+            // What the server sends after a client's close is its own close (its stanzas in
+            // flight before it): waiting for "any event" would fail the close at the very
+            // answer it asked for (Tsung's `close` with `ack="local"`, as in its examples).
+            (Ack::Local, RequestKind::Close) => Wait::StreamClose,
             (Ack::Local, _) => Wait::AnyEvent,
             (Ack::Global, RequestKind::Iq { id }) => Wait::IqReply(id),
             (Ack::Global, RequestKind::NoReply) => Wait::Nothing,

@@ -976,6 +976,11 @@ fn waits() {
         Wait::for_request(Ack::Global, RequestKind::Close),
         Wait::StreamClose
     );
+    // Issue 32: a close with ack local is done at the server's close, not failed by it.
+    assert_eq!(
+        Wait::for_request(Ack::Local, RequestKind::Close),
+        Wait::StreamClose
+    );
     let w = Wait::for_request(Ack::Global, RequestKind::Iq { id: 9 });
     let o = outcomes(w);
     assert_eq!(o[8], Failed(ReplyError::ErrorReply), "iq 9 is type='error'");

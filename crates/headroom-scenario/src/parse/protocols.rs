@@ -7,7 +7,7 @@
 //! websocket. The section of the servers' protocol becomes [`Scenario::link`].
 
 use super::steps::{first_line_name, step_of};
-use super::{Parser, Vars};
+use super::{Parser, Vars, BUILTINS};
 use crate::model::*;
 use marked_yaml::types::MarkedMappingNode;
 use marked_yaml::{Node, Span};
@@ -57,6 +57,24 @@ pub(crate) fn xmpp_default_to(t: &str) -> Option<XmppDest> {
         "roster:rename" | "roster:remove" => Some(XmppDest::Previous),
         _ => None,
     }
+}
+
+/// Calls `f` on the name of each `${name}` of `text`, in order; `Err` for a `${` without its
+/// `}` or an empty name.
+fn var_refs(text: &str, mut f: impl FnMut(&str) -> Result<(), String>) -> Result<(), String> {
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        let after = &rest[i + 2..];
+        let Some(end) = after.find('}') else {
+            return Err("unterminated '${'; expected '${name}'".into());
+        };
+        if end == 0 {
+            return Err("'${}' names no variable".into());
+        }
+        f(&after[..end])?;
+        rest = &after[end + 1..];
+    }
+    Ok(())
 }
 
 /// An xmpp step's metric name without `name`: `xmpp:TYPE`.
@@ -218,6 +236,18 @@ impl Parser {
             }
             None => xmpp_default_to(t),
         };
+        if to.is_some() && self.xmpp_login.is_some() {
+            let span = *get("to").map_or(at.span(), |n| n.span());
+            self.err(
+                &span,
+                format!(
+                    "xmpp {t} goes to another user (`to`), picked among the numbered accounts \
+                     of xmpp.users; this scenario's users log in with xmpp.login, which numbers \
+                     none (send a `raw` stanza to a JID instead)"
+                ),
+            );
+            return None;
+        }
         let show = match get("show") {
             Some(n) => {
                 let s = n.as_scalar().map(|s| s.as_str()).unwrap_or_default();
@@ -578,7 +608,7 @@ impl Parser {
     }
 
     /// `xmpp: {domain, users: {first, last}, username, password, resource, anonymous,
-    /// register}`.
+    /// register, login: {user, password}}`.
     fn xmpp_spec(&mut self, node: &Node) -> Option<XmppSpec> {
         let m = self.map(node, "xmpp")?;
         self.keys(
@@ -593,8 +623,13 @@ impl Parser {
                 "anonymous",
                 "register",
                 "bosh",
+                "login",
             ],
         );
+        let login = match m.get_node("login") {
+            Some(l) => Some(self.xmpp_login(l, m)?),
+            None => None,
+        };
         let domain = self
             .required(m, "domain", "xmpp")
             .and_then(|d| self.name(d, "domain"));
@@ -613,15 +648,21 @@ impl Parser {
                  logins have none",
             );
         }
+        if let (Some(true), Some(_), Some(a)) = (anonymous, &login, m.get_node("anonymous")) {
+            self.err(
+                a.span(),
+                "anonymous: SASL ANONYMOUS logs in without a user and password; login gives them",
+            );
+        }
         let users = match m.get_node("users") {
             Some(u) => self.xmpp_users(u),
-            None if anonymous == Some(true) => Some((1, 1)),
+            None if anonymous == Some(true) || login.is_some() => Some((1, 1)),
             None => {
                 if anonymous.is_some() {
                     self.err(
                         m.span(),
                         "xmpp is missing 'users' ({first, last}: user N logs in as \
-                         {username}N@{domain}); only `anonymous: true` does without",
+                         {username}N@{domain}); only `anonymous: true` and `login` do without",
                     );
                 }
                 None
@@ -650,6 +691,7 @@ impl Parser {
             password: password?,
             first,
             last,
+            login,
             resource,
             anonymous: anonymous?,
             register: register?,
@@ -669,6 +711,70 @@ impl Parser {
             return None;
         }
         Some(p)
+    }
+
+    /// `login: {user, password}` of the `xmpp:` section `section`: texts with `${var}`, whose
+    /// variables each session sets before it connects (checked at the steps, see
+    /// [`Parser::opens`]). It replaces `users`, `username` and `password`.
+    fn xmpp_login(&mut self, node: &Node, section: &MarkedMappingNode) -> Option<XmppLogin> {
+        let m = self.map(node, "login")?;
+        self.keys(m, "login", &["user", "password"]);
+        for k in section.keys() {
+            if ["users", "username", "password"].contains(&k.as_str()) {
+                self.err(
+                    k.span(),
+                    format!(
+                        "{}: with `login`, each user logs in as its session's variables say; \
+                         numbered accounts do not apply",
+                        k.as_str()
+                    ),
+                );
+            }
+        }
+        let user = self
+            .required(m, "user", "login")
+            .and_then(|n| self.name(n, "user"));
+        let password = self
+            .required(m, "password", "login")
+            .and_then(|n| self.string(n, "password"));
+        let (user, password) = (user?, password?);
+        for (text, key) in [(&user, "user"), (&password, "password")] {
+            if let Err(why) = var_refs(text, |_| Ok(())) {
+                let span = *m.get_node(key).map_or(m.span(), |n| n.span());
+                self.err(&span, format!("{key}: {why}"));
+                return None;
+            }
+        }
+        Some(XmppLogin::new(&user, &password))
+    }
+
+    /// A step at `span` that opens the session's connection (`connect`, or any xmpp step,
+    /// which opens one on demand): the first one checks that the session set the variables
+    /// of `xmpp.login` before it (the login runs when the connection opens).
+    pub(super) fn opens(&mut self, span: &Span, vars: &Vars) {
+        if self.opened {
+            return;
+        }
+        self.opened = true;
+        let Some(l) = self.xmpp_login.clone() else {
+            return;
+        };
+        for text in [&l.user, &l.password] {
+            let _ = var_refs(text, |name| {
+                if vars.contains(name) || BUILTINS.contains(&name) {
+                    return Ok(());
+                }
+                self.err(
+                    span,
+                    format!(
+                        "xmpp.login uses '${{{name}}}', which this session does not set before \
+                         this step opens the connection (the login runs at the connect): set it \
+                         earlier, e.g. from a csv file"
+                    ),
+                );
+                Ok(())
+            });
+        }
     }
 
     fn xmpp_users(&mut self, node: &Node) -> Option<(u64, u64)> {

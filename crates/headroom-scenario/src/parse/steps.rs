@@ -23,7 +23,10 @@ impl Parser {
         let expected = STEP_KINDS.join(", ");
         if let Some(s) = node.as_scalar() {
             match s.as_str() {
-                "connect" => out.push(Step::Connect),
+                "connect" => {
+                    self.opens(node.span(), vars);
+                    out.push(Step::Connect)
+                }
                 "close" => out.push(Step::Close),
                 other => self.err(
                     node.span(),
@@ -77,6 +80,7 @@ impl Parser {
             }
             "xmpp" => {
                 self.step_needs(k.span(), "an xmpp step", Protocol::Xmpp);
+                self.opens(k.span(), vars);
                 self.xmpp(v, vars).map(Step::Xmpp)
             }
             "sql" => {
@@ -104,7 +108,10 @@ impl Parser {
             "think" => self.think(v).map(Step::Think),
             "loop" => self.looop(v, vars).map(Step::Loop),
             "transaction" => self.transaction(v, vars),
-            "connect" => Some(Step::Connect),
+            "connect" => {
+                self.opens(k.span(), vars);
+                Some(Step::Connect)
+            }
             "close" => Some(Step::Close),
             "set" => self.set(v, vars),
             "extract" => self.extract(v, vars).map(Step::Extract),
@@ -744,8 +751,12 @@ impl Parser {
                     Some(o) => match o.as_scalar().map(|s| s.as_str()) {
                         Some("sequential") => Some(CsvOrder::Sequential),
                         Some("random") => Some(CsvOrder::Random),
+                        Some("same_row") => Some(CsvOrder::SameRow),
                         _ => {
-                            self.err(o.span(), "order: expected one of sequential, random");
+                            self.err(
+                                o.span(),
+                                "order: expected one of sequential, random, same_row",
+                            );
                             None
                         }
                     },

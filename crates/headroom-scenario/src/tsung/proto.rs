@@ -154,6 +154,10 @@ impl Kind {
     }
 }
 
+/// An `<xmpp_authenticate>`'s user and password (converted to `${var}` templates) and where
+/// it is.
+type Account = (String, String, usize);
+
 /// An `<option type="ts_jabber" name value>`.
 pub(super) struct JabberOption {
     pub(super) name: String,
@@ -182,6 +186,9 @@ pub(super) struct Link {
     /// the first `<jabber type="starttls">` of the file.
     starttls: Option<(bool, String)>,
     pub(super) starttls_at: Option<usize>,
+    /// XMPP: the account the first session with steps logs in with (`Some`: its
+    /// `<xmpp_authenticate>` user and password, `None`: a numbered account), and its name.
+    login: Option<(Option<Account>, String)>,
     pg: Option<(PgSpec, String)>,
     ws: Option<(WsSpec, String)>,
     mysql: Option<(MysqlSpec, String)>,
@@ -224,6 +231,11 @@ pub(super) struct Sess {
     resource: Option<String>,
     /// XMPP: where the session's `starttls` is.
     starttls: Option<usize>,
+    /// XMPP: a `<jabber>` of the session was read (the first one's `<xmpp_authenticate>`
+    /// gives the session's account, as in Tsung), and that account's user, password and
+    /// position.
+    jabber_seen: bool,
+    login: Option<Account>,
     /// PostgreSQL: the connect's settings and where the connect was.
     pg: Option<(PgSpec, usize)>,
     password: Option<String>,
@@ -262,6 +274,23 @@ pub(super) enum NoReply {
     Close,
     /// Part of an extended-protocol unit, or a sync that ends no statement.
     Unit,
+}
+
+/// Two sessions' accounts are the same (positions aside).
+fn same_login(a: &Option<Account>, b: &Option<Account>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.0 == b.0 && a.1 == b.1,
+        _ => false,
+    }
+}
+
+/// How a session logs in, for messages.
+fn login_who(l: &Option<Account>) -> String {
+    match l {
+        Some((u, _, _)) => format!("as '{u}' (<xmpp_authenticate>)"),
+        None => "with a numbered account".into(),
+    }
 }
 
 /// A metric name from a query or data: its first line, trimmed, at most 40 characters (the
@@ -376,6 +405,21 @@ impl Conv<'_> {
                         }
                         Some(_) => {}
                     },
+                }
+                if has_steps {
+                    match &self.link.login {
+                        None => self.link.login = Some((sess.login.clone(), name.clone())),
+                        Some((l, other)) if !same_login(l, &sess.login) => {
+                            let pos = sess.login.as_ref().map_or(el.pos, |l| l.2);
+                            let msg = format!(
+                                "session '{name}' logs in {}, session '{other}' {}: headroom logs every connection of a scenario in the same way",
+                                login_who(&sess.login),
+                                login_who(l)
+                            );
+                            self.error(pos, msg);
+                        }
+                        Some(_) => {}
+                    }
                 }
                 let tls = sess.starttls.is_some();
                 self.link.starttls_at = self.link.starttls_at.or(sess.starttls);
@@ -590,12 +634,80 @@ impl Conv<'_> {
         let userid_max = last("userid_max")
             .and_then(|o| o.value.trim().parse::<u64>().ok())
             .unwrap_or(XMPP_USERID_MAX);
+        let mut login = self.link.login.as_ref().and_then(|l| l.0.clone());
+        if let (true, Some((_, _, pos))) = (anonymous, &login) {
+            self.warn(
+                *pos,
+                "<xmpp_authenticate> is not honoured: the sessions log in anonymously, without an account",
+            );
+            login = None;
+        }
+        let max_at = last("userid_max").map(|o| o.pos);
+        match (&login, max_at) {
+            (None, Some(pos)) if userid_max == 0 && !anonymous => self.error(
+                pos,
+                "userid_max=\"0\": Tsung then takes each session's account from an <xmpp_authenticate> in its first <jabber> request, and the file has none",
+            ),
+            (Some(_), Some(pos)) if userid_max > 0 => self.warn(
+                pos,
+                "<option type=\"ts_jabber\" name=\"userid_max\"> is not honoured: the sessions log in with <xmpp_authenticate>, and headroom numbers no accounts besides",
+            ),
+            _ => {}
+        }
+        // Tsung's user server takes the random and offline destinations of chats and roster
+        // requests from these files; a session that logs in from variables sends none (its
+        // requests to another user are refused at the request).
+        for o in options {
+            let what = match o.name.as_str() {
+                "random_from_fileid" => "random",
+                "offline_from_fileid" => "offline",
+                _ => continue,
+            };
+            if login.is_some() {
+                let file = match self.files.get(&o.value) {
+                    Some(path) => format!("file '{path}' (fileid '{}')", o.value),
+                    None => format!("fileid '{}'", o.value),
+                };
+                self.warn(
+                    o.pos,
+                    format!(
+                        "<option type=\"ts_jabber\" name=\"{}\"> is not honoured: Tsung names the {what} user a chat or roster request goes to from {file}; no request of this file goes to another user (headroom's users logged in from <xmpp_authenticate> are nobody's destination)",
+                        o.name
+                    ),
+                );
+            } else {
+                self.error(
+                    o.pos,
+                    format!(
+                        "'<option type=\"ts_jabber\" name=\"{}\">' is not supported without <xmpp_authenticate>: headroom's users are {{username}}{{N}}@{{domain}} for N in 1..userid_max",
+                        o.name
+                    ),
+                );
+            }
+        }
+        if let Some(o) = last("fileid_delimiter") {
+            self.warn(
+                o.pos,
+                "<option type=\"ts_jabber\" name=\"fileid_delimiter\"> is not honoured: it splits the lines of the random_from_fileid and offline_from_fileid files, which headroom does not read (a <setdynvars> names its own delimiter)",
+            );
+        }
+        // With a login from variables the numbered accounts' names are unused: the format's
+        // defaults, as a scenario without them reads.
+        let (username, password) = match &login {
+            Some(_) => ("user".to_string(), "pass".to_string()),
+            None => (text("username", XMPP_USERNAME), text("passwd", XMPP_PASSWD)),
+        };
         XmppSpec {
             domain: text("domain", XMPP_DOMAIN),
-            username: text("username", XMPP_USERNAME),
-            password: text("passwd", XMPP_PASSWD),
+            username,
+            password,
             first: 1,
-            last: userid_max,
+            last: if login.is_some() {
+                1
+            } else {
+                userid_max.max(1)
+            },
+            login: login.map(|(u, p, _)| XmppLogin::new(&u, &p)),
             resource: Some(
                 self.link
                     .resource
@@ -624,8 +736,9 @@ impl Conv<'_> {
                 "headroom has no barrier between users (ack=\"global\" becomes a wait for the request's own reply)",
             ),
             "muc_service" | "pubsub_service" => None,
-            "fileid_delimiter" => Some("headroom does not read users from a file"),
-            "vhost_file" | "random_from_fileid" | "offline_from_fileid" => {
+            // Judged once the sessions' logins are known (`xmpp_spec`).
+            "fileid_delimiter" | "random_from_fileid" | "offline_from_fileid" => None,
+            "vhost_file" => {
                 self.error(
                     o.pos,
                     format!("'<option type=\"ts_jabber\" name=\"{name}\">' is not supported: headroom's users are {{username}}{{N}}@{{domain}} for N in 1..userid_max"),
@@ -646,7 +759,11 @@ impl Conv<'_> {
             return;
         };
         if name == "userid_max" {
-            if self.positive_int(v).is_none() {
+            // 0: every account comes from an <xmpp_authenticate> (checked in `xmpp_spec`).
+            if v.value.trim().parse::<u64>().is_err() {
+                let pos = v.pos;
+                let msg = format!("value=\"{}\": expected an integer >= 0", v.value);
+                self.error(pos, msg);
                 return;
             }
         } else if v.value.is_empty() {
@@ -925,12 +1042,10 @@ impl Conv<'_> {
     fn jabber(&mut self, el: &El, subst: bool, out: &mut Vec<Step>) -> Produced {
         let ty = el.attr("type").map(|a| a.value.as_str()).unwrap_or("chat");
         self.no_text(el);
+        let first = !std::mem::replace(&mut self.sess.jabber_seen, true);
         for c in &el.children {
             if c.name == "xmpp_authenticate" {
-                self.error(
-                    c.pos,
-                    "'<xmpp_authenticate>' is not supported: headroom logs user N in as {username}N with password {passwd}N (the ts_jabber options)",
-                );
+                self.xmpp_authenticate(c, subst, first);
             } else {
                 self.unexpected(c, "jabber");
             }
@@ -1034,6 +1149,16 @@ impl Conv<'_> {
                 let Some(action) = self.xmpp_action(el, ty, subst) else {
                     return Produced::Nothing;
                 };
+                if let (Some(_), Some(dest)) = (&self.sess.login, action.dest()) {
+                    self.error(
+                        el.pos,
+                        format!(
+                            "'<jabber type=\"{ty}\">' goes to another ({}) user, which headroom picks among numbered accounts; this session logs in with <xmpp_authenticate>, and such users are nobody's destination",
+                            dest.as_str()
+                        ),
+                    );
+                    return Produced::Nothing;
+                }
                 let Some(ack) = self.xmpp_ack(el) else {
                     return Produced::Nothing;
                 };
@@ -1048,6 +1173,37 @@ impl Conv<'_> {
                 }));
                 Produced::Unreadable
             }
+        }
+    }
+
+    /// `<xmpp_authenticate username passwd>` of a `<jabber>` (`first`: the session's first):
+    /// the session's account, over its variables with `subst`.
+    fn xmpp_authenticate(&mut self, c: &El, subst: bool, first: bool) {
+        self.check_attrs(c, &["username", "passwd"]);
+        self.no_text(c);
+        for x in &c.children {
+            self.unexpected(x, "xmpp_authenticate");
+        }
+        if !first {
+            self.warn(
+                c.pos,
+                "<xmpp_authenticate> is not honoured: Tsung takes a session's account from its first <jabber> request only",
+            );
+            return;
+        }
+        let (Some(u), Some(p)) = (self.required(c, "username"), self.required(c, "passwd")) else {
+            return;
+        };
+        let (upos, ppos) = (u.pos, p.pos);
+        let (uv, pv) = (u.value.clone(), p.value.clone());
+        if uv.trim().is_empty() {
+            self.error(upos, "username=\"\": expected a user name");
+            return;
+        }
+        let user = self.subst(&uv, upos, subst);
+        let password = self.subst(&pv, ppos, subst);
+        if let (Some(user), Some(password)) = (user, password) {
+            self.sess.login = Some((user, password, c.pos));
         }
     }
 

@@ -285,6 +285,44 @@ pub struct AuthOp {
     pub password: Template,
 }
 
+/// OAuth 1.0 (RFC 5849) credentials of a request, as templates: the request goes with an
+/// `Authorization: OAuth ...` signed for it (a fresh nonce and timestamp each time).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OAuthOp {
+    pub consumer_key: Template,
+    pub consumer_secret: Template,
+    /// Expands to nothing: no `oauth_token`.
+    pub token: Template,
+    pub token_secret: Template,
+    pub method: OAuthMethod,
+}
+
+/// How an OAuth request is signed (`oauth_signature_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OAuthMethod {
+    #[default]
+    HmacSha1,
+    /// The secrets in the clear (RFC 5849 §3.4.4).
+    Plaintext,
+}
+
+impl OAuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OAuthMethod::HmacSha1 => "HMAC-SHA1",
+            OAuthMethod::Plaintext => "PLAINTEXT",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OAuthMethod> {
+        match s {
+            "HMAC-SHA1" => Some(OAuthMethod::HmacSha1),
+            "PLAINTEXT" => Some(OAuthMethod::Plaintext),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoopCondition {
     pub var: VarId,
@@ -321,6 +359,8 @@ pub struct RequestOp {
     pub capture: bool,
     /// Credentials for the server's challenge.
     pub auth: Option<AuthOp>,
+    /// An OAuth 1.0 signature, computed per request (its own `Authorization`).
+    pub oauth: Option<Box<OAuthOp>>,
     /// Written in one batch with the next op, which is a request too (a `pipeline` step): the
     /// requests go back to back on the connection and their replies are read, in order, once
     /// the batch's last request (the one with `false` here) is written.

@@ -159,7 +159,8 @@ pub fn run(
     let program = match &plan.workload {
         Some(w) => Some(Arc::new(
             session::Program::new(w.clone(), &plan.request.host, plan.keepalive)
-                .map_err(EngineError::Request)?,
+                .map_err(EngineError::Request)?
+                .with_tls(plan.tls.is_some()),
         )),
         None => None,
     };

@@ -46,6 +46,8 @@ pub(crate) struct Program {
     keepalive: bool,
     /// XMPP runs: who is connected and online, shared by every worker.
     pub xmpp: Option<XmppShared>,
+    /// The connections speak TLS: OAuth signs `https://` URLs.
+    https: bool,
     /// AMQP runs: the metric id of `amqp:delivery` (the publish-to-receive latency).
     amqp_delivery: usize,
 }
@@ -139,8 +141,15 @@ impl Program {
             host: host.to_string(),
             keepalive,
             xmpp,
+            https: false,
             amqp_delivery,
         })
+    }
+
+    /// The connections speak TLS (the URLs OAuth signs are `https://`).
+    pub fn with_tls(mut self, tls: bool) -> Program {
+        self.https = tls;
+        self
     }
 
     /// The reply matcher of the raw send at `session`/`pc` (`None`: expect nothing).
@@ -187,8 +196,8 @@ fn compile_expect(spec: &ExpectSpec) -> Result<Option<raw::Expect>, raw::ExpectE
 }
 
 fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option<Box<Batch>> {
-    if r.auth.is_some() {
-        // Credentials are written per request (templates, Digest answers).
+    if r.auth.is_some() || r.oauth.is_some() {
+        // Credentials are written per request (templates, Digest answers, OAuth signatures).
         return None;
     }
     let path = r.path.as_literal()?;
@@ -216,6 +225,92 @@ fn static_request(r: &session::RequestOp, host: &str, keepalive: bool) -> Option
         keepalive,
     );
     Some(Box::new(out))
+}
+
+/// A user's OAuth buffers.
+#[derive(Default)]
+struct OAuthBuffers {
+    signer: headroom_proto::oauth::Signer,
+    texts: [String; 4],
+    uri: String,
+    value: Vec<u8>,
+}
+
+impl OAuthBuffers {
+    /// Signs request `r` (its target `path`, header values `hvals` and `body` expanded) into
+    /// `value`; empty when it has no `oauth`.
+    #[allow(clippy::too_many_arguments)]
+    fn sign(
+        &mut self,
+        prog: &Program,
+        r: &session::RequestOp,
+        path: &str,
+        hvals: &[String],
+        body: &str,
+        vars: &[String],
+        rng: &mut SmallRng,
+    ) {
+        use headroom_proto::oauth::{write_base_uri, Credentials, Method};
+        self.value.clear();
+        let Some(o) = r.oauth.as_deref() else {
+            return;
+        };
+        let templates = [
+            &o.consumer_key,
+            &o.consumer_secret,
+            &o.token,
+            &o.token_secret,
+        ];
+        for (slot, t) in self.texts.iter_mut().zip(templates) {
+            slot.clear();
+            t.expand_into(vars, slot);
+        }
+        let (target, query) = path.split_once('?').unwrap_or((path, ""));
+        let target = target.split('#').next().unwrap_or_default();
+        let query = query.split('#').next().unwrap_or_default();
+        self.uri.clear();
+        write_base_uri(prog.https, &prog.host, target, &mut self.uri);
+        // The body's parameters are signed when it is a form (RFC 5849 §3.4.1.3.1).
+        let form = r
+            .headers
+            .iter()
+            .zip(hvals)
+            .any(|((n, _), v)| {
+                n.eq_ignore_ascii_case("content-type")
+                    && v.split(';').next().is_some_and(|t| {
+                        t.trim()
+                            .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+                    })
+            })
+            .then_some(body.as_bytes());
+        const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        let mut nonce = [0u8; 16];
+        for b in &mut nonce {
+            *b = ALNUM[rng.gen_range(0..ALNUM.len())];
+        }
+        let cred = Credentials {
+            consumer_key: &self.texts[0],
+            consumer_secret: &self.texts[1],
+            token: &self.texts[2],
+            token_secret: &self.texts[3],
+            method: match o.method {
+                session::OAuthMethod::HmacSha1 => Method::HmacSha1,
+                session::OAuthMethod::Plaintext => Method::Plaintext,
+            },
+            // Tsung sends it.
+            version: true,
+        };
+        self.signer.write_value(
+            &r.method,
+            &self.uri,
+            query,
+            form,
+            &cred,
+            std::str::from_utf8(&nonce).unwrap_or_default(),
+            browser::unix_now(),
+            &mut self.value,
+        );
+    }
 }
 
 /// What the worker must do next for a session user.
@@ -290,6 +385,10 @@ pub(crate) struct SessionState {
     pub auth_password: String,
     /// `Authorization: Basic` value of the current request.
     auth_basic: Vec<u8>,
+    /// OAuth: the signer's buffers, the credentials expanded, the base string URI and the
+    /// `Authorization` value of the current request (all reused; made at the first signed
+    /// request).
+    oauth: Option<Box<OAuthBuffers>>,
     /// A request of the session failed: the session ends at the next `advance`.
     pub failed: bool,
     /// How long the batch's reply may take when its step says (an MQTT `wait`); the run's
@@ -354,6 +453,7 @@ impl SessionState {
             auth_user: String::new(),
             auth_password: String::new(),
             auth_basic: Vec::new(),
+            oauth: None,
             failed: false,
             step_timeout: None,
             pipelined_reply: false,
@@ -974,13 +1074,31 @@ impl SessionState {
         if let Some(b) = &r.body {
             b.expand_into(&self.vars, &mut self.body);
         }
+        let oauth = match r.oauth {
+            Some(_) => {
+                let o = self.oauth.get_or_insert_with(Box::default);
+                o.sign(
+                    prog,
+                    r,
+                    &self.path,
+                    &self.hvals,
+                    &self.body,
+                    &self.vars,
+                    env.rng,
+                );
+                std::str::from_utf8(&o.value).unwrap_or("")
+            }
+            None => "",
+        };
+        // At most one of them: the scenario refuses `auth` with `oauth`.
         let basic = std::str::from_utf8(&self.auth_basic).unwrap_or("");
         let headers = r
             .headers
             .iter()
             .zip(self.hvals.iter())
             .map(|((n, _), v)| (n.as_str(), v.as_str()))
-            .chain((!basic.is_empty()).then_some(("Authorization", basic)));
+            .chain((!basic.is_empty()).then_some(("Authorization", basic)))
+            .chain((!oauth.is_empty()).then_some(("Authorization", oauth)));
         let creds = self
             .digest
             .then_some((&*self.auth_user, &*self.auth_password));

@@ -115,3 +115,29 @@ fn cookie_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u6
 fn cookie_jars_allocate_nothing_per_request_once_warm() {
     assert_flat("requests with cookies", cookie_allocations_for);
 }
+
+/// Issue 32: OAuth-signed requests (credentials from variables, a query and a form body, a
+/// fresh nonce, timestamp and HMAC-SHA1 each) allocate nothing per request once a user's
+/// signing buffers have grown. (The variable is set once per session: a `set` of a value
+/// allocates its string.)
+fn oauth_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
+    let s = headroom_scenario::parse_str(
+        "load: {users: [{count: 4}]}\n\
+         sessions: [{name: s, steps: [{set: {var: t, value: tok}}, {loop: {count: 100000, steps: [{request: {name: signed, method: POST, path: \"/?a=1&b=x%20y\", headers: {Content-Type: application/x-www-form-urlencoded}, body: \"c=3&d\", oauth: {consumer_key: key, consumer_secret: sec, token: \"${t}\", token_secret: ts}}}]}}]}]\n",
+        "alloc.yaml",
+    )
+    .unwrap();
+    let c = headroom_scenario::compile(&s, std::path::Path::new(".")).unwrap();
+    let mut plan = plan_for(requests, addr);
+    plan.model = LoadModel::Sessions {
+        users: c.users,
+        phases: c.phases,
+    };
+    plan.workload = Some(Arc::new(c.workload));
+    run_counted(plan, requests)
+}
+
+#[test]
+fn oauth_signed_requests_allocate_nothing_per_request() {
+    assert_flat("OAuth-signed requests", oauth_allocations_for);
+}

@@ -13,6 +13,7 @@ pub mod json;
 pub mod ldap;
 pub mod mqtt;
 pub mod mysql;
+pub mod oauth;
 pub mod pg;
 pub mod raw;
 pub mod redirect;

@@ -115,3 +115,44 @@ fn a_warm_users_round_trip_does_not_allocate() {
     let v = std::hint::black_box(vec![1u8; 16]);
     assert!(allocs() > before && v.len() == 16);
 }
+
+/// Issue 32: an OAuth 1.0 signature per request (query and form parameters decoded, encoded,
+/// sorted, the base string built and HMAC-SHA1'd, the header written) allocates nothing once
+/// the user's signer has grown.
+#[test]
+fn a_warm_oauth_signer_does_not_allocate() {
+    use headroom_proto::oauth::{Credentials, Method, Signer};
+    let cred = Credentials {
+        consumer_key: "key",
+        consumer_secret: "secret",
+        token: "tok",
+        token_secret: "ts",
+        method: Method::HmacSha1,
+        version: true,
+    };
+    let mut s = Signer::new();
+    let mut out = Vec::with_capacity(1024);
+    let mut sign = |ts: u64| {
+        out.clear();
+        s.write_value(
+            "POST",
+            "http://127.0.0.1:8080/token",
+            "a=1&b=x%20y&c+d=%7e",
+            Some(b"e=3&f&g=h+i"),
+            &cred,
+            "abcdefghijklmnop",
+            ts,
+            &mut out,
+        );
+    };
+    sign(1);
+    let before = allocs();
+    for ts in 0..10_000 {
+        sign(1_700_000_000 + ts);
+    }
+    assert_eq!(
+        allocs() - before,
+        0,
+        "allocations in 10,000 warm signatures"
+    );
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
     AmqpOp, ArrivalPhase, AuthOp, CookieOp, CsvRow, Feeder, LdapOp, LoopCondition, LoopCounterOp,
-    MatchOp, MetricName, MqttOp, NameId, NameKind, OnceUser, Op, Piece, RequestOp, SendOp,
+    MatchOp, MetricName, MqttOp, NameId, NameKind, OAuthOp, OnceUser, Op, Piece, RequestOp, SendOp,
     SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
     XmppSpec,
 };
@@ -452,6 +452,15 @@ impl Compiler<'_> {
                             scheme: a.scheme,
                             user: self.template(&a.user),
                             password: self.template(&a.password),
+                        }),
+                        oauth: r.oauth.as_ref().map(|o| {
+                            Box::new(OAuthOp {
+                                consumer_key: self.template(&o.consumer_key),
+                                consumer_secret: self.template(&o.consumer_secret),
+                                token: self.template(&o.token),
+                                token_secret: self.template(&o.token_secret),
+                                method: o.method,
+                            })
                         }),
                         pipeline_next: false,
                     };

@@ -950,6 +950,7 @@ fn request(out: &mut String, indent: usize, r: &Request) {
     if r.headers.is_empty()
         && r.body.is_none()
         && r.auth.is_none()
+        && r.oauth.is_none()
         && r.name == default_name
         && one_word(&r.method)
         && one_word(&r.path)
@@ -994,6 +995,21 @@ fn request(out: &mut String, indent: usize, r: &Request) {
             m.raw("scheme", a.scheme.as_str().to_string());
         }
         line(out, inner, &format!("auth: {}", m.finish()));
+    }
+    if let Some(o) = &r.oauth {
+        let mut m = Flow::default();
+        m.str("consumer_key", &o.consumer_key);
+        m.str("consumer_secret", &o.consumer_secret);
+        if !o.token.is_empty() {
+            m.str("token", &o.token);
+        }
+        if !o.token_secret.is_empty() {
+            m.str("token_secret", &o.token_secret);
+        }
+        if o.method != OAuthMethod::HmacSha1 {
+            m.raw("method", o.method.as_str().to_string());
+        }
+        line(out, inner, &format!("oauth: {}", m.finish()));
     }
 }
 

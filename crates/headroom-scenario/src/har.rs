@@ -829,6 +829,7 @@ impl Conv<'_> {
             headers,
             body,
             auth: None,
+            oauth: None,
         };
         Some(Kept {
             index: i,

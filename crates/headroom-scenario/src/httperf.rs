@@ -319,6 +319,7 @@ impl Conv<'_> {
                     headers: Vec::new(),
                     body: body_text,
                     auth: None,
+                    oauth: None,
                 },
                 think,
             )

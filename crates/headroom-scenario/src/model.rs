@@ -390,7 +390,22 @@ pub struct Request {
     /// Credentials for the server's challenge (`auth:`): Basic is sent with the request,
     /// Digest answers the server's 401 and then goes with every request of the user.
     pub auth: Option<Auth>,
+    /// OAuth 1.0 signing (`oauth:`): an `Authorization: OAuth ...` signed per request.
+    pub oauth: Option<OAuth>,
 }
+
+/// OAuth 1.0 credentials of a request (RFC 5849); each may hold `${var}` references. An empty
+/// `token` sends no `oauth_token`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuth {
+    pub consumer_key: String,
+    pub consumer_secret: String,
+    pub token: String,
+    pub token_secret: String,
+    pub method: OAuthMethod,
+}
+
+pub use headroom_core::session::OAuthMethod;
 
 /// HTTP authentication of a request. `user` and `password` may hold `${var}` references.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1711,6 +1711,7 @@ impl<'a> Conv<'a> {
         }
         let mut headers: Vec<(String, String)> = Vec::new();
         let mut auth = None;
+        let mut oauth = None;
         let mut ok = true;
         for c in &el.children {
             match c.name.as_str() {
@@ -1772,8 +1773,15 @@ impl<'a> Conv<'a> {
                     None => ok = false,
                 },
                 "oauth" => {
-                    self.error(c.pos, "'<oauth>' is not supported");
-                    ok = false;
+                    if oauth.is_some() {
+                        self.error(c.pos, "a second <oauth>: an <http> takes one");
+                        ok = false;
+                        continue;
+                    }
+                    match self.oauth(c, subst) {
+                        Some(o) => oauth = Some(o),
+                        None => ok = false,
+                    }
                 }
                 _ => self.unexpected(c, "http"),
             }
@@ -1817,6 +1825,13 @@ impl<'a> Conv<'a> {
             )),
             None => {}
         }
+        if let (Some(_), Some(_)) = (&auth, &oauth) {
+            self.error(
+                el.pos,
+                "<www_authenticate> and <oauth> both write the request's Authorization: headroom sends one",
+            );
+            ok = false;
+        }
         if !ok {
             return None;
         }
@@ -1827,6 +1842,80 @@ impl<'a> Conv<'a> {
             headers,
             body,
             auth,
+            oauth,
+        })
+    }
+
+    /// `<oauth consumer_key consumer_secret [access_token access_token_secret]
+    /// [encoding="HMAC-SHA1|PLAINTEXT"]>` (Tsung's `ts_config_http`): the request's `oauth`,
+    /// signed per request as Tsung's `oauth_sign` does.
+    fn oauth(&mut self, c: &El, subst: bool) -> Option<OAuth> {
+        self.check_attrs(
+            c,
+            &[
+                "consumer_key",
+                "consumer_secret",
+                "access_token",
+                "access_token_secret",
+                "encoding",
+                "method",
+            ],
+        );
+        self.no_text(c);
+        for x in &c.children {
+            self.unexpected(x, "oauth");
+        }
+        if let Some(m) = c.attr("method") {
+            let pos = m.pos;
+            self.warn(
+                pos,
+                "attribute 'method' of <oauth> is not honoured: Tsung reads the signature method from 'encoding' (default HMAC-SHA1), and so does headroom",
+            );
+        }
+        let method = match c.attr("encoding") {
+            None => OAuthMethod::HmacSha1,
+            Some(e) => match OAuthMethod::parse(&e.value) {
+                Some(m) => m,
+                None => {
+                    let pos = e.pos;
+                    let msg = if e.value == "RSA-SHA1" {
+                        "encoding=\"RSA-SHA1\" is not supported: headroom signs with HMAC-SHA1 or PLAINTEXT".to_string()
+                    } else {
+                        format!(
+                            "encoding=\"{}\": expected HMAC-SHA1, PLAINTEXT or RSA-SHA1",
+                            e.value
+                        )
+                    };
+                    self.error(pos, msg);
+                    return None;
+                }
+            },
+        };
+        let text = |conv: &mut Self, key: &str, required: bool| -> Option<String> {
+            let Some(a) = c.attr(key) else {
+                if required {
+                    conv.required(c, key);
+                    return None;
+                }
+                return Some(String::new());
+            };
+            let (v, pos) = (a.value.clone(), a.pos);
+            if required && v.is_empty() {
+                conv.error(pos, format!("{key}=\"\": expected a value"));
+                return None;
+            }
+            conv.subst(&v, pos, subst)
+        };
+        let consumer_key = text(self, "consumer_key", true);
+        let consumer_secret = text(self, "consumer_secret", true);
+        let token = text(self, "access_token", false);
+        let token_secret = text(self, "access_token_secret", false);
+        Some(OAuth {
+            consumer_key: consumer_key?,
+            consumer_secret: consumer_secret?,
+            token: token?,
+            token_secret: token_secret?,
+            method,
         })
     }
 

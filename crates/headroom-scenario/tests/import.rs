@@ -111,6 +111,7 @@ fn emit_writes_short_readable_yaml() {
                     headers: vec![],
                     body: None,
                     auth: None,
+                    oauth: None,
                 }),
                 Step::Request(Request {
                     name: "post".into(),
@@ -119,6 +120,7 @@ fn emit_writes_short_readable_yaml() {
                     headers: vec![("X-Id".into(), "${id}".into())],
                     body: Some("{\"a\": 1}".into()),
                     auth: None,
+                    oauth: None,
                 }),
                 Step::Think(Distribution::Constant(Duration::from_millis(500))),
                 Step::Match(Match {
@@ -245,6 +247,17 @@ impl Gen {
             headers.push((format!("{}{i}", self.text(false)), self.text(false)));
         }
         let body = self.rng.coin().then(|| self.text(false));
+        let oauth = (self.rng.below(4) == 0).then(|| OAuth {
+            consumer_key: self.text(true),
+            consumer_secret: self.text(false),
+            token: self.text(false),
+            token_secret: self.text(false),
+            method: if self.rng.coin() {
+                OAuthMethod::HmacSha1
+            } else {
+                OAuthMethod::Plaintext
+            },
+        });
         Request {
             name,
             method,
@@ -252,6 +265,7 @@ impl Gen {
             headers,
             body,
             auth: None,
+            oauth,
         }
     }
 
@@ -820,9 +834,81 @@ fn http_session(body: &str) -> String {
     ))
 }
 
+/// Issue 32: `<oauth>` becomes the request's `oauth`, signed per request: consumer key and
+/// secret, the access token and its secret over variables, `encoding` the method; Tsung's
+/// example's `method` attribute (which Tsung does not read) warns.
+#[test]
+fn tsung_oauth_becomes_the_requests_oauth() {
+    let xml = http_session(
+        "<setdynvars sourcetype=\"value\" value=\"t1\"><var name=\"tok\"/></setdynvars>\n\
+         <request><http url=\"/token\" method=\"POST\" contents=\"a=1\"><oauth consumer_key=\"key\" consumer_secret=\"secret\" method=\"HMAC-SHA1\"/></http></request>\n\
+         <request subst=\"true\"><http url=\"/echo\"><oauth consumer_key=\"key\" consumer_secret=\"secret\" access_token=\"%%_tok%%\" access_token_secret=\"s%%tok%%\" encoding=\"PLAINTEXT\"/></http></request>",
+    );
+    let imp = import_tsung(&xml, "t.xml").unwrap_or_else(|e| panic!("{}", show(&e)));
+    round_trip(&imp.scenario);
+    let steps = &imp.scenario.sessions[0].steps;
+    let token = request(&steps[1]);
+    assert_eq!(
+        token.oauth,
+        Some(OAuth {
+            consumer_key: "key".into(),
+            consumer_secret: "secret".into(),
+            token: String::new(),
+            token_secret: String::new(),
+            method: OAuthMethod::HmacSha1,
+        })
+    );
+    // Tsung's default content type: the body's parameters are signed.
+    assert!(token.headers.contains(&(
+        "Content-Type".into(),
+        "application/x-www-form-urlencoded".into()
+    )));
+    assert_eq!(
+        request(&steps[2]).oauth,
+        Some(OAuth {
+            consumer_key: "key".into(),
+            consumer_secret: "secret".into(),
+            token: "${tok}".into(),
+            token_secret: "s${tok}".into(),
+            method: OAuthMethod::Plaintext,
+        })
+    );
+    assert!(
+        imp.warnings.iter().any(|w| w.line == 8
+            && w.message.contains("attribute 'method' of <oauth> is not honoured: Tsung reads the signature method from 'encoding'")),
+        "{}",
+        show(&imp.warnings)
+    );
+}
+
 #[test]
 fn tsung_errors_name_what_and_where() {
     let cases: &[(String, &str, usize)] = &[
+        (
+            http_session("<request><http url=\"/\"><oauth consumer_key=\"k\" consumer_secret=\"s\" encoding=\"RSA-SHA1\"/></http></request>"),
+            "encoding=\"RSA-SHA1\" is not supported: headroom signs with HMAC-SHA1 or PLAINTEXT",
+            7,
+        ),
+        (
+            http_session("<request><http url=\"/\"><oauth consumer_key=\"k\" consumer_secret=\"s\" encoding=\"MD5\"/></http></request>"),
+            "encoding=\"MD5\": expected HMAC-SHA1, PLAINTEXT or RSA-SHA1",
+            7,
+        ),
+        (
+            http_session("<request><http url=\"/\"><oauth consumer_key=\"k\"/></http></request>"),
+            "<oauth> needs the attribute 'consumer_secret'",
+            7,
+        ),
+        (
+            http_session("<request><http url=\"/\"><oauth consumer_key=\"k\" consumer_secret=\"s\"/><oauth consumer_key=\"k\" consumer_secret=\"s\"/></http></request>"),
+            "a second <oauth>: an <http> takes one",
+            7,
+        ),
+        (
+            http_session("<request><http url=\"/\"><oauth consumer_key=\"k\" consumer_secret=\"s\"/><www_authenticate userid=\"u\" passwd=\"p\"/></http></request>"),
+            "<www_authenticate> and <oauth> both write the request's Authorization",
+            7,
+        ),
         (
             tsung_doc("").replace("type=\"tcp\"", "type=\"bosh_ssl\""),
             "BOSH is not supported",

@@ -211,6 +211,7 @@ fn har_converts_requests_think_times_pages_and_server() {
             headers: Vec::new(),
             body: None,
             auth: None,
+            oauth: None,
         })
     };
     let Step::Transaction { name, steps: home } = &steps[0] else {

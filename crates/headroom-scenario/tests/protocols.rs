@@ -3,6 +3,7 @@
 //! (defaults included), emitted back by `to_yaml` and refused where they do not belong, each
 //! refusal a located error.
 
+use headroom_core::session::{Op, Piece, SessionBody, Template};
 use headroom_scenario::model::*;
 use headroom_scenario::{compile, parse_str, to_yaml, ScenarioError};
 
@@ -628,7 +629,6 @@ fn xmpp_login_from_the_sessions_variables() {
     };
     let t = &cx.login.as_ref().unwrap().templates;
     let slot = |v: &str| c.workload.vars.iter().position(|n| n == v).unwrap() as u16;
-    use headroom_core::session::{Piece, Template};
     assert_eq!(t[0], Template(vec![Piece::Var(slot("name"))]));
     assert_eq!(
         t[1],
@@ -1300,4 +1300,83 @@ fn bosh_over_tls_is_refused_at_compile() {
     let plain = yaml.replace(", tls: true", "");
     let sc = parse_str(&plain, "t.yaml").expect("parses");
     headroom_scenario::compile(&sc, std::path::Path::new(".")).expect("plain BOSH compiles");
+}
+
+/// Issue 32: a request's `oauth` parses to exact values, round-trips (defaults left out) and
+/// compiles to templates over the session's variables.
+#[test]
+fn oauth_requests_parse_round_trip_and_compile() {
+    let text = "load: {users: [{count: 1}]}\nsessions:\n  - name: a\n    steps:\n\
+                \x20     - set: {var: t, value: x}\n\
+                \x20     - request: {path: /a, oauth: {consumer_key: k, consumer_secret: s}}\n\
+                \x20     - request: {path: /b, oauth: {consumer_key: \"${t}k\", consumer_secret: \"\", token: \"${t}\", token_secret: ts, method: PLAINTEXT}}\n";
+    let s = parse(text);
+    let req = |i: usize| match &s.sessions[0].steps[i] {
+        Step::Request(r) => r.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        req(1).oauth,
+        Some(OAuth {
+            consumer_key: "k".into(),
+            consumer_secret: "s".into(),
+            token: String::new(),
+            token_secret: String::new(),
+            method: OAuthMethod::HmacSha1
+        })
+    );
+    assert_eq!(
+        req(2).oauth,
+        Some(OAuth {
+            consumer_key: "${t}k".into(),
+            consumer_secret: String::new(),
+            token: "${t}".into(),
+            token_secret: "ts".into(),
+            method: OAuthMethod::Plaintext
+        })
+    );
+    let yaml = round_trip(&s);
+    assert!(
+        yaml.contains("oauth: {consumer_key: k, consumer_secret: s}\n"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("method: PLAINTEXT"), "{yaml}");
+    let c = compile(&s, std::path::Path::new(".")).unwrap();
+    let SessionBody::Ops { ops, .. } = &c.workload.sessions[0].body else {
+        panic!()
+    };
+    let Op::Request(r) = &ops[2] else {
+        panic!("{:?}", ops[2])
+    };
+    let o = r.oauth.as_deref().expect("compiled oauth");
+    let slot = c.workload.vars.iter().position(|v| v == "t").unwrap() as u16;
+    assert_eq!(
+        o.consumer_key,
+        Template(vec![Piece::Var(slot), Piece::Lit("k".into())])
+    );
+    assert_eq!(o.token, Template(vec![Piece::Var(slot)]));
+    assert_eq!(o.method, OAuthMethod::Plaintext);
+}
+
+/// The `oauth` steps shown in docs/scenario.md are valid steps.
+#[test]
+fn the_docs_oauth_steps_are_valid() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let block = doc
+        .split("`oauth:` signs the request")
+        .nth(1)
+        .and_then(|rest| rest.split("```yaml\n").nth(1))
+        .and_then(|b| b.split("```").next())
+        .expect("docs/scenario.md shows oauth steps");
+    let steps: String = block.lines().map(|l| format!("      {l}\n")).collect();
+    let s = parse(&format!(
+        "load: {{users: [{{count: 1}}]}}\nsessions:\n  - name: a\n    steps:\n{steps}"
+    ));
+    let signed = s.sessions[0]
+        .steps
+        .iter()
+        .filter(|st| matches!(st, Step::Request(r) if r.oauth.is_some()))
+        .count();
+    assert_eq!(signed, 2);
 }

@@ -32,6 +32,7 @@ const AT_LEAST: usize = 16;
 const IMPORT: &[&str] = &[
     "amqp.xml",
     "http-digest.xml",
+    "http-oauth.xml",
     "http_distributed.xml",
     "http_setdynvars.xml",
     "http_simple.xml",
@@ -555,6 +556,37 @@ fn check_content(name: &str, imp: &Imported) {
                 "variable 'new_user_cn' is defined nowhere in the session",
             );
             assert!(!to_yaml(sc).contains("${new_user"), "{}", to_yaml(sc));
+        }
+        "http-oauth.xml" => {
+            // Issue 32: every request is signed (OAuth 1.0, HMAC-SHA1), the later ones with
+            // the token and secret the first reply gave (the file's fourth request takes the
+            // secret as its token, as written).
+            let rs = requests(&sc.sessions[0]);
+            let oauth = |token: &str, secret: &str| {
+                Some(OAuth {
+                    consumer_key: "key".into(),
+                    consumer_secret: "secret".into(),
+                    token: token.into(),
+                    token_secret: secret.into(),
+                    method: OAuthMethod::HmacSha1,
+                })
+            };
+            let got: Vec<_> = rs.iter().map(|r| r.oauth.clone()).collect();
+            assert_eq!(
+                got,
+                [
+                    oauth("", ""),
+                    oauth("${access_token}", "${access_token_secret}"),
+                    oauth("", ""),
+                    oauth("${access_token_secret}", "${access_token_secret}"),
+                ]
+            );
+            warned(
+                name,
+                imp,
+                30,
+                "attribute 'method' of <oauth> is not honoured: Tsung reads the signature method from 'encoding'",
+            );
         }
         "jabber_starttls.xml" => {
             // Issue 32: STARTTLS, then each user's account from one row of the CSV file

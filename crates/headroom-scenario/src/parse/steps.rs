@@ -152,13 +152,14 @@ impl Parser {
                 headers: Vec::new(),
                 body: None,
                 auth: None,
+                oauth: None,
             });
         }
         let m = self.map(node, "request")?;
         self.keys(
             m,
             "request",
-            &["name", "method", "path", "headers", "body", "auth"],
+            &["name", "method", "path", "headers", "body", "auth", "oauth"],
         );
         let method = match m.get_node("method") {
             Some(x) => {
@@ -209,6 +210,33 @@ impl Parser {
             Some(a) => Some(self.auth(a, vars)?),
             None => None,
         };
+        let oauth = match m.get_node("oauth") {
+            Some(o) => {
+                let oauth = self.oauth(o, vars)?;
+                // Both would write the request's Authorization.
+                if auth.is_some() {
+                    self.err(
+                        o.span(),
+                        "oauth: a request signed with OAuth carries its own Authorization; it \
+                         cannot have `auth` too",
+                    );
+                }
+                if let Some((k, _)) = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                {
+                    self.err(
+                        o.span(),
+                        format!(
+                            "oauth: a request signed with OAuth carries its own Authorization; \
+                             drop the {k} header"
+                        ),
+                    );
+                }
+                Some(oauth)
+            }
+            None => None,
+        };
         Some(Request {
             name,
             method,
@@ -216,6 +244,63 @@ impl Parser {
             headers,
             body,
             auth,
+            oauth,
+        })
+    }
+
+    /// `oauth: {consumer_key, consumer_secret, token, token_secret, method}`: OAuth 1.0
+    /// credentials (each may hold `${var}`); `token` and `token_secret` default to empty (no
+    /// `oauth_token`), `method` to HMAC-SHA1.
+    fn oauth(&mut self, node: &Node, vars: &Vars) -> Option<OAuth> {
+        let m = self.map(node, "oauth")?;
+        self.keys(
+            m,
+            "oauth",
+            &[
+                "consumer_key",
+                "consumer_secret",
+                "token",
+                "token_secret",
+                "method",
+            ],
+        );
+        let mut text = |key: &str, required: bool| -> Option<String> {
+            let Some(n) = m.get_node(key) else {
+                if required {
+                    self.required(m, key, "oauth")?;
+                }
+                return Some(String::new());
+            };
+            let s = if key == "consumer_key" {
+                self.name(n, key)?
+            } else {
+                self.string(n, key)?
+            };
+            self.refs(n, &s, vars);
+            Some(s)
+        };
+        let consumer_key = text("consumer_key", true);
+        let consumer_secret = text("consumer_secret", true);
+        let token = text("token", false);
+        let token_secret = text("token_secret", false);
+        let method = match m.get_node("method") {
+            Some(n) => {
+                let v = n
+                    .as_scalar()
+                    .and_then(|s| OAuthMethod::parse(s.as_str().trim()));
+                if v.is_none() {
+                    self.err(n.span(), "method: expected HMAC-SHA1 or PLAINTEXT");
+                }
+                v
+            }
+            None => Some(OAuthMethod::HmacSha1),
+        };
+        Some(OAuth {
+            consumer_key: consumer_key?,
+            consumer_secret: consumer_secret?,
+            token: token?,
+            token_secret: token_secret?,
+            method: method?,
         })
     }
 

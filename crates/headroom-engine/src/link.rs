@@ -2098,7 +2098,7 @@ mod tests {
             vhost: "/".into(),
         });
         let mut rng = SmallRng::seed_from_u64(1);
-        let mut link = Link::start(&spec, None, "h", 0, &mut rng).unwrap();
+        let mut link = Link::start(&spec, None, "h", 0, &[], &mut rng).unwrap();
         let mut c = Counters::default();
         let mut texts: [String; 3] = Default::default();
         let var = |v| Template(vec![Piece::Var(v)]);

@@ -959,7 +959,8 @@ fn protocol_errors_name_what_and_where() {
             9,
         ),
         (
-            jabber("<request subst=\"true\"><jabber type=\"connect\"><xmpp_authenticate username=\"%%_who%%\" passwd=\"b\"/></jabber></request>"),
+            // Defined after its use (one defined nowhere is Tsung's text 'undefined').
+            jabber("<request subst=\"true\"><jabber type=\"connect\"><xmpp_authenticate username=\"%%_who%%\" passwd=\"b\"/></jabber></request>\n<setdynvars sourcetype=\"random_string\" length=\"5\"><var name=\"who\"/></setdynvars>"),
             "variable 'who' is used before it is defined",
             8,
         ),

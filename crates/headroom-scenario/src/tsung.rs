@@ -203,6 +203,10 @@ struct Conv<'a> {
     errors: Vec<ScenarioError>,
     warnings: Vec<ScenarioError>,
     servers: Vec<Server>,
+    /// A `<server type="bosh">` (where): the XMPP sessions go over BOSH.
+    bosh_at: Option<usize>,
+    /// `<option name="bosh_path" value>` (Tsung's default `/http-bind`).
+    bosh_path: Option<String>,
     /// `<option name="file_server" id value>`: id -> path.
     files: HashMap<String, String>,
     think: ThinkDefault,
@@ -234,6 +238,8 @@ impl<'a> Conv<'a> {
             errors: Vec::new(),
             warnings: Vec::new(),
             servers: Vec::new(),
+            bosh_at: None,
+            bosh_path: None,
             files: HashMap::new(),
             think: ThinkDefault {
                 value: 5.0,
@@ -642,6 +648,20 @@ impl<'a> Conv<'a> {
                 ),
             );
         }
+        if let (Some(pos), false) = (self.bosh_at, matches!(link, LinkSpec::Xmpp(_))) {
+            self.error(
+                pos,
+                "type=\"bosh\" carries XMPP: only for ts_jabber sessions",
+            );
+        }
+        let mut link = link;
+        if let (LinkSpec::Xmpp(x), Some(_)) = (&mut link, self.bosh_at) {
+            x.bosh = Some(
+                self.bosh_path
+                    .clone()
+                    .unwrap_or_else(|| "/http-bind".to_string()),
+            );
+        }
         let mut servers = std::mem::take(&mut self.servers);
         for s in &mut servers {
             s.protocol = protocol;
@@ -706,6 +726,26 @@ impl<'a> Conv<'a> {
                         let path = v.value.clone();
                         self.files
                             .insert(id.unwrap_or_else(|| "default".into()), path);
+                    }
+                }
+                "bosh_path" => {
+                    self.check_attrs(o, &["name", "value"]);
+                    self.no_text(o);
+                    if let Some(v) = self.required(o, "value") {
+                        let (path, pos) = (v.value.clone(), v.pos);
+                        if path.starts_with('/')
+                            && path.len() <= 1024
+                            && !path.bytes().any(|b| b <= b' ' || b == 0x7f)
+                        {
+                            self.bosh_path = Some(path);
+                        } else {
+                            self.error(
+                                pos,
+                                format!(
+                                    "bosh_path \"{path}\": expected an HTTP path, e.g. /http-bind"
+                                ),
+                            );
+                        }
                     }
                 }
                 "thinktime" if o.attr("type").is_none() => {
@@ -807,10 +847,18 @@ impl<'a> Conv<'a> {
                         });
                         true
                     }
+                    // XMPP over BOSH: the server is the BOSH endpoint's HTTP listener.
+                    "bosh" => {
+                        self.bosh_at = Some(t.pos);
+                        true
+                    }
                     "bosh_ssl" => {
                         self.error(
                             t.pos,
-                            format!("type=\"{}\": BOSH is not supported", t.value),
+                            format!(
+                                "type=\"{}\": BOSH over TLS is not supported (type=\"bosh\" is)",
+                                t.value
+                            ),
                         );
                         false
                     }

@@ -944,6 +944,23 @@ fn protocol_errors_name_what_and_where() {
             8,
         ),
         (
+            session(5280, "raw", "<request><raw data=\"x\" ack=\"no_ack\"/></request>")
+                .replace("type=\"tcp\"", "type=\"bosh\""),
+            "type=\"bosh\" carries XMPP: only for ts_jabber sessions",
+            3,
+        ),
+        (
+            jabber("<request><jabber type=\"connect\"/></request>")
+                .replace("type=\"tcp\"", "type=\"bosh_ssl\""),
+            "BOSH over TLS is not supported",
+            3,
+        ),
+        (
+            doc(5280, "<option name=\"bosh_path\" value=\"http-bind\"/>", "<session name=\"s\" probability=\"100\" type=\"ts_jabber\">\n<request><jabber type=\"connect\"/></request>\n</session>"),
+            "bosh_path \"http-bind\": expected an HTTP path",
+            5,
+        ),
+        (
             doc(
                 5222,
                 "",

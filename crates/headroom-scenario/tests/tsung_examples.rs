@@ -9,13 +9,11 @@
 //! Still refused, and why (each needs more than the importer):
 //! - `fs-nfs`: its paths use `<for>` counters and it computes another user's id with Erlang code
 //!   (`<setdynvars sourcetype="eval">`), which headroom does not run;
-//! - `bosh`: XMPP over BOSH converts only once `<server type="bosh">` does (the engine speaks
-//!   BOSH, `xmpp: {bosh: PATH}`; its accounts from a CSV file convert, as `jabber_starttls`'s do).
 //!
 //! Issue 32 brought in `ldap` (Tsung's `undefined` for the variables it never defines), `amqp`
 //! (loop counters as channel numbers, the consumer as a `once` user), `once` users for
-//! `jabber_node` and `mqtt`, `jabber_starttls` (accounts from a CSV file) and `http-oauth` (OAuth
-//! 1.0 signatures per request); each is checked for what it became.
+//! `jabber_node` and `mqtt`, `jabber_starttls` (accounts from a CSV file), `http-oauth` (OAuth
+//! 1.0 signatures per request) and `bosh` (XMPP over BOSH); each is checked for what it became.
 
 use headroom_scenario::model::*;
 use headroom_scenario::{compile, import_tsung, to_yaml, Imported};
@@ -586,6 +584,19 @@ fn check_content(name: &str, imp: &Imported) {
                 imp,
                 30,
                 "attribute 'method' of <oauth> is not honoured: Tsung reads the signature method from 'encoding'",
+            );
+        }
+        "bosh.xml" => {
+            // Issue 32: XMPP over BOSH at the file's bosh_path, accounts from its CSV file as
+            // jabber_starttls's.
+            let LinkSpec::Xmpp(x) = &sc.link else {
+                panic!("{:?}", sc.link)
+            };
+            assert_eq!(x.bosh.as_deref(), Some("/http-bind"));
+            assert_eq!(x.login, Some(XmppLogin::new("${username}", "${password}")));
+            assert_eq!(
+                (sc.servers[0].port, sc.servers[0].tls.is_none()),
+                (5280, true)
             );
         }
         "jabber_starttls.xml" => {

@@ -239,6 +239,12 @@ fn tsungs_mqtt_example_with_a_thousand_publishers() {
         arrival: Arrival::Constant,
         max_users: None,
     }];
+    // The file's subscriber (`<user session="mqtt_subscriber" start_time="10">`, a `once` user)
+    // starts with the run here, before the publishers, so that it receives their messages (the
+    // file's own phase has one publisher, after 10 s; this one has 1,000 from the start).
+    assert_eq!(sc.load.once.len(), 1, "{:?}", sc.load);
+    assert_eq!(sc.load.once[0].at, Duration::from_secs(10));
+    sc.load.once[0].at = Duration::ZERO;
     // No retained message from an earlier run: the subscriber counts this run's messages only.
     let (host, port) = addr.rsplit_once(':').unwrap();
     let cleared = std::process::Command::new("mosquitto_pub")

@@ -536,7 +536,7 @@ impl Worker {
             if !self.flush_proto(key) {
                 return false;
             }
-            if !self.users.get(key).is_some_and(|u| u.gen == gen) {
+            if self.users.get(key).is_none_or(|u| u.gen != gen) {
                 return false;
             }
         }

@@ -391,7 +391,7 @@ pub struct Request {
     /// Digest answers the server's 401 and then goes with every request of the user.
     pub auth: Option<Auth>,
     /// OAuth 1.0 signing (`oauth:`): an `Authorization: OAuth ...` signed per request.
-    pub oauth: Option<OAuth>,
+    pub oauth: Option<Box<OAuth>>,
 }
 
 /// OAuth 1.0 credentials of a request (RFC 5849); each may hold `${var}` references. An empty

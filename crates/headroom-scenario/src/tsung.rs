@@ -1890,7 +1890,7 @@ impl<'a> Conv<'a> {
             headers,
             body,
             auth,
-            oauth,
+            oauth: oauth.map(Box::new),
         })
     }
 

@@ -265,7 +265,7 @@ impl Gen {
             headers,
             body,
             auth: None,
-            oauth,
+            oauth: oauth.map(Box::new),
         }
     }
 
@@ -850,13 +850,13 @@ fn tsung_oauth_becomes_the_requests_oauth() {
     let token = request(&steps[1]);
     assert_eq!(
         token.oauth,
-        Some(OAuth {
+        Some(Box::new(OAuth {
             consumer_key: "key".into(),
             consumer_secret: "secret".into(),
             token: String::new(),
             token_secret: String::new(),
             method: OAuthMethod::HmacSha1,
-        })
+        }))
     );
     // Tsung's default content type: the body's parameters are signed.
     assert!(token.headers.contains(&(
@@ -865,13 +865,13 @@ fn tsung_oauth_becomes_the_requests_oauth() {
     )));
     assert_eq!(
         request(&steps[2]).oauth,
-        Some(OAuth {
+        Some(Box::new(OAuth {
             consumer_key: "key".into(),
             consumer_secret: "secret".into(),
             token: "${tok}".into(),
             token_secret: "s${tok}".into(),
             method: OAuthMethod::Plaintext,
-        })
+        }))
     );
     assert!(
         imp.warnings.iter().any(|w| w.line == 8

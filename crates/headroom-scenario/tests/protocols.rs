@@ -1317,23 +1317,23 @@ fn oauth_requests_parse_round_trip_and_compile() {
     };
     assert_eq!(
         req(1).oauth,
-        Some(OAuth {
+        Some(Box::new(OAuth {
             consumer_key: "k".into(),
             consumer_secret: "s".into(),
             token: String::new(),
             token_secret: String::new(),
             method: OAuthMethod::HmacSha1
-        })
+        }))
     );
     assert_eq!(
         req(2).oauth,
-        Some(OAuth {
+        Some(Box::new(OAuth {
             consumer_key: "${t}k".into(),
             consumer_secret: String::new(),
             token: "${t}".into(),
             token_secret: "ts".into(),
             method: OAuthMethod::Plaintext
-        })
+        }))
     );
     let yaml = round_trip(&s);
     assert!(

@@ -561,13 +561,13 @@ fn check_content(name: &str, imp: &Imported) {
             // secret as its token, as written).
             let rs = requests(&sc.sessions[0]);
             let oauth = |token: &str, secret: &str| {
-                Some(OAuth {
+                Some(Box::new(OAuth {
                     consumer_key: "key".into(),
                     consumer_secret: "secret".into(),
                     token: token.into(),
                     token_secret: secret.into(),
                     method: OAuthMethod::HmacSha1,
-                })
+                }))
             };
             let got: Vec<_> = rs.iter().map(|r| r.oauth.clone()).collect();
             assert_eq!(

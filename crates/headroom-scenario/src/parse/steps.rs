@@ -244,7 +244,7 @@ impl Parser {
             headers,
             body,
             auth,
-            oauth,
+            oauth: oauth.map(Box::new),
         })
     }
 

@@ -30,7 +30,7 @@
 #   the retained message once more) and is cut by -d (HR_DURATION = ARRIVE_S + HOLD + 5 s: the
 #   end of the last publisher's session, after which headroom waits alone with its subscriber);
 #   Tsung ends when its last user has left. Keep-alive pings: Tsung sends a PINGREQ every 10 s of
-#   every connection, headroom after 7.5 s without sending.
+#   every connection, headroom after 10 s (the keep-alive) without sending.
 #
 # What it measures, per run (same method for both tools):
 #   * operations = publishes acknowledged + messages received, as each tool counts them:
@@ -723,7 +723,7 @@ BROKER_VERSION=$(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?'
     echo " rusage of the tool's process tree over the whole run, Tsung's VM start/stop included; broker counts:"
     echo " \$SYS after - before the run, less the bench's own read and poke; headroom's subscriber runs its session"
     echo " again from ~60 s until -d (one more connect, subscribe and retained message); Tsung pings every 10 s,"
-    echo " headroom after 7.5 s idle)"
+    echo " headroom after 10 s without sending)"
 } | tee "$OUT/$NAME.txt"
 
 # --- JSON ----------------------------------------------------------------------------------------

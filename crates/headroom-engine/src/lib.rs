@@ -100,7 +100,7 @@ pub enum EngineError {
 
 /// An interval being merged by the collector: the first worker's snapshot, the others added in.
 struct Pending {
-    merged: Recorder,
+    merged: Box<Recorder>,
     /// The worker whose recorder `merged` is (it gets it back once the interval is emitted).
     owner: usize,
     /// Snapshots merged.
@@ -200,7 +200,7 @@ pub fn run(
     let start = Instant::now();
     let seg = plan.segment;
     for id in 0..n {
-        let (rtx, rrx) = mpsc::channel::<Recorder>();
+        let (rtx, rrx) = mpsc::channel::<Box<Recorder>>();
         recycle_tx.push(rtx);
         let setup = worker::WorkerSetup {
             id,

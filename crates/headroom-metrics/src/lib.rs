@@ -644,7 +644,9 @@ pub struct Snapshot {
     pub index: u64,
     /// True for the worker's last snapshot (it has stopped).
     pub last: bool,
-    pub recorder: Recorder,
+    /// Boxed: a recorder is 6 KiB of counters, and a channel allocates its slots in blocks of
+    /// 31 (200 KiB a block, for a snapshot a second).
+    pub recorder: Box<Recorder>,
 }
 
 /// Figures of a latency histogram, in microseconds (`mean` and `stdev` rounded to 0.1 µs).

@@ -52,8 +52,26 @@ const EXIT_FAILED: u8 = 1;
 /// full disk): its summary was printed; what was written is whole lines.
 const EXIT_INCOMPLETE: u8 = 3;
 
+/// Stack of the thread that parses the command line (virtual: only what it uses is touched).
+const ARGS_STACK: usize = 16 << 20;
+
+/// The command line, parsed on a short-lived thread: clap's builders for every subcommand's
+/// arguments take ~500 KiB of stack here (this crate builds at opt-level 0), pages the main
+/// thread would keep resident for the whole run (its VmStk was 616 KiB in a `headroom run`);
+/// a thread's stack goes back to the system when it ends.
+fn parse_args() -> Result<Cli, clap::Error> {
+    match std::thread::Builder::new()
+        .name("headroom-args".into())
+        .stack_size(ARGS_STACK)
+        .spawn(Cli::try_parse)
+    {
+        Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        Err(_) => Cli::try_parse(),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse_args() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };

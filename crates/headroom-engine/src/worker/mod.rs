@@ -110,7 +110,7 @@ pub(crate) struct WorkerSetup {
     pub start: Instant,
     pub stop: Arc<AtomicBool>,
     pub snapshots: Sender<Snapshot>,
-    pub recycled: Receiver<Recorder>,
+    pub recycled: Receiver<Box<Recorder>>,
     /// The prepared session workload (scenario runs).
     pub program: Option<Arc<Program>>,
     /// TLS on every connection (a copy per worker: its own session store).
@@ -273,7 +273,7 @@ pub(crate) struct Worker {
     users: Slab<User>,
     timers: BinaryHeap<Reverse<Timer>>,
     scratch: Box<[u8]>,
-    rec: Recorder,
+    rec: Box<Recorder>,
     rng: SmallRng,
     /// This worker's share of `--requests` still to start (`None` = unlimited).
     budget: Option<u64>,
@@ -415,7 +415,7 @@ impl Worker {
             users: Slab::new(),
             timers: BinaryHeap::new(),
             scratch: vec![0u8; SCRATCH].into_boxed_slice(),
-            rec: Recorder::new(),
+            rec: Box::new(Recorder::new()),
             rng: SmallRng::seed_from_u64((0x5EED_0000 + id as u64) ^ seed_entropy()),
             budget,
             next_arrival: None,
@@ -716,7 +716,7 @@ impl Worker {
             .s
             .recycled
             .try_recv()
-            .unwrap_or_else(|_| Recorder::new());
+            .unwrap_or_else(|_| Box::new(Recorder::new()));
         let recorder = std::mem::replace(&mut self.rec, fresh);
         if let Some(p) = &self.s.program {
             // A fresh recorder (none recycled yet) has no per-name tables.

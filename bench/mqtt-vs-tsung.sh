@@ -18,18 +18,18 @@
 #   * one subscriber (the file's <user session="mqtt_subscriber">): connect, subscribe to
 #     test_topic at QoS 1, wait 60 s (waitForMessages: a think time in both tools; the messages
 #     arrive meanwhile, each acknowledged), unsubscribe, disconnect. Its start_time is set to
-#     SUB_START (0): headroom's import makes a <user> a closed user that starts with the run and
-#     runs its session back to back until the run ends, so Tsung's starts at 0 too. Every publish
+#     SUB_START (0) for both tools (headroom imports a <user> as Tsung runs it, a `once` user at
+#     its start_time, since 2026-11-29; the runs of that day's bench/runs were made before, when
+#     it was a closed user starting with the run, hence SUB_START). Every publish
 #     (10 x USERS) reaches it while it waits, in both tools: the arrivals must end well within its
 #     60 s (USERS/RATE <= 50 is required).
 #   * the other edits: <clients> is the controller VM (use_controller_vm, maxusers), loglevel is
 #     TSUNG_LOGLEVEL (stock: "debug"; headroom ignores it, and Tsung's per-packet log lines
 #     would cost it CPU that is no load), <load duration> a safety stop.
-#   What differs, by the tools' design (printed with the results): headroom's subscriber, a
-#   closed user, starts its session again when it ends at ~60 s (a second connect and subscribe,
-#   the retained message once more) and is cut by -d (HR_DURATION = ARRIVE_S + HOLD + 5 s: the
-#   end of the last publisher's session, after which headroom waits alone with its subscriber);
-#   Tsung ends when its last user has left. Keep-alive pings: Tsung sends a PINGREQ every 10 s of
+#   What differs, by the tools' design (printed with the results): headroom's run is cut by -d
+#   (HR_DURATION = ARRIVE_S + HOLD + 5 s: the end of the last publisher's session), its subscriber
+#   with it (before 2026-11-29's import change, a closed user that started its session again at
+#   ~60 s); Tsung ends when its last user has left. Keep-alive pings: Tsung sends a PINGREQ every 10 s of
 #   every connection, headroom after 10 s (the keep-alive) without sending.
 #
 # What it measures, per run (same method for both tools):

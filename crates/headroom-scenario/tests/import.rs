@@ -911,7 +911,7 @@ fn tsung_errors_name_what_and_where() {
         ),
         (
             tsung_doc("").replace("type=\"tcp\"", "type=\"bosh_ssl\""),
-            "BOSH is not supported",
+            "BOSH over TLS is not supported",
             3,
         ),
         (

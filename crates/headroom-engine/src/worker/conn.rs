@@ -37,15 +37,7 @@ impl Worker {
         u.connect_start = now;
         self.next_gen = self.next_gen.wrapping_add(1);
         u.gen = self.next_gen;
-        let result = open_socket(plan, bind).and_then(|sock| {
-            self.ep.add(sock.as_raw_fd(), token(key, u.gen))?;
-            match sock.connect(&SockAddr::from(plan.target)) {
-                Ok(()) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-                Err(e) => return Err(e),
-            }
-            Ok(sock)
-        });
+        let result = start_connect(plan, bind, &self.ep, token(key, u.gen));
         match result {
             Ok(sock) => {
                 u.conn = Some(Conn::plain(sock));
@@ -124,17 +116,12 @@ impl Worker {
         let Some(sock) = u.conn.as_ref().map(|c| &c.sock) else {
             return;
         };
-        match sock.take_error() {
-            Ok(None) => {}
-            Ok(Some(e)) | Err(e) => {
+        match connected(sock) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
                 let kind = ErrorKind::from_io(&e, true);
                 self.fail(key, kind, now);
-                return;
-            }
-        }
-        // A writable edge with no error but no peer yet is spurious: keep waiting.
-        if let Err(e) = sock.peer_addr() {
-            if e.raw_os_error() == Some(libc::ENOTCONN) {
                 return;
             }
         }
@@ -307,19 +294,13 @@ impl Worker {
             // Nothing for this connection: the protocol carries the request itself (BOSH
             // queues a step's stanzas for whichever of its connections is free). The request
             // exists from now.
-            let now = Instant::now();
-            u.sent = now;
-            u.flight.clear();
-            u.flight.reserve_exact(u.batch as usize);
-            let intended = u.intended;
-            u.flight.extend((0..u.batch).map(|i| Slot {
-                stream: i,
-                intended,
-                sent: now,
-                index: i,
-                again: false,
-            }));
-            self.rec.counters.requests += u64::from(u.batch);
+            batch_sent(
+                &mut u.flight,
+                &mut u.sent,
+                u.intended,
+                u.batch,
+                &mut self.rec.counters,
+            );
         }
         while off < total {
             match conn.send(&bytes[off..total], &mut self.rec.counters) {
@@ -327,21 +308,13 @@ impl Worker {
                     if off == 0 {
                         // First bytes of the batch on the wire: the requests now exist, each
                         // an entry of the in-flight table, answered in order.
-                        let now = Instant::now();
-                        u.sent = now;
-                        u.flight.clear();
-                        // Room for the batch exactly (`extend` would take room for 4: 144
-                        // bytes of each idle connection's 829, issue 29).
-                        u.flight.reserve_exact(u.batch as usize);
-                        let intended = u.intended;
-                        u.flight.extend((0..u.batch).map(|i| Slot {
-                            stream: i,
-                            intended,
-                            sent: now,
-                            index: i,
-                            again: false,
-                        }));
-                        self.rec.counters.requests += u64::from(u.batch);
+                        batch_sent(
+                            &mut u.flight,
+                            &mut u.sent,
+                            u.intended,
+                            u.batch,
+                            &mut self.rec.counters,
+                        );
                     }
                     off += n;
                 }
@@ -552,15 +525,7 @@ impl Worker {
             if bl.aux.is_none() {
                 let plan = &self.s.plan;
                 let ep = &self.ep;
-                let opened = open_socket(plan, None).and_then(|sock| {
-                    ep.add(sock.as_raw_fd(), token(key | AUX, gen))?;
-                    match sock.connect(&SockAddr::from(plan.target)) {
-                        Ok(()) => {}
-                        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-                        Err(e) => return Err(e),
-                    }
-                    Ok(sock)
-                });
+                let opened = start_connect(plan, None, ep, token(key | AUX, gen));
                 match opened {
                     Ok(sock) => {
                         bl.aux = Some(Conn::plain(sock));
@@ -612,15 +577,11 @@ impl Worker {
             if flags & WRITABLE == 0 {
                 return;
             }
-            match conn.sock.take_error() {
-                Ok(None) => {}
-                Ok(Some(e)) | Err(e) => {
+            match connected(&conn.sock) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => {
                     self.proto_failed(key, ErrorKind::from_io(&e, true));
-                    return;
-                }
-            }
-            if let Err(e) = conn.sock.peer_addr() {
-                if e.raw_os_error() == Some(libc::ENOTCONN) {
                     return;
                 }
             }
@@ -925,6 +886,61 @@ impl Worker {
             u.state = State::Idle;
         }
     }
+}
+
+/// A fresh socket registered with the poller under `token`, its non-blocking connect to the
+/// plan's target started.
+fn start_connect(
+    plan: &Plan,
+    bind: Option<std::net::IpAddr>,
+    ep: &poller::Epoll,
+    token: u64,
+) -> io::Result<Socket> {
+    let sock = open_socket(plan, bind)?;
+    ep.add(sock.as_raw_fd(), token)?;
+    match sock.connect(&SockAddr::from(plan.target)) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(sock)
+}
+
+/// On a writable edge of a connecting socket: connected (`true`), not yet (`false`: an edge
+/// with no error but no peer is spurious, keep waiting), or the connect's error.
+fn connected(sock: &Socket) -> io::Result<bool> {
+    if let Some(e) = sock.take_error()? {
+        return Err(e);
+    }
+    match sock.peer_addr() {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// A batch of `batch` requests exists from now: one entry each in the user's in-flight table,
+/// answered in order, and counted.
+fn batch_sent(
+    flight: &mut Vec<Slot>,
+    sent: &mut Instant,
+    intended: Instant,
+    batch: u32,
+    counters: &mut headroom_metrics::Counters,
+) {
+    let now = Instant::now();
+    *sent = now;
+    flight.clear();
+    // Room for the batch exactly (`extend` would take room for 4: 144 bytes of each idle
+    // connection's 829, issue 29).
+    flight.reserve_exact(batch as usize);
+    flight.extend((0..batch).map(|i| Slot {
+        stream: i,
+        intended,
+        sent: now,
+        index: i,
+        again: false,
+    }));
+    counters.requests += u64::from(batch);
 }
 
 /// A fresh non-blocking TCP socket with the plan's options, bound to `bind` if given.

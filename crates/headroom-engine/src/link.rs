@@ -161,39 +161,36 @@ pub(crate) struct BoshLink {
 }
 
 impl BoshLink {
-    /// Writes the requests due: connection 0's into `out`, the second's into `aux_out`.
-    fn pump(&mut self, cfg: &XmppSpec, out: &mut Vec<u8>) {
+    /// Writes the requests due: connection 0's into `out`, the second's into `aux_out`. With
+    /// `poll`, the empty poll too if none is outstanding: only once the worker has acted on
+    /// what came, so that a stanza the user sends at once goes first (`headroom_proto::bosh`).
+    fn pump(&mut self, cfg: &XmppSpec, out: &mut Vec<u8>, poll: bool) {
         let bc = bosh::Config {
             host: &self.host,
             path: cfg.bosh.as_deref().unwrap_or("/"),
             domain: &cfg.domain,
             wait: bosh::WAIT,
         };
-        self.b.request_data(0, &bc, out);
+        let write = if poll {
+            bosh::Bosh::request
+        } else {
+            bosh::Bosh::request_data
+        };
+        write(&mut self.b, 0, &bc, out);
         if self.aux_written >= self.aux_out.len() {
             self.aux_out.clear();
             self.aux_written = 0;
         }
-        self.b.request_data(1, &bc, &mut self.aux_out);
+        write(&mut self.b, 1, &bc, &mut self.aux_out);
     }
 
-    /// The poll, if one is due (nothing outstanding): written once the worker has acted on
-    /// what came, so that a stanza the user sends at once goes first (`headroom_proto::bosh`).
-    fn poll(&mut self, cfg: &XmppSpec, out: &mut Vec<u8>, c: &mut Counters) {
-        let bc = bosh::Config {
-            host: &self.host,
-            path: cfg.bosh.as_deref().unwrap_or("/"),
-            domain: &cfg.domain,
-            wait: bosh::WAIT,
-        };
-        if !self.b.request(0, &bc, out) {
-            if self.aux_written >= self.aux_out.len() {
-                self.aux_out.clear();
-                self.aux_written = 0;
-            }
-            self.b.request(1, &bc, &mut self.aux_out);
-        }
-        self.count(c);
+    /// Takes what the XMPP side wrote into `buf` from `mark` on (a stream open, stanzas, a
+    /// close) out of `buf` into the session.
+    fn take(&mut self, buf: &mut Vec<u8>, mark: usize) -> Result<(), bosh::BoshError> {
+        let mark = mark.min(buf.len());
+        let submitted = self.b.submit(&buf[mark..]);
+        buf.truncate(mark);
+        submitted
     }
 
     /// The second connection has a request still to write.
@@ -383,9 +380,8 @@ impl Link {
                         failed: None,
                     });
                     // The stream open: the session's creation.
-                    let _ = bl.b.submit(&out);
-                    out.clear();
-                    bl.pump(x, &mut out);
+                    let _ = bl.take(&mut out, 0);
+                    bl.pump(x, &mut out, false);
                     bl
                 });
                 LinkProtocol::Xmpp(Box::new(XmppLink {
@@ -478,6 +474,15 @@ impl Link {
         self.written < self.out.len()
     }
 
+    /// Everything in [`Link::out`] written: start it afresh (otherwise what comes is appended
+    /// after what is still due).
+    fn fresh_out(&mut self) {
+        if !self.pending() {
+            self.out.clear();
+            self.written = 0;
+        }
+    }
+
     /// Takes bytes from the server: returns how many were used and what completed, if
     /// anything; call again with the rest. An error means the connection is unusable.
     /// `names`: the run's per-name figures (MQTT records publish-to-receive latency there).
@@ -489,11 +494,7 @@ impl Link {
         c: &mut Counters,
         names: &mut [NameStats],
     ) -> Result<(usize, Option<Outcome>), ErrorKind> {
-        if !self.pending() {
-            // Everything written: start afresh (otherwise append after what is still due).
-            self.out.clear();
-            self.written = 0;
-        }
+        self.fresh_out();
         match &mut self.protocol {
             LinkProtocol::Xmpp(_) => {
                 let LinkSpec::Xmpp(cfg) = spec else {
@@ -1013,11 +1014,8 @@ impl Link {
         let Some(bl) = x.bosh.as_deref_mut() else {
             return Ok(());
         };
-        let mark = mark.min(self.out.len());
-        let submitted = bl.b.submit(&self.out[mark..]);
-        self.out.truncate(mark);
-        submitted.map_err(bosh_kind)?;
-        bl.pump(cfg, &mut self.out);
+        bl.take(&mut self.out, mark).map_err(bosh_kind)?;
+        bl.pump(cfg, &mut self.out, false);
         bl.count(c);
         Ok(())
     }
@@ -1043,23 +1041,18 @@ impl Link {
         let LinkSpec::Xmpp(cfg) = spec else {
             return;
         };
-        if !self.pending() {
-            self.out.clear();
-            self.written = 0;
-        }
+        self.fresh_out();
         if let LinkProtocol::Xmpp(x) = &mut self.protocol {
             if let Some(bl) = x.bosh.as_deref_mut() {
-                bl.poll(cfg, &mut self.out, c);
+                bl.pump(cfg, &mut self.out, true);
+                bl.count(c);
             }
         }
     }
 
     /// Stream bytes received (over BOSH) and not yet handed to the splitter.
     pub fn queued(&self) -> bool {
-        match &self.protocol {
-            LinkProtocol::Xmpp(x) => x.bosh.as_ref().is_some_and(|b| !b.b.inbox().is_empty()),
-            _ => false,
-        }
+        self.inbox_len() > 0
     }
 
     /// Response bytes read from the BOSH session's second connection: taken into the session
@@ -1074,10 +1067,7 @@ impl Link {
         let LinkSpec::Xmpp(cfg) = spec else {
             return Err(ErrorKind::Other);
         };
-        if !self.pending() {
-            self.out.clear();
-            self.written = 0;
-        }
+        self.fresh_out();
         let LinkProtocol::Xmpp(x) = &mut self.protocol else {
             return Err(ErrorKind::Other);
         };
@@ -1088,7 +1078,7 @@ impl Link {
             let used = bl.b.feed(1, input).map_err(bosh_kind)?;
             input = &input[used..];
         }
-        bl.pump(cfg, &mut self.out);
+        bl.pump(cfg, &mut self.out, false);
         bl.count(c);
         Ok(())
     }
@@ -1123,20 +1113,15 @@ impl Link {
     ) -> Result<LinkWait, NoDestination> {
         let mark = out.len();
         let wait = self.xmpp_request_bytes(spec, shared, op, vars, text, out, rng, c)?;
-        if !self.pending() {
-            self.out.clear();
-            self.written = 0;
-        }
+        self.fresh_out();
         if let LinkProtocol::Xmpp(x) = &mut self.protocol {
             if let Some(bl) = x.bosh.as_deref_mut() {
-                let mark = mark.min(out.len());
-                if let Err(e) = bl.b.submit(&out[mark..]) {
+                if let Err(e) = bl.take(out, mark) {
                     // Over a mebibyte waiting for the server to answer: the link fails at
-                    // the worker's next look (`Link::failed`).
+                    // the worker's next look (`BoshLink::failed`).
                     bl.failed = Some(bosh_kind(e));
                 }
-                out.truncate(mark);
-                bl.pump(spec, &mut self.out);
+                bl.pump(spec, &mut self.out, false);
                 bl.count(c);
             }
         }

@@ -32,6 +32,9 @@
 //! nobody asked for: each an error ([`BoshError`]), never a panic nor a larger buffer. Steady
 //! state allocates nothing: every buffer is kept and reused.
 
+use crate::xmpp::encode::push_u64;
+use crate::xmpp::push_escaped;
+
 /// The BOSH namespace.
 pub const NS: &str = "http://jabber.org/protocol/httpbind";
 /// Longest response head (status line and fields).
@@ -238,7 +241,7 @@ impl Bosh {
                 body.extend_from_slice(b"<body content='text/xml; charset=utf-8' hold='1' rid='");
                 push_u64(&mut body, rid);
                 body.extend_from_slice(b"' to='");
-                push_attr(&mut body, cfg.domain.as_bytes());
+                push_escaped(&mut body, cfg.domain.as_bytes());
                 body.extend_from_slice(b"' ver='1.6' wait='");
                 push_u64(&mut body, u64::from(cfg.wait));
                 body.extend_from_slice(b"' xml:lang='en' xmlns='");
@@ -250,7 +253,7 @@ impl Bosh {
                 self.restart = false;
                 self.open_body(&mut body, rid);
                 body.extend_from_slice(b"' to='");
-                push_attr(&mut body, cfg.domain.as_bytes());
+                push_escaped(&mut body, cfg.domain.as_bytes());
                 body.extend_from_slice(
                     b"' xml:lang='en' xmlns:xmpp='urn:xmpp:xbosh' xmpp:restart='true'/>",
                 );
@@ -312,7 +315,7 @@ impl Bosh {
         body.extend_from_slice(b"<body rid='");
         push_u64(body, rid);
         body.extend_from_slice(b"' sid='");
-        push_attr(body, &self.sid);
+        push_escaped(body, &self.sid);
         body.extend_from_slice(b"' xmlns='");
         body.extend_from_slice(NS.as_bytes());
     }
@@ -551,25 +554,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).rposition(|w| w == needle)
-}
-
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
-
-/// An attribute value between single quotes.
-fn push_attr(out: &mut Vec<u8>, v: &[u8]) {
-    crate::xmpp::push_escaped(out, v);
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ mod steps;
 pub(crate) use amqp::default_amqp_name;
 pub(crate) use ldap::default_ldap_name;
 pub(crate) use mqtt::{default_mqtt_name, MAX_MQTT_PAYLOAD};
-pub(crate) use protocols::{default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to};
+pub(crate) use protocols::{
+    bosh_path_ok, default_sql_name, default_ws_name, default_xmpp_name, xmpp_default_to,
+};
 
 const TOP_KEYS: &[&str] = &[
     "name",

@@ -733,10 +733,7 @@ impl<'a> Conv<'a> {
                     self.no_text(o);
                     if let Some(v) = self.required(o, "value") {
                         let (path, pos) = (v.value.clone(), v.pos);
-                        if path.starts_with('/')
-                            && path.len() <= 1024
-                            && !path.bytes().any(|b| b <= b' ' || b == 0x7f)
-                        {
+                        if crate::parse::bosh_path_ok(&path) {
                             self.bosh_path = Some(path);
                         } else {
                             self.error(

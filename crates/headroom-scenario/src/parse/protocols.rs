@@ -702,7 +702,7 @@ impl Parser {
     /// `bosh: /path`: the HTTP path of the server's BOSH endpoint (ejabberd: `/bosh`).
     fn bosh_path(&mut self, node: &Node) -> Option<String> {
         let p = self.string(node, "bosh")?;
-        if !p.starts_with('/') || p.len() > 1024 || p.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        if !bosh_path_ok(&p) {
             self.err(
                 node.span(),
                 "bosh: expected the endpoint's HTTP path, e.g. /bosh (starting with '/', no \
@@ -877,4 +877,10 @@ impl Parser {
             origin,
         })
     }
+}
+
+/// An HTTP path a BOSH endpoint can have here: from `/`, no spaces or controls, at most 1,024
+/// bytes (the `xmpp.bosh` key and Tsung's `bosh_path` option).
+pub(crate) fn bosh_path_ok(p: &str) -> bool {
+    p.starts_with('/') && p.len() <= 1024 && !p.bytes().any(|b| b <= b' ' || b == 0x7f)
 }

@@ -293,33 +293,7 @@ fn sequences_count_per_user_and_csv_rows_go_round() {
     .unwrap();
     let c = headroom_scenario::compile(&s, &dir).unwrap();
     let prog = Program::new(Arc::new(c.workload), "h", true).unwrap();
-    let mut rng = SmallRng::seed_from_u64(1);
-    let mut st = SessionState::new(&prog, 1);
-    st.begin(&prog, 0, &mut rng, Instant::now());
-    let mut rec = Recorder::new();
-    let mut cursors = vec![0; 1];
-    let mut lines = Vec::new();
-    let mut agent = None;
-    for _ in 0..3 {
-        let mut env = Env {
-            rng: &mut rng,
-            rec: &mut rec,
-            cursors: &mut cursors,
-            cursor_step: 1,
-            now: Instant::now(),
-            link: None,
-            browser: &mut agent,
-            browser_cfg: None,
-        };
-        assert_eq!(st.advance(&prog, &mut env), Action::Send);
-        lines.push(
-            String::from_utf8_lossy(&st.out)
-                .lines()
-                .next()
-                .unwrap()
-                .to_string(),
-        );
-    }
+    let lines = request_lines(&prog, 0, 1, 3);
     assert_eq!(
         lines,
         [
@@ -352,34 +326,8 @@ fn same_row_columns_stay_together_and_workers_take_rows_in_turn() {
     let c = headroom_scenario::compile(&s, &dir).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let prog = Program::new(Arc::new(c.workload), "h", true).unwrap();
-    let mut rng = SmallRng::seed_from_u64(1);
-    let mut st = SessionState::new(&prog, 1);
-    st.begin(&prog, 0, &mut rng, Instant::now());
-    let mut rec = Recorder::new();
     // Worker slot 1 of 2.
-    let mut cursors = vec![1; 1];
-    let mut lines = Vec::new();
-    let mut agent = None;
-    for _ in 0..3 {
-        let mut env = Env {
-            rng: &mut rng,
-            rec: &mut rec,
-            cursors: &mut cursors,
-            cursor_step: 2,
-            now: Instant::now(),
-            link: None,
-            browser: &mut agent,
-            browser_cfg: None,
-        };
-        assert_eq!(st.advance(&prog, &mut env), Action::Send);
-        lines.push(
-            String::from_utf8_lossy(&st.out)
-                .lines()
-                .next()
-                .unwrap()
-                .to_string(),
-        );
-    }
+    let lines = request_lines(&prog, 1, 2, 3);
     // Rows 1, 3, then 5 mod 5 = 0: each name with its own password.
     assert_eq!(
         lines,
@@ -498,4 +446,32 @@ sessions:
     assert_eq!(names, ["scoped=1@/admin", "sid=u42@/"]);
     assert_eq!(h.step(), Action::Send);
     assert!(h.browser.as_ref().unwrap().jar.is_empty());
+}
+
+/// The request lines of one user's first `n` sends, its feeder cursor starting at `cursor` and
+/// moving by `step` (a worker's slot and the number of workers).
+fn request_lines(prog: &Program, cursor: usize, step: usize, n: usize) -> Vec<String> {
+    let mut rng = SmallRng::seed_from_u64(1);
+    let mut st = SessionState::new(prog, 1);
+    st.begin(prog, 0, &mut rng, Instant::now());
+    let mut rec = Recorder::new();
+    let mut cursors = vec![cursor; 1];
+    let mut agent = None;
+    let mut lines = Vec::new();
+    for _ in 0..n {
+        let mut env = Env {
+            rng: &mut rng,
+            rec: &mut rec,
+            cursors: &mut cursors,
+            cursor_step: step,
+            now: Instant::now(),
+            link: None,
+            browser: &mut agent,
+            browser_cfg: None,
+        };
+        assert_eq!(st.advance(prog, &mut env), Action::Send);
+        let out = String::from_utf8_lossy(&st.out);
+        lines.push(out.lines().next().unwrap().to_string());
+    }
+    lines
 }

@@ -1112,34 +1112,6 @@ impl Link {
         c: &mut Counters,
     ) -> Result<LinkWait, NoDestination> {
         let mark = out.len();
-        let wait = self.xmpp_request_bytes(spec, shared, op, vars, text, out, rng, c)?;
-        self.fresh_out();
-        if let LinkProtocol::Xmpp(x) = &mut self.protocol {
-            if let Some(bl) = x.bosh.as_deref_mut() {
-                if let Err(e) = bl.take(out, mark) {
-                    // Over a mebibyte waiting for the server to answer: the link fails at
-                    // the worker's next look (`BoshLink::failed`).
-                    bl.failed = Some(bosh_kind(e));
-                }
-                bl.pump(spec, &mut self.out, false);
-                bl.count(c);
-            }
-        }
-        Ok(wait)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn xmpp_request_bytes(
-        &mut self,
-        spec: &XmppSpec,
-        shared: Option<&XmppShared>,
-        op: &XmppOp,
-        vars: &[String],
-        text: &mut String,
-        out: &mut Vec<u8>,
-        rng: &mut SmallRng,
-        c: &mut Counters,
-    ) -> Result<LinkWait, NoDestination> {
         let LinkProtocol::Xmpp(x) = &mut self.protocol else {
             return Err(NoDestination);
         };
@@ -1283,6 +1255,18 @@ impl Link {
             xmpp::Wait::Nothing => LinkWait::None,
             w => LinkWait::Xmpp(w),
         };
+        self.fresh_out();
+        if let LinkProtocol::Xmpp(x) = &mut self.protocol {
+            if let Some(bl) = x.bosh.as_deref_mut() {
+                if let Err(e) = bl.take(out, mark) {
+                    // Over a mebibyte waiting for the server to answer: the link fails at
+                    // the worker's next look (`BoshLink::failed`).
+                    bl.failed = Some(bosh_kind(e));
+                }
+                bl.pump(spec, &mut self.out, false);
+                bl.count(c);
+            }
+        }
         Ok(self.wait)
     }
 

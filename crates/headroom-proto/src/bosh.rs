@@ -33,7 +33,8 @@
 //! state allocates nothing: every buffer is kept and reused.
 
 use crate::xmpp::encode::push_u64;
-use crate::xmpp::push_escaped;
+use crate::xmpp::find::tag_end;
+use crate::xmpp::{find_element, push_escaped};
 
 /// The BOSH namespace.
 pub const NS: &str = "http://jabber.org/protocol/httpbind";
@@ -374,29 +375,17 @@ impl Bosh {
     }
 
     fn on_body(&mut self, body: &[u8]) -> Result<(), BoshError> {
+        // The root element, after an XML declaration if any, must be a whole `<body>`.
         let mut b = trim_start(body);
         if b.starts_with(b"<?xml") {
             let end = find(b, b"?>").ok_or(BoshError::NotBody)?;
             b = trim_start(&b[end + 2..]);
         }
-        if !b.starts_with(b"<body")
-            || !b
-                .get(5)
-                .is_some_and(|c| c.is_ascii_whitespace() || *c == b'>' || *c == b'/')
-        {
-            return Err(BoshError::NotBody);
-        }
-        let tag_end = tag_end(b).ok_or(BoshError::NotBody)?;
-        let tag = &b[..tag_end];
-        let empty = tag.ends_with(b"/>");
-        let content = if empty {
-            &b[0..0]
-        } else {
-            let close = rfind(b, b"</body>")
-                .filter(|&i| i >= tag_end)
-                .ok_or(BoshError::NotBody)?;
-            &b[tag_end..close]
-        };
+        let e = find_element(b, "body")
+            .filter(|e| e.start_tag.start == 0 && b.starts_with(b"<body"))
+            .ok_or(BoshError::NotBody)?;
+        let tag = &b[e.start_tag.clone()];
+        let content = e.content.map_or(&b[0..0], |r| &b[r]);
         if self.stage == Stage::Creating {
             let sid = attr(tag, b"sid").filter(|s| !s.is_empty() && s.len() <= MAX_SID);
             let Some(sid) = sid else {
@@ -494,25 +483,8 @@ fn open_tag(b: &[u8]) -> Option<&[u8]> {
     if !b.starts_with(b"<stream:stream") {
         return None;
     }
-    let end = tag_end(b)?;
-    Some(&b[end..])
-}
-
-/// The end (exclusive) of the tag starting at `b[0]`, quotes respected.
-fn tag_end(b: &[u8]) -> Option<usize> {
-    let mut quote = 0u8;
-    for (i, &c) in b.iter().enumerate() {
-        if quote != 0 {
-            if c == quote {
-                quote = 0;
-            }
-        } else if c == b'\'' || c == b'"' {
-            quote = c;
-        } else if c == b'>' {
-            return Some(i + 1);
-        }
-    }
-    None
+    let end = tag_end(b, 0)?;
+    Some(&b[end + 1..])
 }
 
 /// The value of attribute `name` in a start tag (unescaped as is: ids and sids carry no
@@ -550,10 +522,6 @@ fn trim_start(b: &[u8]) -> &[u8] {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).rposition(|w| w == needle)
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@
 mod ack;
 mod dest;
 pub mod encode;
-mod find;
+pub(crate) mod find;
 mod login;
 mod splitter;
 

@@ -44,7 +44,7 @@ fn find_from(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
 }
 
 /// Index of the `>` ending the tag that starts at `lt`, skipping quoted values.
-fn tag_end(xml: &[u8], lt: usize) -> Option<usize> {
+pub(crate) fn tag_end(xml: &[u8], lt: usize) -> Option<usize> {
     let mut quote = 0u8;
     for (k, &c) in xml.get(lt..)?.iter().enumerate() {
         if quote != 0 {

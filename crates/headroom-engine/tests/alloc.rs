@@ -78,12 +78,18 @@ fn steady_state_allocates_nothing_per_request() {
 
 /// The same rule for scenario users: a session of static requests and a zero think, looped.
 fn session_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
-    let s = headroom_scenario::parse_str(
+    scenario_allocations_for(
         "load: {users: [{count: 4}]}\n\
          sessions: [{name: s, steps: [{request: GET /}, {think: 0s}, {request: {name: two, path: /}}]}]\n",
-        "alloc.yaml",
+        requests,
+        addr,
     )
-    .unwrap();
+}
+
+/// The allocations of `requests` requests of the scenario `yaml` (a warm-up first, see
+/// `run_counted`).
+fn scenario_allocations_for(yaml: &str, requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
+    let s = headroom_scenario::parse_str(yaml, "alloc.yaml").unwrap();
     let c = headroom_scenario::compile(&s, std::path::Path::new(".")).unwrap();
     let mut plan = plan_for(requests, addr);
     plan.model = LoadModel::Sessions {
@@ -121,20 +127,12 @@ fn cookie_jars_allocate_nothing_per_request_once_warm() {
 /// signing buffers have grown. (The variable is set once per session: a `set` of a value
 /// allocates its string.)
 fn oauth_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
-    let s = headroom_scenario::parse_str(
+    scenario_allocations_for(
         "load: {users: [{count: 4}]}\n\
          sessions: [{name: s, steps: [{set: {var: t, value: tok}}, {loop: {count: 100000, steps: [{request: {name: signed, method: POST, path: \"/?a=1&b=x%20y\", headers: {Content-Type: application/x-www-form-urlencoded}, body: \"c=3&d\", oauth: {consumer_key: key, consumer_secret: sec, token: \"${t}\", token_secret: ts}}}]}}]}]\n",
-        "alloc.yaml",
+        requests,
+        addr,
     )
-    .unwrap();
-    let c = headroom_scenario::compile(&s, std::path::Path::new(".")).unwrap();
-    let mut plan = plan_for(requests, addr);
-    plan.model = LoadModel::Sessions {
-        users: c.users,
-        phases: c.phases,
-    };
-    plan.workload = Some(Arc::new(c.workload));
-    run_counted(plan, requests)
 }
 
 #[test]

@@ -469,6 +469,26 @@ impl Link {
         })
     }
 
+    /// The protocol's goodbye before the client closes a connection it chose to leave, put in
+    /// [`Link::out`]: MySQL's `COM_QUIT`, PostgreSQL's Terminate, as the clients (and Tsung's
+    /// `close`) send them. Without it MariaDB counts every user as an aborted client and logs a
+    /// warning for each; PostgreSQL logs an unexpected EOF. `false` (nothing written) for the
+    /// other protocols, whose goodbye is a step of its own (an LDAP unbind, an MQTT DISCONNECT,
+    /// XMPP's `close`), and before the setup is done or while bytes are still due.
+    pub fn goodbye(&mut self) -> bool {
+        if !self.ready || self.pending() || self.closing {
+            return false;
+        }
+        self.fresh_out();
+        match &mut self.protocol {
+            LinkProtocol::Mysql(m) => m.conn.com_quit(&mut self.out),
+            LinkProtocol::Pg(_) => pg::frontend::terminate(&mut self.out),
+            _ => return false,
+        }
+        self.closing = true;
+        true
+    }
+
     /// Bytes of `out` still to write.
     pub fn pending(&self) -> bool {
         self.written < self.out.len()

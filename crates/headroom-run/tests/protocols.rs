@@ -273,6 +273,67 @@ sessions:
     }
 }
 
+/// The server's count of sessions that ended without the client's Terminate
+/// (`pg_stat_database.sessions_abandoned`, PostgreSQL 14+), read with Debian's psql.
+fn pg_sessions_abandoned(url: &str, db: &str) -> u64 {
+    let out = std::process::Command::new("psql")
+        .args([url, "-tAc"])
+        .arg(format!(
+            "SELECT sessions_abandoned FROM pg_stat_database WHERE datname = '{db}'"
+        ))
+        .output()
+        .expect("psql (Debian's postgresql-client; scripts/postgres.sh installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("sessions_abandoned {text:?}: {e}"))
+}
+
+/// Users who leave say goodbye first (PostgreSQL's Terminate, as psql and Tsung's `close` do):
+/// the server counts none of their sessions as abandoned (it did, one per user, before).
+#[test]
+fn leaving_pgsql_users_terminate_their_sessions() {
+    let (host, port, user, password, db) = pg();
+    let url = format!("postgres://{user}:{password}@{host}:{port}/{db}");
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: pgsql}}]
+pgsql: {{database: {db}, user: {user}, password: {password}}}
+load:
+  phases: [{{duration: 2s, arrival_rate: 10, arrival: constant}}]
+sessions:
+  - name: one
+    steps:
+      - sql: "SELECT 1"
+  - name: closes
+    steps:
+      - sql: "SELECT 2"
+      - close
+"#
+    );
+    let before = pg_sessions_abandoned(&url, &db);
+    let f = run(&lasting(&yaml, 4));
+    let v = &f.summary;
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(scenario_of(v).sessions.completed, 20, "{}", show(v));
+    // The server reports a session's end when its backend exits: give them a moment.
+    let mut abandoned = 0;
+    for _ in 0..20 {
+        // Psql's own sessions end with a Terminate: they never count.
+        abandoned = pg_sessions_abandoned(&url, &db) - before;
+        if abandoned > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(abandoned, 0, "sessions abandoned by headroom's users");
+}
+
 #[test]
 fn sql_errors_are_counted_and_a_wrong_password_is_a_login_error() {
     let (host, port, _, _, db) = pg();

@@ -851,6 +851,22 @@ impl Worker {
         }
     }
 
+    /// The user leaves its connection by choice (a `close` step, the end of its session): with
+    /// nothing in flight, the protocol's goodbye ([`Link::goodbye`]: MySQL's `COM_QUIT`,
+    /// PostgreSQL's Terminate) goes first, in one write (a socket that cannot take its five
+    /// bytes at once, or fails, skips it: the close follows either way), then the close.
+    pub(super) fn leave(&mut self, key: usize) {
+        let u = &mut self.users[key];
+        if u.flight.is_empty() && matches!(u.state, State::Idle | State::Waiting) {
+            if let (Some(conn), Some(link)) = (u.conn.as_mut(), u.protocol.link_mut()) {
+                if link.goodbye() {
+                    let _ = conn.send(&link.out[link.written..], &mut self.rec.counters);
+                }
+            }
+        }
+        self.close(key);
+    }
+
     pub(super) fn close(&mut self, key: usize) {
         let u = &mut self.users[key];
         if u.protocol

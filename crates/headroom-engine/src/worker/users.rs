@@ -448,7 +448,7 @@ impl Worker {
                         self.close(key);
                     }
                 }
-                Action::Close => self.close(key),
+                Action::Close => self.leave(key),
                 Action::Yield => {
                     self.schedule(key, now, Wake::Next);
                     return;
@@ -588,7 +588,7 @@ impl Worker {
     }
 
     pub(super) fn user_done(&mut self, key: usize) {
-        self.close(key);
+        self.leave(key);
         let u = self.users.remove(key);
         if u.arrived {
             self.open_alive -= 1;

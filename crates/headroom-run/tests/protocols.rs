@@ -223,6 +223,7 @@ sessions:
 #[test]
 fn seed_003_sessions_of_500_reads_and_500_writes_report_their_mean_duration() {
     let (host, port, _, _, db) = pg();
+    let _lock = pg_lock();
     // Two users per kind, on MD5 and SCRAM roles; each session is 500 statements on one
     // connection, as in seed 003 (a read is a keyed select, a write an insert).
     for (user, kind) in [("headroom_md5", "md5"), ("headroom_scram", "scram")] {
@@ -273,6 +274,15 @@ sessions:
     }
 }
 
+/// The PostgreSQL tests, one at a time: `leaving_pgsql_users_terminate_their_sessions` reads a
+/// count of the whole database, which the other tests' users, stopped by their run's end
+/// without a goodbye, move.
+static PG_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn pg_lock() -> std::sync::MutexGuard<'static, ()> {
+    PG_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The server's count of sessions that ended without the client's Terminate
 /// (`pg_stat_database.sessions_abandoned`, PostgreSQL 14+), read with Debian's psql.
 fn pg_sessions_abandoned(url: &str, db: &str) -> u64 {
@@ -316,7 +326,17 @@ sessions:
       - close
 "#
     );
-    let before = pg_sessions_abandoned(&url, &db);
+    let _lock = pg_lock();
+    // Sessions of earlier tests may still be ending: start from a count that holds still.
+    let mut before = pg_sessions_abandoned(&url, &db);
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let now = pg_sessions_abandoned(&url, &db);
+        if now == before {
+            break;
+        }
+        before = now;
+    }
     let f = run(&lasting(&yaml, 4));
     let v = &f.summary;
     assert_eq!(v.errors_total, 0, "{}", show(v));
@@ -337,6 +357,7 @@ sessions:
 #[test]
 fn sql_errors_are_counted_and_a_wrong_password_is_a_login_error() {
     let (host, port, _, _, db) = pg();
+    let _lock = pg_lock();
     let yaml = format!(
         r#"
 servers: [{{host: {host}, port: {port}, protocol: pgsql}}]

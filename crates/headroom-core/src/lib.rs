@@ -716,6 +716,10 @@ pub enum TlsUpgrade {
     /// PostgreSQL SSLRequest; with `required` false (`sslmode=prefer`) a server that says no is
     /// used in plain text.
     PgSslRequest { required: bool },
+    /// MySQL/MariaDB: after the server's greeting the client asks for TLS (SSLRequest), and
+    /// logs in over it. The protocol's link drives the exchange; the handshake starts when it
+    /// says.
+    MysqlSslRequest,
 }
 
 impl TlsOptions {

@@ -75,6 +75,9 @@ pub(crate) enum Outcome {
     /// The server ended the session (XMPP `</stream:stream>`, a WebSocket close) while no
     /// request waited for it: close the connection.
     Closed,
+    /// The setup asks for TLS now (MySQL's SSLRequest, in [`Link::out`]): write it, run the
+    /// handshake, then [`Link::tls_started`].
+    StartTls,
 }
 
 /// No user fitted an XMPP destination (nobody online, nobody offline, no previous one).
@@ -350,6 +353,7 @@ impl Link {
         global: u64,
         vars: &[String],
         rng: &mut SmallRng,
+        tls: bool,
     ) -> Option<Link> {
         let mut out = Vec::new();
         let protocol = match spec {
@@ -438,7 +442,13 @@ impl Link {
             })),
             LinkSpec::Mysql(m) => LinkProtocol::Mysql(Box::new(MysqlLink {
                 // The server speaks first: nothing to write yet.
-                conn: mysql::Connection::new(&mysql_login(m), mysql::Options::default()),
+                conn: mysql::Connection::new(
+                    &mysql_login(m),
+                    mysql::Options {
+                        tls,
+                        ..mysql::Options::default()
+                    },
+                ),
                 statements: Vec::new(),
                 preparing: None,
                 params: Vec::new(),
@@ -487,6 +497,16 @@ impl Link {
         }
         self.closing = true;
         true
+    }
+
+    /// The TLS handshake [`Outcome::StartTls`] asked for is done: the setup goes on over it
+    /// (MySQL's HandshakeResponse into [`Link::out`]). `false` when nothing waited for it.
+    pub fn tls_started(&mut self) -> bool {
+        self.fresh_out();
+        match &mut self.protocol {
+            LinkProtocol::Mysql(m) => m.conn.tls_started(&mut self.out),
+            _ => false,
+        }
     }
 
     /// Bytes of `out` still to write.
@@ -679,8 +699,7 @@ impl Link {
                 })?;
                 let outcome = match progress {
                     mysql::Progress::NeedMore | mysql::Progress::AuthReply(_) => None,
-                    // TLS is not asked for (the engine does not upgrade MySQL yet).
-                    mysql::Progress::StartTls => return Err(ErrorKind::Protocol),
+                    mysql::Progress::StartTls => Some(Outcome::StartTls),
                     mysql::Progress::LoggedIn(_) => {
                         self.ready = true;
                         Some(Outcome::Ready)
@@ -2087,7 +2106,7 @@ mod tests {
             vhost: "/".into(),
         });
         let mut rng = SmallRng::seed_from_u64(1);
-        let mut link = Link::start(&spec, None, "h", 0, &[], &mut rng).unwrap();
+        let mut link = Link::start(&spec, None, "h", 0, &[], &mut rng, false).unwrap();
         let mut c = Counters::default();
         let mut texts: [String; 3] = Default::default();
         let var = |v| Template(vec![Piece::Var(v)]);

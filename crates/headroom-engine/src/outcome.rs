@@ -35,6 +35,8 @@ pub(crate) enum Outcome {
     Closed,
     /// Bytes after every reply that was asked for: the connection cannot be trusted for reuse.
     Unexpected,
+    /// A protocol's setup asks for TLS now (MySQL's SSLRequest is written first).
+    StartTls,
 }
 
 /// Counts one encoded response body; one that did not decode (corrupt, truncated, a bad gzip

@@ -261,6 +261,7 @@ pub(crate) fn feed(
                     ok,
                 },
                 link::Outcome::Closed => Outcome::Closed,
+                link::Outcome::StartTls => Outcome::StartTls,
             });
             Ok((used, o))
         }

@@ -106,7 +106,8 @@ impl Conn {
         tls.set_buffer_limit(Some(TLS_SEND_LIMIT));
         let mut out = Vec::new();
         let (neg, required) = match upgrade {
-            TlsUpgrade::Direct => {
+            // MySQL's SSLRequest is the link's: the handshake starts once it is written.
+            TlsUpgrade::Direct | TlsUpgrade::MysqlSslRequest => {
                 self.tls = Some(Box::new(tls));
                 return;
             }

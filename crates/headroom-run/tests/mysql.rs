@@ -35,7 +35,7 @@ fn mysql_counters(v: &RunSummary) -> &MysqlCounters {
         .unwrap_or_else(|| panic!("no mysql counters: {}", show(v)))
 }
 
-const STATUS: [&str; 7] = [
+const STATUS: [&str; 8] = [
     "Questions",
     "Com_select",
     "Com_show_tables",
@@ -43,6 +43,7 @@ const STATUS: [&str; 7] = [
     "Com_stmt_execute",
     "Connections",
     "Aborted_clients",
+    "Ssl_accepts",
 ];
 
 /// The server's own counters (`SHOW GLOBAL STATUS`, through scripts/mariadb.sh's client). A
@@ -194,6 +195,53 @@ sessions: [{{name: s, steps: [{{sql: SELECT 1}}, {{think: 60s}}]}}]
 "#
     );
     let f = run(&lasting(&yaml, 1));
+    let v = &f.summary;
+    assert!(v.errors.login >= 1, "{}", show(v));
+    assert_eq!(mysql_counters(v).queries, 0, "{}", show(v));
+}
+
+/// `tls:` on a MySQL server: after the greeting each user asks for TLS (SSLRequest), checks
+/// the server's certificate against the scripts' CA, and logs in over it — as `headroom_tls`,
+/// whom MariaDB refuses without TLS (REQUIRE SSL). The server accepted as many TLS sessions as
+/// headroom counted handshakes; without `tls:` the same login is refused.
+#[test]
+fn tls_logs_in_a_user_that_requires_it() {
+    let _lock = SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    let addr = mysql();
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let ca = common::tls_services::test_ca();
+    let scenario = |tls: &str| {
+        format!(
+            r#"
+servers: [{{host: {host}, port: {port}, protocol: mysql{tls}}}]
+mysql: {{user: headroom_tls, password: headroom, database: headroom}}
+load:
+  users: [{{count: 20}}]
+sessions:
+  - name: tls
+    steps:
+      - sql: {{query: "SELECT COUNT(*) FROM items", name: count}}
+      - sql: {{query: "SHOW STATUS LIKE 'Ssl_version'", name: version}}
+      - think: 60s
+"#
+        )
+    };
+    let yaml = scenario(&format!(", tls: {{cacert: \"{}\"}}", ca.display()));
+    let mut f = None;
+    let moved = server_delta(|| f = Some(run(&lasting(&yaml, 4))));
+    let f = f.unwrap();
+    let v = &f.summary;
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(by_request(v, "mysql:login").count, 20, "{}", show(v));
+    assert_eq!(by_request(v, "count").count, 20, "{}", show(v));
+    assert_eq!(mysql_counters(v).rows, 40, "{}", show(v));
+    let tls = v.tls.as_ref().expect("a tls section");
+    assert_eq!(tls.handshakes, 20, "{}", show(v));
+    assert_eq!(moved["Connections"], 20, "{moved:?}");
+    assert_eq!(moved["Ssl_accepts"], 20, "{moved:?}");
+
+    // Without TLS, MariaDB refuses the login (1045).
+    let f = run(&lasting(&scenario(""), 2));
     let v = &f.summary;
     assert!(v.errors.login >= 1, "{}", show(v));
     assert_eq!(mysql_counters(v).queries, 0, "{}", show(v));

@@ -102,6 +102,7 @@ pub fn server_tls(
         Protocol::Pgsql => TlsUpgrade::PgSslRequest {
             required: mode != PgSslMode::Prefer,
         },
+        Protocol::Mysql => TlsUpgrade::MysqlSslRequest,
         _ => TlsUpgrade::Direct,
     };
     Ok(Some(o))

@@ -550,16 +550,6 @@ impl Parser {
     /// `tls: true`, `tls: false` or `tls: {insecure, cacert, cert, key, min, max, resume,
     /// server_name, starttls (xmpp), sslmode (pgsql)}`.
     fn server_tls(&mut self, node: &Node, protocol: Protocol) -> Option<ServerTls> {
-        if protocol == Protocol::Mysql && node.as_scalar().and_then(|s| s.as_bool()) != Some(false)
-        {
-            // MySQL asks for TLS inside its login (SSLRequest after the greeting): the engine
-            // does not run that upgrade yet, and TLS from the first byte is not MySQL.
-            self.err(
-                node.span(),
-                "tls: not supported yet for protocol mysql (its TLS starts inside the login)",
-            );
-            return None;
-        }
         if let Some(b) = node.as_scalar().and_then(|s| s.as_bool()) {
             return b.then(ServerTls::default);
         }

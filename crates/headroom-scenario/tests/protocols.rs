@@ -1061,8 +1061,8 @@ fn cases() -> Vec<Case> {
         case(LHEAD, "ldap: {delete: dn, search: x}", "dn,", "an ldap step takes one of bind, search, add, modify, delete, unbind ('delete' is a second one)"),
         case(LHEAD, "ldap: {delete: \"uid=${who}\"}", "\"uid", "undefined variable '${who}'"),
         file(
-            "servers: [{host: 127.0.0.1, port: 3306, protocol: mysql, tls: true}]\nmysql: {user: u}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [connect]}]\n".into(),
-            1, "true}", "tls: not supported yet for protocol mysql (its TLS starts inside the login)",
+            "servers: [{host: 127.0.0.1, port: 3306, protocol: mysql, tls: {sslmode: require}}]\nmysql: {user: u}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [connect]}]\n".into(),
+            1, "require}", "tls.sslmode: only for protocol pgsql",
         ),
         // amqp steps.
         case(HHEAD, "amqp: close", "amqp", "an amqp step needs servers with `protocol: amqp`; these speak http"),

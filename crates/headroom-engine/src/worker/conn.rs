@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-use headroom_core::{ErrorKind, Plan, ProtoCounter};
+use headroom_core::{ErrorKind, Plan, ProtoCounter, TlsUpgrade};
 use headroom_metrics::micros;
 use headroom_proto::h2;
 use headroom_proto::http1::HeaderSet;
@@ -131,7 +131,13 @@ impl Worker {
         u.tcp_at = now;
         self.tcp_open += 1;
         self.tcp_peak = self.tcp_peak.max(self.tcp_open);
-        if let Some(tls) = &self.tls {
+        let link_tls = self.link_tls();
+        let u = &mut self.users[key];
+        if link_tls {
+            // MySQL: the greeting comes in plain text, the link asks for TLS after it
+            // (`link_start_tls`); the handshake is timed from here, as PostgreSQL's SSLRequest.
+            u.connect_start = now;
+        } else if let Some(tls) = &self.tls {
             match tls.connect(&mut u.tls_sessions) {
                 Ok(t) => {
                     if let (Some(c), Some(o)) = (u.conn.as_mut(), self.s.plan.tls.as_ref()) {
@@ -177,6 +183,22 @@ impl Worker {
                     if let Some(n) = conn.negotiated(self.http) {
                         self.rec.negotiated.count(&n, 1);
                     }
+                }
+                if u.protocol.link().is_some_and(|l| !l.ready) {
+                    // A link's setup asked for TLS (MySQL): it goes on over it, timed from
+                    // now as the protocol's setup.
+                    let Some(link) = u.protocol.link_mut() else {
+                        return;
+                    };
+                    if !link.tls_started() {
+                        self.fail(key, ErrorKind::Protocol, now);
+                        return;
+                    }
+                    link.started = now;
+                    u.state = State::Handshake;
+                    u.deadline = Some(now + self.s.plan.timeout);
+                    self.flush_proto(key);
+                    return;
                 }
                 u.state = State::Idle;
                 u.deadline = None;
@@ -224,6 +246,8 @@ impl Worker {
             self.fill(key, intended);
             return;
         }
+        let link_tls = self.link_tls();
+        let u = &mut self.users[key];
         if let Some(prog) = &self.s.program {
             let connect = u.sess.as_deref().and_then(|st| st.connect_options(prog));
             let vars = u.sess.as_deref().map_or(&[][..], |st| st.vars());
@@ -234,6 +258,7 @@ impl Worker {
                 u.global,
                 vars,
                 &mut self.rng,
+                link_tls,
             ) {
                 if link.ready {
                     // No setup (LDAP): the step that asked for the connection goes on.
@@ -250,6 +275,45 @@ impl Worker {
             }
         }
         self.after_connect(key, now);
+    }
+
+    /// TLS is the link's to start (MySQL's SSLRequest after the greeting), not the connect's.
+    fn link_tls(&self) -> bool {
+        self.tls.is_some()
+            && self
+                .s
+                .plan
+                .tls
+                .as_ref()
+                .is_some_and(|o| o.upgrade == TlsUpgrade::MysqlSslRequest)
+    }
+
+    /// The link's setup asked for TLS: its request (MySQL's SSLRequest, in the link's out) is
+    /// written in plain text, then the handshake runs; the setup goes on over TLS once it is
+    /// done (`tls_handshake`).
+    fn link_start_tls(&mut self, key: usize) {
+        let now = Instant::now();
+        if !self.flush_proto(key) {
+            return;
+        }
+        let u = &mut self.users[key];
+        let Some(tls) = self.tls.as_ref().filter(|_| !u.protocol.pending()) else {
+            // A fresh socket that cannot take 36 bytes at once (or TLS asked unconfigured):
+            // never mix the request into the handshake.
+            self.fail(key, ErrorKind::Protocol, now);
+            return;
+        };
+        match tls.connect(&mut u.tls_sessions) {
+            Ok(t) => {
+                if let Some(c) = u.conn.as_mut() {
+                    c.start_tls(t, &TlsUpgrade::MysqlSslRequest);
+                }
+                u.state = State::Tls;
+                u.deadline = Some(now + self.s.plan.connect_timeout);
+                self.tls_handshake(key);
+            }
+            Err(e) => self.fail(key, crate::tls::classify(&e), now),
+        }
     }
 
     /// The connection is usable: go on with the step that asked for it.
@@ -371,7 +435,9 @@ impl Worker {
         let gen = self.users[key].gen;
         let mut budget = READ_BUDGET;
         while let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) {
-            let reads = u.protocol.reads_always() || u.state != State::Writing;
+            // (During a handshake a link asked for, TLS reads for itself.)
+            let reads =
+                (u.protocol.reads_always() || u.state != State::Writing) && u.state != State::Tls;
             let Some(conn) = u.conn.as_mut().filter(|_| reads) else {
                 break;
             };
@@ -718,6 +784,7 @@ impl Worker {
                 }
             }
             Outcome::Ready => self.link_ready(key),
+            Outcome::StartTls => self.link_start_tls(key),
             Outcome::Closed => {
                 // The server ended the session unasked: a user waiting on a reply failed; an
                 // idle one just loses its connection (and reconnects when next due).

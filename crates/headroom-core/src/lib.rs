@@ -720,6 +720,9 @@ pub enum TlsUpgrade {
     /// logs in over it. The protocol's link drives the exchange; the handshake starts when it
     /// says.
     MysqlSslRequest,
+    /// LDAP's StartTLS extended operation (RFC 4511 §4.14) on the plain port, then the whole
+    /// connection over TLS.
+    LdapStartTls,
 }
 
 impl TlsOptions {

@@ -113,6 +113,7 @@ impl Conn {
             }
             TlsUpgrade::XmppStartTls { domain } => (Negotiation::xmpp(domain, &mut out), true),
             TlsUpgrade::PgSslRequest { required } => (Negotiation::pg(&mut out), *required),
+            TlsUpgrade::LdapStartTls => (Negotiation::ldap(&mut out), true),
         };
         self.pre = Some(Box::new(PreTls {
             neg,

@@ -1,6 +1,7 @@
 //! The plain-text exchanges that come before TLS on protocols that upgrade a connection:
-//! XMPP's STARTTLS (RFC 6120 §5) and PostgreSQL's SSLRequest. Sans-I/O like every codec here:
-//! [`Negotiation::xmpp`] / [`Negotiation::pg`] write the first bytes, [`Negotiation::feed`]
+//! XMPP's STARTTLS (RFC 6120 §5), PostgreSQL's SSLRequest and LDAP's StartTLS extended
+//! operation (RFC 4511 §4.14). Sans-I/O like every codec here: [`Negotiation::xmpp`] /
+//! [`Negotiation::pg`] / [`Negotiation::ldap`] write the first bytes, [`Negotiation::feed`]
 //! takes what the server sent and says when TLS may start.
 //!
 //! Bounds: at most [`MAX_PRE_TLS`] bytes are kept before the answer is found (a server that
@@ -10,6 +11,9 @@
 
 /// Most bytes kept while waiting for the server's answer.
 pub const MAX_PRE_TLS: usize = 16 * 1024;
+
+/// The message id of LDAP's StartTLS request: the connection's first.
+const LDAP_START_TLS_ID: i32 = 1;
 
 /// PostgreSQL's SSLRequest: length 8, code 80877103.
 pub const PG_SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
@@ -34,6 +38,7 @@ pub struct NegotiationError(pub &'static str);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     Pg,
+    Ldap,
     XmppFeatures,
     XmppProceed,
     Done,
@@ -52,6 +57,15 @@ impl Negotiation {
         out.extend_from_slice(&PG_SSL_REQUEST);
         Negotiation {
             stage: Stage::Pg,
+            buf: Vec::new(),
+        }
+    }
+
+    /// LDAP: the StartTLS ExtendedRequest (message id 1, the connection's first).
+    pub fn ldap(out: &mut Vec<u8>) -> Negotiation {
+        crate::ldap::start_tls(out, LDAP_START_TLS_ID);
+        Negotiation {
+            stage: Stage::Ldap,
             buf: Vec::new(),
         }
     }
@@ -94,6 +108,15 @@ impl Negotiation {
                     "the PostgreSQL server answered SSLRequest with neither 'S' nor 'N'",
                 )),
             },
+            Stage::Ldap => {
+                if self.buf.len() + input.len() > MAX_PRE_TLS {
+                    return Err(NegotiationError(
+                        "the LDAP server sent more than 16 KiB before answering StartTLS",
+                    ));
+                }
+                self.buf.extend_from_slice(input);
+                self.ldap_progress()
+            }
             Stage::XmppFeatures | Stage::XmppProceed => {
                 if self.buf.len() + input.len() > MAX_PRE_TLS {
                     return Err(NegotiationError(
@@ -104,6 +127,41 @@ impl Negotiation {
                 self.xmpp_progress(out)
             }
         }
+    }
+
+    /// The answer to StartTLS: one ExtendedResponse to id 1 (OpenLDAP sends it without a
+    /// responseName), `success` or not, and nothing after it.
+    fn ldap_progress(&mut self) -> Result<Progress, NegotiationError> {
+        use crate::ldap::{Decoder, Op, ResultCode};
+        // The whole answer is kept (bounded above) and decoded afresh: one small message.
+        let mut d = Decoder::new();
+        let (used, resp) = d
+            .decode(&self.buf)
+            .map_err(|_| NegotiationError("the LDAP server's answer to StartTLS is not LDAP"))?;
+        let Some(r) = resp else {
+            return Ok(Progress::NeedMore);
+        };
+        self.stage = Stage::Done;
+        if r.op == Op::Notice {
+            // A notice of disconnection (RFC 4511 §4.4.1): the server is going away.
+            return Ok(Progress::Refused(
+                "the LDAP server sent a notice of disconnection",
+            ));
+        }
+        if r.op != Op::ExtendedResponse || r.id != LDAP_START_TLS_ID {
+            return Err(NegotiationError(
+                "the LDAP server answered StartTLS with another response",
+            ));
+        }
+        if r.result != Some(ResultCode::SUCCESS) {
+            return Ok(Progress::Refused("the LDAP server refused StartTLS"));
+        }
+        if used < self.buf.len() {
+            return Err(NegotiationError(
+                "the LDAP server sent bytes after its answer to StartTLS",
+            ));
+        }
+        Ok(Progress::StartTls)
     }
 
     fn xmpp_progress(&mut self, out: &mut Vec<u8>) -> Result<Progress, NegotiationError> {
@@ -180,6 +238,72 @@ mod tests {
         assert!(n.feed(b"Sinjected", &mut out).is_err(), "buffer stuffing");
         let mut n = Negotiation::pg(&mut out);
         assert!(n.feed(b"E\0\0\0\x10", &mut out).is_err());
+    }
+
+    /// An ExtendedResponse to `id` with `code`, no name: as OpenLDAP answers StartTLS.
+    fn ext_response(id: u8, code: u8) -> Vec<u8> {
+        vec![
+            0x30, 0x0c, 0x02, 0x01, id, 0x78, 0x07, 0x0a, 0x01, code, 0x04, 0x00, 0x04, 0x00,
+        ]
+    }
+
+    #[test]
+    fn ldap_start_tls_answers() {
+        let mut out = Vec::new();
+        let mut n = Negotiation::ldap(&mut out);
+        // LDAPMessage { 1, ExtendedRequest { [0] "1.3.6.1.4.1.1466.20037" } }
+        assert_eq!(&out[..5], &[0x30, 0x1d, 0x02, 0x01, 0x01]);
+        assert!(out.ends_with(b"1.3.6.1.4.1.1466.20037"));
+        out.clear();
+        let ok = ext_response(1, 0);
+        for (i, c) in ok[..ok.len() - 1].chunks(3).enumerate() {
+            assert_eq!(n.feed(c, &mut out), Ok(Progress::NeedMore), "piece {i}");
+        }
+        assert_eq!(
+            n.feed(&ok[ok.len() - 1..], &mut out),
+            Ok(Progress::StartTls)
+        );
+        assert!(out.is_empty());
+        assert!(n.feed(b"x", &mut out).is_err(), "bytes after the go-ahead");
+
+        // Refused (unavailable, 52), a notice of disconnection: refusals.
+        let mut n = Negotiation::ldap(&mut out);
+        assert!(matches!(
+            n.feed(&ext_response(1, 52), &mut out),
+            Ok(Progress::Refused(_))
+        ));
+        let mut n = Negotiation::ldap(&mut out);
+        let mut notice = ext_response(0, 52);
+        notice[4] = 0;
+        assert!(matches!(
+            n.feed(&notice, &mut out),
+            Ok(Progress::Refused(_))
+        ));
+        // Buffer stuffing, another id, another op, not BER, too much: errors.
+        let mut n = Negotiation::ldap(&mut out);
+        let mut stuffed = ext_response(1, 0);
+        stuffed.extend_from_slice(&ext_response(2, 0));
+        assert!(n.feed(&stuffed, &mut out).is_err(), "buffer stuffing");
+        let mut n = Negotiation::ldap(&mut out);
+        assert!(n.feed(&ext_response(7, 0), &mut out).is_err());
+        let mut n = Negotiation::ldap(&mut out);
+        let mut bind = ext_response(1, 0);
+        bind[5] = 0x61; // BindResponse
+        assert!(n.feed(&bind, &mut out).is_err());
+        let mut n = Negotiation::ldap(&mut out);
+        assert!(n.feed(b"HTTP/1.1 400 Bad Request\r\n", &mut out).is_err());
+        let mut n = Negotiation::ldap(&mut out);
+        // A message that announces 64 KiB: more than is kept before the answer.
+        let mut big = vec![0x30, 0x83, 0x01, 0x00, 0x00];
+        let mut r = Ok(Progress::NeedMore);
+        for _ in 0..20 {
+            r = n.feed(&big, &mut out);
+            if r.is_err() {
+                break;
+            }
+            big = vec![0; 1024];
+        }
+        assert!(r.is_err(), "{r:?}");
     }
 
     #[test]

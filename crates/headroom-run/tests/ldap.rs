@@ -258,3 +258,50 @@ sessions:
     assert_eq!(l.entries, 3, "{l:#?}");
     assert_eq!(tls(v).handshakes, 3, "{}", show(v));
 }
+
+/// StartTLS on the plain port (`tls: {starttls: true}`): each connection asks for TLS with the
+/// extended operation, checks slapd's certificate against the test CA, and binds and searches
+/// over TLS. slapd completed exactly one Extended operation per connection, and the handshakes
+/// are counted. (Its `security ssf` is not raised here, so the same binds also work in plain
+/// text: the count of Extended operations is what shows StartTLS happened, the handshakes
+/// that TLS did.)
+#[test]
+fn start_tls() {
+    let _dir = DIRECTORY.lock().unwrap_or_else(|e| e.into_inner());
+    let addr = ldap();
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let ca = std::path::PathBuf::from(
+        std::env::var("HEADROOM_TEST_CA").unwrap_or_else(|_| "/tmp/headroom-pki/ca.pem".into()),
+    );
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: ldap, tls: {{starttls: true, cacert: ca.pem}}}}]
+load:
+  users: [{{count: 5}}]
+sessions:
+  - name: s
+    steps:
+      - ldap: {{bind: "uid=user7,ou=people,dc=headroom,dc=test", password: pass7}}
+      - ldap: {{search: "ou=people,dc=headroom,dc=test", filter: "(uid=user7)"}}
+      - think: 60s
+"#
+    );
+    let mut spec = scenario_with_files(&yaml, &[("ca.pem", &ca)]);
+    spec.duration = secs(2);
+    let before = completed(&addr);
+    let f = run(&spec);
+    let after = completed(&addr);
+    let v = &f.summary;
+    let l = ldap_counters(v);
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(l.success, 10, "{l:#?}");
+    assert_eq!(l.entries, 5, "{l:#?}");
+    assert_eq!(tls(v).handshakes, 5, "{}", show(v));
+    assert_eq!(
+        moved(&before, &after, "Extended"),
+        5,
+        "{before:?} -> {after:?}"
+    );
+    // Two readings: each bind and search of the run, and one of each of the first reading.
+    assert_eq!(moved(&before, &after, "Bind"), 6, "{before:?} -> {after:?}");
+}

@@ -103,6 +103,7 @@ pub fn server_tls(
             required: mode != PgSslMode::Prefer,
         },
         Protocol::Mysql => TlsUpgrade::MysqlSslRequest,
+        Protocol::Ldap if t.starttls => TlsUpgrade::LdapStartTls,
         _ => TlsUpgrade::Direct,
     };
     Ok(Some(o))

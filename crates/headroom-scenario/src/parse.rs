@@ -548,7 +548,7 @@ impl Parser {
     }
 
     /// `tls: true`, `tls: false` or `tls: {insecure, cacert, cert, key, min, max, resume,
-    /// server_name, starttls (xmpp), sslmode (pgsql)}`.
+    /// server_name, starttls (xmpp, ldap), sslmode (pgsql)}`.
     fn server_tls(&mut self, node: &Node, protocol: Protocol) -> Option<ServerTls> {
         if let Some(b) = node.as_scalar().and_then(|s| s.as_bool()) {
             return b.then(ServerTls::default);
@@ -615,8 +615,8 @@ impl Parser {
             }
         }
         if let Some(n) = m.get_node("starttls") {
-            if t.starttls && protocol != Protocol::Xmpp {
-                self.err(n.span(), "tls.starttls: only for protocol xmpp");
+            if t.starttls && !matches!(protocol, Protocol::Xmpp | Protocol::Ldap) {
+                self.err(n.span(), "tls.starttls: only for protocols xmpp and ldap");
             }
         }
         if let Some(n) = m.get_node("sslmode") {

@@ -666,7 +666,7 @@ impl<'a> Conv<'a> {
         for s in &mut servers {
             s.protocol = protocol;
         }
-        if let (LinkSpec::Xmpp(_), Some(pos)) = (&link, self.link.starttls_at) {
+        if let (LinkSpec::Xmpp(_) | LinkSpec::Ldap, Some(pos)) = (&link, self.link.starttls_at) {
             if servers.iter().any(|s| s.tls.is_some()) {
                 self.error(
                     pos,

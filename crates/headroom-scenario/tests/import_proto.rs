@@ -1535,3 +1535,63 @@ fn ldap_sessions_convert() {
         .count();
     assert_eq!(empty, 2, "{:?}", imp.warnings);
 }
+
+/// Tsung's `<ldap type="start_tls">` (commented out in its stock ldap.xml) as a session's first
+/// request: the server's `tls: {starttls: true, insecure: true}` (Tsung checks no certificate),
+/// its certificate files not honoured, each with a warning. After another LDAP request, or in
+/// one session of two, it is refused, located.
+#[test]
+fn ldap_start_tls_is_the_servers_setting() {
+    let xml = session(
+        389,
+        "ldap",
+        r#"<request><ldap type="start_tls" cacertfile="/etc/ldap/ssl/ca.pem" certfile="/etc/ldap/ssl/c.pem" keyfile="/etc/ldap/ssl/k.pem"></ldap></request>
+<request><ldap type="bind" user="uid=nniclausse" password="XXX"/></request>"#,
+    );
+    let imp = import(&xml);
+    let tls = imp.scenario.servers[0].tls.as_ref().expect("tls");
+    assert!(tls.starttls && tls.insecure, "{tls:?}");
+    let steps = &imp.scenario.sessions[0].steps;
+    assert_eq!(
+        steps.iter().filter(|s| matches!(s, Step::Ldap(_))).count(),
+        1,
+        "{steps:?}"
+    );
+    for key in ["cacertfile", "certfile", "keyfile"] {
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.message.contains(&format!("attribute '{key}'"))),
+            "{key}: {:?}",
+            imp.warnings
+        );
+    }
+
+    let late = session(
+        389,
+        "ldap",
+        r#"<request><ldap type="bind" user="uid=nniclausse" password="XXX"/></request>
+<request><ldap type="start_tls"/></request>"#,
+    );
+    let errs = import_tsung(&late, "t.xml").unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.line == 9 && e.message.contains("after other LDAP requests")),
+        "{}",
+        show(&errs)
+    );
+
+    let mixed = doc(
+        389,
+        "",
+        r#"<session name="a" probability="50" type="ts_ldap"><request><ldap type="start_tls"/></request><request><ldap type="bind" user="u" password="p"/></request></session>
+<session name="b" probability="50" type="ts_ldap"><request><ldap type="bind" user="u" password="p"/></request></session>"#,
+    );
+    let errs = import_tsung(&mixed, "t.xml").unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.message.contains("upgrades to TLS with STARTTLS")),
+        "{}",
+        show(&errs)
+    );
+}

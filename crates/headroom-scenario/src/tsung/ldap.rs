@@ -1,18 +1,51 @@
 //! Tsung's `ts_ldap` sessions (Tsung 1.7's `ts_config_ldap`): `bind` (user, password),
 //! `search` (base, filter, scope), `add` (dn, `<attr type><value>`s), `modify` (dn,
 //! `<modification type="add|replace|delete">` with their `<attr>`s: a modification without
-//! one changes nothing, as in Tsung), `unbind`. `start_tls` is refused (headroom's LDAP does not
-//! upgrade yet). Tsung parses each filter when it reads the file; so does headroom (when the run
-//! starts, or when sent for a filter holding variables).
+//! one changes nothing, as in Tsung), `unbind`, and `start_tls` as the session's first request:
+//! the server's `tls: {starttls: true}` (every connection upgrades when it opens). Tsung parses
+//! each filter when it reads the file; so does headroom (when the run starts, or when sent for a
+//! filter holding variables).
 
+use super::proto::{NoReply, Produced};
 use super::{Conv, El};
 use crate::model::*;
 
 impl Conv<'_> {
+    /// `<ldap type="start_tls">`: a setting of the server, run when each connection opens
+    /// (before any other request: headroom upgrades every connection of the scenario), without
+    /// certificate checks as in Tsung (whose ssl options verify nothing by default).
+    pub(super) fn ldap_start_tls(&mut self, el: &El) -> Produced {
+        self.check_attrs(el, &["type", "cacertfile", "certfile", "keyfile"]);
+        self.no_text(el);
+        if self.sess.ldap_sent {
+            self.error(
+                el.pos,
+                "<ldap type=\"start_tls\"> after other LDAP requests: headroom upgrades a connection to TLS only when it opens (put it first)",
+            );
+            return Produced::Nothing;
+        }
+        self.ignored(
+            el,
+            "cacertfile",
+            "Tsung does not check the server's certificate with it, and neither does the import (tls: {insecure: true}); set tls.cacert to check",
+        );
+        for key in ["certfile", "keyfile"] {
+            self.ignored(
+                el,
+                key,
+                "no client certificate is sent; set the server's tls.cert and tls.key for one",
+            );
+        }
+        self.sess.starttls = self.sess.starttls.or(Some(el.pos));
+        self.absorb();
+        Produced::NoReply(NoReply::Setup)
+    }
+
     pub(super) fn ldap(&mut self, el: &El, subst: bool, out: &mut Vec<Step>) -> bool {
         let Some(action) = self.ldap_action(el, subst) else {
             return false;
         };
+        self.sess.ldap_sent = true;
         out.push(Step::Ldap(Ldap {
             name: crate::parse::default_ldap_name(&action),
             action,
@@ -160,13 +193,6 @@ impl Conv<'_> {
             "unbind" => {
                 self.check_attrs(el, &["type"]);
                 LdapAction::Unbind
-            }
-            "start_tls" => {
-                self.error(
-                    ty_pos,
-                    "<ldap type=\"start_tls\"> is not supported: headroom's LDAP does not upgrade a connection to TLS yet",
-                );
-                return None;
             }
             other => {
                 self.error(

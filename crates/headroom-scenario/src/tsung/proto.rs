@@ -229,8 +229,10 @@ pub(super) struct Sess {
     auth: Option<bool>,
     register: Option<usize>,
     resource: Option<String>,
-    /// XMPP: where the session's `starttls` is.
-    starttls: Option<usize>,
+    /// XMPP, LDAP: where the session's `starttls` (`start_tls`) is.
+    pub(super) starttls: Option<usize>,
+    /// LDAP: a request other than `start_tls` was read.
+    pub(super) ldap_sent: bool,
     /// XMPP: a `<jabber>` of the session was read (the first one's `<xmpp_authenticate>`
     /// gives the session's account, as in Tsung), and that account's user, password and
     /// position.
@@ -359,6 +361,28 @@ impl Conv<'_> {
         true
     }
 
+    /// Every session with steps upgrades with STARTTLS, or none does: it is a setting of the
+    /// server. `starttls`: where this session's is.
+    fn same_starttls(&mut self, el: &El, starttls: Option<usize>, has_steps: bool, name: &str) {
+        let tls = starttls.is_some();
+        self.link.starttls_at = self.link.starttls_at.or(starttls);
+        match &self.link.starttls {
+            None if has_steps => self.link.starttls = Some((tls, name.to_string())),
+            Some((t, other)) if *t != tls => {
+                let (yes, no) = if tls {
+                    (name, other.as_str())
+                } else {
+                    (other.as_str(), name)
+                };
+                let msg = format!(
+                    "session '{yes}' upgrades to TLS with STARTTLS, session '{no}' does not: headroom sets up every connection of a scenario the same way"
+                );
+                self.error(el.pos, msg);
+            }
+            _ => {}
+        }
+    }
+
     /// Ends the session: checks what is left open, merges its connection settings into the
     /// file's.
     pub(super) fn end_session(&mut self, el: &El, has_steps: bool) {
@@ -371,7 +395,8 @@ impl Conv<'_> {
             );
         }
         match sess.kind {
-            Kind::Http | Kind::Raw | Kind::Mqtt | Kind::Ldap => {}
+            Kind::Http | Kind::Raw | Kind::Mqtt => {}
+            Kind::Ldap => self.same_starttls(el, sess.starttls, has_steps, &name),
             Kind::Amqp => {
                 if let Some((vhost, pos)) = sess.amqp_vhost {
                     match &self.link.amqp_vhost {
@@ -421,19 +446,7 @@ impl Conv<'_> {
                         Some(_) => {}
                     }
                 }
-                let tls = sess.starttls.is_some();
-                self.link.starttls_at = self.link.starttls_at.or(sess.starttls);
-                match &self.link.starttls {
-                    None if has_steps => self.link.starttls = Some((tls, name.clone())),
-                    Some((t, other)) if *t != tls => {
-                        let (yes, no) = if tls { (&name, other) } else { (other, &name) };
-                        let msg = format!(
-                            "session '{yes}' upgrades to TLS with STARTTLS, session '{no}' does not: headroom sets up every connection of a scenario the same way"
-                        );
-                        self.error(el.pos, msg);
-                    }
-                    _ => {}
-                }
+                self.same_starttls(el, sess.starttls, has_steps, &name);
                 let registers = sess.register.is_some();
                 self.link.register_at = self.link.register_at.or(sess.register);
                 match &self.link.register {
@@ -814,7 +827,7 @@ impl Conv<'_> {
     }
 
     /// A setup request at `pos` absorbed into the implicit connection setup.
-    fn absorb(&mut self) {
+    pub(super) fn absorb(&mut self) {
         self.sess.absorbed += 1;
         let (what, timed) = self.sess.kind.setup();
         for t in std::mem::take(&mut self.sess.thinks) {
@@ -934,6 +947,9 @@ impl Conv<'_> {
             Kind::WebSocket => self.websocket(m, subst, out),
             Kind::Mysql => self.mysql(m, subst, out),
             Kind::Amqp => self.amqp(m, subst, out),
+            Kind::Ldap if m.attr("type").is_some_and(|t| t.value == "start_tls") => {
+                self.ldap_start_tls(m)
+            }
             Kind::Ldap => {
                 if self.ldap(m, subst, out) {
                     self.act();

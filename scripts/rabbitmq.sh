@@ -7,6 +7,8 @@
 #   scripts/rabbitmq.sh stop      stop the node and its private epmd (idempotent)
 #   scripts/rabbitmq.sh status    say whether it runs (exit 3 when it does not)
 #   scripts/rabbitmq.sh url       print the URL, e.g. for HEADROOM_AMQP_URL
+#   scripts/rabbitmq.sh tls-url   print the amqps:// URL (TLS from the first byte), e.g. for
+#                                 HEADROOM_AMQPS_URL
 #   scripts/rabbitmq.sh ctl ARGS  run rabbitmqctl ARGS against the node, e.g.
 #                                 `ctl list_queues name messages_ready messages_unacknowledged`
 #   scripts/rabbitmq.sh counters  the broker's cumulative AMQP 0-9-1 message counters since it
@@ -19,6 +21,13 @@
 #   HEADROOM_AMQP_PORT       its AMQP port on 127.0.0.1 (default 25672)
 #   HEADROOM_AMQP_DIST_PORT  its Erlang distribution port (default 25673)
 #   HEADROOM_AMQP_EPMD_PORT  the port of its own epmd (default 25674)
+#   HEADROOM_AMQPS_PORT      its AMQP-over-TLS port on 127.0.0.1 (default HEADROOM_AMQP_PORT - 1,
+#                            25671)
+#   HEADROOM_PKI_DIR         the test PKI the TLS certificate comes from (default
+#                            /tmp/headroom-pki; made by scripts/pki.sh when missing)
+#
+# TLS: amqps on HEADROOM_AMQPS_PORT with $HEADROOM_PKI_DIR/localhost.pem (names localhost,
+# 127.0.0.1, ::1; signed by the test CA, $HEADROOM_PKI_DIR/ca.pem), no client certificate asked.
 #
 # The node is its own: Erlang node "headroom-amqp@localhost", config, Mnesia database, logs and
 # Erlang cookie under $DIR, AMQP on 127.0.0.1 only, the distribution on 127.0.0.1 on a fixed
@@ -65,6 +74,9 @@ DIR=${HEADROOM_AMQP_DIR:-/tmp/headroom-amqp}
 PORT=${HEADROOM_AMQP_PORT:-25672}
 DIST_PORT=${HEADROOM_AMQP_DIST_PORT:-25673}
 EPMD_PORT=${HEADROOM_AMQP_EPMD_PORT:-25674}
+TLS_PORT=${HEADROOM_AMQPS_PORT:-$((PORT - 1))}
+PKI_DIR=${HEADROOM_PKI_DIR:-/tmp/headroom-pki}
+SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 NODE=headroom-amqp@localhost
 USER_NAME=headroom
 USER_PASS=headroom
@@ -74,6 +86,7 @@ say() { echo "rabbitmq.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 url() { echo "amqp://$USER_NAME:$USER_PASS@127.0.0.1:$PORT/"; }
+tls_url() { echo "amqps://$USER_NAME:$USER_PASS@127.0.0.1:$TLS_PORT/"; }
 
 install_rabbitmq() {
   [ -x "$BIN/rabbitmq-server" ] && return 0
@@ -126,12 +139,25 @@ write_config() {
     od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$DIR/.erlang.cookie"
   fi
   chmod 400 "$DIR/.erlang.cookie"
+  # Copies of the test PKI's files the node's user owns (the private key must be readable by it).
+  "$SCRIPTS/pki.sh" "$PKI_DIR" >/dev/null
+  mkdir -p "$DIR/tls"
+  cp "$PKI_DIR/ca.pem" "$DIR/tls/ca.pem"
+  cp "$PKI_DIR/localhost.pem" "$DIR/tls/server.pem"
+  cp "$PKI_DIR/localhost.key" "$DIR/tls/server.key"
+  chmod 600 "$DIR/tls/server.key"
   : >"$DIR/rabbitmq-env.conf"
   echo '[].' >"$DIR/enabled_plugins"
   echo '[].' >"$DIR/advanced.config"
   cat >"$DIR/rabbitmq.conf" <<EOF
 # headroom's private RabbitMQ (written by scripts/rabbitmq.sh; edits are overwritten)
 listeners.tcp.default = 127.0.0.1:$PORT
+listeners.ssl.default = 127.0.0.1:$TLS_PORT
+ssl_options.cacertfile = $DIR/tls/ca.pem
+ssl_options.certfile = $DIR/tls/server.pem
+ssl_options.keyfile = $DIR/tls/server.key
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
 loopback_users.guest = true
 # a load generator opens many connections and channels
 channel_max = 2047
@@ -154,7 +180,7 @@ EOF
 pid() {
   local p
   p=$(cat "$DIR/rabbitmq.pid" 2>/dev/null) || return 1
-  [ -n "$p" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "-home $DIR -epmd_port $EPMD_PORT " && { echo "$p"; return 0; }
+  [ -n "$p" ] && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q -- "-home $DIR -epmd_port $EPMD_PORT " && { echo "$p"; return 0; }
   return 1
 }
 
@@ -163,7 +189,8 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 running() {
   [ -f "$DIR/rabbitmq.conf" ] || return 1
   pid >/dev/null || return 1
-  port_open "$PORT"
+  # (A node started before TLS was configured does not listen there: it is restarted.)
+  port_open "$PORT" && port_open "$TLS_PORT"
 }
 
 ensure_user() {
@@ -186,7 +213,7 @@ start() {
     stop
   fi
   local p
-  for p in "$PORT" "$DIST_PORT"; do
+  for p in "$PORT" "$DIST_PORT" "$TLS_PORT"; do
     if port_open "$p"; then
       die "127.0.0.1:$p is taken by another process; free it, or set HEADROOM_AMQP_PORT / HEADROOM_AMQP_DIST_PORT"
     fi
@@ -205,7 +232,7 @@ start() {
   as_node setsid "$BIN/rabbitmq-server" >"$DIR/log/startup.log" 2>&1 </dev/null &
   local launcher=$!
   for _ in $(seq 1 120); do
-    if pid >/dev/null && port_open "$PORT"; then
+    if pid >/dev/null && port_open "$PORT" && port_open "$TLS_PORT"; then
       # Up to 30 s more for the boot to finish (the listener opens near its end).
       ctl await_startup --timeout 30 >/dev/null 2>&1 || true
       ensure_user
@@ -277,11 +304,12 @@ case "${1:-}" in
     fi
     ;;
   url) url ;;
+  tls-url) tls_url ;;
   ctl) shift; ctl "$@" ;;
   counters) counters ;;
   queues) queues ;;
   *)
-    echo "usage: scripts/rabbitmq.sh start|stop|status|url|ctl ARGS|counters|queues  (HEADROOM_AMQP_DIR, HEADROOM_AMQP_PORT, HEADROOM_AMQP_DIST_PORT, HEADROOM_AMQP_EPMD_PORT)" >&2
+    echo "usage: scripts/rabbitmq.sh start|stop|status|url|tls-url|ctl ARGS|counters|queues  (HEADROOM_AMQP_DIR, HEADROOM_AMQP_PORT, HEADROOM_AMQP_DIST_PORT, HEADROOM_AMQP_EPMD_PORT, HEADROOM_AMQPS_PORT)" >&2
     exit 2
     ;;
 esac

@@ -174,3 +174,52 @@ sessions:
     assert!(wait.errors >= 1 && wait.count == 0, "{}", show(v));
     assert_eq!(v.errors.timeout, wait.errors, "{}", show(v));
 }
+
+/// AMQP over TLS from the first byte (`amqps`, the broker's TLS listener with the scripts'
+/// certificate, checked against their CA): 20 publishers with confirms, the handshakes counted,
+/// and the broker received and confirmed every message.
+#[test]
+fn amqps_publishes_with_confirms() {
+    let _lock = BROKER.lock().unwrap_or_else(|e| e.into_inner());
+    amqp(); // started by its script if it does not run
+    let out = Command::new(repo_root().join("scripts/rabbitmq.sh"))
+        .arg("tls-url")
+        .output()
+        .expect("scripts/rabbitmq.sh tls-url");
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let rest = url.strip_prefix("amqps://").expect("amqps:// URL");
+    let addr = rest.split_once('@').map_or(rest, |x| x.1).trim_end_matches('/');
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let ca = common::tls_services::test_ca();
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: amqp, tls: {{cacert: "{ca}"}}}}]
+amqp: {{user: headroom, password: headroom, vhost: /}}
+load:
+  users: [{{count: 20}}]
+sessions:
+  - name: publisher
+    steps:
+      - amqp: {{channel_open: 1}}
+      - amqp: {{confirm_select: 1}}
+      - loop: {{count: 5, steps: [{{amqp: {{publish: amq.direct, routing_key: nowhere, size: 100}}}}]}}
+      - amqp: {{wait_confirms: 10s}}
+      - amqp: close
+      - think: 60s
+"#,
+        ca = ca.display()
+    );
+    let before = counters();
+    let f = run(&lasting(&yaml, 4));
+    let v = &f.summary;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after = counters();
+    let moved = |k: &str| after[k] - before[k];
+    let a = amqp_counters(v);
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(tls(v).handshakes, 20, "{}", show(v));
+    assert_eq!(a.published, 100, "{a:#?}");
+    assert_eq!(a.confirmed, 100, "{a:#?}");
+    assert_eq!(moved("messages_received_total"), 100, "{after:?}");
+    assert_eq!(moved("messages_confirmed_total"), 100, "{after:?}");
+}

@@ -13,6 +13,8 @@
 #                                           HEADROOM_XMPP_TLS_ADDR
 #   scripts/ejabberd.sh bosh-url            print the BOSH endpoint (XEP-0124/0206, mod_bosh),
 #                                           e.g. for HEADROOM_XMPP_BOSH_URL
+#   scripts/ejabberd.sh bosh-tls-url        print the BOSH endpoint over TLS (https), e.g. for
+#                                           HEADROOM_XMPP_BOSH_TLS_URL
 #   scripts/ejabberd.sh sessions            print the node's own count of client sessions
 #                                           (ejabberdctl connected_users_number)
 #   scripts/ejabberd.sh watch-sessions [MS]  print "unix_ms<TAB>sessions" every MS ms (500) until
@@ -27,6 +29,8 @@
 #                                so 25224; XEP-0368 "direct TLS": TLS from the first byte)
 #   HEADROOM_EJABBERD_BOSH_PORT  its HTTP listener on 127.0.0.1 serving BOSH at /bosh (default
 #                                c2s port + 58, so 25280)
+#   HEADROOM_EJABBERD_BOSH_TLS_PORT  the same over TLS (https; the c2s TLS port's certificate;
+#                                default BOSH port + 1, so 25281)
 #   HEADROOM_PKI_DIR             the test PKI its certificate comes from (default
 #                                /tmp/headroom-pki; made by scripts/pki.sh when missing)
 #
@@ -68,6 +72,7 @@ PORT=${HEADROOM_EJABBERD_PORT:-25222}
 DIST_PORT=${HEADROOM_EJABBERD_DIST_PORT:-25223}
 TLS_PORT=${HEADROOM_EJABBERD_TLS_PORT:-$((PORT + 2))}
 BOSH_PORT=${HEADROOM_EJABBERD_BOSH_PORT:-$((PORT + 58))}
+BOSH_TLS_PORT=${HEADROOM_EJABBERD_BOSH_TLS_PORT:-$((BOSH_PORT + 1))}
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 PKI_DIR=${HEADROOM_PKI_DIR:-/tmp/headroom-pki}
 DOMAIN=localhost
@@ -82,6 +87,7 @@ die() { say "$*"; exit 1; }
 
 url() { echo "127.0.0.1:$PORT"; }
 bosh_url() { echo "http://127.0.0.1:$BOSH_PORT/bosh"; }
+bosh_tls_url() { echo "https://127.0.0.1:$BOSH_TLS_PORT/bosh"; }
 tls_url() { echo "127.0.0.1:$TLS_PORT"; }
 
 install_ejabberd() {
@@ -182,6 +188,14 @@ listen:
     backlog: 4096
     request_handlers:
       /bosh: mod_bosh
+  -
+    port: $BOSH_TLS_PORT
+    ip: "127.0.0.1"
+    module: ejabberd_http
+    tls: true
+    backlog: 4096
+    request_handlers:
+      /bosh: mod_bosh
 auth_method: [internal, anonymous]
 auth_password_format: plain
 anonymous_protocol: sasl_anon
@@ -277,13 +291,13 @@ raise_fd_limit() {
 start() {
   install_ejabberd
   if running; then
-    if tls_port_open && bosh_port_open; then
+    if tls_port_open && bosh_port_open && bosh_tls_port_open; then
       say "already running on $(url) and $(tls_url) (TLS) (node $NODE)"
       url
       return 0
     fi
     # Started by an older version of this script, without the TLS or BOSH listener: restart it.
-    say "running without its TLS listener on $(tls_url) or BOSH on $(bosh_url): restarting it with the new config"
+    say "running without its TLS listener on $(tls_url) or BOSH on $(bosh_url) or $(bosh_tls_url): restarting it with the new config"
     stop
   fi
   # A node left half-alive (pid file, no answer to status) is stopped first.
@@ -292,9 +306,9 @@ start() {
     stop
   fi
   local p
-  for p in "$PORT" "$DIST_PORT" "$TLS_PORT" "$BOSH_PORT"; do
+  for p in "$PORT" "$DIST_PORT" "$TLS_PORT" "$BOSH_PORT" "$BOSH_TLS_PORT"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      die "127.0.0.1:$p is taken by another process; free it, or set HEADROOM_EJABBERD_PORT / HEADROOM_EJABBERD_DIST_PORT / HEADROOM_EJABBERD_TLS_PORT / HEADROOM_EJABBERD_BOSH_PORT"
+      die "127.0.0.1:$p is taken by another process; free it, or set HEADROOM_EJABBERD_PORT / HEADROOM_EJABBERD_DIST_PORT / HEADROOM_EJABBERD_TLS_PORT / HEADROOM_EJABBERD_BOSH_PORT / HEADROOM_EJABBERD_BOSH_TLS_PORT"
     fi
   done
   write_config
@@ -304,7 +318,7 @@ start() {
   t0=$(date +%s.%N)
   ctl start >/dev/null 2>"$LOGS/start.err" || { cat "$LOGS/start.err" >&2; die "ejabberdctl start failed"; }
   for _ in $(seq 1 60); do
-    if ctl status >/dev/null 2>&1 && port_open && tls_port_open && bosh_port_open; then
+    if ctl status >/dev/null 2>&1 && port_open && tls_port_open && bosh_port_open && bosh_tls_port_open; then
       cp "$DIR/ejabberd.pid" "$DIR/node.pid" 2>/dev/null || true
       say "started in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s (pid $(pid || echo ?), open files limit $(fd_limit_of_pid))"
       url
@@ -322,6 +336,7 @@ start() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 tls_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$TLS_PORT") 2>/dev/null; }
 bosh_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$BOSH_PORT") 2>/dev/null; }
+bosh_tls_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$BOSH_TLS_PORT") 2>/dev/null; }
 
 fd_limit_of_pid() {
   local p
@@ -438,10 +453,11 @@ case "${1:-}" in
   url) url ;;
   tls-url) tls_url ;;
   bosh-url) bosh_url ;;
+  bosh-tls-url) bosh_tls_url ;;
   sessions) running || die "not running"; ctl connected_users_number ;;
   watch-sessions) shift; watch_sessions "$@" ;;
   *)
-    echo "usage: scripts/ejabberd.sh start|stop|status|register FIRST LAST|url|tls-url|bosh-url|sessions  (HEADROOM_EJABBERD_DIR, HEADROOM_EJABBERD_PORT, HEADROOM_EJABBERD_TLS_PORT, HEADROOM_EJABBERD_BOSH_PORT)" >&2
+    echo "usage: scripts/ejabberd.sh start|stop|status|register FIRST LAST|url|tls-url|bosh-url|bosh-tls-url|sessions  (HEADROOM_EJABBERD_DIR, HEADROOM_EJABBERD_PORT, HEADROOM_EJABBERD_TLS_PORT, HEADROOM_EJABBERD_BOSH_PORT, HEADROOM_EJABBERD_BOSH_TLS_PORT)" >&2
     exit 2
     ;;
 esac

@@ -154,7 +154,9 @@ pub(crate) struct BoshLink {
     /// The second connection, once opened; connected once its connect completed.
     pub aux: Option<Conn>,
     pub aux_connected: bool,
-    /// When its connect began.
+    /// Over TLS (https): its handshake is under way (requests wait for its end).
+    pub aux_tls: bool,
+    /// When its connect began (its TLS handshake, while that runs).
     pub aux_started: Instant,
     /// Its request to write, and how much of it is written.
     pub aux_out: Vec<u8>,
@@ -378,6 +380,7 @@ impl Link {
                         host: host.to_string(),
                         aux: None,
                         aux_connected: false,
+                        aux_tls: false,
                         aux_started: Instant::now(),
                         aux_out: Vec::new(),
                         aux_written: 0,

@@ -188,7 +188,10 @@ fn amqps_publishes_with_confirms() {
         .expect("scripts/rabbitmq.sh tls-url");
     let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let rest = url.strip_prefix("amqps://").expect("amqps:// URL");
-    let addr = rest.split_once('@').map_or(rest, |x| x.1).trim_end_matches('/');
+    let addr = rest
+        .split_once('@')
+        .map_or(rest, |x| x.1)
+        .trim_end_matches('/');
     let (host, port) = addr.rsplit_once(':').unwrap();
     let ca = common::tls_services::test_ca();
     let yaml = format!(

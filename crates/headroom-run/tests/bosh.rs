@@ -14,6 +14,10 @@ use common::*;
 use headroom_run::summary::XmppCounters;
 use headroom_testkit::servers::services::{repo_root, service};
 
+/// The tests one at a time: each loads the one ejabberd, and the 1,000-user one is timed
+/// tightly enough (chats in flight when users leave) that a second load beside it shows.
+static EJABBERD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// ejabberd's BOSH endpoint's `HOST:PORT`, with 1,000 users registered from `first` on.
 fn bosh_upstream(first: u64) -> String {
     service("HEADROOM_XMPP_ADDR", "ejabberd.sh");
@@ -53,6 +57,7 @@ fn xmpp_of(v: &headroom_run::RunSummary) -> &XmppCounters {
 
 #[test]
 fn a_thousand_users_over_bosh_and_the_proxy_counts_every_request() {
+    let _one = EJABBERD.lock().unwrap_or_else(|e| e.into_inner());
     // Accounts of their own for each run (1,000 of 500 blocks from 100001 on, by the clock): a
     // chat that reached a user after it left waits in ejabberd's offline store and would be
     // delivered to the next run that logs the same account in, adding to its received chats.
@@ -144,4 +149,72 @@ sessions:
     // Two connections per user: the user's own and BOSH's second one.
     assert!(x.bosh_polls > 0 && x.bosh_empty > 0, "{x:#?}");
     assert_eq!(v.connects, 2000, "{}", show(v));
+}
+
+/// BOSH over https (`tls:` on the server, ejabberd's TLS listener for `/bosh`, its certificate
+/// checked against the scripts' CA): both connections of every user run a TLS handshake, and
+/// the users log in, chat and close as over plain HTTP.
+#[test]
+fn bosh_over_https() {
+    let _one = EJABBERD.lock().unwrap_or_else(|e| e.into_inner());
+    service("HEADROOM_XMPP_ADDR", "ejabberd.sh");
+    let out = Command::new(repo_root().join("scripts/ejabberd.sh"))
+        .arg("bosh-tls-url")
+        .output()
+        .expect("scripts/ejabberd.sh bosh-tls-url");
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let rest = url.strip_prefix("https://").expect("an https:// BOSH URL");
+    let (addr, path) = rest.split_once('/').expect("HOST:PORT/PATH");
+    assert_eq!(path, "bosh", "{url}");
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    // Accounts of their own per run, as above (100 of 500 blocks from 700001 on).
+    let block = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 500;
+    let first = 700_001 + block * 100;
+    let last = first + 99;
+    let out = Command::new(repo_root().join("scripts/ejabberd.sh"))
+        .args(["register", &first.to_string(), &last.to_string()])
+        .output()
+        .expect("scripts/ejabberd.sh register");
+    assert!(
+        out.status.success(),
+        "register: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ca = common::tls_services::test_ca();
+    let yaml = format!(
+        r#"
+servers: [{{host: {host}, port: {port}, protocol: xmpp, tls: {{cacert: "{ca}"}}}}]
+xmpp: {{domain: localhost, users: {{first: {first}, last: {last}}}, username: user, password: pass, bosh: /bosh}}
+load:
+  phases: [{{duration: 2s, arrival_rate: 50, arrival: constant}}]
+sessions:
+  - name: chat
+    steps:
+      - xmpp: presence:initial
+      - xmpp: {{type: roster:get, name: roster}}
+      - think: 2s
+      - loop: {{count: 2, steps: [{{xmpp: {{type: chat, to: online, size: 100}}}}, {{think: 100ms}}]}}
+      - think: 2s
+      - xmpp: presence:final
+      - think: 1s
+      - xmpp: close
+"#,
+        ca = ca.display()
+    );
+    let f = run(&lasting(&yaml, 30));
+    let v = &f.summary;
+    let x = xmpp_of(v);
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(x.logins, 100, "{x:#?}");
+    assert_eq!(scenario_of(v).sessions.completed, 100, "{}", show(v));
+    assert_eq!(x.chat_sent, 200, "{x:#?}");
+    assert!(x.chat_received * 100 >= x.chat_sent * 99, "{x:#?}");
+    assert!(x.bosh_polls > 0 && x.bosh_responses > 0, "{x:#?}");
+    // Two connections per user, each over TLS.
+    assert_eq!(v.connects, 200, "{}", show(v));
+    assert_eq!(tls(v).handshakes, 200, "{}", show(v));
 }

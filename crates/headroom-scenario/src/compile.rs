@@ -284,11 +284,13 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         }
         None => None,
     };
-    if let (Some(_), LinkSpec::Xmpp(XmppSpec { bosh: Some(_), .. })) = (&tls, &s.link) {
-        return Err(
-            "xmpp.bosh: BOSH over TLS (https) is not supported yet; the server's tls must be off"
-                .to_string(),
-        );
+    if let (Some(t), LinkSpec::Xmpp(XmppSpec { bosh: Some(_), .. })) = (&tls, &s.link) {
+        if t.upgrade != TlsUpgrade::Direct {
+            return Err(
+                "xmpp.bosh: STARTTLS does not apply to BOSH, whose TLS is https's (tls without starttls)"
+                    .to_string(),
+            );
+        }
     }
     if let Some(t) = s.servers.first().and_then(|srv| srv.tls.as_ref()) {
         for f in [&t.cacert, &t.cert, &t.key].into_iter().flatten() {

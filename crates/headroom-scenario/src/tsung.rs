@@ -826,7 +826,11 @@ impl<'a> Conv<'a> {
                 None => true,
                 Some(t) => match t.value.as_str() {
                     "tcp" | "tcp6" => true,
-                    "ssl" | "ssl6" => {
+                    "ssl" | "ssl6" | "bosh_ssl" => {
+                        if t.value == "bosh_ssl" {
+                            // XMPP over BOSH over https.
+                            self.bosh_at = Some(t.pos);
+                        }
                         // Tsung does not check the server's certificate: neither does the
                         // imported scenario (say so, so nobody takes it for verified).
                         let pos = t.pos;
@@ -848,16 +852,6 @@ impl<'a> Conv<'a> {
                     "bosh" => {
                         self.bosh_at = Some(t.pos);
                         true
-                    }
-                    "bosh_ssl" => {
-                        self.error(
-                            t.pos,
-                            format!(
-                                "type=\"{}\": BOSH over TLS is not supported (type=\"bosh\" is)",
-                                t.value
-                            ),
-                        );
-                        false
                     }
                     other => {
                         let why = match other {

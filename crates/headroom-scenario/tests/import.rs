@@ -911,7 +911,7 @@ fn tsung_errors_name_what_and_where() {
         ),
         (
             tsung_doc("").replace("type=\"tcp\"", "type=\"bosh_ssl\""),
-            "BOSH over TLS is not supported",
+            "type=\"bosh\" carries XMPP: only for ts_jabber sessions",
             3,
         ),
         (

@@ -525,6 +525,39 @@ fn jabber_starttls_becomes_the_servers_tls() {
     );
 }
 
+/// `<server type="bosh_ssl">`: XMPP over BOSH over https, without certificate checks as in
+/// Tsung (a warning says so).
+#[test]
+fn jabber_bosh_ssl_is_bosh_over_https() {
+    let xml = session(
+        5281,
+        "jabber",
+        "<request><jabber type=\"connect\" ack=\"local\"/></request>\n\
+         <request><jabber type=\"auth_sasl\" ack=\"local\"/></request>",
+    )
+    .replace("type=\"tcp\"", "type=\"bosh_ssl\"");
+    let imp = import(&xml);
+    let tls = imp.scenario.servers[0].tls.clone();
+    assert_eq!(
+        tls,
+        Some(ServerTls {
+            insecure: true,
+            ..Default::default()
+        })
+    );
+    match &imp.scenario.link {
+        LinkSpec::Xmpp(x) => assert!(x.bosh.is_some(), "{x:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.message.contains("TLS without certificate checks")),
+        "{}",
+        show(&imp.warnings)
+    );
+}
+
 /// Issue 32: accounts from a CSV file, as Debian's `jabber_starttls.xml` has them —
 /// `userid_max="0"`, a `<setdynvars sourcetype="file">` of the user and password, and the
 /// connect's `<xmpp_authenticate>` over them — become `xmpp.login` over the two variables, which
@@ -947,12 +980,6 @@ fn protocol_errors_name_what_and_where() {
             session(5280, "raw", "<request><raw data=\"x\" ack=\"no_ack\"/></request>")
                 .replace("type=\"tcp\"", "type=\"bosh\""),
             "type=\"bosh\" carries XMPP: only for ts_jabber sessions",
-            3,
-        ),
-        (
-            jabber("<request><jabber type=\"connect\"/></request>")
-                .replace("type=\"tcp\"", "type=\"bosh_ssl\""),
-            "BOSH over TLS is not supported",
             3,
         ),
         (

@@ -1288,18 +1288,21 @@ fn doc_examples_validate() {
 }
 
 #[test]
-fn bosh_over_tls_is_refused_at_compile() {
-    let yaml = "servers: [{host: 127.0.0.1, port: 5443, protocol: xmpp, tls: true}]\n\
+fn bosh_over_starttls_is_refused_at_compile() {
+    let yaml = "servers: [{host: 127.0.0.1, port: 5443, protocol: xmpp, tls: {starttls: true}}]\n\
                 xmpp: {domain: localhost, anonymous: true, bosh: /bosh}\n\
                 load: {phases: [{duration: 1s, arrival_rate: 1}]}\n\
                 sessions:\n  - name: s\n    steps:\n      - xmpp: presence:initial\n";
     let sc = parse_str(yaml, "t.yaml").expect("parses");
     let err = headroom_scenario::compile(&sc, std::path::Path::new(".")).unwrap_err();
-    assert!(err.contains("BOSH over TLS"), "{err}");
-    // Without tls it compiles.
-    let plain = yaml.replace(", tls: true", "");
-    let sc = parse_str(&plain, "t.yaml").expect("parses");
-    headroom_scenario::compile(&sc, std::path::Path::new(".")).expect("plain BOSH compiles");
+    assert!(err.contains("STARTTLS does not apply to BOSH"), "{err}");
+    // BOSH over https, and without tls: they compile.
+    for t in [", tls: true}]", "}]"] {
+        let other = yaml.replace(", tls: {starttls: true}}]", t);
+        let sc = parse_str(&other, "t.yaml").expect("parses");
+        headroom_scenario::compile(&sc, std::path::Path::new("."))
+            .unwrap_or_else(|e| panic!("{t}: {e}"));
+    }
 }
 
 /// Issue 32: a request's `oauth` parses to exact values, round-trips (defaults left out) and

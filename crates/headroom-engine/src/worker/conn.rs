@@ -596,11 +596,12 @@ impl Worker {
                     Ok(sock) => {
                         bl.aux = Some(Conn::plain(sock));
                         bl.aux_connected = false;
+                        bl.aux_tls = false;
                         bl.aux_started = Instant::now();
                     }
                     Err(e) => failure = Some(ErrorKind::from_io(&e, true)),
                 }
-            } else if bl.aux_connected {
+            } else if bl.aux_connected && !bl.aux_tls {
                 if let Some(conn) = bl.aux.as_mut() {
                     while bl.aux_written < bl.aux_out.len() {
                         match conn.send(&bl.aux_out[bl.aux_written..], &mut self.rec.counters) {
@@ -633,10 +634,11 @@ impl Worker {
         let Some(u) = self.users.get_mut(key).filter(|u| u.gen == gen) else {
             return;
         };
+        let sessions = &mut u.tls_sessions;
         let Some(bl) = u.protocol.link_mut().and_then(|l| l.bosh_mut()) else {
             return;
         };
-        let Some(conn) = bl.aux.as_ref() else {
+        let Some(conn) = bl.aux.as_mut() else {
             return;
         };
         if !bl.aux_connected {
@@ -654,11 +656,52 @@ impl Worker {
             bl.aux_connected = true;
             // A TCP connection like the user's own: counted and timed with them.
             self.rec.counters.connects += 1;
-            self.rec
-                .record_connect(micros(Instant::now() - bl.aux_started));
+            let now = Instant::now();
+            self.rec.record_connect(micros(now - bl.aux_started));
+            if let Some(tls) = &self.tls {
+                // https: the handshake as on the user's own connection, timed from here.
+                match tls.connect(sessions) {
+                    Ok(t) => conn.start_tls(t, &TlsUpgrade::Direct),
+                    Err(e) => {
+                        self.proto_failed(key, crate::tls::classify(&e));
+                        return;
+                    }
+                }
+                bl.aux_tls = true;
+                bl.aux_started = now;
+            }
         }
-        if flags & WRITABLE != 0 && !self.service_aux(key) {
-            return;
+        if bl.aux_tls {
+            match conn.handshake(&mut self.rec.counters) {
+                Ok(false) | Err(IoErr::WouldBlock) => return,
+                Ok(true) => {
+                    bl.aux_tls = false;
+                    self.rec.record_tls(micros(Instant::now() - bl.aux_started));
+                    self.rec.counters.proto(ProtoCounter::TlsHandshakes, 1);
+                    if conn.resumed() {
+                        self.rec.counters.proto(ProtoCounter::TlsResumed, 1);
+                    }
+                    // Its requests, due meanwhile, go now.
+                    if !self.service_aux(key) {
+                        return;
+                    }
+                }
+                Err(IoErr::Failed(kind)) => {
+                    self.proto_failed(key, kind);
+                    return;
+                }
+            }
+        } else if flags & WRITABLE != 0 {
+            if conn.wants_write() {
+                // TLS records the socket could not take before.
+                if let Err(IoErr::Failed(kind)) = conn.flush(&mut self.rec.counters) {
+                    self.proto_failed(key, kind);
+                    return;
+                }
+            }
+            if !self.service_aux(key) {
+                return;
+            }
         }
         if flags & READABLE == 0 {
             return;
@@ -672,6 +715,7 @@ impl Worker {
             let Some(conn) = link.bosh_mut().and_then(|bl| bl.aux.as_mut()) else {
                 break;
             };
+            let drains = conn.short_read_drains();
             match conn.recv(&mut scratch, &mut self.rec.counters) {
                 Ok(0) => {
                     let bl = link.bosh_mut().expect("checked above");
@@ -700,7 +744,7 @@ impl Worker {
                         self.flush_proto(key);
                     }
                     self.feed(key, gen, &[]);
-                    if n < scratch.len() {
+                    if drains && n < scratch.len() {
                         break;
                     }
                 }

@@ -53,9 +53,17 @@
 # (1,000 users) before every run, so its counters start at 0 and the added entries go; pinned
 # to CPU 0 (PIN=1, 2+ cores), the generator to CPU 1; its descriptor limit checked (USERS + 200).
 #
+# The floor (TOOLS holds `floor` by default): bench/floor/src/bin/ldap.rs runs the same session
+# (bind, the three searches with the 1 s think between, the add and the modify of a fresh entry,
+# the HOLD s think, close; Poisson arrivals at RATE/s until USERS arrived) with nothing else: each
+# request encoded once per user, each reply read to the end of its BER message, no clock read
+# per operation, no statistics. Its CPU per operation is what any client doing these system
+# calls at least spends here, so Tsung/floor is the most any generator could reach against Tsung
+# on this machine: when it is below CPU_GOAL, the goal is out of reach for every client.
+#
 # Environment (defaults):
 #   USERS=4000  RATE=200  ARRIVE_S=ceil(USERS/RATE)+10  HOLD=ARRIVE_S+10  ROUNDS=5
-#   TOOLS="tsung headroom"  (odd rounds in this order, even rounds reversed; TOOLS=tsung alone)
+#   TOOLS="tsung headroom floor"  (odd rounds in this order, even rounds reversed; TOOLS=tsung alone)
 #   HEADROOM=$CARGO_TARGET_DIR/release/headroom or target/release/headroom
 #   HR_THREADS=1 when pinned, else the number of cores    TSUNG_LOGLEVEL=error
 #   EXAMPLE=/usr/share/doc/tsung/examples/ldap.xml
@@ -91,6 +99,7 @@ SLAPD=$REPO_ROOT/scripts/slapd.sh
 NAME=ldap-vs-tsung
 EXAMPLE=${EXAMPLE:-/usr/share/doc/tsung/examples/ldap.xml}
 SESSION_EXTRA_S=1 # the session's own think time
+FLOOR=ldap        # bench/floor/src/bin/ldap.rs: the same session at the least cost
 tc_settings
 PORT=${LDAP_PORT:-25399}
 LDAPS_PORT=${LDAPS_PORT:-25646}

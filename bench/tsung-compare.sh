@@ -32,6 +32,15 @@
 #   preflight_ok DIR  0 when headroom's summary in DIR shows the file really ran (ops > 0)
 #   PROTO_ROWS        "label|key" lines for the table, after the common rows
 #   OPS_NOTE          the sentence under the table saying what an operation is
+#   FLOOR             (optional) the name of the protocol's floor client, bench/floor/src/bin/
+#                     FLOOR.rs, run as `FLOOR 127.0.0.1:PORT USERS RATE HOLD`: the least any
+#                     client can do for the same session (connect, the requests, each reply
+#                     read to its end, the think times, close; nothing else). With it, TOOLS
+#                     may hold `floor` (built with cargo, bench/floor's own workspace; its last
+#                     stdout line: "floor-...: N operations, D of U users done, F sends failed,
+#                     ...") and the report adds the paired ratios Tsung/floor and
+#                     headroom/floor: the most any client doing these system calls could reach
+#                     against Tsung on this machine, and how far above that floor headroom is.
 
 tc_usage_die() { echo "error: $*" >&2; exit 2; }
 tc_is_int() { [[ $1 =~ ^[0-9]+$ ]]; }
@@ -56,9 +65,12 @@ tc_settings() {
     HR_DURATION=${HR_DURATION:-$((ARRIVE_S + HOLD + SESSION_EXTRA_S + 5))}
     tc_is_int "$HR_DURATION" || tc_usage_die "HR_DURATION must be a whole number of seconds: $HR_DURATION"
     LIMIT_S=$((ARRIVE_S + HOLD + SESSION_EXTRA_S + 60))
-    TOOLS=${TOOLS:-tsung headroom}
+    TOOLS=${TOOLS:-tsung headroom${FLOOR:+ floor}}
     local t
-    for t in $TOOLS; do [[ $t == tsung || $t == headroom ]] || tc_usage_die "TOOLS: unknown tool '$t' (tsung, headroom)"; done
+    for t in $TOOLS; do
+        [[ $t == tsung || $t == headroom || ($t == floor && -n ${FLOOR:-}) ]] ||
+            tc_usage_die "TOOLS: unknown tool '$t' (tsung, headroom${FLOOR:+, floor})"
+    done
     TSUNG_LOGLEVEL=${TSUNG_LOGLEVEL:-error}
     CPU_GOAL=${CPU_GOAL:-5}
     RSS_GOAL=${RSS_GOAL:-4}
@@ -264,6 +276,18 @@ tc_headroom_stats() {
     headroom_ops "$run" "$s"
 }
 
+# tc_floor_stats RUN: the floor client's last stdout line ("floor-...: N operations, D of U users
+# done, F sends failed, ...").
+tc_floor_stats() {
+    local run=$1 tag=${1/./-} line ops finished users failed
+    line=$(tail -n 1 "$RAW/$tag.stdout" 2>/dev/null) || line=""
+    read -r ops finished users failed < <(sed -n 's/^floor-[a-z]*: \([0-9]*\) operations, \([0-9]*\) of \([0-9]*\) users done, \([0-9]*\) sends failed.*/\1 \2 \3 \4/p' <<<"$line")
+    R[$run.ops]=${ops:--} R[$run.started]=${users:--} R[$run.finished]=${finished:--}
+    R[$run.peak_users]=${users:--} R[$run.connects]=${users:--}
+    R[$run.errors]=${failed:--} R[$run.log_errors]=0
+    [[ ${failed:-0} == 0 ]] && R[$run.error_kinds]="-" || R[$run.error_kinds]="sends_failed=$failed"
+}
+
 # tc_j FILE JQ: a value of a JSON file, "-" when absent.
 tc_j() { local v; v=$(jq -r "$2" "$1" 2>/dev/null) || v=""; [[ -z $v || $v == null ]] && v="-"; echo "$v"; }
 
@@ -349,6 +373,12 @@ tc_main() {
         fi
         snapshot_headroom "$WORK"
     fi
+    if tc_want floor; then
+        log "floor: building bench/floor's $FLOOR client"
+        cargo build -q --release --manifest-path "$BENCH_DIR/floor/Cargo.toml" --bin "$FLOOR" >&2 ||
+            die "bench/floor did not build"
+        FLOOR_CMD=("$BENCH_DIR/floor/target/release/$FLOOR" "127.0.0.1:$PORT" "$USERS" "$RATE" "$HOLD")
+    fi
     HR_CMD=("$HEADROOM" run "$WORK/$NAME.xml" --target "127.0.0.1:$PORT" -d "${HR_DURATION}s"
         -t "$HR_THREADS" -q --no-report --out "$WORK/headroom-out")
     tc_write_versions
@@ -377,6 +407,10 @@ tc_main() {
                 headroom)
                     tc_measure "$run" "${HR_CMD[@]}"
                     tc_headroom_stats "$run" "$WORK/headroom-out"
+                    ;;
+                floor)
+                    tc_measure "$run" "${FLOOR_CMD[@]}"
+                    tc_floor_stats "$run"
                     ;;
             esac
             server_ops "$run"
@@ -408,11 +442,12 @@ tc_main() {
 
 tc_verdict() { awk -v r="$1" -v g="$2" 'BEGIN { if (r == "" || r == "-") print "n/a"; else if (r + 0 >= g + 0) print "PASS"; else print "FAIL" }'; }
 tc_ok_run() { [[ ${R[$1.status]:-} == 0 && ${R[$1.cpu_us_per_op]:--} != - ]]; }
-# tc_pairs KEY: "tsung headroom" figures of the rounds where both ran and succeeded.
+# tc_pairs KEY [A B]: "A B" figures (default tsung, headroom) of the rounds where both ran and
+# succeeded.
 tc_pairs() {
-    local r
+    local r a=${2:-tsung} b=${3:-headroom}
     for r in $(seq 1 "$ROUNDS"); do
-        if tc_ok_run "tsung.$r" && tc_ok_run "headroom.$r"; then echo "${R[tsung.$r.$1]} ${R[headroom.$r.$1]}"; fi
+        if tc_ok_run "$a.$r" && tc_ok_run "$b.$r"; then echo "${R[$a.$r.$1]} ${R[$b.$r.$1]}"; fi
     done
 }
 
@@ -498,6 +533,14 @@ tc_report() {
             done
             echo "ratio tsung/headroom, CPU per operation: $CPU_LINE (goal >= $CPU_GOAL: $CPU_VERDICT)"
             echo "ratio tsung/headroom, RSS per connected user: $RSS_LINE (goal >= $RSS_GOAL: $RSS_VERDICT)"
+            if tc_want floor; then
+                local FT FH
+                FT=$(tc_pairs cpu_us_per_op tsung floor | paired_line)
+                FH=$(tc_pairs cpu_us_per_op headroom floor | paired_line)
+                echo "ratio tsung/floor, CPU per operation: $FT (the most any client doing these system calls"
+                echo "  could reach against Tsung here: the CPU goal is $CPU_GOAL)"
+                echo "ratio headroom/floor, CPU per operation: $FH (how far above the floor headroom is)"
+            fi
         else
             echo "tsung/headroom ratios: n/a (needs both tools; TOOLS=\"$TOOLS\")"
         fi

@@ -41,9 +41,20 @@
 # (PIN=1, 2+ cores), the generator to CPU 1; its descriptor limit checked (USERS + 200).
 # MariaDB runs a thread per connection (thread_handling one-thread-per-connection).
 #
+# The floor (TOOLS holds `floor` by default): bench/floor/src/bin/mysql.rs runs the same session
+# (connect, the greeting, the login as test/test to database test with mysql_native_password,
+# SHOW TABLES, SELECT * FROM gens, SELECT * FROM te, the HOLD s think, COM_QUIT, close; Poisson
+# arrivals at RATE/s until USERS arrived) with nothing else: the statements encoded once, the
+# login once per user, each reply read to the end of its result set (packet headers and first
+# bytes only; no CLIENT_DEPRECATE_EOF, so a result set ends at its second EOF), no clock read per
+# operation, no statistics. Its operations (logins + statements answered) are checked against
+# the server's like the tools'. Its CPU per operation is what any client doing these system calls
+# at least spends here, so Tsung/floor is the most any generator could reach against Tsung on
+# this machine: when it is below CPU_GOAL, the goal is out of reach for every client.
+#
 # Environment (defaults):
 #   USERS=4000  RATE=200  ARRIVE_S=ceil(USERS/RATE)+10  HOLD=ARRIVE_S+10  ROUNDS=5
-#   TOOLS="tsung headroom"  (odd rounds in this order, even rounds reversed; TOOLS=tsung alone)
+#   TOOLS="tsung headroom floor"  (odd rounds in this order, even rounds reversed; TOOLS=tsung alone)
 #   HEADROOM=$CARGO_TARGET_DIR/release/headroom or target/release/headroom
 #   HR_THREADS=1 when pinned, else the number of cores    TSUNG_LOGLEVEL=error
 #   EXAMPLE=/usr/share/doc/tsung/examples/mysql.xml
@@ -80,6 +91,7 @@ MARIADB=$REPO_ROOT/scripts/mariadb.sh
 NAME=mysql-vs-tsung
 EXAMPLE=${EXAMPLE:-/usr/share/doc/tsung/examples/mysql.xml}
 SESSION_EXTRA_S=0
+FLOOR=mysql       # bench/floor/src/bin/mysql.rs: the same session at the least cost
 tc_settings
 PORT=${MYSQL_PORT:-25316}
 MYSQL_DIR=${MYSQL_DIR:-/tmp/headroom-mysql-bench}
@@ -172,8 +184,8 @@ server: Aborted_clients|server.Aborted_clients
 server: Max_used_connections (after)|server_max_used
   bench's read: Connections / Questions|server_read.Connections"
 OPS_NOTE="(operations: logins + statements answered: Tsung's request count less its connects and closes,
- headroom's mysql:login count + mysql.queries; the server's: Connections - Aborted_connects + Com_show_tables
- + Com_select)"
+ headroom's mysql:login count + mysql.queries, the floor's own count; the server's: Connections -
+ Aborted_connects + Com_show_tables + Com_select)"
 EDITS_NOTE="sessions as shipped + a ${HOLD}s think before the close; load scaled, dumptraffic and monitoring off"
 
 # --- the file both tools run ---------------------------------------------------------------------

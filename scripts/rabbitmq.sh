@@ -28,6 +28,10 @@
 #
 # TLS: amqps on HEADROOM_AMQPS_PORT with $HEADROOM_PKI_DIR/localhost.pem (names localhost,
 # 127.0.0.1, ::1; signed by the test CA, $HEADROOM_PKI_DIR/ca.pem), no client certificate asked.
+#   HEADROOM_AMQP_CHANNEL_MAX  the broker's channel_max (default 2047, RabbitMQ's own default);
+#                            0 is "no limit", which Tsung 1.7's client needs: its Tune-Ok always
+#                            says channel_max 0, and RabbitMQ closes a connection whose channel_max
+#                            is above its own (0 counts as above any limit)
 #
 # The node is its own: Erlang node "headroom-amqp@localhost", config, Mnesia database, logs and
 # Erlang cookie under $DIR, AMQP on 127.0.0.1 only, the distribution on 127.0.0.1 on a fixed
@@ -77,6 +81,11 @@ EPMD_PORT=${HEADROOM_AMQP_EPMD_PORT:-25674}
 TLS_PORT=${HEADROOM_AMQPS_PORT:-$((PORT - 1))}
 PKI_DIR=${HEADROOM_PKI_DIR:-/tmp/headroom-pki}
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
+CHANNEL_MAX=${HEADROOM_AMQP_CHANNEL_MAX:-2047}
+case $CHANNEL_MAX in
+  '' | *[!0-9]*) echo "rabbitmq.sh: HEADROOM_AMQP_CHANNEL_MAX must be a number 0-65535: $CHANNEL_MAX" >&2; exit 2 ;;
+esac
+[ "$CHANNEL_MAX" -le 65535 ] || { echo "rabbitmq.sh: HEADROOM_AMQP_CHANNEL_MAX must be 0-65535: $CHANNEL_MAX" >&2; exit 2; }
 NODE=headroom-amqp@localhost
 USER_NAME=headroom
 USER_PASS=headroom
@@ -159,8 +168,8 @@ ssl_options.keyfile = $DIR/tls/server.key
 ssl_options.verify = verify_none
 ssl_options.fail_if_no_peer_cert = false
 loopback_users.guest = true
-# a load generator opens many connections and channels
-channel_max = 2047
+# a load generator opens many connections and channels (0: no limit)
+channel_max = $CHANNEL_MAX
 frame_max = 131072
 heartbeat = 60
 disk_free_limit.absolute = 50MB

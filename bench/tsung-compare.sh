@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # bench/tsung-compare.sh — the method of bench/mqtt-vs-tsung.sh for any server, shared by
-# bench/ldap-vs-tsung.sh and bench/mysql-vs-tsung.sh. Source it (after lib.sh), don't run it.
+# bench/ldap-vs-tsung.sh, bench/mysql-vs-tsung.sh and bench/amqp-vs-tsung.sh. Source it (after
+# lib.sh), don't run it.
 #
 # One Tsung example, rendered once into NAME.xml, run by Tsung 1.7 (`tsung -n -f NAME.xml
 # start`, client in the controller VM) and by `headroom run NAME.xml --target ...`, one after
@@ -124,9 +125,13 @@ tc_server_check() {
 # tc_delta A B: "key (B - A)" per key ("-" if either is missing).
 tc_delta() { awk 'NR == FNR { a[$1] = $2; next } { print $1, (($2 == "-" || a[$1] == "-") ? "-" : $2 - a[$1]) }' "$1" "$2"; }
 
+# The epmd Tsung uses: the one on the default port, 4369 (another epmd may run on a port of its
+# own: scripts/rabbitmq.sh starts one for its node).
+tsung_epmd_pid() { ss -Htlnp 'sport = :4369' 2>/dev/null | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2 || true; }
 stop_our_epmd() {
     local pid
-    pid=$(pgrep -x epmd | head -n 1) || return 0
+    pid=$(tsung_epmd_pid)
+    [[ -n $pid ]] || return 0
     if epmd -names 2>/dev/null | grep -q '^name '; then
         log "epmd ($pid) has other nodes registered; leaving it running"
     else
@@ -351,7 +356,7 @@ tc_main() {
         echo "#   timeout -k 10 LIMIT /usr/bin/time -f '%U %S %M %e', sampled by bench/xmpp/sample-tree.sh"
         echo "# server: $SERVER_CMD (stopped and started afresh before every run)"
     } >"$OUT/$NAME.commands"
-    if tc_want tsung && ! pgrep -x epmd >/dev/null; then on_exit stop_our_epmd; fi
+    if tc_want tsung && [[ -z $(tsung_epmd_pid) ]]; then on_exit stop_our_epmd; fi
     on_exit kill_tool
 
     render "$WORK/$NAME.xml" "$USERS" "$RATE" "$ARRIVE_S" "$HOLD" "$LIMIT_S"

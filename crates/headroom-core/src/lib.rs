@@ -342,11 +342,31 @@ pub enum ProtoCounter {
     BoshResponses,
     /// Of them, empty (a held poll the server let go).
     BoshEmpty,
+    /// File steps run (each operation, whatever its end).
+    FileOps,
+    /// Bytes read and written by file steps.
+    FileBytesRead,
+    FileBytesWritten,
+    /// File steps failed, by why: the path (or a directory on it) does not exist.
+    FileNotFound,
+    /// ... permission denied.
+    FilePermissionDenied,
+    /// ... it exists already (a directory made twice, a link over a file).
+    FileAlreadyExists,
+    /// ... the file system is full (or the quota reached).
+    FileNoSpace,
+    /// ... a chunk read or write, or a close, with no file open.
+    FileNotOpen,
+    /// ... the path, once its variables are in, leaves the scenario's file root (absolute,
+    /// or with a `..`): not run.
+    FileEscapes,
+    /// ... any other error of the file system.
+    FileOtherErrors,
     // New counters go last: counters travel to agents by index.
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 90] = [
+    pub const ALL: [ProtoCounter; 100] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -437,6 +457,16 @@ impl ProtoCounter {
         ProtoCounter::BoshPolls,
         ProtoCounter::BoshResponses,
         ProtoCounter::BoshEmpty,
+        ProtoCounter::FileOps,
+        ProtoCounter::FileBytesRead,
+        ProtoCounter::FileBytesWritten,
+        ProtoCounter::FileNotFound,
+        ProtoCounter::FilePermissionDenied,
+        ProtoCounter::FileAlreadyExists,
+        ProtoCounter::FileNoSpace,
+        ProtoCounter::FileNotOpen,
+        ProtoCounter::FileEscapes,
+        ProtoCounter::FileOtherErrors,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -534,6 +564,16 @@ impl ProtoCounter {
             BoshPolls => ("xmpp", "bosh_polls"),
             BoshResponses => ("xmpp", "bosh_responses"),
             BoshEmpty => ("xmpp", "bosh_empty"),
+            FileOps => ("file", "ops"),
+            FileBytesRead => ("file", "bytes_read"),
+            FileBytesWritten => ("file", "bytes_written"),
+            FileNotFound => ("file", "not_found"),
+            FilePermissionDenied => ("file", "permission_denied"),
+            FileAlreadyExists => ("file", "already_exists"),
+            FileNoSpace => ("file", "no_space"),
+            FileNotOpen => ("file", "not_open"),
+            FileEscapes => ("file", "escapes"),
+            FileOtherErrors => ("file", "other_errors"),
         }
     }
 

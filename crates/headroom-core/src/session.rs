@@ -56,6 +56,8 @@ pub struct Workload {
     /// Metric id the per-connection setup is timed under (`login`, `startup`, `handshake`);
     /// `None` for HTTP and raw TCP, which have none.
     pub handshake: Option<NameId>,
+    /// The directory `file` steps work under (absolute); `None` when the scenario has none.
+    pub file_root: Option<String>,
 }
 
 /// A user that runs session `session` (an index of [`Workload::sessions`]) once, starting `at`
@@ -168,6 +170,36 @@ impl Workload {
         None
     }
 
+    /// Some session has a `file` step.
+    pub fn has_file_ops(&self) -> bool {
+        self.sessions.iter().any(|s| match &s.body {
+            SessionBody::Ops { ops, .. } => ops.iter().any(|o| matches!(o, Op::File(_))),
+            SessionBody::Surge { .. } => false,
+        })
+    }
+
+    /// Some step needs a connection to the server (everything but think, loops, transactions,
+    /// variables, cookies and file steps; SURGE sessions send requests).
+    pub fn uses_network(&self) -> bool {
+        self.sessions.iter().any(|s| match &s.body {
+            SessionBody::Ops { ops, .. } => ops.iter().any(|o| {
+                !matches!(
+                    o,
+                    Op::Think(_)
+                        | Op::LoopInit { .. }
+                        | Op::LoopTest { .. }
+                        | Op::Jump(_)
+                        | Op::TxBegin(_)
+                        | Op::TxEnd(_)
+                        | Op::Set { .. }
+                        | Op::Cookie(_)
+                        | Op::File(_)
+                )
+            }),
+            SessionBody::Surge { .. } => true,
+        })
+    }
+
     /// Total closed users.
     pub fn closed_users(&self) -> u32 {
         self.populations.iter().map(|p| p.0).sum()
@@ -246,6 +278,8 @@ pub enum Op {
     Ldap(LdapOp),
     /// An AMQP method, publish or wait on the connection's channels.
     Amqp(AmqpOp),
+    /// A local file operation under the workload's file root (no connection).
+    File(FileOp),
     Connect,
     Close,
     Set {
@@ -1242,6 +1276,114 @@ pub fn amqp_channel(t: &Template, vars: &[String]) -> Option<u16> {
     }
 }
 
+/// A `file` step: Tsung's fs plugin, run by the user on the local file system under the
+/// workload's [`Workload::file_root`], timed under `name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOp {
+    pub name: NameId,
+    pub action: FileAction<Template>,
+}
+
+/// What a `file` step does. Paths are relative to the file root; sizes are bytes (bounded by
+/// the scenario parser).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileAction<T> {
+    MakeDir(T),
+    RemoveDir(T),
+    Delete(T),
+    /// Read the file's metadata.
+    Stat(T),
+    /// Read the whole file.
+    Read(T),
+    /// Create (or truncate) the file and write `size` bytes.
+    Write {
+        path: T,
+        size: u64,
+    },
+    /// Open the file for the chunk steps that follow (closing the user's open one first).
+    Open {
+        path: T,
+        write: bool,
+    },
+    /// Read up to this many bytes from the open file, from where the last chunk ended.
+    ReadChunk(u64),
+    /// Write this many bytes to the open file, after the last chunk.
+    WriteChunk(u64),
+    /// Close the open file.
+    Close,
+    /// Make `link` a symbolic link to `target` (both under the root).
+    Symlink {
+        target: T,
+        link: T,
+    },
+}
+
+impl<T> FileAction<T> {
+    /// The step's type, as the scenario writes it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            FileAction::MakeDir(_) => "mkdir",
+            FileAction::RemoveDir(_) => "rmdir",
+            FileAction::Delete(_) => "delete",
+            FileAction::Stat(_) => "stat",
+            FileAction::Read(_) => "read",
+            FileAction::Write { .. } => "write",
+            FileAction::Open { .. } => "open",
+            FileAction::ReadChunk(_) => "read_chunk",
+            FileAction::WriteChunk(_) => "write_chunk",
+            FileAction::Close => "close",
+            FileAction::Symlink { .. } => "symlink",
+        }
+    }
+
+    /// The same action with its paths mapped (scenario strings to templates).
+    pub fn map_path<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<FileAction<U>, E> {
+        Ok(match self {
+            FileAction::MakeDir(p) => FileAction::MakeDir(f(p)?),
+            FileAction::RemoveDir(p) => FileAction::RemoveDir(f(p)?),
+            FileAction::Delete(p) => FileAction::Delete(f(p)?),
+            FileAction::Stat(p) => FileAction::Stat(f(p)?),
+            FileAction::Read(p) => FileAction::Read(f(p)?),
+            FileAction::Write { path, size } => FileAction::Write {
+                path: f(path)?,
+                size,
+            },
+            FileAction::Open { path, write } => FileAction::Open {
+                path: f(path)?,
+                write,
+            },
+            FileAction::ReadChunk(n) => FileAction::ReadChunk(n),
+            FileAction::WriteChunk(n) => FileAction::WriteChunk(n),
+            FileAction::Close => FileAction::Close,
+            FileAction::Symlink { target, link } => FileAction::Symlink {
+                target: f(target)?,
+                link: f(link)?,
+            },
+        })
+    }
+}
+
+/// Why `path` cannot be a path under a file root, if it cannot: empty, absolute, holding a
+/// NUL byte or a `..` component. The scenario parser asks it of the path as written; the
+/// engine of the path with its variables in, before it touches the file system.
+pub fn file_path_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        return Some("expected a path under the files root");
+    }
+    if path.starts_with('/') {
+        return Some(
+            "an absolute path: file steps work under the files root, give it relative to it",
+        );
+    }
+    if path.contains('\0') {
+        return Some("a path cannot hold a NUL byte");
+    }
+    if path.split('/').any(|c| c == "..") {
+        return Some("'..' would leave the files root");
+    }
+    None
+}
+
 /// Which row of its feeder a `csv` set reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CsvRow {
@@ -1369,6 +1511,7 @@ mod tests {
             feeders: vec![],
             link: LinkSpec::Plain,
             handshake: None,
+            file_root: None,
         }
     }
 

@@ -385,6 +385,8 @@ pub(crate) struct SessionState {
     pub auth_password: String,
     /// `Authorization: Basic` value of the current request.
     auth_basic: Vec<u8>,
+    /// `file` steps: the open file and buffers (made at the first file step).
+    files: Option<Box<files::Files>>,
     /// OAuth: the signer's buffers, the credentials expanded, the base string URI and the
     /// `Authorization` value of the current request (all reused; made at the first signed
     /// request).
@@ -453,6 +455,7 @@ impl SessionState {
             auth_user: String::new(),
             auth_password: String::new(),
             auth_basic: Vec::new(),
+            files: None,
             oauth: None,
             failed: false,
             step_timeout: None,
@@ -473,6 +476,9 @@ impl SessionState {
 
     /// Start session `session` from its first step.
     pub fn begin(&mut self, prog: &Program, session: usize, rng: &mut SmallRng, now: Instant) {
+        if let Some(f) = self.files.as_mut() {
+            f.reset();
+        }
         self.session = session;
         self.started = now;
         self.pc = 0;
@@ -852,6 +858,13 @@ impl SessionState {
                 }
                 Op::Close => return Action::Close,
                 Op::Set { var, source } => self.set(prog, *var, source, env),
+                Op::File(f) => {
+                    let root = prog.w.file_root.as_deref().unwrap_or("/nonexistent");
+                    let files = self.files.get_or_insert_with(Box::default);
+                    files.run(root, f, &self.vars, env.rng, env.rec);
+                    // One blocking operation per turn: the worker's other users go between.
+                    return Action::Yield;
+                }
                 Op::Extract { var, from, default } => {
                     let found = self.extract(&prog.extra[self.session][pc], from);
                     let slot = *var as usize;
@@ -1244,6 +1257,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }
 
+mod files;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -34,8 +34,9 @@ pub mod summary;
 
 pub use interval::{IntervalLatency, IntervalLine, IntervalName, IntervalScenario, ServerFigures};
 pub use summary::{
-    Agents, AmqpCounters, Checked, Environment, Errors, Http2Section, HttpSection, Latency,
-    LdapCounters, Load, LostAgent, MqttCounters, MysqlCounters, NameFigures, NegotiatedFigures,
-    PgsqlCounters, Phase, ProtocolSection, RunSummary, ScenarioSection, Sessions, Stage,
-    StatusClasses, TlsSection, Unit, WebSocketCounters, XmppCounters, FORMAT_VERSION,
+    Agents, AmqpCounters, Checked, Environment, Errors, FileCounters, Http2Section, HttpSection,
+    Latency, LdapCounters, Load, LostAgent, MqttCounters, MysqlCounters, NameFigures,
+    NegotiatedFigures, PgsqlCounters, Phase, ProtocolSection, RunSummary, ScenarioSection,
+    Sessions, Stage, StatusClasses, TlsSection, Unit, WebSocketCounters, XmppCounters,
+    FORMAT_VERSION,
 };

@@ -591,6 +591,9 @@ pub struct ProtocolSection {
     pub mysql: Option<MysqlCounters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amqp: Option<AmqpCounters>,
+    /// `file` steps (Tsung's fs plugin), with whatever protocol the servers speak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileCounters>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -732,6 +735,30 @@ pub struct AmqpCounters {
     pub acked: u64,
     /// Channels the broker closed (an error of the method that caused it).
     pub channels_closed: u64,
+}
+
+/// `file` steps, as the users counted them: operations, bytes, and failures by why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct FileCounters {
+    /// Operations run, whatever their end.
+    pub ops: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Failed: the path (or a directory on it) does not exist.
+    pub not_found: u64,
+    pub permission_denied: u64,
+    /// Failed: it exists already (a directory made twice, a link over a file).
+    pub already_exists: u64,
+    /// Failed: the file system is full.
+    pub no_space: u64,
+    /// A chunk or a close with no file open.
+    pub not_open: u64,
+    /// Not run: the path with its variables in left the file root (absolute, or `..`).
+    pub escapes: u64,
+    pub other_errors: u64,
 }
 
 /// A distributed run's agents.

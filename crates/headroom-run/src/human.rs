@@ -518,6 +518,34 @@ fn http_line(c: &headroom_metrics::Counters) -> Option<String> {
 fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
     let p = |k: ProtoCounter| thousands(c.proto[k.index()]);
     use ProtoCounter::*;
+    let files = w.has_file_ops().then(|| {
+        format!(
+            "  Files        {} operations, {} read, {} written; failed: not found {}, \
+             permission denied {}, no space {}, not open {}, escaping the root {}, other {} \
+             (already there: {})\n",
+            p(FileOps),
+            fmt_bytes(c.proto[FileBytesRead.index()] as f64),
+            fmt_bytes(c.proto[FileBytesWritten.index()] as f64),
+            p(FileNotFound),
+            p(FilePermissionDenied),
+            p(FileNoSpace),
+            p(FileNotOpen),
+            p(FileEscapes),
+            p(FileOtherErrors),
+            p(FileAlreadyExists),
+        )
+    });
+    let link = protocol_link_human(w, c);
+    match (link, files) {
+        (Some(l), Some(f)) => Some(l + &f),
+        (l, f) => l.or(f),
+    }
+}
+
+/// The counters of the servers' protocol as a few human lines.
+fn protocol_link_human(w: &Workload, c: &Counters) -> Option<String> {
+    let p = |k: ProtoCounter| thousands(c.proto[k.index()]);
+    use ProtoCounter::*;
     Some(match &w.link {
         LinkSpec::Plain => return None,
         LinkSpec::Xmpp(_) => {

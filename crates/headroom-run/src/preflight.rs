@@ -27,6 +27,10 @@ pub fn soft_fd_limit() -> u64 {
 /// One blocking connect before the load starts, as wrk does: a wrong port is one clear line,
 /// not a run full of `refused`.
 pub fn preflight(plan: &Plan) -> anyhow::Result<()> {
+    if plan.workload.as_deref().is_some_and(|w| !w.uses_network()) {
+        // Only file steps (and thinks, sets...): nothing connects.
+        return Ok(());
+    }
     if let Some(tls) = plan
         .tls
         .as_ref()

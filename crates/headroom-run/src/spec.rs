@@ -304,6 +304,12 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
                 format!("http://{}:{}/", s.host, s.port)
             }
         }
+        // Only file steps: nothing connects; the plan's target is a placeholder.
+        (None, None)
+            if compiled.workload.has_file_ops() && !compiled.workload.uses_network() =>
+        {
+            "http://127.0.0.1:9/".to_string()
+        }
         (None, None) => {
             return usage(format!(
                 "{name}: the scenario names no server; add servers: [{{host: 127.0.0.1, port: 8080}}] or give --target HOST:PORT"
@@ -333,6 +339,10 @@ fn scenario_plan(a: &RunSpec, sc: &ScenarioSpec) -> Result<Built, UsageError> {
         Some(Protocol::Amqp) => format!("amqp://{}", plan.target),
         Some(Protocol::WebSocket) if scheme_tls => format!("wss://{}", plan.target),
         Some(Protocol::WebSocket) => format!("ws://{}", plan.target),
+        None if scenario.file_root.is_some() && !compiled.workload.uses_network() => format!(
+            "files under {}",
+            scenario.file_root.as_deref().unwrap_or_default()
+        ),
         _ => plan.target_name.clone(),
     };
     plan.target_name = format!("{name} ({shown})");

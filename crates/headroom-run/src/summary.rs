@@ -87,7 +87,11 @@ pub fn negotiated_of(set: &NegotiatedSet) -> Vec<NegotiatedFigures> {
 /// The section of the workload's protocol; `None` for HTTP.
 pub fn protocol_of(w: &Workload, c: &Counters) -> Option<ProtocolSection> {
     let mut p = ProtocolSection::default();
+    if w.has_file_ops() {
+        p.file = Some(counters_of("file", c));
+    }
     match &w.link {
+        LinkSpec::Plain if p.file.is_some() => {}
         LinkSpec::Plain => return None,
         LinkSpec::Xmpp(_) => p.xmpp = Some(counters_of("xmpp", c)),
         LinkSpec::Pgsql(_) => p.pgsql = Some(counters_of("pgsql", c)),
@@ -264,7 +268,7 @@ pub fn load_of(plan: &Plan) -> Load {
 
 /// The application protocol a run spoke, as summary.json says it: `http/1.1`, `h2` (HTTP/2 over
 /// TLS) or `h2c` for URL runs, or the scenario's (`xmpp`, `pgsql`, `websocket`, `mqtt`,
-/// `ldap`, `mysql`, `amqp`, `http/1.1`).
+/// `ldap`, `mysql`, `amqp`, `file` for only file steps, `http/1.1`).
 pub fn protocol_name(plan: &Plan) -> &'static str {
     if plan.http2.is_some() {
         return if plan.tls.is_some() { "h2" } else { "h2c" };
@@ -277,6 +281,15 @@ pub fn protocol_name(plan: &Plan) -> &'static str {
         Some(LinkSpec::Ldap) => "ldap",
         Some(LinkSpec::Mysql(_)) => "mysql",
         Some(LinkSpec::Amqp(_)) => "amqp",
+        // Only `file` steps: no connection at all.
+        Some(LinkSpec::Plain)
+            if plan
+                .workload
+                .as_deref()
+                .is_some_and(|w| w.has_file_ops() && !w.uses_network()) =>
+        {
+            "file"
+        }
         _ => "http/1.1",
     }
 }
@@ -560,6 +573,7 @@ mod tests {
         let _: LdapCounters = counters_of("ldap", &c);
         let _: MysqlCounters = counters_of("mysql", &c);
         let _: AmqpCounters = counters_of("amqp", &c);
+        let _: FileCounters = counters_of("file", &c);
         let plan = test_plan();
         assert!(http_of(&plan, &c).is_some());
         // Every group of ProtoCounter has a home here (tls's two are TlsSection's fields).
@@ -575,7 +589,8 @@ mod tests {
                     "mqtt",
                     "ldap",
                     "mysql",
-                    "amqp"
+                    "amqp",
+                    "file"
                 ]
                 .contains(&k.name().0),
                 "{:?} belongs to no summary section",

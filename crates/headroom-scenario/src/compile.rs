@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use headroom_core::session::LinkSpec;
 use headroom_core::session::{
-    AmqpOp, ArrivalPhase, AuthOp, CookieOp, CsvRow, Feeder, LdapOp, LoopCondition, LoopCounterOp,
-    MatchOp, MetricName, MqttOp, NameId, NameKind, OAuthOp, OnceUser, Op, Piece, RequestOp, SendOp,
-    SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload, WsAction, WsOp, XmppOp,
-    XmppSpec,
+    AmqpOp, ArrivalPhase, AuthOp, CookieOp, CsvRow, Feeder, FileOp, LdapOp, LoopCondition,
+    LoopCounterOp, MatchOp, MetricName, MqttOp, NameId, NameKind, OAuthOp, OnceUser, Op, Piece,
+    RequestOp, SendOp, SessionBody, SessionProgram, SetOp, SqlOp, Template, VarId, Workload,
+    WsAction, WsOp, XmppOp, XmppSpec,
 };
 use headroom_core::{ArrivalProcess, RampStage, TlsOptions, TlsUpgrade};
 
@@ -309,6 +309,7 @@ pub fn compile_with(s: &Scenario, source: &FileSource<'_>) -> Result<Compiled, S
         feeders: c.feeders,
         link,
         handshake,
+        file_root: s.file_root.clone(),
     };
     Ok(Compiled {
         users: workload.closed_users(),
@@ -513,6 +514,16 @@ impl Compiler<'_> {
                         capture: false,
                     };
                     ops.push(Op::Sql(op));
+                }
+                Step::File(f) => {
+                    let op = FileOp {
+                        name: self.name(&f.name, NameKind::Request),
+                        action: f
+                            .action
+                            .clone()
+                            .map_path(|t| Ok::<_, String>(self.template(&t)))?,
+                    };
+                    ops.push(Op::File(op));
                 }
                 Step::Ws(x) => {
                     let op = WsOp {

@@ -16,8 +16,8 @@
 
 use crate::model::*;
 use crate::parse::{
-    default_amqp_name, default_ldap_name, default_mqtt_name, default_sql_name, default_ws_name,
-    default_xmpp_name, xmpp_default_to,
+    default_amqp_name, default_file_name, default_ldap_name, default_mqtt_name, default_sql_name,
+    default_ws_name, default_xmpp_name, xmpp_default_to,
 };
 use headroom_core::Distribution;
 use std::time::Duration;
@@ -40,6 +40,11 @@ pub fn to_yaml(s: &Scenario) -> String {
     }
     if s.http.follow > 0 {
         line(&mut out, 0, &format!("follow: {}", s.http.follow));
+    }
+    if let Some(root) = &s.file_root {
+        let mut m = Flow::default();
+        m.str("root", root);
+        line(&mut out, 0, &format!("files: {}", m.finish()));
     }
     line(&mut out, 0, "load:");
     if !s.load.phases.is_empty()
@@ -356,6 +361,7 @@ fn step(out: &mut String, indent: usize, s: &Step) {
             }
         }
         Step::Cookie(c) => cookie(out, indent, c),
+        Step::File(f) => line(out, indent, &format!("- file: {}", file(f))),
         Step::Send(x) => line(out, indent, &format!("- send: {}", send(x))),
         Step::Xmpp(x) => line(out, indent, &format!("- xmpp: {}", xmpp(x))),
         Step::Sql(q) => line(out, indent, &format!("- sql: {}", sql(q))),
@@ -722,6 +728,41 @@ fn amqp(x: &Amqp) -> String {
 }
 
 /// `unbind`, or a mapping.
+/// A `file` step: `close`, or its action's mapping (the name when not the default).
+fn file(f: &FileStep) -> String {
+    let default = f.name == default_file_name(&f.action);
+    if matches!(f.action, FileAction::Close) && default {
+        return "close".into();
+    }
+    let mut m = Flow::default();
+    match &f.action {
+        FileAction::MakeDir(p) => m.str("mkdir", p),
+        FileAction::RemoveDir(p) => m.str("rmdir", p),
+        FileAction::Delete(p) => m.str("delete", p),
+        FileAction::Stat(p) => m.str("stat", p),
+        FileAction::Read(p) => m.str("read", p),
+        FileAction::Write { path, size } => {
+            m.str("write", path);
+            m.raw("size", size.to_string());
+        }
+        FileAction::Open { path, write } => {
+            m.str("open", path);
+            m.raw("mode", if *write { "write" } else { "read" }.into());
+        }
+        FileAction::ReadChunk(n) => m.raw("read_chunk", n.to_string()),
+        FileAction::WriteChunk(n) => m.raw("write_chunk", n.to_string()),
+        FileAction::Close => m.raw("close", "true".into()),
+        FileAction::Symlink { target, link } => {
+            m.str("symlink", target);
+            m.str("link", link);
+        }
+    }
+    if !default {
+        m.str("name", &f.name);
+    }
+    m.finish()
+}
+
 fn ldap(x: &Ldap) -> String {
     let named = x.name != default_ldap_name(&x.action);
     let mut m = Flow::default();

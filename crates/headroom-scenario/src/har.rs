@@ -283,6 +283,7 @@ pub fn import_har(
     let mut warnings = c.finish_notes();
     let (tls, host, port) = origin;
     let scenario = Scenario {
+        file_root: None,
         name: Path::new(file_name)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -81,6 +81,7 @@ pub fn import_httperf(
     }
     let sessions = c.sessions(text);
     let scenario = Scenario {
+        file_root: None,
         name: Path::new(file_name)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -19,6 +19,9 @@ pub struct Scenario {
     pub link: LinkSpec,
     /// How HTTP users behave: cookies, redirects (`cookies:`, `follow:`).
     pub http: HttpBehaviour,
+    /// The directory `file` steps work under (`files: {root}`, absolute); `None`: no
+    /// `files:` section, and no `file` steps.
+    pub file_root: Option<String>,
 }
 
 impl Scenario {
@@ -47,6 +50,7 @@ impl Scenario {
                         Step::Xmpp(x) => self.push(&x.name),
                         Step::Sql(q) => self.push(&q.name),
                         Step::Ws(x) => self.push(&x.name),
+                        Step::File(f) => self.push(&f.name),
                         Step::Loop(l) => self.walk(&l.steps),
                         Step::Transaction { name, steps } => {
                             self.push(name);
@@ -363,7 +367,22 @@ pub enum Step {
     Extract(Extract),
     Match(Match),
     Cookie(CookieStep),
+    /// A local file operation (Tsung's fs plugin) under [`Scenario::file_root`].
+    File(FileStep),
 }
+
+/// A `file` step: its metric name (default `file:TYPE`) and what it does; paths may hold
+/// `${var}` references and are relative to the file root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStep {
+    pub name: String,
+    pub action: FileAction<String>,
+}
+
+pub use headroom_core::session::FileAction;
+
+/// Most bytes one `file` step reads or writes (a `write`'s size, a chunk's): 64 MiB.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// Most requests in one `pipeline` step. httperf sets no limit; this bounds what one step makes
 /// a user write before it reads anything (a server's pipelining depth is usually far lower).

@@ -16,12 +16,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod amqp;
+mod files;
 mod ldap;
 mod mqtt;
 mod protocols;
 mod steps;
 
 pub(crate) use amqp::default_amqp_name;
+pub(crate) use files::default_file_name;
 pub(crate) use ldap::default_ldap_name;
 pub(crate) use mqtt::{default_mqtt_name, MAX_MQTT_PAYLOAD};
 pub(crate) use protocols::{
@@ -42,6 +44,7 @@ const TOP_KEYS: &[&str] = &[
     "thresholds",
     "cookies",
     "follow",
+    "files",
 ];
 const STEP_KINDS: &[&str] = &[
     "request",
@@ -63,6 +66,7 @@ const STEP_KINDS: &[&str] = &[
     "include",
     "cookie",
     "pipeline",
+    "file",
 ];
 use headroom_core::MAX_FOLLOW;
 /// Variables every session has without a `set`.
@@ -102,6 +106,8 @@ pub(crate) struct Parser {
     xmpp_login: Option<XmppLogin>,
     /// The current session opened a connection already (its login's variables are checked).
     opened: bool,
+    /// The scenario has a `files: {root}` section (`file` steps need one).
+    file_root: bool,
 }
 
 impl Parser {
@@ -119,6 +125,7 @@ impl Parser {
 
             xmpp_login: None,
             opened: false,
+            file_root: false,
         }
     }
 
@@ -399,6 +406,8 @@ impl Parser {
         if let LinkSpec::Xmpp(x) = &link {
             self.xmpp_login.clone_from(&x.login);
         }
+        let file_root = map.get_node("files").and_then(|n| self.files(n));
+        self.file_root = map.get_node("files").is_some();
         let load = self
             .required(map, "load", "scenario")
             .and_then(|n| self.load(n))
@@ -441,6 +450,7 @@ impl Parser {
             thresholds: Vec::new(),
             link,
             http,
+            file_root,
         };
         if let Some(n) = map.get_node("thresholds") {
             // Checked against the names the sessions give, with the file's other errors.

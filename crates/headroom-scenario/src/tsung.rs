@@ -63,6 +63,7 @@ fn convert(text: &str, file_name: &str) -> Converted {
                 thresholds: Vec::new(),
                 link: LinkSpec::Plain,
                 http: Default::default(),
+                file_root: None,
             };
             return (empty, Vec::new(), vec![at.error(e.pos, e.message)]);
         }
@@ -169,7 +170,7 @@ const PROTOCOL_ELEMENTS: &[&str] = &[
 
 /// The error for an element of a protocol headroom does not convert.
 fn unsupported(what: &str) -> String {
-    format!("'{what}' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql and ts_amqp sessions)")
+    format!("'{what}' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql, ts_amqp and ts_fs sessions)")
 }
 
 fn valid_var(s: &str) -> bool {
@@ -209,6 +210,11 @@ struct Conv<'a> {
     bosh_path: Option<String>,
     /// `<option name="file_server" id value>`: id -> path.
     files: HashMap<String, String>,
+    /// The `<fs>` paths converted (with variables), and where: the files root is found from
+    /// them at the end.
+    fs_paths: Vec<(String, usize)>,
+    /// A `<server type="erlang">` (what Tsung's fs examples name, unused by fs sessions).
+    erlang_server: Option<usize>,
     think: ThinkDefault,
     /// Variables defined so far in the current session (document order, as the parser checks).
     vars: HashSet<String>,
@@ -241,6 +247,8 @@ impl<'a> Conv<'a> {
             bosh_at: None,
             bosh_path: None,
             files: HashMap::new(),
+            fs_paths: Vec::new(),
+            erlang_server: None,
             think: ThinkDefault {
                 value: 5.0,
                 random: false,
@@ -508,6 +516,12 @@ impl<'a> Conv<'a> {
             }
             out.push_str(&rest[..i]);
             if is_var {
+                // Tsung's own per-user id (a dynamic variable of every session): headroom's.
+                let var = if var == "tsung_userid" {
+                    "user_id"
+                } else {
+                    var
+                };
                 match self.var_ref(var, pos) {
                     Some(r) => out.push_str(&r),
                     None => ok = false,
@@ -637,6 +651,26 @@ impl<'a> Conv<'a> {
             .map(|s| s.to_string_lossy().into_owned())
             .filter(|s| !s.is_empty());
         let (link, protocol) = self.link_spec();
+        let fs = self
+            .link
+            .first
+            .as_ref()
+            .is_some_and(|f| f.0 == proto::Kind::Fs);
+        if let Some(pos) = self.erlang_server {
+            if fs {
+                self.warn(
+                    pos,
+                    "<server type=\"erlang\"> is not honoured: fs sessions use no server (headroom's file steps connect nowhere)",
+                );
+            } else {
+                self.error(
+                    pos,
+                    "'<server type=\"erlang\">' is not supported: headroom connects over TCP (type=\"tcp\")",
+                );
+            }
+        }
+        let mut sessions = sessions;
+        let file_root = self.file_root(&mut sessions);
         if protocol != Protocol::Http && self.servers.is_empty() {
             // The protocol is said on the servers: without one, the steps cannot be checked.
             let pos = one("servers").first().map_or(root.pos, |s| s.pos);
@@ -694,6 +728,7 @@ impl<'a> Conv<'a> {
             thresholds: Vec::new(),
             link,
             http: Default::default(),
+            file_root,
         }
     }
 
@@ -852,6 +887,11 @@ impl<'a> Conv<'a> {
                     "bosh" => {
                         self.bosh_at = Some(t.pos);
                         true
+                    }
+                    // Judged once the sessions are known: fs sessions do not use it.
+                    "erlang" => {
+                        self.erlang_server = self.erlang_server.or(Some(t.pos));
+                        false
                     }
                     other => {
                         let why = match other {
@@ -1109,7 +1149,7 @@ impl<'a> Conv<'a> {
             None => {
                 self.error(
                     el.pos,
-                    "<session> needs a type: ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql or ts_amqp",
+                    "<session> needs a type: ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql, ts_amqp or ts_fs",
                 );
                 return None;
             }
@@ -1378,6 +1418,8 @@ impl<'a> Conv<'a> {
                     el.pos,
                     format!("'<setdynvars sourcetype=\"{other}\">' is not supported: {why}"),
                 );
+                // Its variables count as defined: one error, not one more at each use.
+                self.vars.extend(vars);
                 return;
             }
         };
@@ -2639,6 +2681,7 @@ fn base64(input: &[u8]) -> String {
 }
 
 mod amqp;
+mod fs;
 mod ldap;
 mod mqtt;
 mod mysql;

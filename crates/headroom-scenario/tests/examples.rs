@@ -101,6 +101,7 @@ fn schema_matches_the_format() {
         [
             "amqp",
             "cookies",
+            "files",
             "follow",
             "load",
             "mqtt",
@@ -127,6 +128,7 @@ fn schema_matches_the_format() {
         "connect",
         "cookie",
         "extract",
+        "file",
         "include",
         "ldap",
         "loop",

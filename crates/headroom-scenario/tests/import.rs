@@ -77,6 +77,7 @@ fn emit_round_trips_every_example() {
 #[test]
 fn emit_writes_short_readable_yaml() {
     let s = Scenario {
+        file_root: None,
         name: Some("demo".into()),
         servers: vec![Server {
             http2: false,
@@ -471,6 +472,7 @@ impl Gen {
                 .collect(),
         };
         Scenario {
+            file_root: None,
             name: self.rng.coin().then(|| self.text(false)),
             servers: (0..self.rng.below(3))
                 .map(|_| Server {

@@ -1124,8 +1124,8 @@ fn protocol_errors_name_what_and_where() {
             8,
         ),
         (
-            session(2049, "fs", "<request><fs cmd=\"read\" path=\"/x\"/></request>"),
-            "'<fs>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql and ts_amqp sessions); session 's' is of type ts_fs",
+            session(1234, "shell", "<request><shell cmd=\"ls\"/></request>"),
+            "'<shell>' is not supported (headroom converts ts_http, ts_jabber, ts_pgsql, ts_raw, ts_websocket, ts_mqtt, ts_ldap, ts_mysql, ts_amqp and ts_fs sessions); session 's' is of type ts_shell",
             8,
         ),
         (
@@ -1621,4 +1621,155 @@ fn ldap_start_tls_is_the_servers_setting() {
         "{}",
         show(&errs)
     );
+}
+
+/// Issue 32: a `ts_fs` session (Tsung's fs plugin, as `fs-nfs.xml` uses it) becomes `file`
+/// steps under the files root its absolute paths share, `%%_tsung_userid%%` the user's id;
+/// its `<server type="erlang">` is warned about and dropped, as fs sessions use no server.
+#[test]
+fn fs_sessions_become_file_steps_under_their_common_root() {
+    let xml = "<?xml version=\"1.0\"?>\n<tsung>\n<servers><server host=\"127.0.0.1\" port=\"5432\" type=\"erlang\"/></servers>\n\
+         <load><arrivalphase phase=\"1\" duration=\"10\" unit=\"second\"><users arrivalrate=\"1\" unit=\"second\"/></arrivalphase></load>\n\
+         <sessions>\n<session name=\"fs\" probability=\"100\" type=\"ts_fs\">\n\
+         <transaction name=\"mkdir\"><request subst=\"true\"><fs cmd=\"make_dir\" path=\"/mnt/bench/%%_tsung_userid%%\"/></request></transaction>\n\
+         <request subst=\"true\"><fs cmd=\"open\" mode=\"write\" path=\"/mnt/bench/%%_tsung_userid%%/f.bin\"/></request>\n\
+         <for from=\"0\" to=\"2\" var=\"chunk\" incr=\"1\"><request><fs cmd=\"write_chunk\" size=\"65536\"/></request></for>\n\
+         <request><fs cmd=\"close\"/></request>\n\
+         <request subst=\"true\"><fs cmd=\"open\" mode=\"read\" path=\"/mnt/bench/%%_tsung_userid%%/f.bin\"/></request>\n\
+         <request><fs cmd=\"read_chunk\" size=\"4096\" path=\"/x\"/></request>\n\
+         <request><fs cmd=\"close\"/></request>\n\
+         <request subst=\"true\"><fs path=\"/mnt/bench/%%_tsung_userid%%/w\"/></request>\n\
+         <request subst=\"true\"><fs cmd=\"read\" path=\"/mnt/bench/%%_tsung_userid%%/w\"/></request>\n\
+         <request subst=\"true\"><fs cmd=\"stat\" path=\"/mnt/bench/shared/w\"/></request>\n\
+         <request subst=\"true\"><fs cmd=\"make_symlink\" path=\"/mnt/bench/%%_tsung_userid%%/w\" dest=\"/mnt/bench/%%_tsung_userid%%/l\"/></request>\n\
+         <request subst=\"true\"><fs cmd=\"delete\" path=\"/mnt/bench/%%_tsung_userid%%/l\"/></request>\n\
+         <request subst=\"true\"><fs cmd=\"del_dir\" path=\"/mnt/bench/%%_tsung_userid%%\"/></request>\n\
+         </session>\n</sessions>\n</tsung>\n";
+    let imp = import(xml);
+    let sc = &imp.scenario;
+    assert_eq!(sc.file_root.as_deref(), Some("/mnt/bench"));
+    assert!(sc.servers.is_empty(), "{:?}", sc.servers);
+    let file = |a: FileAction<String>| {
+        Step::File(FileStep {
+            name: format!("file:{}", a.type_name()),
+            action: a,
+        })
+    };
+    let u = |p: &str| format!("${{user_id}}{p}");
+    let steps = &sc.sessions[0].steps;
+    assert_eq!(
+        steps[0],
+        tx("mkdir", vec![file(FileAction::MakeDir(u("")))])
+    );
+    assert_eq!(
+        steps[1],
+        file(FileAction::Open {
+            path: u("/f.bin"),
+            write: true
+        })
+    );
+    let Step::Loop(l) = &steps[2] else {
+        panic!("{:?}", steps[2])
+    };
+    assert_eq!(l.steps, [file(FileAction::WriteChunk(65536))]);
+    assert_eq!(
+        steps[3..],
+        [
+            file(FileAction::Close),
+            file(FileAction::Open {
+                path: u("/f.bin"),
+                write: false
+            }),
+            file(FileAction::ReadChunk(4096)),
+            file(FileAction::Close),
+            // Tsung's defaults: cmd write, size 1024.
+            file(FileAction::Write {
+                path: u("/w"),
+                size: 1024
+            }),
+            file(FileAction::Read(u("/w"))),
+            file(FileAction::Stat("shared/w".into())),
+            file(FileAction::Symlink {
+                target: u("/w"),
+                link: u("/l")
+            }),
+            file(FileAction::Delete(u("/l"))),
+            file(FileAction::RemoveDir(u(""))),
+        ]
+    );
+    let w = located(&imp);
+    assert!(
+        w.iter().any(|(l, _, m)| *l == 3
+            && m.contains("<server type=\"erlang\"> is not honoured: fs sessions use no server")),
+        "{w:#?}"
+    );
+    assert!(
+        w.iter().any(|(l, _, m)| *l == 12
+            && m.contains(
+                "attribute 'path' of <fs> is not honoured: cmd=\"read_chunk\" does not use it"
+            )),
+        "{w:#?}"
+    );
+    // It compiles, and names no server to connect to.
+    let c = headroom_scenario::compile(sc, std::path::Path::new(".")).unwrap();
+    assert!(c.workload.has_file_ops() && !c.workload.uses_network());
+}
+
+#[test]
+fn fs_errors_name_what_and_where() {
+    let fs = |body: &str| session(1, "fs", body);
+    let cases: &[(String, &str, usize)] = &[
+        (
+            fs("<request><fs cmd=\"read\" path=\"data/x\"/></request>"),
+            "path=\"data/x\": a relative path, which Tsung opens from its working directory",
+            8,
+        ),
+        (
+            fs("<request><fs cmd=\"truncate\" path=\"/a/b\"/></request>"),
+            "cmd=\"truncate\": expected read, write, open",
+            8,
+        ),
+        (
+            fs("<request><fs cmd=\"write\" path=\"/a/b\" size=\"67108865\"/></request>"),
+            "size=\"67108865\": expected bytes, 0 to 67108864 (64 MiB)",
+            8,
+        ),
+        (
+            fs("<request><fs cmd=\"open\" mode=\"append\" path=\"/a/b\"/></request>"),
+            "mode=\"append\": expected read or write",
+            8,
+        ),
+        (
+            fs("<request><fs cmd=\"read_chunk\" size=\"0\"/></request>"),
+            "a chunk is at least 1 byte",
+            8,
+        ),
+        (
+            fs("<request><fs cmd=\"stat\" path=\"/a/b\"/></request>\n<request><fs cmd=\"stat\" path=\"/a/../etc/passwd\"/></request>"),
+            "path \"/a/../etc/passwd\": '..' would leave the files root",
+            9,
+        ),
+        (
+            fs("<request><fs cmd=\"make_symlink\" path=\"/a/b\"/></request>"),
+            "<fs> needs the attribute 'dest'",
+            8,
+        ),
+        (
+            session(5222, "jabber", body_of("jabber")).replace("type=\"tcp\"", "type=\"erlang\""),
+            "'<server type=\"erlang\">' is not supported: headroom connects over TCP",
+            3,
+        ),
+    ];
+    for (xml, want, line) in cases {
+        let errs = match import_tsung(xml, "t.xml") {
+            Ok(i) => panic!("expected {want:?}, got {:?}\n--- in:\n{xml}", i.scenario),
+            Err(e) => e,
+        };
+        assert!(
+            errs.iter()
+                .any(|e| e.message.contains(want) && e.line == *line),
+            "expected {want:?} at line {line}, got:\n{}\n--- in:\n{xml}",
+            show(&errs)
+        );
+    }
 }

@@ -882,6 +882,7 @@ fn random_protocol_steps_round_trip() {
             }),
         };
         let s = Scenario {
+            file_root: None,
             name: None,
             servers: vec![Server {
                 http2: false,
@@ -931,6 +932,9 @@ const LHEAD: &str = "servers: [{host: 127.0.0.1, port: 389, protocol: ldap}]\n\
                      load: {users: [{count: 1}]}\n\
                      sessions:\n  - name: a\n    steps:\n";
 const AHEAD: &str = "servers: [{host: 127.0.0.1, port: 5672, protocol: amqp}]\n\
+                     load: {users: [{count: 1}]}\n\
+                     sessions:\n  - name: a\n    steps:\n";
+const FHEAD: &str = "files: {root: /srv/bench}\n\
                      load: {users: [{count: 1}]}\n\
                      sessions:\n  - name: a\n    steps:\n";
 const MHEAD: &str = "servers: [{host: 127.0.0.1, port: 1883, protocol: mqtt}]\n\
@@ -1081,6 +1085,24 @@ fn cases() -> Vec<Case> {
         case(AHEAD, "amqp: {publish: x, size: 1, text: y}", "y}", "publish takes size or text, not both"),
         case(AHEAD, "amqp: {wait_confirms: 0s}", "0s", "wait_confirms: expected more than 0, at most 24h"),
         case(AHEAD, "amqp: {publish: x, consume: q}", "x,", "an amqp step takes one action ('publish' is a second one)"),
+        // file steps (issue 32).
+        case(FHEAD, "file: {mkdir: /abs}", "/abs", "mkdir: an absolute path: file steps work under the files root"),
+        case(FHEAD, "file: {read: a/../../b}", "a/..", "read: '..' would leave the files root"),
+        case(FHEAD, "file: {open: f}", "{open", "file open is missing 'mode' (read or write)"),
+        case(FHEAD, "file: {open: f, mode: append}", "append", "mode: expected read or write"),
+        case(FHEAD, "file: {write: f, size: 67108865}", "67108865", "size: expected bytes, 0 to 67108864 (64 MiB)"),
+        case(FHEAD, "file: {read_chunk: 0}", "0}", "read_chunk: expected bytes, 1 to 67108864"),
+        case(FHEAD, "file: {mkdir: a, delete: b}", "b}", "a file step takes one action ('delete' is a second one after 'mkdir')"),
+        case(FHEAD, "file: {stat: a, size: 3}", "3}", "'size' does not apply to a file stat"),
+        case(FHEAD, "file: {symlink: a}", "{symlink", "file symlink is missing 'link' (the link to make)"),
+        case(FHEAD, "file: reopen", "reopen", "file: expected close or a mapping with one of mkdir, rmdir"),
+        case(FHEAD, "file: {read: \"${nope}\"}", "\"${nope}", "undefined variable '${nope}'"),
+        case(FHEAD, "file: {copy: a}", "copy", "unknown key 'copy' in file"),
+        case(HHEAD, "file: close", "file", "a file step needs a top-level `files: {root: /dir}` section"),
+        file(
+            "files: {root: bench}\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [{file: close}]}]\n".into(),
+            1, "bench", "root: expected an absolute directory",
+        ),
         // Sections against the servers' protocol.
         file(
             "servers: [{host: 127.0.0.1, port: 5222, protocol: xmpp}]\nload: {users: [{count: 1}]}\nsessions: [{name: a, steps: [xmpp: close]}]\n".into(),
@@ -1263,26 +1285,28 @@ fn doc_examples_validate() {
         .skip(1)
         .filter_map(|b| b.split("```").next())
         .collect();
-    let protocols: Vec<Protocol> = blocks
+    let protocols: Vec<Option<Protocol>> = blocks
         .iter()
         .map(|b| {
             let s = parse_str(b, "scenario.md").unwrap_or_else(|e| panic!("{}\n{b}", show(&e)));
             round_trip(&s);
-            s.servers[0].protocol
+            s.servers.first().map(|x| x.protocol)
         })
         .collect();
     assert_eq!(
         protocols,
         [
-            Protocol::Xmpp,
+            Some(Protocol::Xmpp),
             // Accounts from a file (`login`).
-            Protocol::Xmpp,
-            Protocol::Pgsql,
-            Protocol::WebSocket,
-            Protocol::Mysql,
-            Protocol::Mqtt,
-            Protocol::Ldap,
-            Protocol::Amqp
+            Some(Protocol::Xmpp),
+            Some(Protocol::Pgsql),
+            Some(Protocol::WebSocket),
+            Some(Protocol::Mysql),
+            Some(Protocol::Mqtt),
+            Some(Protocol::Ldap),
+            Some(Protocol::Amqp),
+            // File steps: no server.
+            None
         ]
     );
 }
@@ -1382,4 +1406,76 @@ fn the_docs_oauth_steps_are_valid() {
         .filter(|st| matches!(st, Step::Request(r) if r.oauth.is_some()))
         .count();
     assert_eq!(signed, 2);
+}
+
+/// Issue 32: `file` steps parse to exact actions, round-trip (defaults left out) and compile
+/// with the root; a scenario of file steps only needs no server.
+#[test]
+fn file_steps_parse_round_trip_and_compile() {
+    let text = "files: {root: /srv/bench}\nload: {users: [{count: 1}]}\nsessions:\n  - name: a\n    steps:\n\
+                \x20     - file: {mkdir: \"u${user_id}\"}\n\
+                \x20     - file: {write: \"u${user_id}/f\", size: 0, name: empty}\n\
+                \x20     - file: {write: \"u${user_id}/g\"}\n\
+                \x20     - file: {open: \"u${user_id}/g\", mode: read}\n\
+                \x20     - file: {read_chunk: 4096}\n\
+                \x20     - file: close\n\
+                \x20     - file: {close: true, name: shut}\n\
+                \x20     - file: {symlink: \"u${user_id}/g\", link: \"u${user_id}/l\"}\n";
+    let s = parse(text);
+    assert_eq!(s.file_root.as_deref(), Some("/srv/bench"));
+    let actions: Vec<(&str, &FileAction<String>)> = s.sessions[0]
+        .steps
+        .iter()
+        .map(|st| match st {
+            Step::File(f) => (f.name.as_str(), &f.action),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("file:mkdir", &FileAction::MakeDir("u${user_id}".into())),
+            (
+                "empty",
+                &FileAction::Write {
+                    path: "u${user_id}/f".into(),
+                    size: 0
+                }
+            ),
+            (
+                "file:write",
+                &FileAction::Write {
+                    path: "u${user_id}/g".into(),
+                    size: 1024
+                }
+            ),
+            (
+                "file:open",
+                &FileAction::Open {
+                    path: "u${user_id}/g".into(),
+                    write: false
+                }
+            ),
+            ("file:read_chunk", &FileAction::ReadChunk(4096)),
+            ("file:close", &FileAction::Close),
+            ("shut", &FileAction::Close),
+            (
+                "file:symlink",
+                &FileAction::Symlink {
+                    target: "u${user_id}/g".into(),
+                    link: "u${user_id}/l".into()
+                }
+            ),
+        ]
+    );
+    let yaml = round_trip(&s);
+    assert!(yaml.contains("files: {root: /srv/bench}\n"), "{yaml}");
+    assert!(yaml.contains("- file: close\n"), "{yaml}");
+    let c = compile(&s, std::path::Path::new(".")).unwrap();
+    assert_eq!(c.workload.file_root.as_deref(), Some("/srv/bench"));
+    assert!(c.workload.has_file_ops() && !c.workload.uses_network());
+    let SessionBody::Ops { ops, .. } = &c.workload.sessions[0].body else {
+        panic!()
+    };
+    assert!(ops.iter().all(|o| matches!(o, Op::File(_))), "{ops:?}");
 }

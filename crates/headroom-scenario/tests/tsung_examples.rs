@@ -7,8 +7,9 @@
 //! issues 16 and 32 brought in are checked for what they became, not only for importing.
 //!
 //! Still refused, and why (each needs more than the importer):
-//! - `fs-nfs`: its paths use `<for>` counters and it computes another user's id with Erlang code
-//!   (`<setdynvars sourcetype="eval">`), which headroom does not run;
+//! - `fs-nfs`: its `<fs>` requests convert (`file` steps) and so do its `<for>` counters, but it
+//!   computes another user's id with Erlang code (`<setdynvars sourcetype="eval">`), which
+//!   headroom does not run;
 //!
 //! Issue 32 brought in `ldap` (Tsung's `undefined` for the variables it never defines), `amqp`
 //! (loop counters as channel numbers, the consumer as a `once` user), `once` users for
@@ -127,6 +128,20 @@ fn tsung_stock_examples_import() {
             }
             Err(errs) => {
                 assert!(!errs.is_empty(), "{name}: refused without a reason");
+                if name == "fs-nfs.xml" {
+                    // Issue 32: the fs plugin converts; what stays is the loop counters and the
+                    // Erlang code, each at its place (one error per cause, none cascading).
+                    for e in &errs {
+                        assert!(
+                            e.message.contains("is the counter of a <for> loop")
+                                || e.message.contains(
+                                    "'<setdynvars sourcetype=\"eval\">' is not supported: headroom scenarios run no Erlang code"
+                                ),
+                            "{name}: {e}"
+                        );
+                    }
+                    assert!(errs.iter().any(|e| e.line == 68), "{errs:?}");
+                }
                 for e in &errs {
                     assert!(
                         e.file == name && e.line >= 1 && e.column >= 1,

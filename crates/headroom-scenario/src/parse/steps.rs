@@ -105,6 +105,7 @@ impl Parser {
                 self.step_needs(k.span(), "an amqp step", Protocol::Amqp);
                 self.amqp(v, vars).map(Step::Amqp)
             }
+            "file" => self.file_step(k.span(), v, vars).map(Step::File),
             "think" => self.think(v).map(Step::Think),
             "loop" => self.looop(v, vars).map(Step::Loop),
             "transaction" => self.transaction(v, vars),

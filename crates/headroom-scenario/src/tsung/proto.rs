@@ -57,10 +57,12 @@ pub(super) enum Kind {
     Ldap,
     Mysql,
     Amqp,
+    /// Tsung's fs plugin: `file` steps, no connection.
+    Fs,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 9] = [
+    pub(super) const ALL: [Kind; 10] = [
         Kind::Http,
         Kind::Jabber,
         Kind::Pgsql,
@@ -70,6 +72,7 @@ impl Kind {
         Kind::Ldap,
         Kind::Mysql,
         Kind::Amqp,
+        Kind::Fs,
     ];
 
     pub(super) fn of_type(t: &str) -> Option<Kind> {
@@ -92,6 +95,7 @@ impl Kind {
             Kind::Ldap => "ts_ldap",
             Kind::Mysql => "ts_mysql",
             Kind::Amqp => "ts_amqp",
+            Kind::Fs => "ts_fs",
         }
     }
 
@@ -107,6 +111,7 @@ impl Kind {
             Kind::Ldap => "ldap",
             Kind::Mysql => "mysql",
             Kind::Amqp => "amqp",
+            Kind::Fs => "fs",
         }
     }
 
@@ -121,6 +126,8 @@ impl Kind {
             Kind::Ldap => Protocol::Ldap,
             Kind::Mysql => Protocol::Mysql,
             Kind::Amqp => Protocol::Amqp,
+            // No connection: the servers (if any) are HTTP's, unused.
+            Kind::Fs => Protocol::Http,
         }
     }
 
@@ -134,7 +141,7 @@ impl Kind {
             Kind::Ldap => ("opening the connection", "the connect"),
             Kind::Mysql => ("the MySQL login", "mysql:login"),
             Kind::Amqp => ("the AMQP login and connection.open", "amqp:connect"),
-            Kind::Http | Kind::Raw => ("opening the connection", "the connect"),
+            Kind::Http | Kind::Raw | Kind::Fs => ("opening the connection", "the connect"),
         }
     }
 
@@ -150,6 +157,7 @@ impl Kind {
             Kind::Ldap => "LDAP",
             Kind::Mysql => "MySQL",
             Kind::Amqp => "AMQP",
+            Kind::Fs => "file",
         }
     }
 }
@@ -395,7 +403,7 @@ impl Conv<'_> {
             );
         }
         match sess.kind {
-            Kind::Http | Kind::Raw | Kind::Mqtt => {}
+            Kind::Http | Kind::Raw | Kind::Mqtt | Kind::Fs => {}
             Kind::Ldap => self.same_starttls(el, sess.starttls, has_steps, &name),
             Kind::Amqp => {
                 if let Some((vhost, pos)) = sess.amqp_vhost {
@@ -571,7 +579,7 @@ impl Conv<'_> {
             }
         }
         let link = match kind {
-            Kind::Http | Kind::Raw => LinkSpec::Plain,
+            Kind::Http | Kind::Raw | Kind::Fs => LinkSpec::Plain,
             Kind::Jabber => LinkSpec::Xmpp(self.xmpp_spec(&options)),
             Kind::Pgsql => match &self.link.pg {
                 Some((spec, _)) => LinkSpec::Pgsql(spec.clone()),
@@ -966,6 +974,7 @@ impl Conv<'_> {
                     Produced::Nothing
                 }
             }
+            Kind::Fs => self.fs(m, subst, out),
             Kind::Http => Produced::Nothing,
         };
         let why = match produced {

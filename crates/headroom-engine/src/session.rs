@@ -326,6 +326,9 @@ pub(crate) enum Action {
     Close,
     /// Call `advance` again on a later loop turn (the step budget ran out).
     Yield,
+    /// A step that needs no connection did its request (a file operation): it takes one of
+    /// the run's requests (`-n`); call `advance` again on a later loop turn.
+    Ran,
     /// The session ended (normally, or aborted by a failure or a `match`).
     Done { aborted: bool },
 }
@@ -423,6 +426,9 @@ pub(crate) struct Env<'a> {
     pub cursors: &'a mut [usize],
     /// How far a cursor moves per row read: the run's number of worker slots.
     pub cursor_step: usize,
+    /// Requests this user may still make (the run's `-n` share and the user's own), `None`:
+    /// no bound. A step without a connection (a file operation) checks it before it runs.
+    pub requests_left: Option<u64>,
     pub now: Instant,
     /// The connection's protocol link, when the connection is open and speaks one.
     pub link: Option<&'a mut Link>,
@@ -859,11 +865,16 @@ impl SessionState {
                 Op::Close => return Action::Close,
                 Op::Set { var, source } => self.set(prog, *var, source, env),
                 Op::File(f) => {
+                    if env.requests_left == Some(0) {
+                        // The run's requests are all taken: this one is not run.
+                        self.pc = pc;
+                        return Action::Ran;
+                    }
                     let root = prog.w.file_root.as_deref().unwrap_or("/nonexistent");
                     let files = self.files.get_or_insert_with(Box::default);
                     files.run(root, f, &self.vars, env.rng, env.rec);
                     // One blocking operation per turn: the worker's other users go between.
-                    return Action::Yield;
+                    return Action::Ran;
                 }
                 Op::Extract { var, from, default } => {
                     let found = self.extract(&prog.extra[self.session][pc], from);

@@ -89,6 +89,16 @@ fn session_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u
 /// The allocations of `requests` requests of the scenario `yaml` (a warm-up first, see
 /// `run_counted`).
 fn scenario_allocations_for(yaml: &str, requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
+    let (allocs, c) = scenario_counters(yaml, requests, addr);
+    (allocs, c.responses)
+}
+
+/// The allocations and the counters of `requests` requests of the scenario `yaml`.
+fn scenario_counters(
+    yaml: &str,
+    requests: u64,
+    addr: std::net::SocketAddr,
+) -> (u64, headroom_metrics::Counters) {
     let s = headroom_scenario::parse_str(yaml, "alloc.yaml").unwrap();
     let c = headroom_scenario::compile(&s, std::path::Path::new(".")).unwrap();
     let mut plan = plan_for(requests, addr);
@@ -97,7 +107,7 @@ fn scenario_allocations_for(yaml: &str, requests: u64, addr: std::net::SocketAdd
         phases: c.phases,
     };
     plan.workload = Some(Arc::new(c.workload));
-    run_counted(plan, requests)
+    run_counters(plan, requests)
 }
 
 #[test]
@@ -138,4 +148,27 @@ fn oauth_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64
 #[test]
 fn oauth_signed_requests_allocate_nothing_per_request() {
     assert_flat("OAuth-signed requests", oauth_allocations_for);
+}
+
+/// Issue 32: `file` steps (a chunk written, the file stat'ed, in a loop) allocate nothing per
+/// operation once a user's block and path buffer are made; `-n` counts them as requests.
+fn file_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
+    let root = std::env::temp_dir().join(format!("headroom-alloc-files-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let yaml = format!(
+        "files: {{root: \"{}\"}}\n\
+         load: {{users: [{{count: 4}}]}}\n\
+         sessions: [{{name: s, steps: [{{file: {{open: \"f${{user_id}}\", mode: write}}}}, {{loop: {{count: 1000000, steps: [{{file: {{write_chunk: 64}}}}, {{file: {{stat: \"f${{user_id}}\"}}}}]}}}}]}}]\n",
+        root.display()
+    );
+    let (allocs, counters) = scenario_counters(&yaml, requests, addr);
+    let _ = std::fs::remove_dir_all(&root);
+    let ops = counters.proto[headroom_core::ProtoCounter::FileOps.index()];
+    assert_eq!(ops, requests, "-n counts file operations");
+    (allocs, counters.responses)
+}
+
+#[test]
+fn file_steps_allocate_nothing_per_operation() {
+    assert_flat("file operations", file_allocations_for);
 }

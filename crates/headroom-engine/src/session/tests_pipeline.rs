@@ -39,6 +39,7 @@ impl H {
             rec: &mut self.rec,
             cursors: &mut self.cursors,
             cursor_step: 1,
+            requests_left: None,
             now: Instant::now(),
             link: None,
             browser: &mut None,

@@ -408,11 +408,16 @@ impl Worker {
             let Some(st) = u.sess.as_mut() else {
                 return;
             };
+            let requests_left = match (self.budget, u.remaining) {
+                (Some(b), Some(r)) => Some(b.min(r)),
+                (b, r) => b.or(r),
+            };
             let mut env = Env {
                 rng: &mut self.rng,
                 rec: &mut self.rec,
                 cursors: &mut self.cursors,
                 cursor_step: self.s.slots,
+                requests_left,
                 now,
                 link: u.protocol.link_mut(),
                 browser: &mut u.browser,
@@ -450,6 +455,22 @@ impl Worker {
                 }
                 Action::Close => self.leave(key),
                 Action::Yield => {
+                    self.schedule(key, now, Wake::Next);
+                    return;
+                }
+                Action::Ran => {
+                    let spent = self.budget == Some(0) || u.remaining == Some(0);
+                    if spent {
+                        self.user_done(key);
+                        return;
+                    }
+                    // It took its quota, as a batch of one does.
+                    if let Some(b) = self.budget.as_mut() {
+                        *b -= 1;
+                    }
+                    if let Some(r) = u.remaining.as_mut() {
+                        *r -= 1;
+                    }
                     self.schedule(key, now, Wake::Next);
                     return;
                 }

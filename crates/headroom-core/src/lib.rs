@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub mod expr;
 pub mod numbers;
 mod random;
 pub mod session;
@@ -362,11 +363,19 @@ pub enum ProtoCounter {
     FileEscapes,
     /// ... any other error of the file system.
     FileOtherErrors,
+    /// `set: {expr}` evaluations, whatever their end.
+    ExprEvaluated,
+    /// Of them, failed (each ending its session): a result beyond 64 bits.
+    ExprOverflow,
+    /// ... a `div` or `rem` by zero.
+    ExprDivisionByZero,
+    /// ... a variable read held no integer (empty, not digits, beyond 64 bits).
+    ExprNotInteger,
     // New counters go last: counters travel to agents by index.
 }
 
 impl ProtoCounter {
-    pub const ALL: [ProtoCounter; 100] = [
+    pub const ALL: [ProtoCounter; 104] = [
         ProtoCounter::XmppSentMessage,
         ProtoCounter::XmppSentPresence,
         ProtoCounter::XmppSentIq,
@@ -467,6 +476,10 @@ impl ProtoCounter {
         ProtoCounter::FileNotOpen,
         ProtoCounter::FileEscapes,
         ProtoCounter::FileOtherErrors,
+        ProtoCounter::ExprEvaluated,
+        ProtoCounter::ExprOverflow,
+        ProtoCounter::ExprDivisionByZero,
+        ProtoCounter::ExprNotInteger,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -574,6 +587,10 @@ impl ProtoCounter {
             FileNotOpen => ("file", "not_open"),
             FileEscapes => ("file", "escapes"),
             FileOtherErrors => ("file", "other_errors"),
+            ExprEvaluated => ("expr", "evaluated"),
+            ExprOverflow => ("expr", "overflow"),
+            ExprDivisionByZero => ("expr", "division_by_zero"),
+            ExprNotInteger => ("expr", "not_integer"),
         }
     }
 

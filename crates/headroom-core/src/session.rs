@@ -178,6 +178,22 @@ impl Workload {
         })
     }
 
+    /// Some `set` computes an expression (its evaluations and failures are counted).
+    pub fn has_expr_sets(&self) -> bool {
+        self.sessions.iter().any(|s| match &s.body {
+            SessionBody::Ops { ops, .. } => ops.iter().any(|o| {
+                matches!(
+                    o,
+                    Op::Set {
+                        source: SetOp::Expr(_),
+                        ..
+                    }
+                )
+            }),
+            SessionBody::Surge { .. } => false,
+        })
+    }
+
     /// Some step needs a connection to the server (everything but think, loops, transactions,
     /// variables, cookies and file steps; SURGE sessions send requests).
     pub fn uses_network(&self) -> bool {
@@ -1419,6 +1435,9 @@ pub enum SetOp {
         step: i64,
     },
     UserId,
+    /// An integer computed from the session's variables (`set: {expr}`); a failure (a
+    /// variable that holds no integer, an overflow, a division by zero) ends the session.
+    Expr(crate::expr::IntExpr<VarId>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

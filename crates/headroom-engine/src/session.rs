@@ -11,15 +11,18 @@
 //! state keeps. Extracting (regex, JSON) allocates, and only runs when a scenario asks for it.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use headroom_core::expr::EvalError;
 use headroom_core::session::{
     self, AmqpAction, AmqpOp, CsvRow, ExpectSpec, ExtractOp, LinkSpec, MatchAction, MqttAction,
     MqttConnect, MqttOp, NameId, NameKind, Op, SessionBody, SetOp, Workload, VAR_SESSION,
     VAR_USER_ID,
 };
 use headroom_core::surge::{Page, Zipf};
+use headroom_core::ProtoCounter;
 use headroom_metrics::{micros, Recorder};
 use headroom_proto::http1::{Batch, Decoded, RawResponse, ResponseDecoder};
 use headroom_proto::raw;
@@ -863,7 +866,24 @@ impl SessionState {
                     return Action::Connect;
                 }
                 Op::Close => return Action::Close,
-                Op::Set { var, source } => self.set(prog, *var, source, env),
+                Op::Set { var, source } => {
+                    if let Err(e) = self.set(prog, *var, source, env) {
+                        // An expression that cannot be computed: the session cannot go on
+                        // with a value it does not have (Tsung's user dies of the same
+                        // failure of its Erlang code), and the summary says which failure.
+                        let c = &mut env.rec.counters;
+                        c.proto(
+                            match e {
+                                EvalError::Overflow => ProtoCounter::ExprOverflow,
+                                EvalError::DivisionByZero => ProtoCounter::ExprDivisionByZero,
+                                EvalError::NotInteger(_) => ProtoCounter::ExprNotInteger,
+                            },
+                            1,
+                        );
+                        self.end_transactions(env.rec);
+                        return Action::Done { aborted: true };
+                    }
+                }
                 Op::File(f) => {
                     if env.requests_left == Some(0) {
                         // The run's requests are all taken: this one is not run.
@@ -1138,8 +1158,25 @@ impl SessionState {
         );
     }
 
-    fn set(&mut self, prog: &Program, var: u16, source: &SetOp, env: &mut Env<'_>) {
+    /// Runs a `set`; `Err` only for an expression that cannot be computed (the variable keeps
+    /// its value).
+    fn set(
+        &mut self,
+        prog: &Program,
+        var: u16,
+        source: &SetOp,
+        env: &mut Env<'_>,
+    ) -> Result<(), EvalError> {
         let slot = var as usize;
+        if let SetOp::Expr(e) = source {
+            env.rec.counters.proto(ProtoCounter::ExprEvaluated, 1);
+            let n = e.eval(&self.vars)?;
+            // Written into the variable's own buffer: no allocation once it is big enough.
+            let v = &mut self.vars[slot];
+            v.clear();
+            let _ = write!(v, "{n}");
+            return Ok(());
+        }
         if let SetOp::Csv {
             feeder,
             column,
@@ -1167,7 +1204,7 @@ impl SessionState {
             let v = &mut self.vars[slot];
             v.clear();
             v.push_str(f.field(i, *column));
-            return;
+            return Ok(());
         }
         let value = match source {
             SetOp::Value(t) => {
@@ -1175,7 +1212,7 @@ impl SessionState {
                 t.expand_into(&self.vars, &mut s);
                 s
             }
-            SetOp::Csv { .. } => unreachable!("handled above"),
+            SetOp::Csv { .. } | SetOp::Expr(_) => unreachable!("handled above"),
             SetOp::RandomNumber { min, max } => env.rng.gen_range(*min..=*max).to_string(),
             SetOp::RandomString { length } => {
                 const ALNUM: &[u8] =
@@ -1199,6 +1236,7 @@ impl SessionState {
             SetOp::UserId => self.vars[VAR_USER_ID as usize].clone(),
         };
         self.vars[slot] = value;
+        Ok(())
     }
 
     fn reply_body(&self) -> std::borrow::Cow<'_, [u8]> {

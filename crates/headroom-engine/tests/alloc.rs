@@ -150,6 +150,30 @@ fn oauth_signed_requests_allocate_nothing_per_request() {
     assert_flat("OAuth-signed requests", oauth_allocations_for);
 }
 
+/// `set: {expr}` before each request: a number computed from the user's id and the previous
+/// one, sent in the path. The value is written into the variable's own buffer and the tree is
+/// walked on the stack: nothing allocated per evaluation once the buffer has grown.
+fn expr_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {
+    let (allocs, c) = scenario_counters(
+        "load: {users: [{count: 4}]}\n\
+         sessions: [{name: s, steps: [{set: {var: i, value: \"0\"}}, {loop: {count: 1000000, steps: [{set: {var: i, expr: \"if i > 500 then (i + user_id * 7) rem 1000 else abs(i - 999) div 2 + user_id\"}}, {request: \"GET /bytes/${i}\"}]}}]}]\n",
+        requests,
+        addr,
+    );
+    // One evaluation per request (each user's loop may stand one ahead when the run stops).
+    let evaluated = c.proto[headroom_core::ProtoCounter::ExprEvaluated.index()];
+    assert!(
+        (requests..=requests + 4).contains(&evaluated),
+        "{evaluated}"
+    );
+    (allocs, c.responses)
+}
+
+#[test]
+fn set_expressions_allocate_nothing_per_evaluation() {
+    assert_flat("requests after a set expr", expr_allocations_for);
+}
+
 /// Issue 32: `file` steps (a chunk written, the file stat'ed, in a loop) allocate nothing per
 /// operation once a user's block and path buffer are made; `-n` counts them as requests.
 fn file_allocations_for(requests: u64, addr: std::net::SocketAddr) -> (u64, u64) {

@@ -34,8 +34,8 @@ pub mod summary;
 
 pub use interval::{IntervalLatency, IntervalLine, IntervalName, IntervalScenario, ServerFigures};
 pub use summary::{
-    Agents, AmqpCounters, Checked, Environment, Errors, FileCounters, Http2Section, HttpSection,
-    Latency, LdapCounters, Load, LostAgent, MqttCounters, MysqlCounters, NameFigures,
+    Agents, AmqpCounters, Checked, Environment, Errors, ExprCounters, FileCounters, Http2Section,
+    HttpSection, Latency, LdapCounters, Load, LostAgent, MqttCounters, MysqlCounters, NameFigures,
     NegotiatedFigures, PgsqlCounters, Phase, ProtocolSection, RunSummary, ScenarioSection,
     Sessions, Stage, StatusClasses, TlsSection, Unit, WebSocketCounters, XmppCounters,
     FORMAT_VERSION,

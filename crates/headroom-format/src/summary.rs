@@ -594,6 +594,9 @@ pub struct ProtocolSection {
     /// `file` steps (Tsung's fs plugin), with whatever protocol the servers speak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<FileCounters>,
+    /// `set: {expr}` steps, with whatever protocol the servers speak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expr: Option<ExprCounters>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -759,6 +762,22 @@ pub struct FileCounters {
     /// Not run: the path with its variables in left the file root (absolute, or `..`).
     pub escapes: u64,
     pub other_errors: u64,
+}
+
+/// `set: {expr}` steps: evaluations, and the failures that ended a session, by why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+#[cfg_attr(feature = "schema", schemars(!default, deny_unknown_fields))]
+pub struct ExprCounters {
+    /// Evaluations, whatever their end.
+    pub evaluated: u64,
+    /// Failed: a result beyond a 64-bit signed integer.
+    pub overflow: u64,
+    /// Failed: a `div` or `rem` by zero.
+    pub division_by_zero: u64,
+    /// Failed: a variable read held no integer (empty, not digits, beyond 64 bits).
+    pub not_integer: u64,
 }
 
 /// A distributed run's agents.

@@ -535,11 +535,21 @@ fn protocol_human(w: &Workload, c: &Counters) -> Option<String> {
             p(FileAlreadyExists),
         )
     });
-    let link = protocol_link_human(w, c);
-    match (link, files) {
-        (Some(l), Some(f)) => Some(l + &f),
-        (l, f) => l.or(f),
-    }
+    let exprs = w.has_expr_sets().then(|| {
+        format!(
+            "  Set expr     {} evaluated; failed, ending the session: not an integer {}, \
+             overflow {}, division by zero {}\n",
+            p(ExprEvaluated),
+            p(ExprNotInteger),
+            p(ExprOverflow),
+            p(ExprDivisionByZero),
+        )
+    });
+    let lines: String = [protocol_link_human(w, c), files, exprs]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!lines.is_empty()).then_some(lines)
 }
 
 /// The counters of the servers' protocol as a few human lines.

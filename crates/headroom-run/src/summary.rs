@@ -90,8 +90,11 @@ pub fn protocol_of(w: &Workload, c: &Counters) -> Option<ProtocolSection> {
     if w.has_file_ops() {
         p.file = Some(counters_of("file", c));
     }
+    if w.has_expr_sets() {
+        p.expr = Some(counters_of("expr", c));
+    }
     match &w.link {
-        LinkSpec::Plain if p.file.is_some() => {}
+        LinkSpec::Plain if p.file.is_some() || p.expr.is_some() => {}
         LinkSpec::Plain => return None,
         LinkSpec::Xmpp(_) => p.xmpp = Some(counters_of("xmpp", c)),
         LinkSpec::Pgsql(_) => p.pgsql = Some(counters_of("pgsql", c)),
@@ -574,6 +577,7 @@ mod tests {
         let _: MysqlCounters = counters_of("mysql", &c);
         let _: AmqpCounters = counters_of("amqp", &c);
         let _: FileCounters = counters_of("file", &c);
+        let _: ExprCounters = counters_of("expr", &c);
         let plan = test_plan();
         assert!(http_of(&plan, &c).is_some());
         // Every group of ProtoCounter has a home here (tls's two are TlsSection's fields).
@@ -590,7 +594,8 @@ mod tests {
                     "ldap",
                     "mysql",
                     "amqp",
-                    "file"
+                    "file",
+                    "expr"
                 ]
                 .contains(&k.name().0),
                 "{:?} belongs to no summary section",

@@ -651,6 +651,14 @@ impl Compiler<'_> {
                             step: *step,
                         },
                         SetSource::UserId => SetOp::UserId,
+                        // Checked by the parser (syntax, types, variables defined before);
+                        // parsed again here to give its variables their ids.
+                        SetSource::Expr(text) => SetOp::Expr(
+                            headroom_core::expr::parse(text, &mut |name: &str| {
+                                Ok::<_, String>(self.var(name))
+                            })
+                            .map_err(|e| format!("set {var}: expr '{text}': {e}"))?,
+                        ),
                     };
                     let var = self.var(var);
                     ops.push(Op::Set { var, source });

@@ -944,6 +944,7 @@ fn set(var: &str, source: &SetSource) -> String {
             m.raw("sequence", format!("{{start: {start}, step: {step}}}"))
         }
         SetSource::UserId => m.raw("user_id", "true".into()),
+        SetSource::Expr(e) => m.str("expr", e),
     }
     m.finish()
 }

@@ -500,6 +500,9 @@ pub enum SetSource {
         step: i64,
     },
     UserId,
+    /// An integer expression over the session's variables (`headroom_core::expr`'s syntax),
+    /// kept as written; checked when parsed, compiled to a tree.
+    Expr(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -83,6 +83,8 @@ pub(crate) type Vars = HashSet<String>;
 pub(crate) struct Parser {
     /// Source id (index) -> file name as given.
     files: Vec<String>,
+    /// Source id -> its text (to place an error inside a scalar, such as a `set` expression's).
+    texts: Vec<String>,
     /// The file being walked, for nodes without a marker.
     current: usize,
     errors: Vec<ScenarioError>,
@@ -114,6 +116,7 @@ impl Parser {
     pub(crate) fn new() -> Self {
         Parser {
             files: Vec::new(),
+            texts: Vec::new(),
             current: 0,
             errors: Vec::new(),
             include_stack: Vec::new(),
@@ -148,6 +151,7 @@ impl Parser {
     fn load_yaml(&mut self, text: &str, file_name: &str, opts: LoaderOptions) -> Option<Node> {
         let id = self.files.len();
         self.files.push(file_name.to_string());
+        self.texts.push(text.to_string());
         self.current = id;
         let opts = opts.error_on_duplicate_keys(true);
         match marked_yaml::parse_yaml_with_options(id, text, opts) {
@@ -195,6 +199,29 @@ impl Parser {
         };
         let name = self.files.get(file).cloned().unwrap_or_default();
         self.push(name, line, col, message.into());
+    }
+
+    /// An error of the expression `text`, the scalar `node`: at its very character when the
+    /// scalar is written on one line as it reads (plain or quoted without escapes), otherwise
+    /// at the scalar, saying which character.
+    fn expr_err(&mut self, node: &Node, text: &str, e: &headroom_core::expr::ExprError) {
+        let Some(m) = node.span().start() else {
+            self.err(node.span(), format!("expr: {e}"));
+            return;
+        };
+        let src = self.texts.get(m.source()).map(String::as_str).unwrap_or("");
+        let line = src.lines().nth(m.line().saturating_sub(1)).unwrap_or("");
+        let from: String = line.chars().skip(m.column().saturating_sub(1)).collect();
+        let quoted = from.starts_with(['"', '\'']);
+        let body = if quoted { &from[1..] } else { &from[..] };
+        if body.starts_with(text) && text.is_char_boundary(e.at.min(text.len())) {
+            let at = e.at.min(text.len());
+            let col = m.column() + usize::from(quoted) + text[..at].chars().count();
+            let name = self.files.get(m.source()).cloned().unwrap_or_default();
+            self.push(name, m.line(), col, format!("expr: {}", e.message));
+        } else {
+            self.err(node.span(), format!("expr: {e}"));
+        }
     }
 
     // ---- generic helpers -------------------------------------------------------------------

@@ -251,6 +251,36 @@ fn cases() -> Vec<(&'static str, String, usize, usize, &'static str)> {
             "threshold 'p99(hom)' names 'hom', which is no request or transaction (names: home)",
         ),
         (
+            // At the very character inside a plain scalar...
+            "set expr: undefined variable",
+            s("      - set: {var: x, expr: user_id + y}\n"),
+            7,
+            39,
+            "expr: undefined variable 'y'; define it with an earlier set or extract",
+        ),
+        (
+            // ... and inside a quoted one.
+            "set expr: a condition where an integer goes",
+            s("      - set: {var: x, expr: \"1 + (2 < 3)\"}\n"),
+            7,
+            34,
+            "expr: '+' takes an integer, and this is a condition",
+        ),
+        (
+            "set expr: the variable it sets is not defined before it",
+            s("      - set: {var: x, expr: 'x + 1'}\n"),
+            7,
+            30,
+            "expr: undefined variable 'x'",
+        ),
+        (
+            "set expr: not an integer expression",
+            s("      - set: {var: x, expr: user_id > 3}\n"),
+            7,
+            29,
+            "expr: the expression is a condition; a set needs an integer",
+        ),
+        (
             "two rates",
             "load:\n  phases:\n    - {duration: 1s, arrival_rate: 1, interarrival: 1s}\nsessions: [{name: a, steps: [{request: GET /}]}]\n".to_string(),
             3,
@@ -396,4 +426,32 @@ fn a_weight_zero_session_run_once_is_valid() {
     assert_eq!(c.users, 0);
     assert_eq!(c.workload.once.len(), 2);
     assert_eq!(c.workload.once[0].at.as_secs(), 120);
+}
+
+/// A `set` expression written over several lines (a folded block) is located at the scalar,
+/// saying at which character; one over the byte bound is refused before it is parsed.
+#[test]
+fn set_expressions_off_one_line_or_too_long() {
+    let s = |body: &str| format!("{HEAD}sessions:\n  - name: a\n    steps:\n{body}");
+    let errs = parse_str(
+        &s("      - set:\n          var: x\n          expr: >-\n            1 +\n            2 2\n"),
+        "t.yaml",
+    )
+    .unwrap_err();
+    assert!(
+        errs.iter().any(|e| e.line == 10
+            && e.message == "expr: at character 7: expected an operator, found '2'"),
+        "{errs:?}"
+    );
+    let long = format!("1{}", " + 1".repeat(1100));
+    let errs = parse_str(
+        &s(&format!("      - set: {{var: x, expr: '{long}'}}\n")),
+        "t.yaml",
+    )
+    .unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.line == 7 && e.message.contains("4401 bytes long; at most 4096")),
+        "{errs:?}"
+    );
 }

@@ -163,3 +163,33 @@ fn doc_example_validates() {
     assert_eq!(s.sessions.len(), 2);
     assert_eq!(s.load.phases.len(), 2);
 }
+
+/// The steps shown under "Set expressions" in docs/scenario.md are valid and compile.
+#[test]
+fn the_set_expressions_example_is_valid() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario.md");
+    let docs = std::fs::read_to_string(path).unwrap();
+    let section = &docs[docs.find("## Set expressions").expect("the section")..];
+    let start = section.find("```yaml\n").expect("an example") + "```yaml\n".len();
+    let body = &section[start..start + section[start..].find("```").unwrap()];
+    let text = format!(
+        "servers: [{{host: 127.0.0.1, port: 8080}}]\nload: {{users: [{{count: 1}}]}}\nsessions:\n  - name: a\n    steps:\n{body}"
+    );
+    let s = headroom_scenario::parse_str(&text, "docs.yaml")
+        .unwrap_or_else(|e| panic!("{e:?}\n{body}"));
+    let exprs = s.sessions[0]
+        .steps
+        .iter()
+        .filter(|x| {
+            matches!(
+                x,
+                Step::Set {
+                    source: headroom_scenario::model::SetSource::Expr(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(exprs, 2);
+    headroom_scenario::compile(&s, std::path::Path::new(".")).unwrap();
+}

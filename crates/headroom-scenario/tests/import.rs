@@ -303,7 +303,7 @@ impl Gen {
             2 => Step::Connect,
             3 => Step::Close,
             4 => {
-                let source = match self.rng.below(6) {
+                let source = match self.rng.below(7) {
                     0 => SetSource::Value(self.text(false)),
                     1 => SetSource::Csv {
                         file: self.text(true),
@@ -328,6 +328,16 @@ impl Gen {
                         start: self.rng.next() as i32 as i64,
                         step: self.rng.below(5) as i64 - 2,
                     },
+                    5 => {
+                        let v = match self.vars.last() {
+                            Some(v) if self.rng.coin() => format!("${{{v}}}"),
+                            _ => "user_id".to_string(),
+                        };
+                        let n = self.rng.next() as i32;
+                        SetSource::Expr(format!(
+                            "if {v} < {n} then abs({v} - 9) rem 32 + 1 else -({v} div 2) * min({n}, {v})"
+                        ))
+                    }
                     _ => SetSource::UserId,
                 };
                 Step::Set {

@@ -477,3 +477,54 @@ fn request_lines(prog: &Program, cursor: usize, step: usize, n: usize) -> Vec<St
     }
     lines
 }
+
+/// `set: {expr}` computes from the user's id and other variables (a variable may read itself),
+/// and the request sends what it computed.
+#[test]
+fn set_expressions_compute_from_variables_and_the_user_id() {
+    let mut h = Harness::new(
+        "servers: [{host: 127.0.0.1, port: 80}]\n\
+         load: {users: [{count: 1}]}\n\
+         sessions:\n\
+         - name: s\n\
+         \x20 steps:\n\
+         \x20   - set: {var: n, value: \"7\"}\n\
+         \x20   - set: {var: m, expr: \"if user_id > 32 then abs(user_id - 9) rem 64 + 1 else 0\"}\n\
+         \x20   - set: {var: n, expr: \"n * 2 + m\"}\n\
+         \x20   - request: GET /${m}/${n}\n",
+    );
+    // User 42: m = 33 rem 64 + 1 = 34, n = 7 * 2 + 34 = 48.
+    assert_eq!(h.step(), Action::Send);
+    assert_eq!(h.request_line(), "GET /34/48 HTTP/1.1");
+    let c = &h.rec.counters;
+    assert_eq!(c.proto[ProtoCounter::ExprEvaluated.index()], 2);
+}
+
+/// An expression that cannot be computed ends the session, counted by why; nothing is sent.
+#[test]
+fn a_failed_set_expression_ends_the_session_and_says_why() {
+    for (expr, counter) in [
+        ("x + 1", ProtoCounter::ExprNotInteger),
+        ("unset + 1", ProtoCounter::ExprNotInteger),
+        ("1 div (user_id - 42)", ProtoCounter::ExprDivisionByZero),
+        ("user_id rem 0", ProtoCounter::ExprDivisionByZero),
+        ("user_id * 9223372036854775807", ProtoCounter::ExprOverflow),
+    ] {
+        let mut h = Harness::new(&format!(
+            "servers: [{{host: 127.0.0.1, port: 80}}]\n\
+             load: {{users: [{{count: 1}}]}}\n\
+             sessions:\n\
+             - name: s\n\
+             \x20 steps:\n\
+             \x20   - set: {{var: x, value: \"4x\"}}\n\
+             \x20   - extract: {{var: unset, regex: \"nothing (here)\"}}\n\
+             \x20   - set: {{var: y, expr: \"{expr}\"}}\n\
+             \x20   - request: GET /${{y}}\n"
+        ));
+        assert_eq!(h.step(), Action::Done { aborted: true }, "{expr}");
+        let c = &h.rec.counters;
+        assert_eq!(c.proto[counter.index()], 1, "{expr}");
+        assert_eq!(c.proto[ProtoCounter::ExprEvaluated.index()], 1, "{expr}");
+        assert!(h.st.out.is_empty(), "{expr}: something was sent");
+    }
+}

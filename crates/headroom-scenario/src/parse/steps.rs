@@ -784,6 +784,7 @@ impl Parser {
             "random_string",
             "sequence",
             "user_id",
+            "expr",
         ];
         let mut allowed = vec!["var"];
         allowed.extend(sources);
@@ -894,6 +895,26 @@ impl Parser {
                     None => (self.int(v, "sequence (its start)")?, 1),
                 };
                 SetSource::Sequence { start, step }
+            }
+            "expr" => {
+                let s = self.string(v, "expr")?;
+                // Syntax, types, bounds, and every variable defined before this step; the
+                // compiler parses it again to give the variables their ids.
+                let parsed = headroom_core::expr::parse(&s, &mut |name: &str| {
+                    if vars.contains(name) || BUILTINS.contains(&name) {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "undefined variable '{name}'; define it with an earlier set or extract (builtins: {})",
+                            BUILTINS.join(", ")
+                        ))
+                    }
+                });
+                if let Err(e) = parsed {
+                    self.expr_err(v, &s, &e);
+                    return None;
+                }
+                SetSource::Expr(s)
             }
             _ => {
                 if v.as_scalar().and_then(|s| s.as_bool()) != Some(true) {

@@ -145,6 +145,15 @@ const STAND_IN_LENGTH: usize = 20;
 /// What Tsung substitutes for a variable that is not set (`ts_search:extract_variable`).
 const UNDEFINED: &str = "undefined";
 
+/// Tsung's dynamic variable holding the user's number (1, 2, 3, ... in the order users start).
+const TSUNG_USERID: &str = "tsung_userid";
+/// What a session that reads `tsung_userid` sets it to first: headroom's `user_id` without the
+/// 2^40 its arrived users carry, plus one, so that arrived users are numbered 1, 2, 3, ... as
+/// Tsung numbers them, and a computation on the number (another user's, in fs-nfs.xml) finds
+/// the numbers of other users. Closed users are 1.. too; `once` users (Tsung's `<user>`) carry
+/// 2^41, which this takes off as well, so their numbers repeat arrived users' (warned).
+const TSUNG_USERID_EXPR: &str = "user_id rem 1099511627776 + 1";
+
 /// Variables every session has (as in the parser).
 const BUILTINS: &[&str] = &["user_id", "session"];
 
@@ -215,6 +224,10 @@ struct Conv<'a> {
     fs_paths: Vec<(String, usize)>,
     /// A `<server type="erlang">` (what Tsung's fs examples name, unused by fs sessions).
     erlang_server: Option<usize>,
+    /// Where the current session first reads Tsung's `tsung_userid` (it then sets it first).
+    tsung_userid: Option<usize>,
+    /// The sessions that read `tsung_userid`.
+    userid_sessions: HashSet<String>,
     think: ThinkDefault,
     /// Variables defined so far in the current session (document order, as the parser checks).
     vars: HashSet<String>,
@@ -249,6 +262,8 @@ impl<'a> Conv<'a> {
             files: HashMap::new(),
             fs_paths: Vec::new(),
             erlang_server: None,
+            tsung_userid: None,
+            userid_sessions: HashSet::new(),
             think: ThinkDefault {
                 value: 5.0,
                 random: false,
@@ -515,13 +530,12 @@ impl<'a> Conv<'a> {
                 continue;
             }
             out.push_str(&rest[..i]);
-            if is_var {
-                // Tsung's own per-user id (a dynamic variable of every session): headroom's.
-                let var = if var == "tsung_userid" {
-                    "user_id"
-                } else {
-                    var
-                };
+            if is_var && var == TSUNG_USERID {
+                // Tsung's own number of the user, a dynamic variable of every session: set
+                // from headroom's id when the session starts.
+                self.tsung_userid.get_or_insert(pos);
+                out.push_str("${tsung_userid}");
+            } else if is_var {
                 match self.var_ref(var, pos) {
                     Some(r) => out.push_str(&r),
                     None => ok = false,
@@ -981,6 +995,12 @@ impl<'a> Conv<'a> {
                         self.error(c.pos, format!("more than {MAX_ONCE} <user>s"));
                         continue;
                     }
+                    if self.userid_sessions.contains(&name) {
+                        self.warn(
+                            c.pos,
+                            format!("session '{name}' reads tsung_userid: this once user's number counts from 1 as arrived users' do, so it may repeat one of theirs (Tsung numbers all users in one sequence)"),
+                        );
+                    }
                     load.once.push(Once { session: name, at });
                 }
                 _ => self.unexpected(c, "load"),
@@ -1197,10 +1217,25 @@ impl<'a> Conv<'a> {
         self.session_defs.clear();
         definitions(el, &mut self.session_defs);
         self.pending.clear();
+        self.tsung_userid = None;
         if !self.begin_session(el, kind, &name) {
             return None;
         }
-        let steps = self.steps(&el.children, "session");
+        let mut steps = self.steps(&el.children, "session");
+        if let Some(pos) = self.tsung_userid {
+            self.warn(
+                pos,
+                format!("tsung_userid, Tsung's number of the user (1, 2, 3, ... as users start), becomes ${{tsung_userid}}, set first in the session to {TSUNG_USERID_EXPR} (headroom's user_id without the 2^40 its arrived users carry, plus one)"),
+            );
+            self.userid_sessions.insert(name.clone());
+            steps.insert(
+                0,
+                Step::Set {
+                    var: TSUNG_USERID.into(),
+                    source: SetSource::Expr(TSUNG_USERID_EXPR.into()),
+                },
+            );
+        }
         self.end_session(el, !steps.is_empty());
         if steps.is_empty() {
             self.error(
@@ -1392,6 +1427,7 @@ impl<'a> Conv<'a> {
             "random_string" | "urandom_string" => &["length"],
             "file" => &["fileid", "order", "delimiter"],
             "value" => &["value"],
+            "eval" => &["code"],
             // Tsung's unique id of the user (ts_user_server): headroom's ${user_id}, the same
             // number for every use within one user.
             "erlang"
@@ -1519,6 +1555,14 @@ impl<'a> Conv<'a> {
                     .collect()
             }
             "erlang" => vec![SetSource::UserId; vars.len()],
+            "eval" => {
+                let Some(source) = self.eval_source(el, &vars) else {
+                    // Its variables count as defined: one error, not one more at each use.
+                    self.vars.extend(vars);
+                    return;
+                };
+                vec![source]
+            }
             _ => {
                 let v = el
                     .attr("value")
@@ -1541,6 +1585,123 @@ impl<'a> Conv<'a> {
             self.vars.insert(var.clone());
             out.push(Step::Set { var, source });
         }
+    }
+
+    /// `<setdynvars sourcetype="eval" code>` of one `<var>`: the Erlang fun translated into a
+    /// `set: {expr}` (see [`eval`]), with a warning showing it; `None` after an error, located
+    /// at the first construct the translation refused.
+    fn eval_source(&mut self, el: &El, vars: &[String]) -> Option<SetSource> {
+        let Some(code) = el.attr("code") else {
+            self.error(
+                el.pos,
+                "<setdynvars sourcetype=\"eval\"> needs the attribute 'code'",
+            );
+            return None;
+        };
+        let [var] = vars else {
+            if vars.is_empty() {
+                self.warn(el.pos, "<setdynvars> without <var> sets nothing: skipped");
+            } else {
+                self.error(
+                    el.pos,
+                    format!("sourcetype=\"eval\" with {} <var>s: Tsung sets them from a list the fun returns; headroom translates a fun that returns one integer", vars.len()),
+                );
+            }
+            return None;
+        };
+        let mut reads_userid = false;
+        let defined = &self.vars;
+        let unset = &self.unset_vars;
+        let translated = eval::translate(&code.value, &mut |name: &str| {
+            if name == TSUNG_USERID {
+                reads_userid = true;
+                Ok(TSUNG_USERID.to_string())
+            } else if !valid_var(name) {
+                Err(format!(
+                    "'{name}' is no variable name headroom can hold (letters, digits, _)"
+                ))
+            } else if defined.contains(name) {
+                Ok(name.to_string())
+            } else if let Some(why) = unset.get(name) {
+                Err(format!("dynamic variable '{name}' is not set: {why}"))
+            } else {
+                Err(format!("dynamic variable '{name}' is not set before this <setdynvars> (Tsung's lookup finds nothing there, and {{ok, Val}} = false fails)"))
+            }
+        });
+        match translated {
+            Ok(text) => {
+                if reads_userid {
+                    self.tsung_userid.get_or_insert(code.pos);
+                }
+                self.warn(
+                    code.pos,
+                    format!("the Erlang fun becomes set: {{var: {var}, expr: \"{text}\"}} (integers of 64 bits: an overflow ends the session where Erlang's integers would grow)"),
+                );
+                Some(SetSource::Expr(text))
+            }
+            Err(r) => {
+                let pos = self.attr_value_pos(code, r.at);
+                self.error(
+                    pos,
+                    format!("'<setdynvars sourcetype=\"eval\">' is not translated: {} (headroom translates Erlang funs that compute an integer from dynamic variables)", r.message),
+                );
+                None
+            }
+        }
+    }
+
+    /// Where byte `i` of attribute `a`'s value is in the file, following its entities and
+    /// normalised white space; the attribute's own place when the value cannot be followed
+    /// (an entity of the DTD that expanded to more than one character, say).
+    fn attr_value_pos(&self, a: &Attr, i: usize) -> usize {
+        let raw = self.at.text.as_bytes();
+        let value = a.value.as_bytes();
+        let skip_ws = |mut r: usize| {
+            while raw.get(r).is_some_and(u8::is_ascii_whitespace) {
+                r += 1;
+            }
+            r
+        };
+        let mut r = skip_ws(a.pos + a.key.len());
+        if raw.get(r) != Some(&b'=') {
+            return a.pos;
+        }
+        r = skip_ws(r + 1);
+        let quote = match raw.get(r) {
+            Some(&q @ (b'"' | b'\'')) => q,
+            _ => return a.pos,
+        };
+        r += 1;
+        let mut d = 0;
+        while d < i.min(value.len()) {
+            let Some(&c) = raw.get(r) else {
+                return a.pos;
+            };
+            if c == quote {
+                return a.pos;
+            }
+            if c == b'&' {
+                // One character of the value, whatever the reference.
+                let Some(semi) = raw[r..].iter().take(12).position(|&b| b == b';') else {
+                    return a.pos;
+                };
+                d += a
+                    .value
+                    .get(d..)
+                    .and_then(|v| v.chars().next())
+                    .map_or(1, char::len_utf8);
+                r += semi + 1;
+            } else if c == b'\r' && raw.get(r + 1) == Some(&b'\n') && value[d] == b' ' {
+                r += 2;
+                d += 1;
+            } else if c == value[d] || (c.is_ascii_whitespace() && value[d] == b' ') {
+                r += 1;
+                d += 1;
+            } else {
+                return a.pos;
+            }
+        }
+        r
     }
 
     fn for_loop(&mut self, el: &El, out: &mut Vec<Step>) {
@@ -2681,6 +2842,7 @@ fn base64(input: &[u8]) -> String {
 }
 
 mod amqp;
+mod eval;
 mod fs;
 mod ldap;
 mod mqtt;

@@ -1624,8 +1624,9 @@ fn ldap_start_tls_is_the_servers_setting() {
 }
 
 /// Issue 32: a `ts_fs` session (Tsung's fs plugin, as `fs-nfs.xml` uses it) becomes `file`
-/// steps under the files root its absolute paths share, `%%_tsung_userid%%` the user's id;
-/// its `<server type="erlang">` is warned about and dropped, as fs sessions use no server.
+/// steps under the files root its absolute paths share, `%%_tsung_userid%%` Tsung's number of
+/// the user (set first in the session from headroom's id); its `<server type="erlang">` is
+/// warned about and dropped, as fs sessions use no server.
 #[test]
 fn fs_sessions_become_file_steps_under_their_common_root() {
     let xml = "<?xml version=\"1.0\"?>\n<tsung>\n<servers><server host=\"127.0.0.1\" port=\"5432\" type=\"erlang\"/></servers>\n\
@@ -1655,8 +1656,15 @@ fn fs_sessions_become_file_steps_under_their_common_root() {
             action: a,
         })
     };
-    let u = |p: &str| format!("${{user_id}}{p}");
-    let steps = &sc.sessions[0].steps;
+    let u = |p: &str| format!("${{tsung_userid}}{p}");
+    assert_eq!(
+        sc.sessions[0].steps[0],
+        Step::Set {
+            var: "tsung_userid".into(),
+            source: SetSource::Expr("user_id rem 1099511627776 + 1".into())
+        }
+    );
+    let steps = &sc.sessions[0].steps[1..];
     assert_eq!(
         steps[0],
         tx("mkdir", vec![file(FileAction::MakeDir(u("")))])
@@ -1701,6 +1709,12 @@ fn fs_sessions_become_file_steps_under_their_common_root() {
     assert!(
         w.iter().any(|(l, _, m)| *l == 3
             && m.contains("<server type=\"erlang\"> is not honoured: fs sessions use no server")),
+        "{w:#?}"
+    );
+    let at = nth(xml, "path=\"/mnt/bench/%%_tsung_userid%%\"", 1);
+    assert!(
+        w.iter().any(|(l, c, m)| (*l, *c) == at
+            && m.contains("tsung_userid, Tsung's number of the user (1, 2, 3, ... as users start), becomes ${tsung_userid}")),
         "{w:#?}"
     );
     assert!(
@@ -1772,4 +1786,144 @@ fn fs_errors_name_what_and_where() {
             show(&errs)
         );
     }
+}
+
+/// fs-nfs.xml's `<setdynvars sourcetype="eval">`: its Erlang fun (another user's number from
+/// this one's) becomes a `set: {expr}`, shown in a warning; `tsung_userid` is set first.
+#[test]
+fn eval_funs_of_integer_arithmetic_become_set_expressions() {
+    let xml = session(
+        1,
+        "fs",
+        "<request subst=\"true\"><fs cmd=\"make_dir\" path=\"/mnt/bench/%%_tsung_userid%%\"/></request>\n\
+         <setdynvars sourcetype=\"eval\" code=\"fun({Pid,DynVars})->\n\
+             {ok,Val} = ts_dynvars:lookup(tsung_userid,DynVars),\n\
+             {Id,Mod} = case list_to_integer(Val) of\n\
+                I when I > 128 -> {I,256};\n\
+                I when I > 64  -> {I,128};\n\
+                I when I > 32  -> {I,64};\n\
+                I              -> {I,32}\n\
+             end,\n\
+             case Id &lt; 9 of\n\
+              true -> (abs(Id+8) rem Mod) +1;\n\
+              _ -> (abs(Id-9) rem Mod) +1\n\
+             end\n\
+           end.\">\n\
+           <var name=\"previd\"/>\n\
+         </setdynvars>\n\
+         <request subst=\"true\"><fs cmd=\"stat\" path=\"/mnt/bench/%%_previd%%\"/></request>",
+    );
+    let imp = import(&xml);
+    let steps = &imp.scenario.sessions[0].steps;
+    let mod_ = "(if tsung_userid > 128 then 256 else if tsung_userid > 64 then 128 else if tsung_userid > 32 then 64 else 32)";
+    let want = format!(
+        "if tsung_userid < 9 then abs(tsung_userid + 8) rem {mod_} + 1 else abs(tsung_userid - 9) rem {mod_} + 1"
+    );
+    assert_eq!(
+        steps[2],
+        Step::Set {
+            var: "previd".into(),
+            source: SetSource::Expr(want.clone())
+        }
+    );
+    assert!(matches!(&steps[0], Step::Set { var, .. } if var == "tsung_userid"));
+    assert!(
+        matches!(&steps[3], Step::File(f) if f.action == FileAction::Stat("${previd}".into())),
+        "{:?}",
+        steps[3]
+    );
+    let w = located(&imp);
+    let at = nth(&xml, "code=", 1);
+    assert!(
+        w.iter().any(|(l, c, m)| (*l, *c) == at
+            && m.contains(&format!(
+                "the Erlang fun becomes set: {{var: previd, expr: \"{want}\"}}"
+            ))),
+        "{w:#?}"
+    );
+    headroom_scenario::compile(&imp.scenario, std::path::Path::new(".")).unwrap();
+}
+
+/// An eval fun outside the subset is refused at the construct the translation stopped at, its
+/// line and column in the file (entities and line breaks of the attribute followed).
+#[test]
+fn eval_funs_outside_the_subset_are_refused_where_they_leave_it() {
+    let eval = |code: &str| {
+        session(
+            80,
+            "http",
+            &format!(
+                "<setdynvars sourcetype=\"random_number\" start=\"1\" end=\"9\"><var name=\"n\"/></setdynvars>\n\
+                 <setdynvars sourcetype=\"eval\" code=\"{code}\"><var name=\"x\"/></setdynvars>\n\
+                 <request subst=\"true\"><http url=\"/%%_x%%\"/></request>"
+            ),
+        )
+    };
+    let head = "fun({_,D}) -&gt; {ok,V} = ts_dynvars:lookup(n,D),";
+    // (the code, the text the refusal points at, what it says)
+    let cases: &[(String, &str, &str)] = &[
+        (
+            // On the attribute's second line, after the entities "&lt;" and "-&gt;".
+            format!("{head}\n  N = list_to_integer(V), case N &lt; 3 of true -&gt; lists:seq(N, 1); _ -&gt; 0 end end."),
+            "lists:seq",
+            "a call to lists:seq/2",
+        ),
+        (
+            format!("{head}\n  N = list_to_integer(V), case N &lt; 3 of true -&gt; [N]; _ -&gt; 0 end end."),
+            "[N]",
+            "a list ([...])",
+        ),
+        (
+            format!("{head} N = list_to_integer(V), N / 2 end."),
+            "/ 2",
+            "'/' (division to a float; integer division is div)",
+        ),
+        (
+            format!("{head} {{ok,W}} = ts_dynvars:lookup(missing,D), list_to_integer(W) end."),
+            "missing",
+            "dynamic variable 'missing' is not set before this <setdynvars>",
+        ),
+        (
+            format!("{head} N = list_to_integer(V), case N of 1 -&gt; 2 end end."),
+            "case N of",
+            "this case may match no clause",
+        ),
+        (
+            format!("{head} erlang:now() end."),
+            "erlang:now",
+            "a call to erlang:now/0",
+        ),
+    ];
+    for (code, needle, want) in cases {
+        let xml = eval(code);
+        let (line, col) = nth(&xml, needle, 1);
+        let errs = match import_tsung(&xml, "t.xml") {
+            Ok(i) => panic!("expected {want:?}, got {:?}", i.scenario),
+            Err(e) => e,
+        };
+        assert!(
+            errs.iter().any(|e| e.message.contains(want)
+                && e.message
+                    .starts_with("'<setdynvars sourcetype=\"eval\">' is not translated: ")
+                && (e.line, e.column) == (line, col)),
+            "expected {want:?} at {line}:{col}, got:\n{}\n--- in:\n{xml}",
+            show(&errs)
+        );
+        // One error: the variable it would set counts as set for what follows.
+        assert_eq!(errs.len(), 1, "{}", show(&errs));
+    }
+    // Several <var>s (Tsung would set them from a list) and no code: refused at the element.
+    let two = session(
+        80,
+        "http",
+        "<setdynvars sourcetype=\"eval\" code=\"fun({_,_}) -&gt; 1 end.\"><var name=\"a\"/><var name=\"b\"/></setdynvars>\n\
+         <request><http url=\"/\"/></request>",
+    );
+    let errs = import_tsung(&two, "t.xml").unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.line == 8 && e.message.contains("sourcetype=\"eval\" with 2 <var>s")),
+        "{}",
+        show(&errs)
+    );
 }

@@ -1,20 +1,18 @@
 //! Tsung's own stock examples (Debian's `tsung` package, `/usr/share/doc/tsung/examples`, 24
-//! files, some gzipped) through `import_tsung`: the test prints which import and why each other
-//! one is refused, and holds the importer to issue 16's bar — at least 16 of them import, and
+//! files, some gzipped) through `import_tsung`: the test prints which import and why any other
+//! is refused, and holds the importer to issue 16's bar — at least 16 of them import, and
 //! every refusal is located (`file:line:col: reason`). It never passes by skipping: without the
 //! examples it fails and says that `scripts/test` installs them. Every imported file must also
 //! compile as headroom runs it (`headroom run FILE.xml` takes the same path), and the files
 //! issues 16 and 32 brought in are checked for what they became, not only for importing.
 //!
-//! Still refused, and why (each needs more than the importer):
-//! - `fs-nfs`: its `<fs>` requests convert (`file` steps) and so do its `<for>` counters, but it
-//!   computes another user's id with Erlang code (`<setdynvars sourcetype="eval">`), which
-//!   headroom does not run;
-//!
-//! Issue 32 brought in `ldap` (Tsung's `undefined` for the variables it never defines), `amqp`
-//! (loop counters as channel numbers, the consumer as a `once` user), `once` users for
-//! `jabber_node` and `mqtt`, `jabber_starttls` (accounts from a CSV file), `http-oauth` (OAuth
-//! 1.0 signatures per request) and `bosh` (XMPP over BOSH); each is checked for what it became.
+//! All 24 import; none is refused today. Issue 32 brought in `ldap` (Tsung's `undefined` for
+//! the variables it never defines), `amqp` (loop counters as channel numbers, the consumer as a
+//! `once` user), `once` users for `jabber_node` and `mqtt`, `jabber_starttls` (accounts from a
+//! CSV file), `http-oauth` (OAuth 1.0 signatures per request), `bosh` (XMPP over BOSH) and, last,
+//! `fs-nfs` (its `<fs>` requests as `file` steps, `tsung_userid` as Tsung numbers users, and
+//! the Erlang fun of its `<setdynvars sourcetype="eval">` translated into a `set: {expr}`);
+//! each is checked for what it became.
 
 use headroom_scenario::model::*;
 use headroom_scenario::{compile, import_tsung, to_yaml, Imported};
@@ -30,6 +28,8 @@ const AT_LEAST: usize = 16;
 /// list pins which).
 const IMPORT: &[&str] = &[
     "amqp.xml",
+    "bosh.xml",
+    "fs-nfs.xml",
     "http-digest.xml",
     "http-oauth.xml",
     "http_distributed.xml",
@@ -600,6 +600,80 @@ fn check_content(name: &str, imp: &Imported) {
                 30,
                 "attribute 'method' of <oauth> is not honoured: Tsung reads the signature method from 'encoding'",
             );
+        }
+        "fs-nfs.xml" => {
+            // Issue 32: file steps under the root its paths share; Tsung's user number set first
+            // (the directories' names and what the Erlang fun computes from); the fun computing
+            // another user's number as an expression, which gives what the Erlang gives.
+            assert_eq!(sc.file_root.as_deref(), Some("/mnt/bench"));
+            assert!(sc.servers.is_empty(), "{:?}", sc.servers);
+            let steps = flat(&sc.sessions[0].steps);
+            assert_eq!(
+                steps[0],
+                &Step::Set {
+                    var: "tsung_userid".into(),
+                    source: SetSource::Expr("user_id rem 1099511627776 + 1".into())
+                }
+            );
+            let previd = steps
+                .iter()
+                .find_map(|s| match s {
+                    Step::Set {
+                        var,
+                        source: SetSource::Expr(e),
+                    } if var == "previd" => Some(e.as_str()),
+                    _ => None,
+                })
+                .expect("previd is set");
+            let e = headroom_core::expr::parse(previd, &mut |n: &str| {
+                (n == "tsung_userid").then_some(0u16).ok_or("unknown")
+            })
+            .unwrap();
+            for id in 1..=300i64 {
+                let m = match id {
+                    129.. => 256,
+                    65.. => 128,
+                    33.. => 64,
+                    _ => 32,
+                };
+                let want = if id < 9 {
+                    (id + 8) % m + 1
+                } else {
+                    (id - 9) % m + 1
+                };
+                assert_eq!(e.eval(&[id.to_string()]), Ok(want), "user {id}");
+            }
+            assert!(steps.iter().any(|s| matches!(s, Step::File(f) if f.action
+                == FileAction::Open { path: "${previd}/tsung-write.bin.${file}".into(), write: false })));
+            warned(
+                name,
+                imp,
+                12,
+                "<server type=\"erlang\"> is not honoured: fs sessions use no server",
+            );
+            warned(name, imp, 46, "tsung_userid, Tsung's number of the user");
+            warned(
+                name,
+                imp,
+                68,
+                "the Erlang fun becomes set: {var: previd, expr: ",
+            );
+            // docs/import.md shows the two sets as the importer writes them.
+            let docs = std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/import.md"),
+            )
+            .unwrap();
+            let yaml = to_yaml(sc);
+            for var in ["tsung_userid", "previd"] {
+                let line = yaml
+                    .lines()
+                    .find(|l| l.contains(&format!("set: {{var: {var}, expr:")))
+                    .unwrap_or_else(|| panic!("no set of {var} in\n{yaml}"));
+                assert!(
+                    docs.contains(&format!("      {}\n", line.trim())),
+                    "docs/import.md does not show {line}"
+                );
+            }
         }
         "bosh.xml" => {
             // Issue 32: XMPP over BOSH at the file's bosh_path, accounts from its CSV file as

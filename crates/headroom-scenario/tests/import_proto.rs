@@ -1927,3 +1927,30 @@ fn eval_funs_outside_the_subset_are_refused_where_they_leave_it() {
         show(&errs)
     );
 }
+
+/// A session reading `tsung_userid` sets it first; a `<user>` running such a session is warned
+/// about (once users count from 1 too, as arrived ones do: numbers may repeat).
+#[test]
+fn tsung_userid_is_set_first_and_once_users_are_warned_about() {
+    let xml = "<?xml version=\"1.0\"?>\n<tsung>\n<servers><server host=\"127.0.0.1\" port=\"80\" type=\"tcp\"/></servers>\n\
+         <load><arrivalphase phase=\"1\" duration=\"10\" unit=\"second\"><users arrivalrate=\"1\" unit=\"second\"/></arrivalphase>\n\
+         <user session=\"s\" start_time=\"5\" unit=\"second\"/></load>\n\
+         <sessions>\n<session name=\"s\" probability=\"100\" type=\"ts_http\">\n\
+         <request subst=\"true\"><http url=\"/u/%%_tsung_userid%%\"/></request>\n</session>\n</sessions>\n</tsung>\n";
+    let imp = import(xml);
+    let steps = &imp.scenario.sessions[0].steps;
+    assert_eq!(
+        steps[0],
+        Step::Set {
+            var: "tsung_userid".into(),
+            source: SetSource::Expr("user_id rem 1099511627776 + 1".into())
+        }
+    );
+    assert!(matches!(&steps[1], Step::Request(r) if r.path == "/u/${tsung_userid}"));
+    let w = located(&imp);
+    assert!(
+        w.iter().any(|(l, _, m)| *l == 5
+            && m.contains("session 's' reads tsung_userid: this once user's number counts from 1")),
+        "{w:#?}"
+    );
+}

@@ -190,7 +190,7 @@ impl Conv<'_> {
     }
 
     /// `<option type="ts_amqp" name value>`: the login's username and password (Tsung's
-    /// defaults guest/guest); the heartbeat is the broker's to set in headroom.
+    /// defaults guest/guest); headroom asks for no heartbeat, whatever the option says.
     pub(super) fn amqp_option(&mut self, o: &El) {
         self.check_attrs(o, &["type", "name", "value"]);
         self.no_text(o);
@@ -226,7 +226,7 @@ impl Conv<'_> {
             }
             "heartbeat" => self.warn(
                 o.pos,
-                "<option type=\"ts_amqp\" name=\"heartbeat\"> is not honoured: headroom takes the broker's heartbeat interval and answers it",
+                "<option type=\"ts_amqp\" name=\"heartbeat\"> is not honoured: headroom's connections ask for no heartbeat (Tune-Ok heartbeat 0), so neither side sends one",
             ),
             other => self.warn(
                 o.pos,

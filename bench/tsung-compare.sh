@@ -342,12 +342,13 @@ tc_write_versions() {
 
 # tc_main: everything after the protocol script's settings and hooks.
 tc_main() {
-    WORK=$(mktemp -d "/tmp/headroom-$NAME.XXXXXX")
-    on_exit "rm -rf '$WORK'"
-    cd "$WORK" || exit 1
+    # OUT_DIR relative to where the script was started (before the cd into WORK, which goes).
     OUT=${OUT_DIR:-$(run_dir)}
     mkdir -p "$OUT"
     OUT=$(cd "$OUT" && pwd)
+    WORK=$(mktemp -d "/tmp/headroom-$NAME.XXXXXX")
+    on_exit "rm -rf '$WORK'"
+    cd "$WORK" || exit 1
     RAW=$OUT/$NAME.raw
     rm -rf "$RAW" && mkdir -p "$RAW"
     {

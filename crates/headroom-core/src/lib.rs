@@ -1090,8 +1090,10 @@ impl Plan {
                 if w.sessions.is_empty() {
                     return Err(PlanError("the workload has no sessions".into()));
                 }
-                if *users == 0 && phases.is_empty() {
-                    return Err(PlanError("the load has neither users nor phases".into()));
+                if *users == 0 && phases.is_empty() && w.once.is_empty() {
+                    return Err(PlanError(
+                        "the load has neither users, phases nor once users".into(),
+                    ));
                 }
                 for p in phases {
                     if !(p.from.is_finite() && p.to.is_finite() && p.from >= 0.0 && p.to >= 0.0)

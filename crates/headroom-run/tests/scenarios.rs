@@ -517,3 +517,60 @@ sessions:
         v.duration_s
     );
 }
+
+/// A load of `once` users alone (no phase, no closed user) runs them and ends when they have
+/// left; it used to be refused ("the load has neither users nor phases").
+#[test]
+fn once_users_alone_run_and_end_the_run() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut pending = Vec::new();
+                loop {
+                    match c.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(i) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..i + 4);
+                        if c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let yaml = format!(
+        r#"
+servers: [{{host: 127.0.0.1, port: {}}}]
+load:
+  once: [{{session: s, at: 0s}}, {{session: s, at: 500ms}}]
+sessions:
+  - name: s
+    steps:
+      - request: {{name: one, path: /one}}
+      - think: 200ms
+      - request: {{name: two, path: /two}}
+"#,
+        addr.port()
+    );
+    let f = run(&scenario_spec(&yaml, None));
+    let v = &f.summary;
+    assert_eq!(v.errors_total, 0, "{}", show(v));
+    assert_eq!(by_request(v, "one").count, 2, "{}", show(v));
+    assert_eq!(by_request(v, "two").count, 2, "{}", show(v));
+    assert_eq!(v.users_started, 2, "{}", show(v));
+    assert_eq!(v.users_finished, 2, "{}", show(v));
+    assert!(
+        (0.7..5.0).contains(&v.duration_s),
+        "the run lasted {} s",
+        v.duration_s
+    );
+}

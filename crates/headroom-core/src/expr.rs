@@ -34,7 +34,9 @@
 
 use std::fmt;
 
-use crate::session::VarId;
+/// A variable's index among a session's variables; `session::VarId` is this one (defined here
+/// so that `session`, which holds compiled expressions, imports `expr` and not the reverse).
+pub type VarId = u16;
 
 /// The longest expression text, in bytes.
 pub const MAX_EXPR_BYTES: usize = 4096;

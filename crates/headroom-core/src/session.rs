@@ -24,8 +24,9 @@ use crate::{ArrivalProcess, Distribution};
 
 /// Metric id of a request or transaction name (index into [`Workload::names`]).
 pub type NameId = u16;
-/// Variable slot (index into [`Workload::vars`]).
-pub type VarId = u16;
+/// Variable slot (index into [`Workload::vars`]); defined in [`crate::expr`], whose compiled
+/// expressions name variables by it.
+pub use crate::expr::VarId;
 
 /// Slot of the builtin `${user_id}`.
 pub const VAR_USER_ID: VarId = 0;

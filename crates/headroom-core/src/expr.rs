@@ -518,20 +518,32 @@ impl<V, E: fmt::Display> Parser<'_, '_, V, E> {
         }
     }
 
+    /// `left WHAT right` for `and` and `or`: both sides conditions, one level deeper than the
+    /// deeper of them.
+    fn logic(
+        &mut self,
+        left: Node<V>,
+        right: Node<V>,
+        what: &str,
+        make: fn(Box<BoolExpr<V>>, Box<BoolExpr<V>>) -> BoolExpr<V>,
+    ) -> Result<Node<V>, ExprError> {
+        let at = left.at;
+        let (a, da) = Self::boolean(left, what)?;
+        let (b, db) = Self::boolean(right, what)?;
+        self.node(
+            Typed::Bool(make(Box::new(a), Box::new(b))),
+            at,
+            1 + da.max(db),
+        )
+    }
+
     /// `or` (loosest) down to comparisons.
     fn expr(&mut self) -> Result<Node<V>, ExprError> {
         let mut left = self.and()?;
         while self.is_word("or") {
             self.bump()?;
             let right = self.and()?;
-            let at = left.at;
-            let (a, da) = Self::boolean(left, "'or'")?;
-            let (b, db) = Self::boolean(right, "'or'")?;
-            left = self.node(
-                Typed::Bool(BoolExpr::Or(Box::new(a), Box::new(b))),
-                at,
-                1 + da.max(db),
-            )?;
+            left = self.logic(left, right, "'or'", BoolExpr::Or)?;
         }
         Ok(left)
     }
@@ -541,14 +553,7 @@ impl<V, E: fmt::Display> Parser<'_, '_, V, E> {
         while self.is_word("and") {
             self.bump()?;
             let right = self.not()?;
-            let at = left.at;
-            let (a, da) = Self::boolean(left, "'and'")?;
-            let (b, db) = Self::boolean(right, "'and'")?;
-            left = self.node(
-                Typed::Bool(BoolExpr::And(Box::new(a), Box::new(b))),
-                at,
-                1 + da.max(db),
-            )?;
+            left = self.logic(left, right, "'and'", BoolExpr::And)?;
         }
         Ok(left)
     }

@@ -38,6 +38,9 @@ use std::fmt;
 /// so that `session`, which holds compiled expressions, imports `expr` and not the reverse).
 pub type VarId = u16;
 
+/// `BoolExpr::And` or `BoolExpr::Or`, as the parser's `logic` builds them.
+type Join<V> = fn(Box<BoolExpr<V>>, Box<BoolExpr<V>>) -> BoolExpr<V>;
+
 /// The longest expression text, in bytes.
 pub const MAX_EXPR_BYTES: usize = 4096;
 /// The deepest expression tree (a literal or a variable is 1 deep; `a + b` is 2).
@@ -525,7 +528,7 @@ impl<V, E: fmt::Display> Parser<'_, '_, V, E> {
         left: Node<V>,
         right: Node<V>,
         what: &str,
-        make: fn(Box<BoolExpr<V>>, Box<BoolExpr<V>>) -> BoolExpr<V>,
+        make: Join<V>,
     ) -> Result<Node<V>, ExprError> {
         let at = left.at;
         let (a, da) = Self::boolean(left, what)?;

@@ -7,6 +7,8 @@
 //! histogram, no parsing beyond the BER header and the protocolOp tag, no error accounting
 //! beyond a count. It prints the operations answered and its CPU; what any client doing the
 //! same system calls would at least spend. Not part of headroom: a measuring stick.
+#[path = "../session.rs"]
+mod session;
 use std::collections::BinaryHeap;
 use std::cmp::Reverse;
 use std::time::{Duration, Instant};
@@ -165,42 +167,7 @@ struct User {
     buf: Vec<u8>,
 }
 
-fn cpu() -> (f64, f64) {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(ru.ru_utime), t(ru.ru_stime))
-}
 
-fn connect(addr: &libc::sockaddr_in, ep: i32, key: usize) -> i32 {
-    unsafe {
-        let fd = libc::socket(
-            libc::AF_INET,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        );
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            4,
-        );
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLET) as u32,
-            u64: key as u64,
-        };
-        libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev);
-        libc::connect(
-            fd,
-            (addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as u32,
-        );
-        fd
-    }
-}
 
 fn send(u: &User) -> bool {
     let r = &u.reqs[u.step];
@@ -209,40 +176,12 @@ fn send(u: &User) -> bool {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let parsed = (args.len() == 5)
-        .then(|| {
-            Some((
-                args[1].parse::<std::net::SocketAddrV4>().ok()?,
-                args[2].parse::<usize>().ok()?,
-                args[3].parse::<f64>().ok()?,
-                args[4].parse::<u64>().ok()?,
-            ))
-        })
-        .flatten();
-    let Some((target, users, rate, hold)) = parsed.filter(|p| p.1 > 0 && p.2 > 0.0) else {
-        eprintln!("usage: ldap HOST:PORT USERS RATE HOLD_SECONDS");
-        std::process::exit(2);
-    };
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as u16,
-        sin_port: target.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(*target.ip()).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
+    let (addr, users, rate, hold) = session::args("ldap");
     let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     let start = Instant::now();
-    let (u0, s0) = cpu();
-    // Poisson arrivals: exponential gaps from a xorshift generator.
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
-    let mut uniform = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        ((seed >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    };
+    let (u0, s0) = session::cpu();
+    // Poisson arrivals.
+    let mut uniform = session::uniform();
     let mut next_arrival = start;
     let cn_base = 1_000_000_000u64 + u64::from(std::process::id()) * 10_000;
     let mut list: Vec<User> = Vec::with_capacity(users);
@@ -258,7 +197,7 @@ fn main() {
         let now = Instant::now();
         while list.len() < users && next_arrival <= now {
             let key = list.len();
-            let fd = connect(&addr, ep, key);
+            let fd = session::connect(&addr, ep, key, libc::EPOLLIN | libc::EPOLLOUT);
             let cn = (cn_base + key as u64).to_string();
             list.push(User {
                 fd,
@@ -345,7 +284,7 @@ fn main() {
             }
         }
     }
-    let (u1, s1) = cpu();
+    let (u1, s1) = session::cpu();
     let (u, s) = (u1 - u0, s1 - s0);
     println!(
         "floor-ldap: {ops} operations, {done} of {users} users done, {failed} sends failed, \

@@ -12,6 +12,8 @@
 //! the operations answered (logins + statements, as the bench counts them) and its CPU; what any
 //! client doing the same system calls would at least spend. Not part of headroom: a measuring
 //! stick.
+#[path = "../session.rs"]
+mod session;
 use sha1::{Digest, Sha1};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -111,44 +113,7 @@ fn on_packet(step: usize, part: &mut u8, p: &[u8]) -> Next {
     }
 }
 
-fn cpu() -> (f64, f64) {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(ru.ru_utime), t(ru.ru_stime))
-}
 
-fn connect(addr: &libc::sockaddr_in, ep: i32, key: usize) -> i32 {
-    unsafe {
-        let fd = libc::socket(
-            libc::AF_INET,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        );
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            4,
-        );
-        // The server speaks first: readable is all there is to wait for (a refused or reset
-        // connection reports EPOLLERR/EPOLLHUP regardless).
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
-            u64: key as u64,
-        };
-        libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev);
-        libc::connect(
-            fd,
-            (addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as u32,
-        );
-        fd
-    }
-}
 
 fn send(fd: i32, r: &[u8]) -> bool {
     let n = unsafe { libc::send(fd, r.as_ptr().cast(), r.len(), libc::MSG_NOSIGNAL) };
@@ -156,44 +121,16 @@ fn send(fd: i32, r: &[u8]) -> bool {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let parsed = (args.len() == 5)
-        .then(|| {
-            Some((
-                args[1].parse::<std::net::SocketAddrV4>().ok()?,
-                args[2].parse::<usize>().ok()?,
-                args[3].parse::<f64>().ok()?,
-                args[4].parse::<u64>().ok()?,
-            ))
-        })
-        .flatten();
-    let Some((target, users, rate, hold)) = parsed.filter(|p| p.1 > 0 && p.2 > 0.0) else {
-        eprintln!("usage: mysql HOST:PORT USERS RATE HOLD_SECONDS");
-        std::process::exit(2);
-    };
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as u16,
-        sin_port: target.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(*target.ip()).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
+    let (addr, users, rate, hold) = session::args("mysql");
     let queries: Vec<Vec<u8>> = STATEMENTS
         .iter()
         .map(|s| packet(0, &[&[0x03], s.as_bytes()].concat()))
         .collect();
     let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     let start = Instant::now();
-    let (u0, s0) = cpu();
-    // Poisson arrivals: exponential gaps from a xorshift generator.
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
-    let mut uniform = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        ((seed >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    };
+    let (u0, s0) = session::cpu();
+    // Poisson arrivals.
+    let mut uniform = session::uniform();
     let mut next_arrival = start;
     let mut list: Vec<User> = Vec::with_capacity(users);
     let mut timers: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
@@ -209,7 +146,9 @@ fn main() {
         while list.len() < users && next_arrival <= now {
             let key = list.len();
             list.push(User {
-                fd: connect(&addr, ep, key),
+                // The server speaks first: readable is all there is to wait for (a refused or
+                // reset connection reports EPOLLERR/EPOLLHUP regardless).
+                fd: session::connect(&addr, ep, key, libc::EPOLLIN),
                 st: St::Waiting,
                 step: 0,
                 part: 0,
@@ -325,7 +264,7 @@ fn main() {
             }
         }
     }
-    let (u1, s1) = cpu();
+    let (u1, s1) = session::cpu();
     let (u, s) = (u1 - u0, s1 - s0);
     println!(
         "floor-mysql: {ops} operations, {done} of {users} users done, {failed} sends failed, \

@@ -432,20 +432,18 @@ fn a_failed_request_aborts_its_session_and_counts_under_its_name() {
     assert_eq!(tx.count, 0, "{}", show(v));
 }
 
-/// A `once` user (Tsung's `<user session start_time>`) runs its session exactly once, starting
-/// no earlier than its `at`, beside a phase's arrivals that draw from the mix (where its
-/// session, of weight 0, never is); without `-d` the run lasts until it has left, past the
-/// phase's end. The server records each request's path and wall time.
-#[test]
-fn a_once_user_runs_its_session_once_from_its_start_time() {
+/// Requests seen by [`ok_server`]: path and wall time.
+type Seen = Arc<Mutex<Vec<(String, std::time::SystemTime)>>>;
+
+/// An HTTP/1.1 server on 127.0.0.1 answering every request `200 ok`, keeping the connection,
+/// recording each request's path and wall time in `seen`.
+fn ok_server(seen: Seen) -> std::net::SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
-    let seen: Arc<Mutex<Vec<(String, std::time::SystemTime)>>> = Arc::default();
-    let s = seen.clone();
     std::thread::spawn(move || {
         for conn in l.incoming() {
             let Ok(mut c) = conn else { continue };
-            let s = s.clone();
+            let s = seen.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
                 let mut pending = Vec::new();
@@ -469,6 +467,17 @@ fn a_once_user_runs_its_session_once_from_its_start_time() {
             });
         }
     });
+    addr
+}
+
+/// A `once` user (Tsung's `<user session start_time>`) runs its session exactly once, starting
+/// no earlier than its `at`, beside a phase's arrivals that draw from the mix (where its
+/// session, of weight 0, never is); without `-d` the run lasts until it has left, past the
+/// phase's end. The server records each request's path and wall time.
+#[test]
+fn a_once_user_runs_its_session_once_from_its_start_time() {
+    let seen: Seen = Arc::default();
+    let addr = ok_server(seen.clone());
     let yaml = format!(
         r#"
 servers: [{{host: 127.0.0.1, port: {}}}]
@@ -522,31 +531,7 @@ sessions:
 /// left; it used to be refused ("the load has neither users nor phases").
 #[test]
 fn once_users_alone_run_and_end_the_run() {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut c) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut pending = Vec::new();
-                loop {
-                    match c.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => pending.extend_from_slice(&buf[..n]),
-                    }
-                    while let Some(i) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                        pending.drain(..i + 4);
-                        if c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
+    let addr = ok_server(Arc::default());
     let yaml = format!(
         r#"
 servers: [{{host: 127.0.0.1, port: {}}}]

@@ -18,6 +18,28 @@ use headroom_testkit::servers::services::{repo_root, service};
 /// tightly enough (chats in flight when users leave) that a second load beside it shows.
 static EJABBERD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// One of 500 blocks of accounts, by the clock: each run logs in accounts of its own.
+fn clock_block() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 500
+}
+
+/// Accounts `user{first}..=user{last}` on the shared ejabberd (existing ones count as done).
+fn register(first: u64, last: u64) {
+    let out = Command::new(repo_root().join("scripts/ejabberd.sh"))
+        .args(["register", &first.to_string(), &last.to_string()])
+        .output()
+        .expect("scripts/ejabberd.sh register");
+    assert!(
+        out.status.success(),
+        "register: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// ejabberd's BOSH endpoint's `HOST:PORT`, with 1,000 users registered from `first` on.
 fn bosh_upstream(first: u64) -> String {
     service("HEADROOM_XMPP_ADDR", "ejabberd.sh");
@@ -31,15 +53,7 @@ fn bosh_upstream(first: u64) -> String {
                 .expect("scripts/ejabberd.sh bosh-url");
             String::from_utf8(out.stdout).unwrap().trim().to_string()
         });
-    let out = Command::new(repo_root().join("scripts/ejabberd.sh"))
-        .args(["register", &first.to_string(), &(first + 999).to_string()])
-        .output()
-        .expect("scripts/ejabberd.sh register");
-    assert!(
-        out.status.success(),
-        "register: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    register(first, first + 999);
     let rest = url.strip_prefix("http://").expect("an http:// BOSH URL");
     let (addr, path) = rest.split_once('/').expect("HOST:PORT/PATH");
     assert_eq!(path, "bosh", "{url}");
@@ -61,12 +75,7 @@ fn a_thousand_users_over_bosh_and_the_proxy_counts_every_request() {
     // Accounts of their own for each run (1,000 of 500 blocks from 100001 on, by the clock): a
     // chat that reached a user after it left waits in ejabberd's offline store and would be
     // delivered to the next run that logs the same account in, adding to its received chats.
-    let block = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        % 500;
-    let first = 100_001 + block * 1000;
+    let first = 100_001 + clock_block() * 1000;
     let upstream = bosh_upstream(first);
     // nginx in front: one log line per BOSH request it answered (a held poll included), long
     // polls let through unbuffered.
@@ -168,22 +177,9 @@ fn bosh_over_https() {
     assert_eq!(path, "bosh", "{url}");
     let (host, port) = addr.rsplit_once(':').unwrap();
     // Accounts of their own per run, as above (100 of 500 blocks from 700001 on).
-    let block = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        % 500;
-    let first = 700_001 + block * 100;
+    let first = 700_001 + clock_block() * 100;
     let last = first + 99;
-    let out = Command::new(repo_root().join("scripts/ejabberd.sh"))
-        .args(["register", &first.to_string(), &last.to_string()])
-        .output()
-        .expect("scripts/ejabberd.sh register");
-    assert!(
-        out.status.success(),
-        "register: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    register(first, last);
     let ca = common::tls_services::test_ca();
     let yaml = format!(
         r#"

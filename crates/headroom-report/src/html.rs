@@ -47,10 +47,10 @@ footer{color:#777;font-size:0.85em;margin-top:3em}
 .tile .v td.ratio{color:#555;font-weight:400}
 .tile span.swatch{width:0.7em;height:0.7em;margin-right:0.35em;border-radius:2px}
 .key{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,460px),1fr));gap:0 1.5em}
-.key figure{margin:0.3em 0}
-.key svg.chart{max-width:none}
+.key figure{margin:0.3em 0;display:flex;flex-direction:column}
+.key svg.chart{max-width:none;flex:none}
 .key h3{margin:0.6em 0 0}
-.key .finding{margin:0.2em 0}
+.key .finding{margin:0.2em 0;flex-grow:1}
 .wide{overflow-x:auto}
 @media (max-width:700px){body{margin:0.6em auto;padding:0 0.5em}.tile .v{font-size:1.25em}
 table{display:block;overflow-x:auto}th,td{padding:0.2em 0.5em}}

@@ -248,7 +248,8 @@ fn check_first_screen(
         .unwrap();
     }
 
-    // Printed on A4 (794 px at 96 dpi): no overflow, the key charts two by two.
+    // Printed on A4 (794 px at 96 dpi): no overflow, the key charts two by two and level even
+    // when one finding takes more lines than its neighbour (the first is made three times longer).
     b.call(
         "Emulation.setEmulatedMedia",
         serde_json::json!({"media": "print"}),
@@ -256,12 +257,17 @@ fn check_first_screen(
     b.set_viewport(794, 1123);
     b.open(&format!("file://{}", page.display()));
     let print = b.eval(
-        "(() => { const c = Array.from(document.querySelectorAll('svg.chart')).slice(0, 2)\
+        "(() => { const f0 = document.querySelector('.key .finding');\
+           if (f0) f0.textContent += ' ' + f0.textContent + ' ' + f0.textContent;\
+           const c = Array.from(document.querySelectorAll('svg.chart')).slice(0, 2)\
            .map(e => e.getBoundingClientRect());\
          const wide = Array.from(document.querySelectorAll('body *'))\
            .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)\
            .map(e => e.tagName + '.' + e.className + ' ' + (e.innerText || '').slice(0, 60));\
+         const f = Array.from(document.querySelectorAll('.key .finding')).slice(0, 2)\
+           .map(e => Math.round(e.getBoundingClientRect().height));\
          return {overflow: document.documentElement.scrollWidth - window.innerWidth, wide,\
+                 tops: c.map(r => Math.round(r.top)), findings: f,\
                  same_row: c.length == 2 && Math.abs(c[0].top - c[1].top) < 1 && c[1].left > c[0].right}; })()",
     );
     assert_eq!(print["same_row"], true, "{name}: printed, {print}");

@@ -35,6 +35,12 @@ use crate::link::{Link, LinkWait, XmppShared};
 /// Ops run per `advance` call at most before yielding to the event loop, so a session of only
 /// `set` steps in an endless loop cannot stall the worker.
 const STEP_BUDGET: usize = 10_000;
+/// Most protocol requests written in one send when each waits for nothing (an AMQP publish, an
+/// MQTT publish at QoS 0): consecutive ones join one batch, one system call instead of one
+/// each (issue 29: writes coalesced per loop turn). Bounded so one user's batch stays small.
+const JOIN_REQUESTS: usize = 128;
+/// Bytes a batch of joined requests grows to at most (a request may take it past).
+const JOIN_BYTES: usize = 16 * 1024;
 /// Default most repetitions of a request by a `match` with `do: loop`.
 const DEFAULT_MAX_LOOPS: u64 = 20;
 
@@ -368,6 +374,9 @@ pub(crate) struct SessionState {
     vars: Vec<String>,
     /// Open transactions: name, start, whether a request inside failed.
     tx: Vec<(NameId, Instant, bool)>,
+    /// Transactions whose end came inside a batch of joined requests: they end when the batch
+    /// is written ([`SessionState::batch_written`]), as they would have without the join.
+    tx_ends: Vec<NameId>,
     /// The encoded requests of the current batch, with their parts (a raw send's or a link's
     /// bytes have none).
     pub out: Batch,
@@ -439,6 +448,9 @@ pub(crate) struct Env<'a> {
     pub browser: &'a mut Option<Box<Browser>>,
     /// The run's browser settings (`None`: no user needs a browser).
     pub browser_cfg: Option<&'a BrowserConfig>,
+    /// Requests that wait for nothing may join one batch (not at a `--rate`, where each batch
+    /// takes one paced slot).
+    pub join: bool,
 }
 
 impl SessionState {
@@ -452,6 +464,7 @@ impl SessionState {
             loops: Vec::new(),
             vars,
             tx: Vec::new(),
+            tx_ends: Vec::new(),
             out: Batch::new(),
             names: Vec::new(),
             head: false,
@@ -492,6 +505,7 @@ impl SessionState {
         self.started = now;
         self.pc = 0;
         self.tx.clear();
+        self.tx_ends.clear();
         self.failed = false;
         self.match_loops = 0;
         self.last_status = 0;
@@ -570,8 +584,36 @@ impl SessionState {
 
     fn end_transactions(&mut self, rec: &mut Recorder) {
         // Transactions cut short by an aborted session are failures of that transaction.
+        self.tx_ends.clear();
         for (id, _, _) in self.tx.drain(..) {
             rec.name_error(id as usize);
+        }
+    }
+
+    /// The batch is written: the transactions that ended inside it end now.
+    pub fn batch_written(&mut self, rec: &mut Recorder, now: Instant) {
+        for id in self.tx_ends.drain(..) {
+            if let Some(i) = self.tx.iter().rposition(|t| t.0 == id) {
+                let (_, start, err) = self.tx.remove(i);
+                rec.record_name(id as usize, micros(now - start), err);
+            }
+        }
+    }
+
+    /// Whether the op at the head of a batch of joined requests may join it too (or, a step
+    /// of control, run before it is sent).
+    fn joins(&self, op: &Op, env: &Env<'_>) -> bool {
+        match op {
+            Op::Amqp(_) | Op::Mqtt(_) => {
+                self.names.len() < JOIN_REQUESTS
+                    && self.out.byte_len() < JOIN_BYTES
+                    && env
+                        .requests_left
+                        .is_none_or(|n| (self.names.len() as u64) < n)
+            }
+            Op::Jump(_) | Op::LoopInit { .. } | Op::LoopTest { .. } => true,
+            Op::TxBegin(_) | Op::TxEnd(_) => true,
+            _ => false,
         }
     }
 
@@ -579,8 +621,19 @@ impl SessionState {
         if std::mem::take(&mut self.pipelined_reply) {
             self.keep_last_reply();
         }
+        if !self.tx_ends.is_empty() {
+            self.batch_written(env.rec, env.now);
+        }
+        // A batch of joined requests is being built: each waits for nothing, so the next
+        // protocol step may join it (a step that waits ends it, as its last request).
+        let mut joined = false;
         for _ in 0..STEP_BUDGET {
-            let Some(op) = ops.get(self.pc) else {
+            let op = ops.get(self.pc);
+            if joined && !op.is_some_and(|op| self.joins(op, env)) {
+                // The batch goes first; this step runs after it is written.
+                return Action::Send;
+            }
+            let Some(op) = op else {
                 self.end_transactions(env.rec);
                 return Action::Done { aborted: false };
             };
@@ -678,11 +731,13 @@ impl SessionState {
                         return Action::Connect;
                     };
                     self.last_request_pc = pc;
-                    self.out.clear();
-                    self.names.clear();
-                    self.head = false;
-                    self.capture = matches!(op, Op::Ws(w) if w.capture);
-                    self.reply.clear();
+                    if !joined {
+                        self.out.clear();
+                        self.names.clear();
+                        self.head = false;
+                        self.capture = matches!(op, Op::Ws(w) if w.capture);
+                        self.reply.clear();
+                    }
                     self.step_timeout = match op {
                         Op::Mqtt(MqttOp {
                             action: MqttAction::Wait { timeout, .. },
@@ -767,7 +822,7 @@ impl SessionState {
                                     // goes on (as an XMPP step without a destination).
                                     c.error(headroom_core::ErrorKind::Other);
                                     env.rec.name_error(m.name as usize);
-                                    self.names.clear();
+                                    self.names.pop(); // (a batch joined before it goes on)
                                     continue;
                                 }
                             }
@@ -789,7 +844,7 @@ impl SessionState {
                                     // step fails, the session goes on.
                                     c.error(headroom_core::ErrorKind::Other);
                                     env.rec.name_error(a.name as usize);
-                                    self.names.clear();
+                                    self.names.pop(); // (a batch joined before it goes on)
                                     continue;
                                 }
                             }
@@ -815,6 +870,22 @@ impl SessionState {
                     } else {
                         Awaiting::Link
                     };
+                    // A publish waits for nothing: the steps after it may join its batch.
+                    joined = env.join
+                        && wait == LinkWait::None
+                        && matches!(
+                            op,
+                            Op::Amqp(AmqpOp {
+                                action: AmqpAction::Publish { .. },
+                                ..
+                            }) | Op::Mqtt(MqttOp {
+                                action: MqttAction::Publish { .. },
+                                ..
+                            })
+                        );
+                    if joined {
+                        continue;
+                    }
                     return Action::Send;
                 }
                 Op::Think(d) => {
@@ -852,6 +923,7 @@ impl SessionState {
                 }
                 Op::Jump(to) => self.pc = *to,
                 Op::TxBegin(id) => self.tx.push((*id, env.now, false)),
+                Op::TxEnd(id) if joined => self.tx_ends.push(*id),
                 Op::TxEnd(id) => {
                     if let Some(i) = self.tx.iter().rposition(|t| t.0 == *id) {
                         let (_, start, err) = self.tx.remove(i);
@@ -947,6 +1019,9 @@ impl SessionState {
                     }
                 }
             }
+        }
+        if joined {
+            return Action::Send;
         }
         Action::Yield
     }

@@ -51,6 +51,7 @@ impl Harness {
             link: None,
             browser: &mut self.browser,
             browser_cfg: None,
+            join: true,
         };
         self.st.advance(&self.prog, &mut env)
     }
@@ -470,6 +471,7 @@ fn request_lines(prog: &Program, cursor: usize, step: usize, n: usize) -> Vec<St
             link: None,
             browser: &mut agent,
             browser_cfg: None,
+            join: true,
         };
         assert_eq!(st.advance(prog, &mut env), Action::Send);
         let out = String::from_utf8_lossy(&st.out);
@@ -527,4 +529,77 @@ fn a_failed_set_expression_ends_the_session_and_says_why() {
         assert_eq!(c.proto[ProtoCounter::ExprEvaluated.index()], 1, "{expr}");
         assert!(h.st.out.is_empty(), "{expr}: something was sent");
     }
+}
+
+/// Publishes wait for nothing, so consecutive ones (through loops and transactions) join one
+/// batch, written in one send; a step that waits ends the batch as its last request. The batch
+/// is bounded (`JOIN_REQUESTS`), never takes more than the user's requests left, and at a rate
+/// (`join: false`) every publish goes alone. A transaction that ended inside the batch ends
+/// when the batch is written.
+#[test]
+fn publishes_join_one_batch_until_a_step_waits() {
+    let yaml = "servers: [{host: 127.0.0.1, port: 5672, protocol: amqp}]\n\
+         amqp: {user: u, password: p, vhost: /}\n\
+         load: {users: [{count: 1}]}\n\
+         sessions:\n\
+         - name: s\n\
+         \x20 steps:\n\
+         \x20   - loop: {count: 3, steps: [{transaction: {name: pub, steps: [\n\
+         \x20       {amqp: {publish: ex, routing_key: q, size: 10}},\n\
+         \x20       {amqp: {publish: ex, routing_key: q, text: hello}}]}}]}\n\
+         \x20   - amqp: {channel_close: 1}\n\
+         \x20   - think: 1s\n\
+         \x20   - loop: {count: 200, steps: [{amqp: {publish: ex, routing_key: q, size: 10}}]}\n\
+         \x20   - think: 1s\n";
+    let batches = |join: bool, requests_left: Option<u64>| {
+        let mut h = Harness::new(yaml);
+        let mut link = Link::start(&h.prog.w.link, None, "h", 0, &[], &mut h.rng, false)
+            .expect("an amqp link");
+        link.ready = true;
+        let mut got = Vec::new();
+        for _ in 0..300 {
+            let mut env = Env {
+                rng: &mut h.rng,
+                rec: &mut h.rec,
+                cursors: &mut h.cursors,
+                cursor_step: 1,
+                requests_left,
+                now: h.now,
+                link: Some(&mut link),
+                browser: &mut h.browser,
+                browser_cfg: None,
+                join,
+            };
+            match h.st.advance(&h.prog, &mut env) {
+                Action::Send => {
+                    // Every joined request's bytes are in the batch: AMQP frames end in 0xCE.
+                    let frames = h.st.out.windows(1).filter(|w| w[0] == 0xCE).count();
+                    assert!(frames >= h.st.names.len(), "{frames} frame ends");
+                    got.push((h.st.names.len(), h.st.awaiting == Awaiting::Link));
+                    h.now += Duration::from_millis(5);
+                    h.st.batch_written(&mut h.rec, h.now);
+                }
+                Action::Think(_) => got.push((0, false)),
+                Action::Done { .. } => break,
+                a => panic!("{a:?}"),
+            }
+        }
+        let pubs = h.prog.w.names.iter().position(|n| n.name == "pub").unwrap();
+        (got, h.rec.names[pubs].count)
+    };
+    // Six publishes and the close that waits, in one batch; then 200 publishes in two.
+    let (got, txs) = batches(true, None);
+    assert_eq!(
+        got,
+        [(7, true), (0, false), (128, false), (72, false), (0, false)]
+    );
+    assert_eq!(txs, 3, "each transaction ends once its batch is written");
+    // At a rate: one request per batch.
+    let (got, txs) = batches(false, None);
+    assert_eq!(got.len(), 6 + 1 + 1 + 200 + 1);
+    assert!(got.iter().all(|&(n, _)| n <= 1), "{got:?}");
+    assert_eq!(txs, 3);
+    // Five requests left: a batch never holds more.
+    let (got, _) = batches(true, Some(5));
+    assert_eq!(got[0], (5, false), "{got:?}");
 }

@@ -44,6 +44,7 @@ impl H {
             link: None,
             browser: &mut None,
             browser_cfg: None,
+            join: true,
         };
         self.st.advance(&self.prog, &mut env)
     }

@@ -402,6 +402,14 @@ impl Worker {
         } else {
             State::Reading
         };
+        if u.state == State::Reading
+            && u.sess
+                .as_ref()
+                .is_some_and(|st| matches!(st.awaiting, Awaiting::Nothing | Awaiting::Link))
+        {
+            self.written_ahead(key);
+        }
+        let u = &mut self.users[key];
         if u.state == State::Reading && u.protocol.pending() {
             // Protocol bytes (a pong, say) that waited for the request to be written.
             self.flush_proto(key);
@@ -425,6 +433,32 @@ impl Worker {
             // queue, not from here: a loop of such sends would otherwise recurse without end.
             u.deadline = None;
             self.schedule(key, Instant::now(), Wake::Written);
+        }
+    }
+
+    /// A session's batch of protocol requests is written. Only its last request may wait for
+    /// something (a request that waits ends a batch: `SessionState::run_ops`), so those ahead
+    /// of it are done now, as each alone would have been once written; the last completes as
+    /// a batch of one does (when written, or with its reply). The transactions that ended
+    /// inside the batch end now too.
+    fn written_ahead(&mut self, key: usize) {
+        let now = Instant::now();
+        let u = &mut self.users[key];
+        let ahead = u.flight.len().saturating_sub(1);
+        for slot in u.flight.drain(..ahead) {
+            self.rec.counters.responses += 1;
+            let corrected = micros(now - slot.intended.min(slot.sent));
+            self.rec.record_latency(corrected, micros(now - slot.sent));
+            let name = u
+                .sess
+                .as_ref()
+                .and_then(|st| st.names.get(slot.index as usize));
+            if let Some(&id) = name {
+                self.rec.record_name(id as usize, corrected, false);
+            }
+        }
+        if let Some(st) = u.sess.as_mut() {
+            st.batch_written(&mut self.rec, now);
         }
     }
 

@@ -403,6 +403,8 @@ impl Worker {
             return;
         };
         let mut sessions = 0;
+        // At a rate each batch takes one paced slot: requests do not join there.
+        let join = self.pace().is_none();
         loop {
             let u = &mut self.users[key];
             let Some(st) = u.sess.as_mut() else {
@@ -422,6 +424,7 @@ impl Worker {
                 link: u.protocol.link_mut(),
                 browser: &mut u.browser,
                 browser_cfg: self.browser_cfg.as_deref(),
+                join,
             };
             match st.advance(&prog, &mut env) {
                 Action::Send => {

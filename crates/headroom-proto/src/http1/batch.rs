@@ -97,6 +97,11 @@ impl Batch {
         }
     }
 
+    /// How many bytes the batch holds, requests and raw bytes alike.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The buffer for bytes that are not HTTP requests (a raw send, a link's frames): they
     /// are written as they are and have no parts.
     pub fn raw_mut(&mut self) -> &mut Vec<u8> {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/mqtt-vs-tsung.sh — generator CPU per MQTT operation and memory per connected user,
 # headroom against Tsung 1.7, both running Tsung's own examples/mqtt.xml against the same
-# mosquitto, one tool after the other, ROUNDS times.
+# mosquitto, one tool after the other, ROUNDS times; beside them the floor client, the same
+# sessions with nothing but their system calls (how far any client could get below Tsung).
 #
 # Usage: bench/mqtt-vs-tsung.sh [-h|--help]      (everything else is environment, below)
 #
@@ -26,6 +27,16 @@
 #   * the other edits: <clients> is the controller VM (use_controller_vm, maxusers), loglevel is
 #     TSUNG_LOGLEVEL (stock: "debug"; headroom ignores it, and Tsung's per-packet log lines
 #     would cost it CPU that is no load), <load duration> a safety stop.
+#   * the floor client (bench/floor/src/bin/mqtt.rs, TOOLS holds `floor`), built with
+#     `cargo build --release --manifest-path bench/floor/Cargo.toml --bin mqtt` and run as
+#       mqtt 127.0.0.1:PORT USERS RATE HOLD
+#     runs the same two sessions (MQTT 3.1.1 packets encoded by hand, once; every reply read to
+#     its end; no clock per operation, no statistics): its subscriber first (always from 0 s,
+#     whatever SUB_START), the publishers arriving from its SUBACK on; the same connects (a will
+#     for the publishers), 10 publishes each after the previous one's PUBACK, the HOLD s think,
+#     the 60 s wait, unsubscribe and disconnects, pings as headroom's. It ends when its
+#     subscriber has (~60 s) or its last publisher has, whichever is later; it exits 1 unless
+#     every user finished and it counted 10 x USERS publishes acknowledged and as many received.
 #   What differs, by the tools' design (printed with the results): headroom's run is cut by -d
 #   (HR_DURATION = ARRIVE_S + HOLD + 5 s: the end of the last publisher's session), its subscriber
 #   with it (before 2026-11-29's import change, a closed user that started its session again at
@@ -35,8 +46,9 @@
 # What it measures, per run (same method for both tools):
 #   * operations = publishes acknowledged + messages received, as each tool counts them:
 #     Tsung's tsung.log counters mqtt_server_pubacked + mqtt_server_published, headroom's
-#     summary.json scenario.protocol.mqtt publish_acked + received (the other counters beside:
-#     mqtt_connected / connects, mqtt_published / published, errors);
+#     summary.json scenario.protocol.mqtt publish_acked + received, the floor's last stdout line
+#     ("floor-mqtt: N operations, ...; ... publish_acked, ... received, ...") (the other
+#     counters beside: mqtt_connected / connects, mqtt_published / published, errors);
 #   * the broker's own counts over the run ($SYS/broker/messages/received, .../messages/sent,
 #     .../publish/messages/sent, .../publish/messages/received, .../bytes/received), read with
 #     mosquitto_sub before and after, each read after a "poke" (mosquitto_rr: one message to
@@ -53,6 +65,9 @@
 #   * CPU µs per operation = CPU-s / operations; RSS KiB per connected user = peak RSS / peak
 #     connected. Per round, the ratios Tsung/headroom of both; then the median (min, max) of the
 #     per-round ratios (paired_line of lib.sh), PASS/FAIL against CPU_GOAL (5) and RSS_GOAL (4).
+#     With the floor, the same paired ratios Tsung/floor (the most any client making these
+#     system calls could reach against Tsung here) and headroom/floor (how far above the floor
+#     headroom is), of both figures, no goal.
 #
 # The broker: scripts/mosquitto.sh with a directory and ports of its own (MQTT_DIR, MQTT_PORT,
 # MQTT_TLS_PORT; not the shared 25883 one the tests use, because the bench restarts it). Before
@@ -71,10 +86,13 @@
 #   ARRIVE_S          arrival phase length: ceil(USERS/RATE) + 10 (the USERS cap ends arrivals)
 #   HOLD=(ARRIVE_S+10) the think time before each publisher's disconnect; must exceed ARRIVE_S
 #   SUB_START=0       Tsung's start_time of the subscriber (headroom's starts with the run)
-#   ROUNDS=3          rounds; each runs the tools in TOOLS order (tsung, headroom, tsung, ...)
-#   TOOLS="tsung headroom"  which tools, in this order (TOOLS=tsung: Tsung alone, no ratios)
+#   ROUNDS=3          rounds; each runs the tools in TOOLS order (tsung, headroom, floor, tsung, ...)
+#   TOOLS="tsung headroom floor"  which tools, in this order (TOOLS=tsung: Tsung alone, no
+#                     ratios; a ratio needs both of its tools)
 #   HEADROOM=$CARGO_TARGET_DIR/release/headroom or target/release/headroom
 #   HR_THREADS=1 when pinned, else the number of cores: headroom's -t
+#   FLOOR_BIN=bench/floor/target/release/mqtt  the floor client, built there by the script
+#                     (cargo's --target-dir, whatever CARGO_TARGET_DIR says)
 #   TSUNG_LOGLEVEL=error  the file's loglevel (the stock file says "debug")
 #   EXAMPLE=/usr/share/doc/tsung/examples/mqtt.xml
 #   PIN=1  MQTT_PORT=25893  MQTT_TLS_PORT=25894  MQTT_DIR=/tmp/headroom-mqtt-bench
@@ -85,7 +103,8 @@
 #   TSUNG_ERL_FLAGS=  extra flags for Tsung's Erlang VM (ERL_FLAGS); empty: Tsung as shipped
 #
 # Exit status: 0 done (the ratios may still FAIL: see STRICT); 1 a run failed, fewer than
-# USERS + 1 users were connected at once, or a tool counted errors; 2 bad settings or a missing
+# USERS + 1 users were connected at once, a tool counted errors, or the floor fell short of
+# 10 x USERS publishes acknowledged or received; 2 bad settings or a missing
 # tool; 3 headroom cannot run the file (not built, or it refuses or cannot run it); 4 STRICT=1
 # and a goal missed.
 #
@@ -134,8 +153,8 @@ HR_DURATION=${HR_DURATION:-$((ARRIVE_S + HOLD + 5))}
 is_int "$HR_DURATION" || usage_die "HR_DURATION must be a whole number of seconds: $HR_DURATION"
 # A safety stop for both tools: the runs end by themselves at about USERS/RATE + HOLD.
 LIMIT_S=$((ARRIVE_S + HOLD + 60))
-TOOLS=${TOOLS:-tsung headroom}
-for t in $TOOLS; do [[ $t == tsung || $t == headroom ]] || usage_die "TOOLS: unknown tool '$t' (tsung, headroom)"; done
+TOOLS=${TOOLS:-tsung headroom floor}
+for t in $TOOLS; do [[ $t == tsung || $t == headroom || $t == floor ]] || usage_die "TOOLS: unknown tool '$t' (tsung, headroom, floor)"; done
 MQTT_PORT=${MQTT_PORT:-25893}
 MQTT_TLS_PORT=${MQTT_TLS_PORT:-25894}
 MQTT_DIR=${MQTT_DIR:-/tmp/headroom-mqtt-bench}
@@ -159,6 +178,7 @@ for c in erl ss jq timeout awk ps getconf diff mosquitto_sub; do
     command -v "$c" >/dev/null || usage_die "$c is missing (Debian: apt-get install -y tsung jq iproute2 procps time diffutils mosquitto-clients)"
 done
 if want tsung; then command -v tsung >/dev/null || usage_die "tsung is missing (apt-get install -y tsung)"; fi
+if want floor; then command -v cargo >/dev/null || usage_die "cargo is missing: it builds the floor client (or leave floor out of TOOLS)"; fi
 [[ -x /usr/bin/time ]] || usage_die "/usr/bin/time is missing (apt-get install -y time)"
 [[ -r $EXAMPLE ]] || usage_die "no $EXAMPLE (Debian's tsung package ships it)"
 
@@ -324,6 +344,8 @@ TSUNG_CMD=(tsung -n -i "$TSUNG_ID" -f "$WORK/$NAME.xml" -l "$WORK/tsung-log" sta
 if [[ -n $TSUNG_ERL_FLAGS ]]; then TSUNG_CMD=(env "ERL_FLAGS=$TSUNG_ERL_FLAGS" "${TSUNG_CMD[@]}"); fi
 HR_CMD=("$HEADROOM" run "$WORK/$NAME.xml" --target "127.0.0.1:$MQTT_PORT" -d "${HR_DURATION}s"
     -t "$HR_THREADS" -q --no-report --out "$WORK/headroom-out")
+FLOOR_BIN=${FLOOR_BIN:-$BENCH_DIR/floor/target/release/mqtt}
+FLOOR_CMD=("$FLOOR_BIN" "127.0.0.1:$MQTT_PORT" "$USERS" "$RATE" "$HOLD")
 
 # --- versions ----------------------------------------------------------------------------------
 
@@ -339,6 +361,9 @@ write_versions() {
         echo "erlang: $(erl -noshell -eval 'io:format("~s~n",[erlang:system_info(otp_release)]),halt().' 2>/dev/null || echo '?')"
         echo "mosquitto: $(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?')"
         echo "example: $EXAMPLE (sha256 $(sha256sum "$EXAMPLE" | cut -c1-16))"
+        if want floor; then
+            echo "floor: $FLOOR_BIN (bench/floor/src/bin/mqtt.rs, sha256 $(sha256sum "$FLOOR_BIN" | cut -c1-16))"
+        fi
         if [[ -x $HEADROOM ]]; then
             echo "headroom: $("$HEADROOM" --version 2>&1 | head -n 1) (${HEADROOM_ORIG:-$HEADROOM}, sha256 $(sha256sum "$HEADROOM" | cut -c1-16))"
         else
@@ -552,6 +577,35 @@ headroom_stats() {
     R[$run.self_cpu_s]=$(j '((.cpu_user_s // empty) + (.cpu_sys_s // 0)) * 100 | round / 100')
 }
 
+# floor_stats RUN: the floor client's last stdout line, "floor-mqtt: N operations, D of U users
+# done, F sends failed, user .. sys .., X us CPU per operation, T s; C connects, P published, A
+# publish_acked, S subscribed, M received, G pings, H pongs, K peak connections" (U: the
+# publishers and the subscriber; F: failures of any kind).
+floor_stats() {
+    local run=$1 tag=${1/./-} line
+    line=$(tail -n 1 "$RAW/$tag.stdout" 2>/dev/null) || line=""
+    [[ $line == floor-mqtt:* ]] || return 0
+    awk '{
+        sub(/^floor-mqtt: /, ""); n = split($0, part, /; /)
+        split(part[1], a, /, /)
+        split(a[1], w, " "); print "ops", w[1]
+        split(a[2], w, " "); print "finished", w[1]; print "started", w[3]
+        split(a[3], w, " "); print "errors", w[1]
+        split(a[4], w, " "); printf "self_cpu_s %.2f\n", w[2] + w[4]
+        m = split(part[2], b, /, /)
+        for (i = 1; i <= m; i++) { split(b[i], w, " "); print w[2], w[1] }
+    }' <<<"$line" >"$WORK/floor.kv"
+    local k v
+    while read -r k v; do
+        case $k in
+            peak) k=peak_users ;;
+        esac
+        R[$run.$k]=$v
+    done <"$WORK/floor.kv"
+    R[$run.disconnects]=${R[$run.finished]:--} R[$run.log_errors]=0
+    if [[ ${R[$run.errors]:-0} == 0 ]]; then R[$run.error_kinds]="-"; else R[$run.error_kinds]="failures=${R[$run.errors]}"; fi
+}
+
 # --- the runs ----------------------------------------------------------------------------------
 
 log "output: $OUT"
@@ -567,6 +621,12 @@ if want headroom; then
     fi
     snapshot_headroom "$WORK"
     HR_CMD[0]=$HEADROOM
+fi
+if want floor; then
+    log "floor: building bench/floor's mqtt client"
+    cargo build -q --release --manifest-path "$BENCH_DIR/floor/Cargo.toml" --target-dir "$BENCH_DIR/floor/target" --bin mqtt >&2 ||
+        die "bench/floor did not build"
+    [[ -x $FLOOR_BIN ]] || die "no floor client at $FLOOR_BIN after building it (FLOOR_BIN)"
 fi
 write_versions
 if want headroom; then
@@ -592,6 +652,10 @@ for round in $(seq 1 "$ROUNDS"); do
                 measure "$run" "${HR_CMD[@]}"
                 headroom_stats "$run" "$WORK/headroom-out"
                 ;;
+            floor)
+                measure "$run" "${FLOOR_CMD[@]}"
+                floor_stats "$run"
+                ;;
         esac
         # Operations: publishes acknowledged + messages received, as the tool counts them.
         R[$run.ops]=$(awk -v a="${R[$run.publish_acked]:--}" -v r="${R[$run.received]:--}" \
@@ -611,6 +675,9 @@ for round in $(seq 1 "$ROUNDS"); do
         elif [[ ${R[$run.errors]:-0} != 0 || ${R[$run.error_kinds]:--} != - || ${R[$run.log_errors]:-0} != 0 ]]; then
             FAILED=1
             log "$run: the tool counted errors: ${R[$run.error_kinds]:--} (logged: ${R[$run.log_errors]:-0})"
+        elif [[ $tool == floor && (${R[$run.publish_acked]:--} != $((10 * USERS)) || ${R[$run.received]:--} != $((10 * USERS))) ]]; then
+            FAILED=1
+            log "$run: the floor did less than the sessions: ${R[$run.publish_acked]:--} publishes acknowledged and ${R[$run.received]:--} received of $((10 * USERS))"
         else
             log "$run: ${R[$run.ops]} operations, ${R[$run.cpu_s]} CPU-s, peak ${R[$run.peak_conns]} connected, ${R[$run.peak_rss_kb]} KiB"
         fi
@@ -622,11 +689,12 @@ done
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { if (r == "" || r == "-") print "n/a"; else if (r + 0 >= g + 0) print "PASS"; else print "FAIL" }'; }
 ok_run() { [[ ${R[$1.status]:-} == 0 && ${R[$1.cpu_us_per_op]:--} != - ]]; }
 
-# Per round: "tsung headroom" figures of the rounds where both ran and succeeded.
-pairs() { # pairs KEY
-    local r
+# Per round: "A B" figures (KEY) of tools A and B (default tsung, headroom), in the rounds
+# where both ran and succeeded.
+pairs() { # pairs KEY [A B]
+    local r a=${2:-tsung} b=${3:-headroom}
     for r in $(seq 1 "$ROUNDS"); do
-        if ok_run "tsung.$r" && ok_run "headroom.$r"; then echo "${R[tsung.$r.$1]} ${R[headroom.$r.$1]}"; fi
+        if ok_run "$a.$r" && ok_run "$b.$r"; then echo "${R[$a.$r.$1]} ${R[$b.$r.$1]}"; fi
     done
 }
 CPU_LINE="n/a" RSS_LINE="n/a" CPU_MED="-" RSS_MED="-"
@@ -636,6 +704,14 @@ if want tsung && want headroom; then
     CPU_MED=$(awk '/^median/ { print $2 }' <<<"$CPU_LINE")
     RSS_MED=$(awk '/^median/ { print $2 }' <<<"$RSS_LINE")
 fi
+# Against the floor: Tsung/floor and headroom/floor, CPU and RSS ("n/a" without both tools).
+declare -A FL
+for a in tsung headroom; do
+    for k in cpu_us_per_op rss_kb_per_user; do
+        FL[$a.$k]="n/a"
+        if want "$a" && want floor; then FL[$a.$k]=$(pairs "$k" "$a" floor | paired_line); fi
+    done
+done
 CPU_VERDICT=$(verdict "$CPU_MED" "$CPU_GOAL")
 RSS_VERDICT=$(verdict "$RSS_MED" "$RSS_GOAL")
 
@@ -681,7 +757,7 @@ BROKER_VERSION=$(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?'
     row "messages received" received
     row "operations (acked + received)" ops
     row "errors" errors
-    row "headroom: pings sent" pings
+    row "pings sent (headroom, floor)" pings
     row "tsung: logged errors" log_errors
     row "broker: messages/received" "broker.messages/received"
     row "broker: messages/sent" "broker.messages/sent"
@@ -718,7 +794,16 @@ BROKER_VERSION=$(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?'
     else
         echo "tsung/headroom ratios: n/a (needs both tools; TOOLS=\"$TOOLS\")"
     fi
-    echo "(operations: Tsung mqtt_server_pubacked + mqtt_server_published, headroom publish_acked + received;"
+    if want floor; then
+        echo "ratio tsung/floor, CPU per operation: ${FL[tsung.cpu_us_per_op]} (the most any client making"
+        echo "  these system calls could reach against Tsung here; the CPU goal is $CPU_GOAL)"
+        echo "ratio tsung/floor, RSS per connected user: ${FL[tsung.rss_kb_per_user]}"
+        echo "ratio headroom/floor, CPU per operation: ${FL[headroom.cpu_us_per_op]} (how far above the floor headroom is)"
+        echo "ratio headroom/floor, RSS per connected user: ${FL[headroom.rss_kb_per_user]}"
+    fi
+    echo "(operations: Tsung mqtt_server_pubacked + mqtt_server_published, headroom and the floor publish_acked"
+    echo " + received; the floor: the same sessions, its subscriber from 0 s and for its full 60 s, publishers from"
+    echo " its SUBACK, nothing but the system calls;"
     echo " per connected user = peak RSS / peak connections established at once, counted by ss; CPU = wait4"
     echo " rusage of the tool's process tree over the whole run, Tsung's VM start/stop included; broker counts:"
     echo " \$SYS after - before the run, less the bench's own read and poke; headroom's subscriber runs its session"
@@ -729,7 +814,18 @@ BROKER_VERSION=$(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?'
 # --- JSON ----------------------------------------------------------------------------------------
 
 for k in "${!R[@]}"; do printf '%s\t%s\n' "$k" "${R[$k]}"; done | sort >"$WORK/r.tsv"
-pairs_json() { pairs "$1" | awk 'BEGIN { printf "[" } { printf "%s%.4f", (NR > 1 ? "," : ""), $1 / $2 } END { printf "]" }'; }
+pairs_json() { pairs "$@" | awk 'BEGIN { printf "[" } { printf "%s%.4f", (NR > 1 ? "," : ""), $1 / $2 } END { printf "]" }'; }
+# floor_json A: {cpu_per_operation: {per_round, median, min, max}, rss_per_connected_user: ...} of
+# A/floor, null when the run had not both.
+floor_json() {
+    if ! want "$1" || ! want floor; then echo null; return; fi
+    jq -n -c --arg cpu "${FL[$1.cpu_us_per_op]}" --arg rss "${FL[$1.rss_kb_per_user]}" \
+        --argjson cpu_rounds "$(pairs_json cpu_us_per_op "$1" floor)" --argjson rss_rounds "$(pairs_json rss_kb_per_user "$1" floor)" '
+        def spread($line): ($line | capture("median (?<median>[0-9.]+) \\(min (?<min>[0-9.]+), max (?<max>[0-9.]+)\\)")
+            | map_values(tonumber)) // null;
+        {cpu_per_operation: ({per_round: $cpu_rounds} + (spread($cpu) // {})),
+         rss_per_connected_user: ({per_round: $rss_rounds} + (spread($rss) // {}))}'
+}
 JSON=$(jq -R -s -c \
     --arg users "$USERS" --arg rate "$RATE" --arg hold "$HOLD" --arg arrive "$ARRIVE_S" --arg sub "$SUB_START" \
     --arg rounds "$ROUNDS" --arg hr_d "$HR_DURATION" --arg example "$EXAMPLE" \
@@ -737,6 +833,7 @@ JSON=$(jq -R -s -c \
     --argjson cpu_rounds "$(pairs_json cpu_us_per_op)" --argjson rss_rounds "$(pairs_json rss_kb_per_user)" \
     --arg cpu_goal "$CPU_GOAL" --arg rss_goal "$RSS_GOAL" \
     --arg cpu_v "$CPU_VERDICT" --arg rss_v "$RSS_VERDICT" --arg date "$(date -Is)" --arg host "$(hostname -s)" \
+    --argjson tsung_floor "$(floor_json tsung)" --argjson headroom_floor "$(floor_json headroom)" \
     --arg tools "$TOOLS" --arg port "$MQTT_PORT" --arg failed "$FAILED" --arg hr_not_ready "$HR_NOT_READY" '
     def num: if test("^-?[0-9]+(\\.[0-9]+)?$") then tonumber else . end;
     def spread($line): ($line | capture("median (?<median>[0-9.]+) \\(min (?<min>[0-9.]+), max (?<max>[0-9.]+)\\)")
@@ -753,6 +850,7 @@ JSON=$(jq -R -s -c \
        ratio_tsung_over_headroom: {
            cpu_per_operation: ({per_round: $cpu_rounds} + (spread($cpu_line) // {})),
            rss_per_connected_user: ({per_round: $rss_rounds} + (spread($rss_line) // {}))},
+       ratio_tsung_over_floor: $tsung_floor, ratio_headroom_over_floor: $headroom_floor,
        goals: {cpu: ($cpu_goal | num), rss: ($rss_goal | num)},
        verdict: {cpu: $cpu_v, rss: $rss_v},
        valid: ($failed == "0"), headroom_not_ready: (if $hr_not_ready == "" then null else $hr_not_ready end)}' <"$WORK/r.tsv")

@@ -216,7 +216,9 @@ fn main() {
     // Bounded: every user ends within its session; the run at twice the arrivals' mean span +
     // HOLD (or the subscriber's 60 s) + 45 s, within the bench's own timeout.
     let limit = start
-        + Duration::from_secs_f64((users as f64 / rate * 2.0 + hold.as_secs_f64()).max(60.0) + 45.0);
+        + Duration::from_secs_f64(
+            (users as f64 / rate * 2.0 + hold.as_secs_f64()).max(60.0) + 45.0,
+        );
     let mut now = start;
     while done + stopped < total && now < limit {
         // Arrivals, then due timers, at this wake-up's clock.
@@ -283,7 +285,11 @@ fn main() {
             wake = wake.min(at);
         }
         let ms = wake.saturating_duration_since(now).as_millis();
-        let ms = if ms == 0 && wake > now { 1 } else { ms.min(1000) as i32 };
+        let ms = if ms == 0 && wake > now {
+            1
+        } else {
+            ms.min(1000) as i32
+        };
         let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), evs.len() as i32, ms) };
         now = Instant::now();
         for e in &evs[..n.max(0) as usize] {

@@ -86,7 +86,7 @@
 #   ARRIVE_S          arrival phase length: ceil(USERS/RATE) + 10 (the USERS cap ends arrivals)
 #   HOLD=(ARRIVE_S+10) the think time before each publisher's disconnect; must exceed ARRIVE_S
 #   SUB_START=0       Tsung's start_time of the subscriber (headroom's starts with the run)
-#   ROUNDS=3          rounds; each runs the tools in TOOLS order (tsung, headroom, floor, tsung, ...)
+#   ROUNDS=3          rounds; each runs the tools in TOOLS order, reversed every other round
 #   TOOLS="tsung headroom floor"  which tools, in this order (TOOLS=tsung: Tsung alone, no
 #                     ratios; a ratio needs both of its tools)
 #   HEADROOM=$CARGO_TARGET_DIR/release/headroom or target/release/headroom
@@ -640,7 +640,11 @@ if want headroom; then
 fi
 
 for round in $(seq 1 "$ROUNDS"); do
-    for tool in $TOOLS; do
+    # Order reversed every other round (tsung headroom floor, floor headroom tsung, ...): no
+    # tool always runs first, on a broker just started, or after the same neighbour.
+    order=$TOOLS
+    if ((round % 2 == 0)); then order=$(echo "$TOOLS" | tr " " "\n" | tac | tr "\n" " "); fi
+    for tool in $order; do
         run=$tool.$round
         RUNS+=("$run")
         case $tool in
@@ -806,8 +810,8 @@ BROKER_VERSION=$(dpkg-query -W -f '${Version}' mosquitto 2>/dev/null || echo '?'
     echo " its SUBACK, nothing but the system calls;"
     echo " per connected user = peak RSS / peak connections established at once, counted by ss; CPU = wait4"
     echo " rusage of the tool's process tree over the whole run, Tsung's VM start/stop included; broker counts:"
-    echo " \$SYS after - before the run, less the bench's own read and poke; headroom's subscriber runs its session"
-    echo " again from ~60 s until -d (one more connect, subscribe and retained message); Tsung pings every 10 s,"
+    echo " \$SYS after - before the run, less the bench's own read and poke; headroom's subscriber (Tsung's <user>,"
+    echo " a once user since 2026-11-29) runs its session once, as Tsung's does; Tsung pings every 10 s,"
     echo " headroom after 10 s without sending)"
 } | tee "$OUT/$NAME.txt"
 

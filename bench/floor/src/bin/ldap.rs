@@ -9,8 +9,8 @@
 //! same system calls would at least spend. Not part of headroom: a measuring stick.
 #[path = "../session.rs"]
 mod session;
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 fn tlv(tag: u8, content: &[u8], out: &mut Vec<u8>) {
@@ -45,7 +45,10 @@ fn message(id: u8, op: Vec<u8>) -> Vec<u8> {
 }
 
 fn search(id: u8, base: &str, attr: &str, value: &str) -> Vec<u8> {
-    let filter = t(0xa3, &cat(&[t(0x04, attr.as_bytes()), t(0x04, value.as_bytes())]));
+    let filter = t(
+        0xa3,
+        &cat(&[t(0x04, attr.as_bytes()), t(0x04, value.as_bytes())]),
+    );
     let body = cat(&[
         t(0x04, base.as_bytes()),
         t(0x0a, &[2]), // wholeSubtree
@@ -61,7 +64,10 @@ fn search(id: u8, base: &str, attr: &str, value: &str) -> Vec<u8> {
 
 fn attribute(name: &str, values: &[&str]) -> Vec<u8> {
     let vals: Vec<Vec<u8>> = values.iter().map(|v| t(0x04, v.as_bytes())).collect();
-    t(0x30, &cat(&[t(0x04, name.as_bytes()), t(0x31, &cat(&vals))]))
+    t(
+        0x30,
+        &cat(&[t(0x04, name.as_bytes()), t(0x31, &cat(&vals))]),
+    )
 }
 
 /// The six requests of one user's session, `cn` its entry's name.
@@ -106,7 +112,10 @@ fn session(cn: &str) -> [Vec<u8>; 6] {
             0x66,
             &cat(&[
                 t(0x04, dn.as_bytes()),
-                t(0x30, &cat(&[change("sn", "SomeSN"), change("mail", "some@mail.com")])),
+                t(
+                    0x30,
+                    &cat(&[change("sn", "SomeSN"), change("mail", "some@mail.com")]),
+                ),
             ]),
         ),
     );
@@ -133,9 +142,10 @@ fn messages(buf: &[u8]) -> (usize, u32) {
             n if n < 0x80 => (n as usize, 2),
             0x81 if b.len() >= 3 => (b[2] as usize, 3),
             0x82 if b.len() >= 4 => (((b[2] as usize) << 8) | b[3] as usize, 4),
-            0x83 if b.len() >= 5 => {
-                (((b[2] as usize) << 16) | ((b[3] as usize) << 8) | b[4] as usize, 5)
-            }
+            0x83 if b.len() >= 5 => (
+                ((b[2] as usize) << 16) | ((b[3] as usize) << 8) | b[4] as usize,
+                5,
+            ),
             0x81..=0x83 => return (at, finals),
             _ => panic!("a message longer than 16 MiB"),
         };
@@ -166,8 +176,6 @@ struct User {
     reqs: [Vec<u8>; 6],
     buf: Vec<u8>,
 }
-
-
 
 fn send(u: &User) -> bool {
     let r = &u.reqs[u.step];
@@ -233,7 +241,11 @@ fn main() {
             wake = wake.min(at);
         }
         let ms = wake.saturating_duration_since(Instant::now()).as_millis();
-        let ms = if ms == 0 && wake > Instant::now() { 1 } else { ms.min(1000) as i32 };
+        let ms = if ms == 0 && wake > Instant::now() {
+            1
+        } else {
+            ms.min(1000) as i32
+        };
         let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), evs.len() as i32, ms) };
         for e in &evs[..n.max(0) as usize] {
             let key = e.u64 as usize;

@@ -113,8 +113,6 @@ fn on_packet(step: usize, part: &mut u8, p: &[u8]) -> Next {
     }
 }
 
-
-
 fn send(fd: i32, r: &[u8]) -> bool {
     let n = unsafe { libc::send(fd, r.as_ptr().cast(), r.len(), libc::MSG_NOSIGNAL) };
     n == r.len() as isize
@@ -184,7 +182,11 @@ fn main() {
             wake = wake.min(at);
         }
         let ms = wake.saturating_duration_since(Instant::now()).as_millis();
-        let ms = if ms == 0 && wake > Instant::now() { 1 } else { ms.min(1000) as i32 };
+        let ms = if ms == 0 && wake > Instant::now() {
+            1
+        } else {
+            ms.min(1000) as i32
+        };
         let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), evs.len() as i32, ms) };
         for e in &evs[..n.max(0) as usize] {
             let key = e.u64 as usize;

@@ -37,10 +37,12 @@ use crate::link::{Link, LinkWait, XmppShared};
 const STEP_BUDGET: usize = 10_000;
 /// Most protocol requests written in one send when each waits for nothing (an AMQP publish, an
 /// MQTT publish at QoS 0): consecutive ones join one batch, one system call instead of one
-/// each (issue 29: writes coalesced per loop turn). Bounded so one user's batch stays small.
-const JOIN_REQUESTS: usize = 128;
-/// Bytes a batch of joined requests grows to at most (a request may take it past).
-const JOIN_BYTES: usize = 16 * 1024;
+/// each (issue 29: writes coalesced per loop turn). Bounded so one user's batch stays small:
+/// its buffers stay the user's for the run (per user memory is measured against Tsung's), and
+/// 32 requests a send already make the send's cost a small part of each request's.
+const JOIN_REQUESTS: usize = 32;
+/// Bytes a batch of joined requests grows to at most (its last request may take it past).
+const JOIN_BYTES: usize = 4096;
 /// Default most repetitions of a request by a `match` with `do: loop`.
 const DEFAULT_MAX_LOOPS: u64 = 20;
 

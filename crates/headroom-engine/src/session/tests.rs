@@ -587,12 +587,13 @@ fn publishes_join_one_batch_until_a_step_waits() {
         let pubs = h.prog.w.names.iter().position(|n| n.name == "pub").unwrap();
         (got, h.rec.names[pubs].count)
     };
-    // Six publishes and the close that waits, in one batch; then 200 publishes in two.
+    // Six publishes and the close that waits, in one batch; then 200 publishes in batches
+    // of 32 (`JOIN_REQUESTS`).
     let (got, txs) = batches(true, None);
-    assert_eq!(
-        got,
-        [(7, true), (0, false), (128, false), (72, false), (0, false)]
-    );
+    let mut want = vec![(7, true), (0, false)];
+    want.extend([(32, false); 6]);
+    want.extend([(8, false), (0, false)]);
+    assert_eq!(got, want);
     assert_eq!(txs, 3, "each transaction ends once its batch is written");
     // At a rate: one request per batch.
     let (got, txs) = batches(false, None);

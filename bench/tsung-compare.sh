@@ -381,7 +381,9 @@ tc_main() {
     fi
     if tc_want floor; then
         log "floor: building bench/floor's $FLOOR client"
-        cargo build -q --release --manifest-path "$BENCH_DIR/floor/Cargo.toml" --bin "$FLOOR" >&2 ||
+        # Its own target directory, whatever CARGO_TARGET_DIR says: the binary run is that one.
+        cargo build -q --release --manifest-path "$BENCH_DIR/floor/Cargo.toml" \
+            --target-dir "$BENCH_DIR/floor/target" --bin "$FLOOR" >&2 ||
             die "bench/floor did not build"
         FLOOR_CMD=("$BENCH_DIR/floor/target/release/$FLOOR" "127.0.0.1:$PORT" "$USERS" "$RATE" "$HOLD")
     fi

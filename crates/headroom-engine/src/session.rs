@@ -379,6 +379,8 @@ pub(crate) struct SessionState {
     /// Transactions whose end came inside a batch of joined requests: they end when the batch
     /// is written ([`SessionState::batch_written`]), as they would have without the join.
     tx_ends: Vec<NameId>,
+    /// `out` holds the worker's join buffer (see [`Env::join_spare`]).
+    borrowed: bool,
     /// The encoded requests of the current batch, with their parts (a raw send's or a link's
     /// bytes have none).
     pub out: Batch,
@@ -453,6 +455,9 @@ pub(crate) struct Env<'a> {
     /// Requests that wait for nothing may join one batch (not at a `--rate`, where each batch
     /// takes one paced slot).
     pub join: bool,
+    /// The worker's buffer for a batch of joined requests: `out` takes it when a second
+    /// request joins, and gives it back once the batch is written ([`SessionState::lend_back`]).
+    pub join_spare: &'a mut Vec<u8>,
 }
 
 impl SessionState {
@@ -467,6 +472,7 @@ impl SessionState {
             vars,
             tx: Vec::new(),
             tx_ends: Vec::new(),
+            borrowed: false,
             out: Batch::new(),
             names: Vec::new(),
             head: false,
@@ -589,6 +595,14 @@ impl SessionState {
         self.tx_ends.clear();
         for (id, _, _) in self.tx.drain(..) {
             rec.name_error(id as usize);
+        }
+    }
+
+    /// The batch is written: `out` gives the worker's join buffer back, if it has it (its
+    /// bytes are not needed any more: a protocol link's requests are never sent again).
+    pub fn lend_back(&mut self, spare: &mut Vec<u8>) {
+        if std::mem::take(&mut self.borrowed) {
+            std::mem::swap(self.out.raw_mut(), spare);
         }
     }
 
@@ -886,6 +900,15 @@ impl SessionState {
                             })
                         );
                     if joined {
+                        if !self.borrowed && self.names.len() == 1 {
+                            // The batch grows in the worker's buffer: the user keeps only its
+                            // own small one (which the worker holds meanwhile).
+                            let spare = &mut *env.join_spare;
+                            spare.clear();
+                            spare.extend_from_slice(self.out.raw_mut());
+                            std::mem::swap(self.out.raw_mut(), spare);
+                            self.borrowed = true;
+                        }
                         continue;
                     }
                     return Action::Send;

@@ -52,6 +52,7 @@ impl Harness {
             browser: &mut self.browser,
             browser_cfg: None,
             join: true,
+            join_spare: &mut Vec::new(),
         };
         self.st.advance(&self.prog, &mut env)
     }
@@ -472,6 +473,7 @@ fn request_lines(prog: &Program, cursor: usize, step: usize, n: usize) -> Vec<St
             browser: &mut agent,
             browser_cfg: None,
             join: true,
+            join_spare: &mut Vec::new(),
         };
         assert_eq!(st.advance(prog, &mut env), Action::Send);
         let out = String::from_utf8_lossy(&st.out);
@@ -557,6 +559,7 @@ fn publishes_join_one_batch_until_a_step_waits() {
             .expect("an amqp link");
         link.ready = true;
         let mut got = Vec::new();
+        let mut spare = Vec::new();
         for _ in 0..300 {
             let mut env = Env {
                 rng: &mut h.rng,
@@ -569,6 +572,7 @@ fn publishes_join_one_batch_until_a_step_waits() {
                 browser: &mut h.browser,
                 browser_cfg: None,
                 join,
+                join_spare: &mut spare,
             };
             match h.st.advance(&h.prog, &mut env) {
                 Action::Send => {
@@ -578,11 +582,17 @@ fn publishes_join_one_batch_until_a_step_waits() {
                     got.push((h.st.names.len(), h.st.awaiting == Awaiting::Link));
                     h.now += Duration::from_millis(5);
                     h.st.batch_written(&mut h.rec, h.now);
+                    h.st.lend_back(&mut spare);
+                    // The worker keeps the big buffer; the user, its own small one.
+                    assert!(h.st.out.raw_mut().capacity() < 1024);
                 }
                 Action::Think(_) => got.push((0, false)),
                 Action::Done { .. } => break,
                 a => panic!("{a:?}"),
             }
+        }
+        if join && requests_left.is_none() {
+            assert!(spare.capacity() >= 1024, "{}", spare.capacity());
         }
         let pubs = h.prog.w.names.iter().position(|n| n.name == "pub").unwrap();
         (got, h.rec.names[pubs].count)

@@ -45,6 +45,7 @@ impl H {
             browser: &mut None,
             browser_cfg: None,
             join: true,
+            join_spare: &mut Vec::new(),
         };
         self.st.advance(&self.prog, &mut env)
     }

@@ -459,6 +459,7 @@ impl Worker {
         }
         if let Some(st) = u.sess.as_mut() {
             st.batch_written(&mut self.rec, now);
+            st.lend_back(&mut self.join_spare);
         }
     }
 

@@ -425,6 +425,7 @@ impl Worker {
                 browser: &mut u.browser,
                 browser_cfg: self.browser_cfg.as_deref(),
                 join,
+                join_spare: &mut self.join_spare,
             };
             match st.advance(&prog, &mut env) {
                 Action::Send => {

@@ -48,20 +48,29 @@ fn server_stats_files() -> Vec<File> {
     }
 }
 
-/// CPU time (user + system, in clock ticks) of the threads whose `stat` files these are.
+/// CPU time (user + system, in clock ticks) of the threads whose `stat` files these are. A
+/// thread that has ended since its file was opened (the previous server's, still stopping when
+/// the files were listed: its read fails with ESRCH) spins no more and counts nothing; at least
+/// one must still be there.
 fn cpu_ticks(files: &mut [File]) -> u64 {
     use std::io::{Seek, SeekFrom};
     let mut ticks = 0;
+    let mut read = 0;
     for f in files {
         let mut stat = String::new();
         f.seek(SeekFrom::Start(0)).unwrap();
-        f.read_to_string(&mut stat).unwrap();
+        match f.read_to_string(&mut stat) {
+            Ok(_) => read += 1,
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+            Err(e) => panic!("reading a server thread's stat: {e}"),
+        }
         // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
         let (_, rest) = stat.rsplit_once(')').unwrap();
         let fields: Vec<&str> = rest.split_whitespace().collect();
         // Fields 14 and 15 of proc_pid_stat(5) are utime and stime; `rest` starts at field 3.
         ticks += fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
     }
+    assert!(read > 0, "every server thread listed has ended");
     ticks
 }
 

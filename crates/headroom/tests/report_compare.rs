@@ -194,9 +194,15 @@ fn compare(url: &str, (a, ca): (&str, &str), (b, cb): (&str, &str), side_by_side
     let tmp = tempfile::tempdir().unwrap();
     let (da, db) = (tmp.path().join(a), tmp.path().join(b));
     if side_by_side {
+        // Both on one CPU, one worker each: the scheduler shares that CPU between them alike.
+        // Free to run where they liked, one run's worker could share a core with the server or
+        // the file's other tests and the other not: 1.07x apart, "beyond noise", once in a
+        // suite run.
         let spawn = |c: &str, dir: &Path| {
-            headroom()
-                .args(["run", url, "-c", c, "-d", "5s", "-q", "--out"])
+            let mut cmd = std::process::Command::new("taskset");
+            cmd.args(["-c", "0"])
+                .arg(env!("CARGO_BIN_EXE_headroom"))
+                .args(["run", url, "-c", c, "-t", "1", "-d", "5s", "-q", "--out"])
                 .arg(dir)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())

@@ -70,6 +70,20 @@ pub fn connect(addr: &libc::sockaddr_in, ep: i32, key: usize, events: i32) -> i3
     }
 }
 
+/// Waits for events until `wake` (at most 1 s, at least 1 ms when `wake` is still ahead: a
+/// sub-millisecond wait must not spin); how many of `evs` came.
+pub fn wait(ep: i32, evs: &mut [libc::epoll_event], wake: std::time::Instant) -> usize {
+    let now = std::time::Instant::now();
+    let ms = wake.saturating_duration_since(now).as_millis();
+    let ms = if ms == 0 && wake > now {
+        1
+    } else {
+        ms.min(1000) as i32
+    };
+    let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), evs.len() as i32, ms) };
+    n.max(0) as usize
+}
+
 /// Uniform numbers in (0, 1) from a xorshift generator seeded by the process id: exponential
 /// gaps `-ln(u) / rate` make Poisson arrivals.
 pub fn uniform() -> impl FnMut() -> f64 {

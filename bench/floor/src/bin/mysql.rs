@@ -181,14 +181,8 @@ fn main() {
         if let Some(&Reverse((at, _))) = timers.peek() {
             wake = wake.min(at);
         }
-        let ms = wake.saturating_duration_since(Instant::now()).as_millis();
-        let ms = if ms == 0 && wake > Instant::now() {
-            1
-        } else {
-            ms.min(1000) as i32
-        };
-        let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), evs.len() as i32, ms) };
-        for e in &evs[..n.max(0) as usize] {
+        let n = session::wait(ep, &mut evs, wake);
+        for e in &evs[..n] {
             let key = e.u64 as usize;
             let u = &mut list[key];
             if u.st == St::Done {

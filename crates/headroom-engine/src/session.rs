@@ -598,6 +598,16 @@ impl SessionState {
         }
     }
 
+    /// A batch begins to join requests: it grows in the worker's buffer, its bytes so far
+    /// copied there, and the user's own small one waits in the worker meanwhile.
+    fn borrow(&mut self, spare: &mut Vec<u8>) {
+        if !std::mem::replace(&mut self.borrowed, true) {
+            spare.clear();
+            spare.extend_from_slice(self.out.raw_mut());
+            std::mem::swap(self.out.raw_mut(), spare);
+        }
+    }
+
     /// The batch is written: `out` gives the worker's join buffer back, if it has it (its
     /// bytes are not needed any more: a protocol link's requests are never sent again).
     pub fn lend_back(&mut self, spare: &mut Vec<u8>) {
@@ -608,11 +618,17 @@ impl SessionState {
 
     /// The batch is written: the transactions that ended inside it end now.
     pub fn batch_written(&mut self, rec: &mut Recorder, now: Instant) {
-        for id in self.tx_ends.drain(..) {
-            if let Some(i) = self.tx.iter().rposition(|t| t.0 == id) {
-                let (_, start, err) = self.tx.remove(i);
-                rec.record_name(id as usize, micros(now - start), err);
-            }
+        while let Some(id) = self.tx_ends.pop() {
+            self.end_tx(id, rec, now);
+        }
+    }
+
+    /// Transaction `id` (its latest open one) ends at `now`: timed, an error if a request
+    /// inside failed.
+    fn end_tx(&mut self, id: NameId, rec: &mut Recorder, now: Instant) {
+        if let Some(i) = self.tx.iter().rposition(|t| t.0 == id) {
+            let (_, start, err) = self.tx.remove(i);
+            rec.record_name(id as usize, micros(now - start), err);
         }
     }
 
@@ -627,8 +643,11 @@ impl SessionState {
                         .requests_left
                         .is_none_or(|n| (self.names.len() as u64) < n)
             }
-            Op::Jump(_) | Op::LoopInit { .. } | Op::LoopTest { .. } => true,
-            Op::TxBegin(_) | Op::TxEnd(_) => true,
+            Op::Jump(_)
+            | Op::LoopInit { .. }
+            | Op::LoopTest { .. }
+            | Op::TxBegin(_)
+            | Op::TxEnd(_) => true,
             _ => false,
         }
     }
@@ -900,15 +919,7 @@ impl SessionState {
                             })
                         );
                     if joined {
-                        if !self.borrowed && self.names.len() == 1 {
-                            // The batch grows in the worker's buffer: the user keeps only its
-                            // own small one (which the worker holds meanwhile).
-                            let spare = &mut *env.join_spare;
-                            spare.clear();
-                            spare.extend_from_slice(self.out.raw_mut());
-                            std::mem::swap(self.out.raw_mut(), spare);
-                            self.borrowed = true;
-                        }
+                        self.borrow(env.join_spare);
                         continue;
                     }
                     return Action::Send;
@@ -949,13 +960,7 @@ impl SessionState {
                 Op::Jump(to) => self.pc = *to,
                 Op::TxBegin(id) => self.tx.push((*id, env.now, false)),
                 Op::TxEnd(id) if joined => self.tx_ends.push(*id),
-                Op::TxEnd(id) => {
-                    if let Some(i) = self.tx.iter().rposition(|t| t.0 == *id) {
-                        let (_, start, err) = self.tx.remove(i);
-                        env.rec
-                            .record_name(*id as usize, micros(env.now - start), err);
-                    }
-                }
+                Op::TxEnd(id) => self.end_tx(*id, env.rec, env.now),
                 Op::Cookie(c) => self.cookie(prog, c, env),
                 Op::Connect => {
                     // No request rides on a connect: a failed connect fails no name.
